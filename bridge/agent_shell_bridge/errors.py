@@ -1,0 +1,134 @@
+"""The bridge's exception tree and its JSON-RPC error codes.
+
+Every error the bridge reports to a client is one of these; lower-level errors are
+translated with ``raise Mapped(...) from exc`` so no stack trace reaches the wire.
+
+    BridgeError                      -32603  internal error
+    ├── RpcParseError                -32700  body is not JSON
+    ├── InvalidRequest               -32600  not a JSON-RPC 2.0 envelope
+    ├── MethodNotFound               -32601  unknown method
+    ├── InvalidParams                -32602  params failed validation
+    ├── SessionNotFound              -32001  unknown session id
+    ├── SessionBusy                  -32002  a turn is already running
+    ├── PolicyDenied                 -32003  the safety policy refused an action
+    ├── PathNotAllowed               -32004  a path escapes the allowed roots
+    ├── ToolFailed                   -32005  a tool ran and failed
+    ├── ModelError                   -32010  the model API failed
+    │   ├── ModelHTTPError           -32011  non-retryable HTTP status
+    │   ├── ModelStreamError         -32012  error object or cut inside a stream
+    │   └── ModelUnavailable         -32013  retries exhausted / connection refused
+    ├── MemoryError_                 -32020  memory index or experience file problem
+    ├── Cancelled                    -32030  the operation was cancelled
+    └── ClientGone                   -32031  no client to answer an Emacs-side request
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+__all__ = [
+    "BridgeError",
+    "Cancelled",
+    "ClientGone",
+    "InvalidParams",
+    "InvalidRequest",
+    "MemoryError_",
+    "MethodNotFound",
+    "ModelError",
+    "ModelHTTPError",
+    "ModelStreamError",
+    "ModelUnavailable",
+    "PathNotAllowed",
+    "PolicyDenied",
+    "RpcParseError",
+    "SessionBusy",
+    "SessionNotFound",
+    "ToolFailed",
+]
+
+
+class BridgeError(Exception):
+    """Base of every error the bridge reports; ``code`` is its JSON-RPC code."""
+
+    code: ClassVar[int] = -32603
+
+    def __init__(self, message: str, *, data: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+    def to_error_object(self) -> dict[str, Any]:
+        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            err["data"] = self.data
+        return err
+
+
+class RpcParseError(BridgeError):
+    code = -32700
+
+
+class InvalidRequest(BridgeError):
+    code = -32600
+
+
+class MethodNotFound(BridgeError):
+    code = -32601
+
+
+class InvalidParams(BridgeError):
+    code = -32602
+
+
+class SessionNotFound(BridgeError):
+    code = -32001
+
+
+class SessionBusy(BridgeError):
+    code = -32002
+
+
+class PolicyDenied(BridgeError):
+    code = -32003
+
+
+class PathNotAllowed(BridgeError):
+    code = -32004
+
+
+class ToolFailed(BridgeError):
+    code = -32005
+
+
+class ModelError(BridgeError):
+    code = -32010
+
+
+class ModelHTTPError(ModelError):
+    """The provider answered with a status that retrying will not fix."""
+
+    code = -32011
+
+    def __init__(self, message: str, *, status: int, data: Any = None) -> None:
+        super().__init__(message, data=data)
+        self.status = status
+
+
+class ModelStreamError(ModelError):
+    code = -32012
+
+
+class ModelUnavailable(ModelError):
+    code = -32013
+
+
+class MemoryError_(BridgeError):  # noqa: N801 - the builtin MemoryError is taken
+    code = -32020
+
+
+class Cancelled(BridgeError):
+    code = -32030
+
+
+class ClientGone(BridgeError):
+    code = -32031
