@@ -1,0 +1,66 @@
+# agent-shell — every target installs what it needs on a fresh Debian machine.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+BRIDGE := $(abspath $(VENV)/bin/agent-shell-bridge)
+EMACS ?= emacs
+ELISP_FILES := $(wildcard elisp/*.el)
+ELISP_TESTS := $(wildcard tests/elisp/test-*.el)
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+export AGENT_SHELL_TEST_BRIDGE := $(BRIDGE)
+
+.PHONY: test test-python test-elisp lint demo bench deps venv system-deps clean
+
+test: deps test-python test-elisp
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	@touch $@
+
+system-deps:
+	@missing=""; \
+	command -v $(EMACS) >/dev/null || missing="$$missing emacs-nox"; \
+	command -v rg >/dev/null || missing="$$missing ripgrep"; \
+	command -v tmux >/dev/null || missing="$$missing tmux"; \
+	command -v git >/dev/null || missing="$$missing git"; \
+	[ -d /usr/share/emacs/site-lisp/elpa/magit-3.3.0 ] || ls -d /usr/share/emacs/site-lisp/elpa/magit-* >/dev/null 2>&1 || missing="$$missing elpa-magit"; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+deps: venv system-deps
+
+test-python: deps
+	$(PY) -m pytest -q
+
+test-elisp: deps
+	@test -n "$(ELISP_TESTS)" || { echo "no ERT tests found"; exit 1; }
+	$(EMACS) -Q --batch -L elisp -L tests/elisp \
+	  --eval '(setq load-prefer-newer t)' \
+	  $(foreach t,$(ELISP_TESTS),-l $(t)) \
+	  -f ert-run-tests-batch-and-exit
+
+lint: deps
+	$(VENV)/bin/ruff check bridge tests/python
+	$(VENV)/bin/ruff format --check bridge tests/python
+	$(VENV)/bin/mypy
+	$(EMACS) -Q --batch -L elisp \
+	  --eval '(setq byte-compile-error-on-warn t)' \
+	  -f batch-byte-compile $(ELISP_FILES)
+	$(EMACS) -Q --batch -L elisp -l tests/elisp/lint.el $(ELISP_FILES)
+	@rm -f elisp/*.elc
+
+demo: deps
+	@echo "make demo: not built yet"
+
+bench: deps
+	@echo "make bench: not built yet"
+
+clean:
+	rm -rf $(VENV) elisp/*.elc .pytest_cache .mypy_cache .ruff_cache
