@@ -19,7 +19,10 @@ translated with ``raise Mapped(...) from exc`` so no stack trace reaches the wir
     │   └── ModelUnavailable         -32013  retries exhausted / connection refused
     ├── MemoryError_                 -32020  memory index or experience file problem
     ├── Cancelled                    -32030  the operation was cancelled
-    └── ClientGone                   -32031  no client to answer an Emacs-side request
+    ├── ClientGone                   -32031  no client to answer an Emacs-side request
+    ├── Unauthorized                 -32040  missing or wrong bearer token (HTTP 401)
+    ├── Forbidden                    -32041  bad Host or a browser Origin (HTTP 403)
+    └── PayloadTooLarge              -32042  body over the size limit (HTTP 413)
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ __all__ = [
     "BridgeError",
     "Cancelled",
     "ClientGone",
+    "Forbidden",
     "InvalidParams",
     "InvalidRequest",
     "MemoryError_",
@@ -39,11 +43,13 @@ __all__ = [
     "ModelStreamError",
     "ModelUnavailable",
     "PathNotAllowed",
+    "PayloadTooLarge",
     "PolicyDenied",
     "RpcParseError",
     "SessionBusy",
     "SessionNotFound",
     "ToolFailed",
+    "Unauthorized",
 ]
 
 
@@ -122,7 +128,7 @@ class ModelUnavailable(ModelError):
     code = -32013
 
 
-class MemoryError_(BridgeError):  # noqa: N801 - the builtin MemoryError is taken
+class MemoryError_(BridgeError):
     code = -32020
 
 
@@ -132,3 +138,15 @@ class Cancelled(BridgeError):
 
 class ClientGone(BridgeError):
     code = -32031
+
+
+class Unauthorized(BridgeError):
+    code = -32040
+
+
+class Forbidden(BridgeError):
+    code = -32041
+
+
+class PayloadTooLarge(BridgeError):
+    code = -32042

@@ -6,5 +6,5 @@ import argparse
 from typing import Any
 
 
-def register(sub: "argparse._SubParsersAction[Any]") -> None:
+def register(sub: argparse._SubParsersAction[Any]) -> None:
     """Add this area's sub-commands to the bridge CLI."""

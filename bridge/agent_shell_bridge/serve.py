@@ -1,10 +1,118 @@
-"""Sub-command registration (placeholder until this area lands)."""
+"""``agent-shell-bridge serve``: run the bridge for one Emacs.
+
+Binds 127.0.0.1 on the given port (0 = any free one), prints one JSON ready line on
+stdout, logs to stderr, and exits — killing every child process group — when stdin
+reaches EOF (Emacs died), on SIGTERM/SIGINT, or on the ``shutdown`` method.
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
+import logging
+import os
+import secrets
+import socket
+import sys
+import threading
+from pathlib import Path
 from typing import Any
 
+import uvicorn
 
-def register(sub: "argparse._SubParsersAction[Any]") -> None:
-    """Add this area's sub-commands to the bridge CLI."""
+from . import __version__
+from .config import BridgeConfig
+from .methods import build_dispatcher
+from .runtime import Runtime
+from .server import ServerSettings, create_app
+
+__all__ = ["register", "serve"]
+
+log = logging.getLogger(__name__)
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    p = sub.add_parser("serve", help="run the bridge for an Emacs client")
+    p.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: any free)")
+    p.add_argument("--memory-dir", type=Path, default=None, help="memory index directory")
+    p.add_argument("--dry-run", action="store_true", help="record actions, run nothing")
+    p.add_argument(
+        "--no-stdin-watch",
+        action="store_true",
+        help="do not exit when stdin closes (for running by hand)",
+    )
+    p.add_argument("--log-level", default="INFO", help="stderr log level")
+    p.set_defaults(func=_main)
+
+
+def _main(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    config = BridgeConfig.from_env()
+    if args.memory_dir is not None:
+        config = BridgeConfig(**{**config.__dict__, "memory_dir": args.memory_dir})
+    if args.dry_run:
+        config = BridgeConfig(**{**config.__dict__, "dry_run": True})
+    asyncio.run(serve(config, port=args.port, watch_stdin=not args.no_stdin_watch))
+    return 0
+
+
+def _watch_stdin(loop: asyncio.AbstractEventLoop, runtime: Runtime) -> None:
+    """Block on stdin in a thread; EOF means the parent is gone."""
+    try:
+        fd = sys.stdin.fileno()
+        while os.read(fd, 65536):
+            pass
+    except (OSError, ValueError):
+        pass
+    loop.call_soon_threadsafe(runtime.request_shutdown)
+
+
+async def serve(config: BridgeConfig, *, port: int = 0, watch_stdin: bool = True) -> None:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.listen(64)
+    bound_port = sock.getsockname()[1]
+    token = secrets.token_urlsafe(32)
+    runtime = Runtime(config=config, dispatcher=build_dispatcher())
+    app = create_app(ServerSettings(token=token, port=bound_port), runtime)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            log_level="warning",
+            access_log=False,
+            timeout_graceful_shutdown=2,
+            lifespan="on",
+        )
+    )
+    loop = asyncio.get_running_loop()
+    if watch_stdin:
+        threading.Thread(target=_watch_stdin, args=(loop, runtime), daemon=True).start()
+
+    async def stop_when_asked() -> None:
+        await runtime.shutdown_requested.wait()
+        log.info("shutting down")
+        await runtime.aclose()  # ends SSE streams and kills children before uvicorn waits
+        server.should_exit = True
+
+    stopper = asyncio.create_task(stop_when_asked())
+    ready = {
+        "ready": True,
+        "port": bound_port,
+        "token": token,
+        "pid": os.getpid(),
+        "version": __version__,
+    }
+    sys.stdout.write(json.dumps(ready) + "\n")
+    sys.stdout.flush()
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        stopper.cancel()
+        await runtime.aclose()
+        sock.close()

@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["JSON", "JSONObject", "Decision", "Risk", "Verdict"]
+__all__ = ["JSON", "Decision", "JSONObject", "Risk", "Verdict"]
 
 JSON = Any
 JSONObject = dict[str, Any]

@@ -1,0 +1,93 @@
+"""Bridge configuration: defaults, environment, and what the client sends.
+
+The API key is resolved by the client (Emacs: ``agent-shell-api-key``, auth-source)
+or, failing that, from the environment. It is kept out of every repr.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["KEY_ENV_VARS", "BridgeConfig", "ModelConfig", "key_from_env"]
+
+KEY_ENV_VARS = ("AGENT_SHELL_API_KEY", "DEEPSEEK_API_KEY", "OPENAI_API_KEY")
+
+
+def key_from_env(env: Mapping[str, str]) -> str | None:
+    for name in KEY_ENV_VARS:
+        value = env.get(name, "").strip()
+        if value:
+            return value
+    return None
+
+
+class ModelConfig(BaseModel):
+    """Model settings as they arrive on the wire (``initialize`` or ``session/new``)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    api_base: str | None = None
+    model: str | None = None
+    api_key: str | None = Field(default=None, repr=False)
+    context_window: int | None = Field(default=None, ge=1024)
+    trust_env: bool | None = None
+    price_input_per_mtok: float | None = None
+    price_output_per_mtok: float | None = None
+    price_cached_input_per_mtok: float | None = None
+
+
+@dataclass(frozen=True)
+class BridgeConfig:
+    """Process-wide settings; sessions may override the model part."""
+
+    api_base: str = "https://api.deepseek.com/v1"
+    model: str = "deepseek-chat"
+    api_key: str | None = field(default=None, repr=False)
+    context_window: int = 64_000
+    trust_env: bool = False
+    prices: tuple[float, float, float] | None = None
+    memory_dir: Path | None = None
+    max_steps: int = 25
+    dry_run: bool = False
+    extra_allowed_paths: tuple[Path, ...] = ()
+    # How long to wait for the client to answer an Emacs-side tool call.
+    client_tool_timeout_s: float = 120.0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> BridgeConfig:
+        env = os.environ if env is None else env
+        memory_dir = env.get("AGENT_SHELL_MEMORY_DIR")
+        return cls(
+            api_base=env.get("AGENT_SHELL_API_BASE", cls.api_base),
+            model=env.get("AGENT_SHELL_MODEL", cls.model),
+            api_key=key_from_env(env),
+            memory_dir=Path(memory_dir).expanduser() if memory_dir else None,
+        )
+
+    def with_model(self, wire: ModelConfig | None) -> BridgeConfig:
+        """Overlay the fields the client set; absent ones keep their value."""
+        if wire is None:
+            return self
+        prices = self.prices
+        if wire.price_input_per_mtok is not None and wire.price_output_per_mtok is not None:
+            prices = (
+                wire.price_input_per_mtok,
+                wire.price_output_per_mtok,
+                wire.price_cached_input_per_mtok
+                if wire.price_cached_input_per_mtok is not None
+                else wire.price_input_per_mtok,
+            )
+        return replace(
+            self,
+            api_base=wire.api_base or self.api_base,
+            model=wire.model or self.model,
+            api_key=wire.api_key or self.api_key,
+            context_window=wire.context_window or self.context_window,
+            trust_env=self.trust_env if wire.trust_env is None else wire.trust_env,
+            prices=prices,
+        )

@@ -1,0 +1,74 @@
+"""Connection-level methods: ``initialize``, ``ping``, ``shutdown``."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pydantic import Field
+
+from .. import __version__
+from ..config import ModelConfig
+from ..rpc import Dispatcher, Params
+from ..runtime import Runtime
+from ..tools.catalogue import CATALOGUE
+
+PROTOCOL_VERSION = 1
+
+
+class InitializeParams(Params):
+    protocolVersion: int = 1
+    clientInfo: dict[str, Any] = Field(default_factory=dict)
+    clientCapabilities: dict[str, Any] = Field(default_factory=dict)
+    model: ModelConfig | None = None
+
+
+class Empty(Params):
+    pass
+
+
+def register(d: Dispatcher[Runtime]) -> None:
+    @d.method("initialize", InitializeParams)
+    async def initialize(rt: Runtime, p: InitializeParams) -> dict[str, Any]:
+        rt.client_info = dict(p.clientInfo)
+        tools = p.clientCapabilities.get("tools", [])
+        if isinstance(tools, list):
+            rt.client_tools = frozenset(t for t in tools if isinstance(t, str) and t in CATALOGUE)
+        if p.model is not None:
+            rt.config = rt.config.with_model(p.model)
+        return {
+            "protocolVersion": PROTOCOL_VERSION,
+            "agentInfo": {"name": "agent-shell-bridge", "version": __version__, "pid": os.getpid()},
+            "agentCapabilities": {
+                "loadSession": True,
+                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+            },
+            "methods": d.names,
+            "tools": [
+                {
+                    "name": spec.name,
+                    "side": spec.side.value,
+                    "risk": spec.risk.value if spec.risk else "policy",
+                    "kind": spec.kind,
+                    "description": spec.description,
+                    "parameters": spec.schema()["function"]["parameters"],
+                    "clientHandles": spec.name in rt.client_tools,
+                }
+                for spec in CATALOGUE.values()
+            ],
+            "model": {
+                "api_base": rt.config.api_base,
+                "model": rt.config.model,
+                "context_window": rt.config.context_window,
+                "has_key": rt.config.api_key is not None,
+            },
+        }
+
+    @d.method("ping", Empty)
+    async def ping(rt: Runtime, p: Empty) -> dict[str, Any]:
+        return {"pong": True, "lastEventId": rt.hub.last_id}
+
+    @d.method("shutdown", Empty)
+    async def shutdown(rt: Runtime, p: Empty) -> dict[str, Any]:
+        rt.request_shutdown()
+        return {"ok": True}

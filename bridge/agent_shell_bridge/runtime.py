@@ -1,0 +1,52 @@
+"""The bridge's running state, shared by every request handler.
+
+One ``Runtime`` per server: the event hub, the method table, configuration and the
+sessions. Created by ``serve`` (or a test) and closed by the app's lifespan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import BridgeConfig
+from .events import EventHub
+from .rpc import Dispatcher
+
+__all__ = ["Runtime"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Runtime:
+    config: BridgeConfig
+    hub: EventHub = field(default_factory=EventHub)
+    dispatcher: Dispatcher[Runtime] = field(default_factory=Dispatcher)
+    shutdown_requested: asyncio.Event = field(default_factory=asyncio.Event)
+    client_info: dict[str, Any] = field(default_factory=dict)
+    client_tools: frozenset[str] = frozenset()
+    # Components register async closers here (sessions, process runners, HTTP clients).
+    _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    _closed: bool = False
+
+    def on_close(self, closer: Callable[[], Awaitable[None]]) -> None:
+        self._closers.append(closer)
+
+    def request_shutdown(self) -> None:
+        self.shutdown_requested.set()
+
+    async def aclose(self) -> None:
+        """Stop everything: cancel turns, kill child process groups, close the stream."""
+        if self._closed:
+            return
+        self._closed = True
+        for closer in reversed(self._closers):
+            try:
+                await closer()
+            except Exception:
+                log.exception("error while closing %r", closer)
+        await self.hub.close()

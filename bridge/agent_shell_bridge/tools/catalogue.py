@@ -1,0 +1,313 @@
+"""The tool catalogue: names, arguments, side and risk of every model-facing tool.
+
+Names and argument names are a contract with models, the Emacs package and users'
+allowlists; change them only with a protocol version bump. Argument models are
+pydantic, so the JSON schema sent to the model and the validation of what it sends
+back come from one definition.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..types import JSONObject, Risk
+
+__all__ = ["CATALOGUE", "Side", "ToolSpec", "tool_schemas"]
+
+
+class Side(enum.StrEnum):
+    EMACS = "emacs"
+    BRIDGE = "bridge"
+
+
+class Args(BaseModel):
+    """Base for tool arguments: unknown keys are an error the model can fix."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class BufferOverviewArgs(Args):
+    buffer: str | None = Field(None, description="Buffer name; default: the user's current buffer")
+
+
+class ProjectStatusArgs(Args):
+    pass
+
+
+class SymbolSearchArgs(Args):
+    symbol: str = Field(min_length=1, max_length=200, description="Identifier to look up")
+    kind: Literal["definitions", "references", "both"] = "both"
+
+
+class OrgSearchArgs(Args):
+    file: str | None = Field(None, description="Org file; default: the current org buffer")
+    query: str | None = Field(None, description="Only headings containing this text")
+
+
+class OpenFileArgs(Args):
+    path: str
+    line: int | None = Field(None, ge=1)
+
+
+class ReadFileArgs(Args):
+    path: str
+    start_line: int | None = Field(None, ge=1)
+    end_line: int | None = Field(None, ge=1)
+
+
+class ListDirectoryArgs(Args):
+    path: str | None = None
+    depth: int | None = Field(None, ge=1, le=5)
+
+
+class GrepArgs(Args):
+    pattern: str = Field(min_length=1)
+    path: str | None = None
+    glob: str | None = None
+
+
+class RequestLogViewArgs(Args):
+    ref: str = Field(description="The log_ref of a truncated output")
+    offset: int | None = Field(None, ge=0, description="First line (0-based)")
+    limit: int | None = Field(None, ge=1, le=2000)
+
+
+class ReplaceRegionArgs(Args):
+    path: str
+    start_line: int = Field(ge=1)
+    end_line: int = Field(ge=0, description="Inclusive; start_line - 1 inserts before start")
+    new_text: str
+    expected_text: str | None = Field(
+        None, description="The current text of those lines; the edit is refused if it differs"
+    )
+
+
+class InsertTextArgs(Args):
+    path: str
+    line: int = Field(ge=1, description="Insert before this line; last line + 1 appends")
+    text: str
+
+
+class ReplacePatternArgs(Args):
+    path: str
+    pattern: str = Field(min_length=1)
+    replacement: str
+    literal: bool | None = False
+
+
+class WriteFileArgs(Args):
+    path: str
+    content: str
+
+
+class MagitStageArgs(Args):
+    paths: list[str] = Field(min_length=1)
+
+
+class RunCommandArgs(Args):
+    command: str = Field(min_length=1, max_length=10_000)
+    cwd: str | None = None
+    timeout_s: float | None = Field(None, gt=0, le=3600)
+
+
+class RunTestArgs(Args):
+    command: str | None = Field(None, max_length=10_000)
+
+
+class TaskCompleteArgs(Args):
+    summary: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    name: str
+    side: Side
+    risk: Risk | None  # None: decided per call by the command policy
+    args: type[Args]
+    description: str
+    timeout_s: float = 60.0
+    # Kind in the Agent Client Protocol sense, for tool_call updates.
+    kind: str = "other"
+
+    @property
+    def is_write(self) -> bool:
+        return self.risk is Risk.WRITE
+
+    def schema(self) -> JSONObject:
+        params = self.args.model_json_schema()
+        params.pop("title", None)
+        for prop in params.get("properties", {}).values():
+            prop.pop("title", None)
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": params},
+        }
+
+
+_R, _W = Risk.READ, Risk.WRITE
+E, B = Side.EMACS, Side.BRIDGE
+
+CATALOGUE: dict[str, ToolSpec] = {
+    spec.name: spec
+    for spec in (
+        ToolSpec(
+            "buffer_overview",
+            E,
+            _R,
+            BufferOverviewArgs,
+            "Structured summary of an Emacs buffer: file, mode, point, function at "
+            "point, region, diagnostics.",
+            10,
+            "read",
+        ),
+        ToolSpec(
+            "project_status",
+            E,
+            _R,
+            ProjectStatusArgs,
+            "Git state of the project: branch, staged/changed/untracked files, "
+            "last commits, diff stat.",
+            20,
+            "read",
+        ),
+        ToolSpec(
+            "symbol_search",
+            E,
+            _R,
+            SymbolSearchArgs,
+            "Definitions and/or references of a symbol (xref backend, else ripgrep).",
+            30,
+            "search",
+        ),
+        ToolSpec(
+            "org_search",
+            E,
+            _R,
+            OrgSearchArgs,
+            "Heading outline of an org file, optionally filtered by a query.",
+            10,
+            "search",
+        ),
+        ToolSpec(
+            "open_file",
+            E,
+            _R,
+            OpenFileArgs,
+            "Show a file to the user in Emacs, optionally at a line.",
+            10,
+            "read",
+        ),
+        ToolSpec(
+            "read_file",
+            B,
+            _R,
+            ReadFileArgs,
+            "Read a text file (optionally a 1-based inclusive line range).",
+            10,
+            "read",
+        ),
+        ToolSpec(
+            "list_directory",
+            B,
+            _R,
+            ListDirectoryArgs,
+            "List a directory of the project (depth 1-5).",
+            10,
+            "read",
+        ),
+        ToolSpec(
+            "grep",
+            B,
+            _R,
+            GrepArgs,
+            "Search file contents with a regular expression (ripgrep syntax).",
+            30,
+            "search",
+        ),
+        ToolSpec(
+            "request_log_view",
+            B,
+            _R,
+            RequestLogViewArgs,
+            "Page through the full text of an output that was truncated.",
+            10,
+            "read",
+        ),
+        ToolSpec(
+            "replace_region",
+            E,
+            _W,
+            ReplaceRegionArgs,
+            "Replace lines start_line..end_line (1-based, inclusive) of a file.",
+            30,
+            "edit",
+        ),
+        ToolSpec(
+            "insert_text", E, _W, InsertTextArgs, "Insert text before a line of a file.", 30, "edit"
+        ),
+        ToolSpec(
+            "replace_pattern",
+            E,
+            _W,
+            ReplacePatternArgs,
+            "Replace every match of a pattern (regexp unless literal) in a file.",
+            30,
+            "edit",
+        ),
+        ToolSpec(
+            "write_file",
+            E,
+            _W,
+            WriteFileArgs,
+            "Create or overwrite a file (read it first when it exists).",
+            30,
+            "edit",
+        ),
+        ToolSpec(
+            "magit_stage",
+            E,
+            _W,
+            MagitStageArgs,
+            "Stage files in git (magit when available).",
+            30,
+            "other",
+        ),
+        ToolSpec(
+            "run_command",
+            B,
+            None,
+            RunCommandArgs,
+            "Run a shell command in the project; the safety policy decides whether "
+            "it runs, asks the user, or is refused.",
+            60,
+            "execute",
+        ),
+        ToolSpec(
+            "run_test",
+            B,
+            None,
+            RunTestArgs,
+            "Run the project's tests (configured or detected command) and summarise failures.",
+            180,
+            "execute",
+        ),
+        ToolSpec(
+            "task_complete",
+            B,
+            None,
+            TaskCompleteArgs,
+            "Declare the task finished, with a short summary for the user.",
+            5,
+            "think",
+        ),
+    )
+}
+
+
+def tool_schemas(names: set[str] | None = None) -> list[JSONObject]:
+    """OpenAI ``tools`` array for the given tool names (all when None)."""
+    return [spec.schema() for name, spec in CATALOGUE.items() if names is None or name in names]
