@@ -52,6 +52,7 @@ class EventHub:
         self._request_ids = itertools.count(1)
         self._subscribers = 0
         self._closed = False
+        self._generation = 0  # bumped to end every open stream (tests, reconnects)
 
     @property
     def last_id(self) -> int:
@@ -75,11 +76,14 @@ class EventHub:
     async def subscribe(self, last_event_id: int | None = None) -> AsyncIterator[Event]:
         """Yield events after ``last_event_id`` (all retained ones when None), then live."""
         cursor = 0 if last_event_id is None else last_event_id
+        generation = self._generation
         self._subscribers += 1
         try:
             while not self._closed:
                 async with self._changed:
-                    await self._changed.wait_for(self._has_news(cursor))
+                    await self._changed.wait_for(self._has_news(cursor, generation))
+                    if generation != self._generation:
+                        return
                     batch = [e for e in self._ring if e.id > cursor]
                 if batch and batch[0].id > cursor + 1 and last_event_id is not None:
                     log.warning(
@@ -91,8 +95,18 @@ class EventHub:
         finally:
             self._subscribers -= 1
 
-    def _has_news(self, cursor: int) -> Callable[[], bool]:
-        return lambda: self._closed or (bool(self._ring) and self._ring[-1].id > cursor)
+    def _has_news(self, cursor: int, generation: int) -> Callable[[], bool]:
+        return lambda: (
+            self._closed
+            or generation != self._generation
+            or (bool(self._ring) and self._ring[-1].id > cursor)
+        )
+
+    async def drop_streams(self) -> None:
+        """End every open SSE stream; clients reconnect with Last-Event-ID."""
+        async with self._changed:
+            self._generation += 1
+            self._changed.notify_all()
 
     async def close(self) -> None:
         self._closed = True
