@@ -1,0 +1,237 @@
+"""Value types of the model client: settings, stream events, tool calls, usage.
+
+Plain frozen dataclasses: they travel inside the bridge only. The wire shapes
+(OpenAI chat-completion messages) are produced by :meth:`Completion.to_message`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from ..errors import InvalidParams
+from ..types import JSONObject
+
+__all__ = [
+    "Completion",
+    "InvalidToolArguments",
+    "ModelEvent",
+    "ModelSettings",
+    "Prices",
+    "ReasoningDelta",
+    "StreamRestart",
+    "TextDelta",
+    "ToolCall",
+    "Usage",
+]
+
+
+class InvalidToolArguments(InvalidParams):
+    """The model sent tool arguments that are not a JSON object.
+
+    The agent loop reports :attr:`message` back to the model as the tool result so
+    it can correct itself; nothing is executed.
+    """
+
+    def __init__(self, message: str, *, tool: str, call_id: str) -> None:
+        super().__init__(message, data={"tool": tool, "call_id": call_id})
+        self.tool = tool
+        self.call_id = call_id
+
+
+@dataclass(frozen=True, slots=True)
+class Prices:
+    """Prices per million tokens, in any one currency."""
+
+    input_per_million: float
+    output_per_million: float
+    cached_input_per_million: float | None = None
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Where and how to reach an OpenAI-compatible chat-completions API.
+
+    ``api_key`` is excluded from ``repr`` and never written to logs or errors.
+    ``trust_env`` is off by default: a flaky system proxy silently breaking long
+    streams is worse than ignoring ``HTTP_PROXY``.
+    """
+
+    api_base: str = "https://api.deepseek.com/v1"
+    model: str = "deepseek-chat"
+    api_key: str | None = field(default=None, repr=False)
+    context_window: int = 64000
+    trust_env: bool = False
+    connect_timeout_s: float = 10.0
+    read_timeout_s: float = 120.0
+    max_attempts: int = 3
+    backoff_base_s: float = 0.5
+    backoff_cap_s: float = 8.0
+    retry_after_cap_s: float = 60.0
+    prices: Prices | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts as the provider reported them (the ground truth for budgets)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    cache_hit_tokens: int = 0
+    cache_miss_tokens: int = 0
+
+    @classmethod
+    def from_wire(cls, raw: JSONObject) -> Usage:
+        """Read OpenAI's usage object plus DeepSeek's cache counters."""
+
+        def num(obj: object, key: str) -> int:
+            if isinstance(obj, dict):
+                value = obj.get(key)
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    return int(value)
+            return 0
+
+        prompt = num(raw, "prompt_tokens")
+        completion = num(raw, "completion_tokens")
+        return cls(
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            total_tokens=num(raw, "total_tokens") or prompt + completion,
+            cached_tokens=num(raw.get("prompt_tokens_details"), "cached_tokens"),
+            reasoning_tokens=num(raw.get("completion_tokens_details"), "reasoning_tokens"),
+            cache_hit_tokens=num(raw, "prompt_cache_hit_tokens"),
+            cache_miss_tokens=num(raw, "prompt_cache_miss_tokens"),
+        )
+
+    def to_json(self) -> JSONObject:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+            "cached_tokens": self.cached_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+            "cache_hit_tokens": self.cache_hit_tokens,
+            "cache_miss_tokens": self.cache_miss_tokens,
+        }
+
+    def cost(self, prices: Prices) -> float:
+        """Price of this call; cached input uses the cached price when one is given."""
+        cached = min(max(self.cache_hit_tokens, self.cached_tokens), self.prompt_tokens)
+        fresh = self.prompt_tokens - cached
+        cached_price = (
+            prices.cached_input_per_million
+            if prices.cached_input_per_million is not None
+            else prices.input_per_million
+        )
+        total = (
+            fresh * prices.input_per_million
+            + cached * cached_price
+            + self.completion_tokens * prices.output_per_million
+        )
+        return total / 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One function call requested by the model; ``arguments`` is the raw JSON text."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def parsed_arguments(self) -> JSONObject:
+        """The arguments as an object; empty or ``null`` means no arguments."""
+        text = self.arguments.strip()
+        if not text:
+            return {}
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InvalidToolArguments(
+                f"arguments of {self.name!r} are not valid JSON: {exc.msg} "
+                f"at line {exc.lineno} column {exc.colno}",
+                tool=self.name,
+                call_id=self.id,
+            ) from exc
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise InvalidToolArguments(
+                f"arguments of {self.name!r} must be a JSON object, got {type(value).__name__}",
+                tool=self.name,
+                call_id=self.id,
+            )
+        return value
+
+    def to_wire(self) -> JSONObject:
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments.strip() or "{}"},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A fragment of the visible answer."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A fragment of the model's thinking (``reasoning_content`` / ``reasoning``)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRestart:
+    """The stream was cut and is being retried: discard partial text and reasoning."""
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """The whole answer; always the last event of a stream.
+
+    ``finish_reason`` is the provider's own word: some say ``stop`` although they
+    called tools, so callers should look at ``tool_calls``.
+    """
+
+    content: str
+    reasoning: str | None
+    tool_calls: list[ToolCall]
+    finish_reason: str | None
+    usage: Usage | None
+
+    def to_message(self) -> JSONObject:
+        """The assistant message to append to the history.
+
+        Carries ``reasoning_content`` whenever reasoning was produced: DeepSeek's
+        thinking mode rejects a tool-calling assistant message without it.
+        """
+        message: JSONObject = {"role": "assistant"}
+        message["content"] = self.content if (self.content or not self.tool_calls) else None
+        if self.reasoning:
+            message["reasoning_content"] = self.reasoning
+        if self.tool_calls:
+            message["tool_calls"] = [call.to_wire() for call in self.tool_calls]
+        return message
+
+    def to_json(self) -> JSONObject:
+        """A plain JSON form, used by recorded fixtures and logs."""
+        return {
+            "content": self.content,
+            "reasoning": self.reasoning,
+            "tool_calls": [
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls
+            ],
+            "finish_reason": self.finish_reason,
+            "usage": self.usage.to_json() if self.usage else None,
+        }
+
+
+ModelEvent = TextDelta | ReasoningDelta | StreamRestart | Completion
