@@ -1,10 +1,67 @@
-"""Sub-command registration (placeholder until this area lands)."""
+"""``agent-shell-bridge memory reindex|search``: the memory index from a shell."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+from pathlib import Path
 from typing import Any
 
+from ..errors import MemoryError_
+from .index import MemoryIndex
 
-def register(sub: "argparse._SubParsersAction[Any]") -> None:
-    """Add this area's sub-commands to the bridge CLI."""
+__all__ = ["register"]
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    """Add ``memory`` and its sub-commands to the bridge CLI."""
+    memory = sub.add_parser("memory", help="rebuild or search the experience index")
+    msub = memory.add_subparsers(dest="memory_command", metavar="SUBCOMMAND", required=True)
+
+    reindex = msub.add_parser(
+        "reindex", help="drop the index and rebuild it from experience files (prints JSON stats)"
+    )
+    reindex.add_argument("--memory-dir", type=Path, required=True, help="directory of the index")
+    reindex.add_argument(
+        "roots", nargs="*", type=Path, metavar="ROOT", help="project roots (plus known ones)"
+    )
+    reindex.set_defaults(func=_reindex)
+
+    search = msub.add_parser("search", help="search experiences")
+    search.add_argument("--memory-dir", type=Path, required=True, help="directory of the index")
+    search.add_argument("--project", help="current project; its experiences rank higher")
+    search.add_argument("--symbol", action="append", default=[], help="a symbol to favour")
+    search.add_argument("--limit", type=int, default=5, help="how many hits (default 5)")
+    search.add_argument("--json", action="store_true", help="print a JSON array")
+    search.add_argument("query", nargs="+", metavar="QUERY")
+    search.set_defaults(func=_search)
+
+
+def _reindex(args: argparse.Namespace) -> int:
+    try:
+        with MemoryIndex(args.memory_dir) as index:
+            stats = index.reindex(args.roots)
+    except MemoryError_ as exc:
+        print(f"agent-shell-bridge memory reindex: {exc.message}", file=sys.stderr)
+        return 1
+    print(json.dumps(stats.to_dict(), ensure_ascii=False))
+    return 0
+
+
+def _search(args: argparse.Namespace) -> int:
+    query = " ".join(args.query)
+    try:
+        with MemoryIndex(args.memory_dir) as index:
+            hits = index.search(query, project=args.project, symbols=args.symbol, limit=args.limit)
+    except MemoryError_ as exc:
+        print(f"agent-shell-bridge memory search: {exc.message}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps([h.to_dict() for h in hits], ensure_ascii=False, indent=2))
+        return 0
+    for h in hits:
+        print(
+            f"{h.score:.3f}  {h.path}\n       {h.title} [{h.project}, {h.date}]\n       {h.summary}"
+        )
+    return 0

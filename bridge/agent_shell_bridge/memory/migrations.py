@@ -1,0 +1,136 @@
+"""Numbered schema migrations of the memory index, tracked in ``PRAGMA user_version``.
+
+The SQL lives here as strings so the installed package can always apply it;
+``memory_schema/schema.sql`` is :func:`schema_sql` written out (a test keeps the two
+identical).  Append migrations, never edit an applied one: migration *n* moves
+``user_version`` from *n-1* to *n* inside one transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+
+from ..errors import MemoryError_
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "apply_migrations", "schema_sql"]
+
+log = logging.getLogger(__name__)
+
+_M0001 = """\
+-- Known project roots, so a rebuild can find every experience file again.
+CREATE TABLE roots (
+    path TEXT PRIMARY KEY,
+    project TEXT NOT NULL,
+    last_sync REAL NOT NULL DEFAULT 0
+);
+
+-- One row per experience file; tags and symbols are newline-separated.
+CREATE TABLE experiences (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    root TEXT NOT NULL,
+    project TEXT NOT NULL,
+    title TEXT NOT NULL,
+    date TEXT NOT NULL DEFAULT '',
+    task_type TEXT NOT NULL DEFAULT '',
+    tags TEXT NOT NULL DEFAULT '',
+    symbols TEXT NOT NULL DEFAULT '',
+    trigger_reason TEXT NOT NULL DEFAULT '',
+    summary TEXT NOT NULL DEFAULT '',
+    body TEXT NOT NULL DEFAULT '',
+    file_hash TEXT NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    indexed_ns INTEGER NOT NULL,
+    parse_error TEXT
+);
+CREATE INDEX experiences_root ON experiences (root);
+CREATE INDEX experiences_project ON experiences (project);
+
+-- Full-text index over the searchable columns; trigram handles CJK and substrings.
+CREATE VIRTUAL TABLE experiences_fts USING fts5 (
+    title, tags, symbols, summary, body,
+    content = 'experiences', content_rowid = 'id', tokenize = 'trigram'
+);
+
+CREATE TRIGGER experiences_ai AFTER INSERT ON experiences BEGIN
+    INSERT INTO experiences_fts (rowid, title, tags, symbols, summary, body)
+    VALUES (new.id, new.title, new.tags, new.symbols, new.summary, new.body);
+END;
+
+CREATE TRIGGER experiences_ad AFTER DELETE ON experiences BEGIN
+    INSERT INTO experiences_fts (experiences_fts, rowid, title, tags, symbols, summary, body)
+    VALUES ('delete', old.id, old.title, old.tags, old.symbols, old.summary, old.body);
+END;
+
+CREATE TRIGGER experiences_au AFTER UPDATE OF title, tags, symbols, summary, body
+ON experiences BEGIN
+    INSERT INTO experiences_fts (experiences_fts, rowid, title, tags, symbols, summary, body)
+    VALUES ('delete', old.id, old.title, old.tags, old.symbols, old.summary, old.body);
+    INSERT INTO experiences_fts (rowid, title, tags, symbols, summary, body)
+    VALUES (new.id, new.title, new.tags, new.symbols, new.summary, new.body);
+END;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_M0001,)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_HEADER = """\
+-- agent-shell memory index schema (SQLite 3.34+ with FTS5).
+-- Generated from agent_shell_bridge/memory/migrations.py; do not edit by hand.
+-- Each migration N runs in one transaction and sets PRAGMA user_version = N.
+"""
+
+
+def schema_sql() -> str:
+    """The whole schema as one script, as kept in ``memory_schema/schema.sql``."""
+    parts = [_HEADER]
+    for n, sql in enumerate(MIGRATIONS, start=1):
+        parts.append(f"\n-- migration {n:04d}\n{sql}PRAGMA user_version = {n};\n")
+    return "".join(parts)
+
+
+def apply_migrations(conn: sqlite3.Connection) -> int:
+    """Bring ``conn`` to :data:`SCHEMA_VERSION`; returns the version found before.
+
+    ``conn`` must be in autocommit mode (``isolation_level=None``).
+    """
+    (current,) = conn.execute("PRAGMA user_version").fetchone()
+    if current > SCHEMA_VERSION:
+        raise MemoryError_(
+            f"memory index schema version {current} is newer than this bridge knows "
+            f"({SCHEMA_VERSION}); upgrade agent-shell-bridge or remove the index"
+        )
+    for n in range(current + 1, SCHEMA_VERSION + 1):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Another process may have migrated while we waited for the write lock.
+            (now,) = conn.execute("PRAGMA user_version").fetchone()
+            if now < n:
+                log.info("memory index: applying migration %d", n)
+                for statement in _statements(MIGRATIONS[n - 1]):
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {n}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+    return int(current)
+
+
+def _statements(script: str) -> list[str]:
+    """Split a script into complete statements (trigger bodies contain ``;``)."""
+    out: list[str] = []
+    buf = ""
+    for line in script.splitlines(keepends=True):
+        if not buf and (not line.strip() or line.lstrip().startswith("--")):
+            continue
+        buf += line
+        if sqlite3.complete_statement(buf):
+            out.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        out.append(buf.strip())
+    return out

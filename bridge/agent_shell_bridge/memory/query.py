@@ -1,0 +1,92 @@
+"""Turn user text into safe search terms for the trigram FTS5 index.
+
+User text never reaches ``MATCH`` as syntax: it is cut into word and CJK runs, and
+each term is emitted as a double-quoted FTS5 string, so quotes, ``NEAR``, ``AND``,
+``*``, ``-``, ``^`` and column filters are all plain text.  The trigram tokenizer
+cannot match terms shorter than three characters (two-character Chinese words such as
+解析 are common), so those become ``LIKE`` terms instead.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+__all__ = ["QueryPlan", "fts_string", "like_pattern", "plan_query"]
+
+_CJK = (
+    "\u2e80-\u2fdf\u3040-\u30ff\u3100-\u312f\u31a0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f"
+)
+_TOKEN = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W{_CJK}]+)")
+MAX_QUERY_CHARS = 2000
+MAX_TERMS = 24
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPlan:
+    """What to look for: ``units`` score coverage; the rest select candidates."""
+
+    units: tuple[str, ...]  # lower-cased terms whose presence is scored
+    fts_terms: tuple[str, ...]  # >= 3 characters, searched with MATCH
+    like_terms: tuple[str, ...]  # < 3 characters, searched with LIKE
+
+    @property
+    def empty(self) -> bool:
+        return not self.units
+
+
+def _dedupe(items: list[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))[:MAX_TERMS]
+
+
+def plan_query(text: str) -> QueryPlan:
+    """Split ``text`` into terms; never raises, whatever the input."""
+    norm = unicodedata.normalize("NFKC", text[:MAX_QUERY_CHARS]).casefold()
+    units: list[str] = []
+    fts: list[str] = []
+    like: list[str] = []
+    singles: list[str] = []
+    for m in _TOKEN.finditer(norm):
+        tok = m.group(0).strip("_")
+        if not tok:
+            continue
+        if m.group("cjk"):
+            if len(tok) == 1:
+                singles.append(tok)
+            elif len(tok) == 2:
+                units.append(tok)
+                like.append(tok)
+            elif len(tok) == 3:
+                units.append(tok)
+                fts.append(tok)
+            else:
+                # A run of Chinese is usually several words with no spaces: match its
+                # trigrams for ranking and its bigrams (two-character words) by LIKE.
+                bigrams = [tok[i : i + 2] for i in range(len(tok) - 1)]
+                units.extend(bigrams)
+                like.extend(bigrams)
+                fts.extend(tok[i : i + 3] for i in range(len(tok) - 2))
+        elif len(tok) == 1:
+            singles.append(tok)
+        elif len(tok) == 2:
+            units.append(tok)
+            like.append(tok)
+        else:
+            units.append(tok)
+            fts.append(tok)
+    if not units and singles:
+        units, like = singles[:MAX_TERMS], singles[:MAX_TERMS]
+    return QueryPlan(_dedupe(units), _dedupe(fts), _dedupe(like))
+
+
+def fts_string(term: str) -> str:
+    """Quote ``term`` as an FTS5 string literal (an embedded ``"`` is doubled)."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def like_pattern(term: str) -> str:
+    """A ``LIKE ... ESCAPE '\\'`` pattern matching ``term`` anywhere."""
+    escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
