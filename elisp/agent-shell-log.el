@@ -1,0 +1,709 @@
+;;; agent-shell-log.el --- Live org action log and confirmation keys  -*- lexical-binding: t; -*-
+
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; The action log shows every step of an agent-shell session as an org
+;; heading: an inactive timestamp, the source, a properties drawer (tool,
+;; decision, risk, exit code, tokens...) and bounded output in src blocks.
+;; Steps that need the user's consent carry the TODO keyword WAIT; the user
+;; answers from the log buffer with a key:
+;;
+;;   y, C-c C-c   approve          n, C-c C-k   reject (asks for a reason)
+;;   a            approve this kind of write for the rest of the session
+;;   d            show the full diff      w   next waiting step
+;;   f, M-n       next step               b, M-p   previous step
+;;   RET, o       visit the file and line a step touched
+;;   !            sparse tree of failed and rejected steps
+;;   L            open the current or a past log file
+;;
+;; A decision acts on the waiting step at point, else on the oldest one.
+;;
+;; The bridge writes the same entries to .agent-shell/logs/*.org; this file
+;; builds the live buffer from the `log/entry' and `log/update'
+;; notifications instead of re-reading that file.  Both sides follow the
+;; same rendering rules (documented in the bridge's orglog.py), and the test
+;; suites check them against one fixture.  Rendering is incremental: a new
+;; entry is inserted after the last entry of its parent, an update rewrites
+;; one heading and drawer and appends body blocks, so the cost of a
+;; notification does not grow with the buffer.
+;;
+;; agent-shell.el wires `agent-shell-log-decision-function' to the bridge
+;; and calls `agent-shell-log-buffer', `agent-shell-log-insert-entry',
+;; `agent-shell-log-apply-update' and `agent-shell-log-set-file'.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'org)
+
+(declare-function notifications-notify "notifications" (&rest params))
+(declare-function diff-mode "diff-mode" ())
+
+;;; Options
+
+(defgroup agent-shell-log nil
+  "The org action log of agent-shell sessions."
+  :group 'agent-shell
+  :prefix "agent-shell-log-")
+
+(defcustom agent-shell-log-notify-on-wait t
+  "When non-nil, a step waiting for approval shows the log and notifies.
+The log buffer is displayed without selecting it, and a desktop
+notification is raised when D-Bus is available, else a message."
+  :type '(choice (const :tag "Display the log and notify" t)
+                 (const :tag "Stay quiet" nil))
+  :group 'agent-shell-log
+  :package-version '(agent-shell . "0.1.0"))
+
+(defvar agent-shell-log-decision-function nil
+  "Function delivering the user's decision on a waiting step to the bridge.
+It is called with ENTRY-ID (a string), DECISION (one of the symbols
+`approve', `reject' and `approve-session') and REASON (a string or
+nil).  The entry's keyword changes only when the bridge answers with
+a `log/update'.")
+
+;;; Internals: rendering (keep in step with orglog.py)
+
+(defconst agent-shell-log--todo-line
+  "#+TODO: WAIT | APPROVED REJECTED DONE FAILED"
+  "The TODO keyword line every action log starts with.")
+(defconst agent-shell-log--max-title-chars 300
+  "Longest title or property value kept, in characters.")
+(defconst agent-shell-log--max-line-chars 500
+  "Longest output line kept, in characters.")
+(defconst agent-shell-log--head-lines 200
+  "Lines kept from the start of a long block.")
+(defconst agent-shell-log--tail-lines 100
+  "Lines kept from the end of a long block.")
+(defconst agent-shell-log--days ["Sun" "Mon" "Tue" "Wed" "Thu" "Fri" "Sat"]
+  "Day names for org timestamps, independent of the locale.")
+
+(defconst agent-shell-log--space-re
+  (rx (+ (any " \t\n\r\v\f" #x85 #x2028 #x2029)))
+  "Whitespace collapsed to one space in single-line fields.")
+(defconst agent-shell-log--control-re
+  (rx (any (0 . 8) (11 . 31) 127))
+  "Control characters dropped from every field.")
+(defconst agent-shell-log--bad-link-re
+  (rx (any "[]" (0 . 31) 127))
+  "Characters an org link target cannot carry.")
+
+(defun agent-shell-log--one-line (text cap)
+  "Return TEXT on one line, without control characters, at most CAP chars."
+  (let* ((case-fold-search nil)
+         (s (replace-regexp-in-string agent-shell-log--space-re " " text t t))
+         (s (replace-regexp-in-string agent-shell-log--control-re "" s t t))
+         (s (string-trim s " +" " +")))
+    (if (> (length s) cap)
+        (concat (substring s 0 cap) "…")
+      s)))
+
+(defun agent-shell-log--clean-title (title)
+  "Return TITLE fit for a heading; a tag-like ending is defused."
+  (let ((s (agent-shell-log--one-line (or title "")
+                                      agent-shell-log--max-title-chars))
+        (case-fold-search nil))
+    (if (string-match-p "\\(?:\\`\\| \\):[[:alnum:]_@#%:]+:\\'" s)
+        (concat s "\u200b")
+      s)))
+
+(defun agent-shell-log--org-timestamp (iso)
+  "Return the inactive org timestamp for the ISO-8601 string ISO.
+The wall-clock time is kept as written, in the offset it carries."
+  (if (and (stringp iso)
+           (string-match (concat "\\`\\([0-9]\\{4\\}\\)-\\([0-9]\\{2\\}\\)"
+                                 "-\\([0-9]\\{2\\}\\)[T ]\\([0-9]\\{2\\}\\)"
+                                 ":\\([0-9]\\{2\\}\\)")
+                         iso))
+      (let* ((year (string-to-number (match-string 1 iso)))
+             (month (string-to-number (match-string 2 iso)))
+             (day (string-to-number (match-string 3 iso)))
+             (hour (match-string 4 iso))
+             (minute (match-string 5 iso))
+             (dow (nth 6 (decode-time
+                          (encode-time (list 0 0 12 day month year nil nil t))
+                          t))))
+        (format "[%04d-%02d-%02d %s %s:%s]" year month day
+                (aref agent-shell-log--days dow) hour minute))
+    (format "[%s %s]" (format-time-string "%Y-%m-%d")
+            (concat (aref agent-shell-log--days
+                          (nth 6 (decode-time)))
+                    (format-time-string " %H:%M")))))
+
+(defun agent-shell-log--clean-key (key)
+  "Return the property name for KEY (a symbol or string)."
+  (let ((case-fold-search nil))
+    (upcase (replace-regexp-in-string "[^A-Za-z0-9_-]" "_"
+                                      (format "%s" key) t t))))
+
+(defun agent-shell-log--format-value (value)
+  "Return VALUE, a JSON scalar, as a one-line property value."
+  (agent-shell-log--one-line
+   (cond ((eq value t) "true")
+         ((eq value :json-false) "false")
+         ((stringp value) value)
+         ((numberp value) (number-to-string value))
+         (t (format "%s" value)))
+   agent-shell-log--max-title-chars))
+
+(defun agent-shell-log--merge-props (base extra)
+  "Return BASE, an alist of clean names, with the JSON alist EXTRA merged.
+Known names keep their place; new ones go last."
+  (let ((result (mapcar (lambda (cell) (cons (car cell) (cdr cell))) base)))
+    (dolist (cell extra)
+      (let ((key (agent-shell-log--clean-key (car cell)))
+            (value (cdr cell)))
+        (unless (or (string-empty-p key) (null value)
+                    (member key '("SOURCE" "LOG_ID")))
+          (let ((known (assoc key result)))
+            (if known
+                (setcdr known value)
+              (setq result (append result (list (cons key value)))))))))
+    result))
+
+(defun agent-shell-log--normalise-text (text)
+  "Return TEXT with Unix newlines, no control characters, no final newline."
+  (let* ((case-fold-search nil)
+         (s (replace-regexp-in-string "\r\n?" "\n" (or text "") t t))
+         (s (replace-regexp-in-string agent-shell-log--control-re "" s t t)))
+    (string-remove-suffix "\n" s)))
+
+(defun agent-shell-log--bounded-lines (text)
+  "Split TEXT into capped lines; return (LINES . NUMBER-CUT)."
+  (if (string-empty-p text)
+      (cons nil 0)
+    (let* ((max agent-shell-log--max-line-chars)
+           (lines (mapcar (lambda (line)
+                            (if (> (length line) max)
+                                (concat (substring line 0 max) "…")
+                              line))
+                          (split-string text "\n")))
+           (cut (- (length lines) agent-shell-log--head-lines
+                   agent-shell-log--tail-lines)))
+      (if (> cut 0)
+          (cons (append (cl-subseq lines 0 agent-shell-log--head-lines)
+                        (list (format "[… %d lines omitted …]" cut))
+                        (last lines agent-shell-log--tail-lines))
+                cut)
+        (cons lines 0)))))
+
+(defun agent-shell-log--escape (lines)
+  "Return LINES as block content, comma-escaped the way org does."
+  (let ((case-fold-search nil))
+    (mapconcat
+     (lambda (line)
+       (concat (replace-regexp-in-string
+                "\\`\\([ \t]*\\)\\(,*\\(?:\\*\\|#\\+\\)\\)" "\\1,\\2" line t)
+               "\n"))
+     lines "")))
+
+(defun agent-shell-log--render-block (block)
+  "Return the org text of body BLOCK (an alist), or \"\" for nothing."
+  (let* ((case-fold-search nil)
+         (bounded (agent-shell-log--bounded-lines
+                   (agent-shell-log--normalise-text (alist-get 'text block))))
+         (lines (car bounded)))
+    (if (not (equal (alist-get 'kind block) "src"))
+        (cond ((null lines) "")
+              ((cl-some (lambda (line) (string-match-p "\\`[ \t]*[*#:]" line))
+                        lines)
+               (concat "#+begin_example\n" (agent-shell-log--escape lines)
+                       "#+end_example\n"))
+              (t (mapconcat (lambda (line) (concat line "\n")) lines "")))
+      (let* ((lang (alist-get 'lang block))
+             (lang (if (and (stringp lang)
+                            (string-match-p "\\`[A-Za-z0-9_+-]+\\'" lang))
+                       lang
+                     "text"))
+             (omitted (+ (or (alist-get 'omitted_lines block) 0) (cdr bounded)))
+             (link (alist-get 'link block))
+             (link (and (stringp link) (not (string-empty-p link))
+                        (not (string-match-p agent-shell-log--bad-link-re link))
+                        link))
+             (note (and (> omitted 0) (format "(%d lines omitted)" omitted))))
+        (concat "#+begin_src " lang "\n" (agent-shell-log--escape lines)
+                "#+end_src\n"
+                (cond (link (concat "[[file:" link "][full output]]"
+                                    (and note (concat " " note)) "\n"))
+                      (note (concat note "\n"))))))))
+
+(defun agent-shell-log--render-body (blocks)
+  "Return the org text of BLOCKS, one blank line between non-empty ones."
+  (mapconcat #'identity
+             (delete "" (mapcar #'agent-shell-log--render-block blocks))
+             "\n"))
+
+(defun agent-shell-log--render-head (entry level todo props)
+  "Return the heading line and drawer of ENTRY at LEVEL with TODO and PROPS."
+  (let ((title (agent-shell-log--clean-title (alist-get 'title entry))))
+    (concat (make-string (max 1 level) ?*) " "
+            (and todo (concat todo " "))
+            (agent-shell-log--org-timestamp (alist-get 'timestamp entry))
+            (and (not (string-empty-p title)) (concat " " title))
+            "\n:PROPERTIES:\n"
+            ":SOURCE: " (format "%s" (alist-get 'source entry)) "\n"
+            ":LOG_ID: " (agent-shell-log--one-line
+                         (format "%s" (alist-get 'id entry)) 200)
+            "\n"
+            (mapconcat (lambda (cell)
+                         (string-trim-right
+                          (concat ":" (car cell) ": "
+                                  (agent-shell-log--format-value (cdr cell)))
+                          " +"))
+                       props "\n")
+            (and props "\n")
+            ":END:\n")))
+
+;;; Internals: buffer state
+
+(cl-defstruct (agent-shell-log--node
+               (:constructor agent-shell-log--make-node)
+               (:copier nil))
+  "One entry shown in a log buffer."
+  id parent level marker entry todo props body has-body last-descendant sent)
+
+(defvar-local agent-shell-log--nodes nil
+  "Hash table from entry id to `agent-shell-log--node'.")
+(defvar-local agent-shell-log--pending nil
+  "Ids of entries in the WAIT state, oldest first.")
+(defvar-local agent-shell-log--file nil
+  "The log file the bridge writes for this buffer's session.")
+
+(defun agent-shell-log--todo (value)
+  "Return VALUE as a TODO keyword string, or nil."
+  (and (stringp value) (not (string-empty-p value)) value))
+
+(defun agent-shell-log--entry-end (node)
+  "Return the position just after NODE's text."
+  (or (next-single-property-change (agent-shell-log--node-marker node)
+                                   'agent-shell-log-id)
+      (point-max)))
+
+(defun agent-shell-log--insert (pos text id)
+  "Insert TEXT at POS, marked as belonging to entry ID."
+  (goto-char pos)
+  (insert (propertize text 'agent-shell-log-id id)))
+
+(defmacro agent-shell-log--editing (buffer &rest body)
+  "Run BODY in BUFFER with writes allowed, keeping point and tailing windows."
+  (declare (indent 1) (debug t))
+  (let ((tail (make-symbol "tail")))
+    `(with-current-buffer ,buffer
+       (let ((,tail (cl-remove-if-not
+                     (lambda (w) (= (window-point w) (point-max)))
+                     (get-buffer-window-list (current-buffer) nil t)))
+             (inhibit-read-only t))
+         (save-excursion ,@body)
+         (dolist (w ,tail) (set-window-point w (point-max)))))))
+
+(defun agent-shell-log--set-pending (node todo)
+  "Record NODE's new TODO and keep the pending list in step."
+  (let ((id (agent-shell-log--node-id node)))
+    (setf (agent-shell-log--node-todo node) todo
+          (agent-shell-log--node-sent node) nil)
+    (if (equal todo "WAIT")
+        (unless (member id agent-shell-log--pending)
+          (setq agent-shell-log--pending
+                (append agent-shell-log--pending (list id))))
+      (setq agent-shell-log--pending (delete id agent-shell-log--pending)))))
+
+;;; Public functions
+
+(defun agent-shell-log-buffer (name)
+  "Return the live log buffer for session NAME, creating it if needed."
+  (let ((buffer (get-buffer-create (format "*agent-shell-log: %s*" name))))
+    (with-current-buffer buffer
+      (unless (derived-mode-p 'agent-shell-log-mode)
+        (let ((inhibit-read-only t))
+          (erase-buffer)
+          (insert "#+TITLE: agent-shell log: "
+                  (agent-shell-log--one-line name agent-shell-log--max-title-chars)
+                  "\n#+STARTUP: overview\n" agent-shell-log--todo-line "\n\n"))
+        (agent-shell-log-mode)))
+    buffer))
+
+(defun agent-shell-log-set-file (buffer path)
+  "Remember PATH as the on-disk log of BUFFER, for the review commands."
+  (with-current-buffer buffer
+    (setq agent-shell-log--file (and path (expand-file-name path)))
+    (when-let ((root (agent-shell-log--root)))
+      (setq default-directory (file-name-as-directory root)))))
+
+(defun agent-shell-log-insert-entry (buffer entry)
+  "Insert ENTRY, the parsed params of a `log/entry' notification, in BUFFER.
+A step goes after the last entry of its parent; an entry without a
+known parent goes at the end as a top-level heading.  An id already
+shown is ignored, so a replayed notification does no harm."
+  (let (node)
+    (agent-shell-log--editing buffer
+      (let* ((id (format "%s" (alist-get 'id entry)))
+             (parent-id (alist-get 'parent_id entry))
+             (parent (and parent-id (gethash parent-id agent-shell-log--nodes))))
+        (unless (gethash id agent-shell-log--nodes)
+          (let* ((level (if parent (1+ (agent-shell-log--node-level parent)) 1))
+                 (todo (agent-shell-log--todo (alist-get 'todo entry)))
+                 (props (agent-shell-log--merge-props
+                         nil (alist-get 'properties entry)))
+                 (body (alist-get 'body entry))
+                 (body-text (agent-shell-log--render-body body))
+                 (pos (if parent
+                          (agent-shell-log--entry-end
+                           (gethash (agent-shell-log--node-last-descendant parent)
+                                    agent-shell-log--nodes))
+                        (point-max))))
+            (setq node (agent-shell-log--make-node
+                        :id id :parent parent-id :level level :entry entry
+                        :props props :body body
+                        :has-body (not (string-empty-p body-text))
+                        :last-descendant id))
+            (agent-shell-log--insert
+             pos (concat (agent-shell-log--render-head entry level todo props)
+                         body-text)
+             id)
+            (setf (agent-shell-log--node-marker node) (copy-marker pos t))
+            (puthash id node agent-shell-log--nodes)
+            (let ((ancestor parent))
+              (while ancestor
+                (setf (agent-shell-log--node-last-descendant ancestor) id)
+                (setq ancestor
+                      (let ((pid (agent-shell-log--node-parent ancestor)))
+                        (and pid (gethash pid agent-shell-log--nodes))))))
+            (agent-shell-log--set-pending node todo)))))
+    (when (and node (equal (agent-shell-log--node-todo node) "WAIT"))
+      (agent-shell-log-notify buffer entry))
+    node))
+
+(defun agent-shell-log-apply-update (buffer update)
+  "Apply UPDATE, the parsed params of a `log/update' notification, in BUFFER.
+The keyword and drawer are rewritten in place, new body blocks are
+appended to the entry; nothing else in the buffer is touched."
+  (let (node became-wait)
+    (agent-shell-log--editing buffer
+      (setq node (gethash (format "%s" (alist-get 'id update))
+                          agent-shell-log--nodes))
+      (when node
+        (let* ((id (agent-shell-log--node-id node))
+               (todo (agent-shell-log--todo (alist-get 'todo update)))
+               (new-props (alist-get 'properties update))
+               (append-blocks (alist-get 'body_append update))
+               (marker (agent-shell-log--node-marker node)))
+          (when todo
+            (setq became-wait (and (equal todo "WAIT")
+                                   (not (equal todo (agent-shell-log--node-todo node)))))
+            (agent-shell-log--set-pending node todo))
+          (when new-props
+            (setf (agent-shell-log--node-props node)
+                  (agent-shell-log--merge-props
+                   (agent-shell-log--node-props node) new-props)))
+          (when (or todo new-props)
+            (let ((start (marker-position marker)))
+              (goto-char start)
+              (search-forward "\n:END:\n")
+              (delete-region start (point))
+              (agent-shell-log--insert
+               start (agent-shell-log--render-head
+                      (agent-shell-log--node-entry node)
+                      (agent-shell-log--node-level node)
+                      (agent-shell-log--node-todo node)
+                      (agent-shell-log--node-props node))
+               id)
+              (set-marker marker start)))
+          (when append-blocks
+            (let ((text (agent-shell-log--render-body append-blocks)))
+              (setf (agent-shell-log--node-body node)
+                    (append (agent-shell-log--node-body node) append-blocks))
+              (unless (string-empty-p text)
+                (agent-shell-log--insert
+                 (agent-shell-log--entry-end node)
+                 (if (agent-shell-log--node-has-body node) (concat "\n" text) text)
+                 id)
+                (setf (agent-shell-log--node-has-body node) t)))))))
+    (when became-wait
+      (agent-shell-log-notify buffer (agent-shell-log--node-entry node)))
+    node))
+
+(defun agent-shell-log-pending (buffer)
+  "Return the ids of BUFFER's entries waiting for a decision, oldest first."
+  (copy-sequence (buffer-local-value 'agent-shell-log--pending buffer)))
+
+(defun agent-shell-log-notify (buffer entry)
+  "Draw attention to ENTRY, a step in BUFFER waiting for approval.
+Does nothing unless `agent-shell-log-notify-on-wait' is non-nil.
+Displays BUFFER without selecting it, then raises a desktop
+notification when D-Bus is available, else shows a message."
+  (when agent-shell-log-notify-on-wait
+    (unless (get-buffer-window buffer 'visible)
+      (display-buffer buffer '(nil (inhibit-same-window . t))))
+    (let ((text (format "Waiting for approval: %s"
+                        (agent-shell-log--clean-title (alist-get 'title entry)))))
+      (unless (agent-shell-log--desktop-notify text)
+        (message "agent-shell: %s" text)))))
+
+(defun agent-shell-log--desktop-notify (body)
+  "Show BODY as a desktop notification; return non-nil on success."
+  (and (featurep 'dbusbind)
+       (getenv "DBUS_SESSION_BUS_ADDRESS")
+       (require 'notifications nil t)
+       (condition-case nil
+           (progn (notifications-notify :title "agent-shell" :body body
+                                        :app-name "Emacs" :urgency 'normal)
+                  t)
+         (error nil))))
+
+;;; Commands
+
+(defun agent-shell-log--node-at-point ()
+  "Return the node of the entry at point, or nil."
+  (let ((id (or (get-text-property (point) 'agent-shell-log-id)
+                (and (> (point) (point-min))
+                     (get-text-property (1- (point)) 'agent-shell-log-id)))))
+    (and id agent-shell-log--nodes (gethash id agent-shell-log--nodes))))
+
+(defun agent-shell-log--ensure-mode ()
+  "Signal a `user-error' unless in an action log buffer."
+  (unless (and (derived-mode-p 'agent-shell-log-mode) agent-shell-log--nodes)
+    (user-error "Not in a live agent-shell log buffer")))
+
+(defun agent-shell-log--target ()
+  "Return the waiting node at point, else the oldest one not yet answered."
+  (agent-shell-log--ensure-mode)
+  (let ((here (agent-shell-log--node-at-point)))
+    (if (and here (equal (agent-shell-log--node-todo here) "WAIT"))
+        here
+      (or (cl-loop for id in agent-shell-log--pending
+                   for node = (gethash id agent-shell-log--nodes)
+                   unless (agent-shell-log--node-sent node) return node)
+          (user-error (if agent-shell-log--pending
+                          "Decisions sent; waiting for the bridge to answer"
+                        "No step is waiting for a decision"))))))
+
+(defun agent-shell-log--title (node)
+  "Return NODE's display title."
+  (agent-shell-log--clean-title
+   (alist-get 'title (agent-shell-log--node-entry node))))
+
+(defun agent-shell-log--decide (node decision reason)
+  "Send DECISION with REASON about NODE through the decision function."
+  (unless (functionp agent-shell-log-decision-function)
+    (user-error "No bridge is connected to receive the decision"))
+  (funcall agent-shell-log-decision-function
+           (agent-shell-log--node-id node) decision reason)
+  (setf (agent-shell-log--node-sent node) decision)
+  (message "Sent %s for: %s" decision (agent-shell-log--title node)))
+
+(defun agent-shell-log-approve ()
+  "Approve the waiting step at point, else the oldest waiting step."
+  (interactive)
+  (agent-shell-log--decide (agent-shell-log--target) 'approve nil))
+
+(defun agent-shell-log-reject (reason)
+  "Reject the waiting step at point, else the oldest one, giving REASON.
+The model sees REASON; an empty one is sent as nil."
+  (interactive
+   (let ((node (agent-shell-log--target)))
+     (list (read-string (format "Reason for rejecting \"%s\" (optional): "
+                                (truncate-string-to-width
+                                 (agent-shell-log--title node) 40 nil nil "…"))))))
+  (agent-shell-log--decide (agent-shell-log--target) 'reject
+                           (and reason (not (string-empty-p reason)) reason)))
+
+(defun agent-shell-log-approve-session ()
+  "Approve the waiting step and this kind of write for the rest of the session.
+Refused for a step whose risk is dangerous."
+  (interactive)
+  (let* ((node (agent-shell-log--target))
+         (risk (cdr (assoc "RISK" (agent-shell-log--node-props node)))))
+    (when (and (stringp risk) (string= (downcase risk) "dangerous"))
+      (user-error "A dangerous step can only be approved one at a time"))
+    (agent-shell-log--decide node 'approve-session nil)))
+
+(defun agent-shell-log--diff-block (node)
+  "Return the first diff src block of NODE's body, or nil."
+  (cl-find-if (lambda (block)
+                (and (equal (alist-get 'kind block) "src")
+                     (equal (alist-get 'lang block) "diff")))
+              (agent-shell-log--node-body node)))
+
+(defun agent-shell-log-show-diff ()
+  "Show the full diff of the step at point, else of the oldest waiting step."
+  (interactive)
+  (agent-shell-log--ensure-mode)
+  (let* ((here (agent-shell-log--node-at-point))
+         (node (if (and here (agent-shell-log--diff-block here))
+                   here
+                 (agent-shell-log--target)))
+         (block (or (agent-shell-log--diff-block node)
+                    (user-error "This step has no diff")))
+         (link (alist-get 'link block))
+         (file (and (stringp link) (not (string-empty-p link))
+                    (expand-file-name link (and agent-shell-log--file
+                                                (file-name-directory
+                                                 agent-shell-log--file)))))
+         (buffer (get-buffer-create
+                  (format "*agent-shell-diff: %s*" (agent-shell-log--node-id node)))))
+    (require 'diff-mode)
+    (with-current-buffer buffer
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (if (and file (file-readable-p file))
+            (insert-file-contents file)
+          (insert (or (alist-get 'text block) ""))))
+      (diff-mode)
+      (setq buffer-read-only t)
+      (goto-char (point-min)))
+    (pop-to-buffer buffer)
+    buffer))
+
+(defun agent-shell-log-next-step (&optional n)
+  "Move to the next entry heading; with N, move N headings."
+  (interactive "p")
+  (dotimes (_ (or n 1))
+    (let ((start (point)))
+      (end-of-line)
+      (unless (re-search-forward org-outline-regexp-bol nil t)
+        (goto-char start)
+        (user-error "No next step"))
+      (beginning-of-line)))
+  (org-reveal))
+
+(defun agent-shell-log-previous-step (&optional n)
+  "Move to the previous entry heading; with N, move N headings."
+  (interactive "p")
+  (dotimes (_ (or n 1))
+    (let ((start (point)))
+      (beginning-of-line)
+      (unless (re-search-backward org-outline-regexp-bol nil t)
+        (goto-char start)
+        (user-error "No previous step"))))
+  (org-reveal))
+
+(defun agent-shell-log-next-wait ()
+  "Move to the next step waiting for a decision, wrapping around."
+  (interactive)
+  (agent-shell-log--ensure-mode)
+  (let ((here (line-end-position)) after first)
+    (dolist (id agent-shell-log--pending)
+      (let ((pos (marker-position (agent-shell-log--node-marker
+                                  (gethash id agent-shell-log--nodes)))))
+        (when (or (null first) (< pos first)) (setq first pos))
+        (when (and (> pos here) (or (null after) (< pos after)))
+          (setq after pos))))
+    (unless first (user-error "No step is waiting for a decision"))
+    (goto-char (or after first))
+    (org-reveal)))
+
+(defun agent-shell-log--root ()
+  "Return the project root of this log, or nil."
+  (if agent-shell-log--file
+      (let ((logs (file-name-directory agent-shell-log--file)))
+        (if (string-match "/\\.agent-shell/logs/\\'" logs)
+            (substring logs 0 (1+ (match-beginning 0)))
+          logs))
+    (locate-dominating-file default-directory ".agent-shell")))
+
+(defun agent-shell-log-visit ()
+  "Visit the file and line the step at point touched (PATH and LINE).
+On a link, such as the one to a full output, follow the link instead."
+  (interactive)
+  (agent-shell-log--ensure-mode)
+  (if (org-in-regexp org-link-bracket-re 1)
+      (org-open-at-point)
+    (agent-shell-log--visit-step)))
+
+(defun agent-shell-log--visit-step ()
+  "Visit the PATH and LINE of the step at point."
+  (let* ((node (or (agent-shell-log--node-at-point) (user-error "No step at point")))
+         (props (agent-shell-log--node-props node))
+         (path (cdr (assoc "PATH" props)))
+         (line (cdr (assoc "LINE" props))))
+    (unless (and (stringp path) (not (string-empty-p path)))
+      (user-error "This step touched no file"))
+    (find-file-other-window (expand-file-name path (agent-shell-log--root)))
+    (when line
+      (goto-char (point-min))
+      (forward-line (1- (max 1 (if (numberp line) line (string-to-number line))))))
+    (current-buffer)))
+
+(defun agent-shell-log-sparse-failures ()
+  "Display a sparse tree of every FAILED or REJECTED step."
+  (interactive)
+  (let ((count (org-occur (concat org-outline-regexp-bol
+                                  "\\(?:FAILED\\|REJECTED\\) "))))
+    (message "%d failed or rejected step%s" count (if (= count 1) "" "s"))
+    count))
+
+(defun agent-shell-log--log-files (root)
+  "Return the log files under ROOT, newest first."
+  (let ((dir (expand-file-name ".agent-shell/logs/" root)))
+    (and (file-directory-p dir)
+         (sort (directory-files dir t "\\`[^.].*\\.org\\'")
+               (lambda (a b) (string> (file-name-nondirectory a)
+                                      (file-name-nondirectory b)))))))
+
+(defun agent-shell-log-open-file (file)
+  "Open FILE, the current or a past action log, read-only.
+Interactively, choose among the logs in <root>/.agent-shell/logs/,
+newest first."
+  (interactive
+   (let* ((root (or (and (derived-mode-p 'agent-shell-log-mode)
+                         (agent-shell-log--root))
+                    (locate-dominating-file default-directory ".agent-shell")
+                    (user-error "No .agent-shell directory above %s"
+                                default-directory)))
+          (files (or (agent-shell-log--log-files root)
+                     (user-error "No action logs under %s" root)))
+          (names (mapcar #'file-name-nondirectory files))
+          (current (and (derived-mode-p 'agent-shell-log-mode) agent-shell-log--file
+                        (file-name-nondirectory agent-shell-log--file)))
+          (table (lambda (string pred action)
+                   (if (eq action 'metadata)
+                       '(metadata (display-sort-function . identity)
+                                  (cycle-sort-function . identity))
+                     (complete-with-action action names string pred))))
+          (choice (completing-read "Action log: " table nil t nil nil
+                                   (if (member current names) current (car names)))))
+     (list (expand-file-name choice (expand-file-name ".agent-shell/logs/" root)))))
+  (find-file-read-only file))
+
+;;; Mode
+
+(defvar agent-shell-log-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "y") #'agent-shell-log-approve)
+    (define-key map (kbd "C-c C-c") #'agent-shell-log-approve)
+    (define-key map (kbd "n") #'agent-shell-log-reject)
+    (define-key map (kbd "C-c C-k") #'agent-shell-log-reject)
+    (define-key map (kbd "a") #'agent-shell-log-approve-session)
+    (define-key map (kbd "d") #'agent-shell-log-show-diff)
+    (define-key map (kbd "f") #'agent-shell-log-next-step)
+    (define-key map (kbd "M-n") #'agent-shell-log-next-step)
+    (define-key map (kbd "b") #'agent-shell-log-previous-step)
+    (define-key map (kbd "M-p") #'agent-shell-log-previous-step)
+    (define-key map (kbd "w") #'agent-shell-log-next-wait)
+    (define-key map (kbd "RET") #'agent-shell-log-visit)
+    (define-key map (kbd "o") #'agent-shell-log-visit)
+    (define-key map (kbd "!") #'agent-shell-log-sparse-failures)
+    (define-key map (kbd "L") #'agent-shell-log-open-file)
+    (define-key map (kbd "q") #'quit-window)
+    map)
+  "Keymap of `agent-shell-log-mode'.")
+
+(define-derived-mode agent-shell-log-mode org-mode "Agent-Log"
+  "Major mode of the live, read-only agent-shell action log.
+Each step is a heading; steps waiting for your decision carry the
+keyword WAIT.  A decision key acts on the waiting step at point,
+else on the oldest waiting step; the keyword changes when the
+bridge confirms.  Org's own commands (TAB, sparse trees, agenda)
+work as usual.
+
+\\{agent-shell-log-mode-map}"
+  (setq buffer-read-only t)
+  (setq-local buffer-undo-list t)
+  (setq agent-shell-log--nodes (make-hash-table :test #'equal)
+        agent-shell-log--pending nil))
+
+(provide 'agent-shell-log)
+;;; agent-shell-log.el ends here
