@@ -1,10 +1,93 @@
-"""Sub-command registration (placeholder until this area lands)."""
+"""``agent-shell-bridge policy check|path``: run the policy engine over stdin lines.
+
+Each input line is judged independently and answered with one JSON object per line,
+so the same engine the agent uses can be audited from a shell or a test.
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..errors import BridgeError
+from .allowlist import load_allowlist
+from .engine import PolicyEngine
+
+__all__ = ["register"]
 
 
-def register(sub: "argparse._SubParsersAction[Any]") -> None:
-    """Add this area's sub-commands to the bridge CLI."""
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    """Add ``policy check`` and ``policy path`` to the bridge CLI."""
+    policy = sub.add_parser("policy", help="judge commands or paths with the safety policy")
+    inner = policy.add_subparsers(dest="policy_command", metavar="SUBCOMMAND", required=True)
+
+    check = inner.add_parser("check", help="judge one shell command per stdin line")
+    check.add_argument("--root", type=Path, required=True, help="project root")
+    check.add_argument("--allowlist", type=Path, help="allowlist.el (default: the project's)")
+    check.add_argument("--cwd", type=Path, help="directory the commands would run in")
+    check.add_argument("--jsonl", action="store_true", help="print one JSON object per line")
+    check.set_defaults(func=_run_check)
+
+    path = inner.add_parser("path", help="judge one file path per stdin line")
+    path.add_argument("--root", type=Path, required=True, help="project root")
+    path.add_argument("--extra", type=Path, action="append", default=[], help="extra allowed path")
+    path.add_argument("--op", choices=("read", "write"), required=True)
+    path.add_argument("--jsonl", action="store_true", help="print one JSON object per line")
+    path.set_defaults(func=_run_path)
+
+
+def _lines(stream: TextIO) -> list[str]:
+    return [line.removesuffix("\n") for line in stream]
+
+
+def _emit(obj: dict[str, Any], jsonl: bool) -> None:
+    if jsonl:
+        sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write("\t".join(str(v) for v in obj.values()) + "\n")
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    try:
+        if args.allowlist is not None:
+            engine = PolicyEngine(args.root, allowlist=load_allowlist(args.allowlist))
+        else:
+            engine = PolicyEngine.for_project(args.root)
+    except BridgeError as exc:
+        sys.stderr.write(f"agent-shell-bridge policy: {exc.message}\n")
+        return 2
+    for command in _lines(sys.stdin):
+        verdict = engine.check_command(command, cwd=args.cwd)
+        _emit(
+            {
+                "command": command,
+                "decision": verdict.decision.value,
+                "risk": verdict.risk.value,
+                "reason": verdict.reason,
+            },
+            args.jsonl,
+        )
+    return 0
+
+
+def _run_path(args: argparse.Namespace) -> int:
+    engine = PolicyEngine(args.root, extra_paths=args.extra)
+    for path in _lines(sys.stdin):
+        verdict = engine.check_path(path, args.op)
+        resolved: str | None = None
+        if verdict.decision.value == "allow":
+            resolved = str(engine.resolve_path(path, args.op))
+        _emit(
+            {
+                "path": path,
+                "decision": verdict.decision.value,
+                "risk": verdict.risk.value,
+                "reason": verdict.reason,
+                "resolved": resolved,
+            },
+            args.jsonl,
+        )
+    return 0

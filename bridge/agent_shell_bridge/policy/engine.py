@@ -1,0 +1,224 @@
+"""The policy engine: one decision per tool call.
+
+``check_command`` parses a command line, judges every simple command, redirection
+and risky construct, and takes the worst: anything dangerous is denied unless the
+project allowlist names that exact simple command; anything that is not read-only,
+or that uses a construct the parser cannot vouch for, waits for the user; the rest
+runs at once. ``resolve_path``/``check_path`` confine file tools to the project.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import tempfile
+import unicodedata
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from ..errors import PathNotAllowed
+from ..types import Decision, Risk, Verdict
+from .allowlist import Allowlist, load_allowlist
+from .commands import DOWNLOADERS, Context, Finding, classify, consumes_code, effective_name, worst
+from .paths import Confinement, resolve_physical
+from .shell_parse import ParsedCommand, Redirect, SimpleCommand, parse_command
+
+__all__ = ["MAX_COMMAND_CHARS", "PolicyEngine"]
+
+logger = logging.getLogger(__name__)
+
+MAX_COMMAND_CHARS = 16_384
+_MAX_NESTING = 4
+_HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
+_DROP_RE = re.compile(r"\bdrop\s+(database|schema)\b", re.IGNORECASE)
+_OUTPUT_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
+
+
+def _invisible(command: str) -> str | None:
+    for ch in command:
+        if ch in "\n\t":
+            continue
+        cat = unicodedata.category(ch)
+        if cat in ("Cc", "Cf", "Cs", "Co", "Cn") or ch in "\u2028\u2029":
+            return f"U+{ord(ch):04X}"
+    return None
+
+
+class PolicyEngine:
+    """Decides allow / confirm / deny for commands and file paths of one project."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        extra_paths: Sequence[Path] = (),
+        allowlist: Allowlist | None = None,
+    ) -> None:
+        self._confinement = Confinement.create(root, extra_paths)
+        self._allowlist = allowlist or Allowlist()
+        self._home = resolve_physical(Path(os.path.abspath(os.path.expanduser("~"))))
+        self._temp = resolve_physical(Path(os.path.abspath(tempfile.gettempdir())))
+
+    @classmethod
+    def for_project(cls, root: Path, *, extra_paths: Sequence[Path] = ()) -> PolicyEngine:
+        """Build the engine for ``root``, reading ``.agent-shell/allowlist.el`` if present."""
+        path = root / ".agent-shell" / "allowlist.el"
+        allowlist = load_allowlist(path) if path.is_file() else None
+        return cls(root, extra_paths=extra_paths, allowlist=allowlist)
+
+    @property
+    def root(self) -> Path:
+        return self._confinement.root
+
+    @property
+    def allowlist(self) -> Allowlist:
+        return self._allowlist
+
+    # -- paths -------------------------------------------------------------
+
+    def resolve_path(self, path: str, op: Literal["read", "write"]) -> Path:
+        """Resolve ``path`` (relative to the root) or raise :class:`PathNotAllowed`."""
+        return self._confinement.resolve(path, op)
+
+    def check_path(self, path: str, op: Literal["read", "write"]) -> Verdict:
+        risk = Risk.WRITE if op == "write" else Risk.READ
+        try:
+            resolved = self.resolve_path(path, op)
+        except PathNotAllowed as exc:
+            return Verdict(Decision.DENY, risk, exc.message)
+        return Verdict(Decision.ALLOW, risk, f"{op} inside the allowed roots: {resolved}")
+
+    # -- commands ----------------------------------------------------------
+
+    def check_command(self, command: str, *, cwd: Path | None = None) -> Verdict:
+        """Judge a shell command line; never raises on hostile input."""
+        if not command.strip():
+            return Verdict(Decision.DENY, Risk.READ, "empty command")
+        if len(command) > MAX_COMMAND_CHARS:
+            return Verdict(
+                Decision.DENY,
+                Risk.DANGEROUS,
+                f"command is longer than {MAX_COMMAND_CHARS} characters; too long to review",
+            )
+        bad = _invisible(command)
+        if bad is not None:
+            return Verdict(
+                Decision.DENY,
+                Risk.DANGEROUS,
+                f"command contains an invisible or control character ({bad}); "
+                "what would run differs from what a person sees",
+            )
+        start = resolve_physical(Path(os.path.abspath(cwd))) if cwd is not None else self.root
+        findings, allowlisted = self._judge(command, start, depth=0)
+        decisive = worst(findings)
+        if decisive.risk is Risk.DANGEROUS:
+            return Verdict(Decision.DENY, Risk.DANGEROUS, decisive.reason)
+        risk = Risk.READ
+        for f in findings:
+            risk = risk.worst(f.risk)
+        for entry_risk in allowlisted:
+            risk = risk.worst(entry_risk)
+        if decisive.auto:
+            reason = "allowlisted by the project" if allowlisted else decisive.reason
+            return Verdict(Decision.ALLOW, risk, reason)
+        return Verdict(Decision.CONFIRM, risk, decisive.reason)
+
+    def _judge(self, command: str, cwd: Path, *, depth: int) -> tuple[list[Finding], list[Risk]]:
+        parsed = parse_command(command)
+        ctx = Context(
+            root=self.root,
+            extra=self._confinement.extra,
+            cwd=cwd,
+            home=self._home,
+            temp=self._temp,
+            nested=lambda text: self._nested(text, depth),
+            write_check=self._write_reason,
+        )
+        findings: list[Finding] = []
+        allowlisted: list[Risk] = []
+        for issue in parsed.issues:
+            findings.append(
+                Finding(Risk.DANGEROUS if issue.dangerous else Risk.WRITE, False, issue.reason)
+            )
+        for cmd in parsed.commands:
+            verdict = classify(cmd, ctx)
+            if depth == 0 and self._allowlist.match(cmd) is not None and not cmd.in_substitution:
+                allowlisted.append(verdict.risk)
+                verdict = Finding(Risk.READ, True, "allowlisted by the project")
+            findings.append(verdict)
+            for red in cmd.redirects:
+                findings.append(self._redirect(red, ctx))
+        for red in parsed.redirects:
+            findings.append(self._redirect(red, ctx))
+        findings.extend(self._global(parsed, command))
+        if not findings:
+            findings.append(Finding.write("nothing recognisable to run"))
+        return findings, allowlisted
+
+    def _nested(self, text: str, depth: int) -> Finding:
+        if depth >= _MAX_NESTING:
+            return Finding.write("shell code nested too deeply to judge")
+        bad = _invisible(text)
+        if bad is not None:
+            return Finding.danger(f"nested code contains an invisible character ({bad})")
+        findings, _ = self._judge(text, self.root, depth=depth + 1)
+        return worst(findings)
+
+    def _write_reason(self, target: str, cwd: Path) -> str | None:
+        try:
+            self._confinement.resolve(target, "write", cwd=cwd)
+        except PathNotAllowed as exc:
+            return exc.message
+        return None
+
+    def _redirect(self, red: Redirect, ctx: Context) -> Finding:
+        op = red.op
+        target = red.target
+        if op in ("<<", "<<-", "<<<"):
+            return Finding.read("here-document")
+        if op in (">&", "<&") and target is not None and re.fullmatch(r"[0-9]+-?|-", target.text):
+            return Finding.read("file descriptor duplication")
+        if target is None:
+            return Finding.write(f"redirection {op} without a target")
+        if not target.literal:
+            if op == "<":
+                return Finding.write("input from a computed file name")
+            return Finding.danger(f"redirection {op} to a computed target {target.text!r}")
+        if target.text in _HARMLESS_TARGETS:
+            return Finding.read(f"redirection to {target.text}")
+        if op in ("<",):
+            return Finding.read("input redirection")
+        if target.text.startswith("/dev/"):
+            return Finding.danger(f"redirection onto device {target.text}")
+        if op not in _OUTPUT_OPS and op != "<":
+            return Finding.write(f"unusual redirection {op}")
+        if ctx.cwd is None and not target.text.startswith("/"):
+            return Finding.write(f"redirection {op} {target.text} after changing directory")
+        reason = self._write_reason(target.text, ctx.cwd or ctx.root)
+        if reason is not None:
+            return Finding.danger(f"redirection {op} {target.text}: {reason}")
+        return Finding.write(f"redirection {op} writes {target.text}")
+
+    def _global(self, parsed: ParsedCommand, command: str) -> list[Finding]:
+        out: list[Finding] = []
+        names = {effective_name(c.argv[0])[0] for c in parsed.commands if c.argv}
+        if names & DOWNLOADERS and any(consumes_code(c) for c in parsed.commands):
+            out.append(Finding.danger("feeds a network download to a shell or interpreter"))
+        if _DROP_RE.search(command) and any(_runs_sql(c) for c in parsed.commands):
+            out.append(Finding.danger("DROP DATABASE/SCHEMA destroys data"))
+        for name, called in parsed.functions:
+            if name and name in called:
+                out.append(Finding.danger(f"function {name!r} calls itself (fork bomb)"))
+        return out
+
+
+_TEXT_TOOLS = frozenset(
+    {"echo", "printf", "grep", "egrep", "fgrep", "rg", "cat", "git", "sed", "awk"}
+)
+
+
+def _runs_sql(cmd: SimpleCommand) -> bool:
+    """Whether ``cmd`` could hand SQL text to a database (anything but plain text tools)."""
+    return bool(cmd.argv) and effective_name(cmd.argv[0])[0] not in _TEXT_TOOLS

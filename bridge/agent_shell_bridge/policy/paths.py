@@ -1,0 +1,151 @@
+"""Path confinement: which files the agent may read or write.
+
+Paths are resolved the way the kernel would follow them (``..``, symlinks, dangling
+links, links to not-yet-existing targets) before being compared component-wise with
+the allowed roots, so neither ``/proj-evil`` next to ``/proj`` nor a symlink inside
+the project pointing outside it passes. Writes are further refused for the files that
+steer the agent itself (``.agent-shell/allowlist.el`` and ``config.el``) and for
+anything under ``.git/``, whose hooks would run code; names are compared case-folded
+so a case-insensitive file system cannot be used to sneak past.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from ..errors import PathNotAllowed
+
+__all__ = ["MAX_PATH_CHARS", "Confinement", "resolve_physical"]
+
+MAX_PATH_CHARS = 4096
+_MAX_COMPONENT_BYTES = 255
+_MAX_SYMLINK_HOPS = 40
+_PROTECTED_FILES = frozenset({(".agent-shell", "allowlist.el"), (".agent-shell", "config.el")})
+
+
+def resolve_physical(path: Path) -> Path:
+    """Resolve ``path`` (absolute) following every symlink that exists.
+
+    Components that do not exist are kept literally, with ``..`` after them applied
+    lexically; a dangling link is followed to its (missing) target. Raises
+    :class:`PathNotAllowed` on symlink loops.
+    """
+    pending = list(reversed(path.parts[1:]))
+    current = Path(path.anchor or "/")
+    hops = 0
+    exists = True
+    while pending:
+        part = pending.pop()
+        if part in ("", "."):
+            continue
+        if part == "..":
+            current = current.parent
+            continue
+        candidate = current / part
+        if not exists:
+            current = candidate
+            continue
+        try:
+            st = os.lstat(candidate)
+        except FileNotFoundError:
+            exists = False
+            current = candidate
+            continue
+        except NotADirectoryError:
+            exists = False
+            current = candidate
+            continue
+        except OSError as exc:
+            raise PathNotAllowed(f"cannot inspect {candidate}: {exc.strerror}") from exc
+        if stat.S_ISLNK(st.st_mode):
+            hops += 1
+            if hops > _MAX_SYMLINK_HOPS:
+                raise PathNotAllowed(f"too many levels of symbolic links at {candidate}")
+            target = os.readlink(candidate)
+            pending.extend(reversed(Path(target).parts))
+            if os.path.isabs(target):
+                current = Path("/")
+                pending.pop()  # the anchor itself
+            continue
+        current = candidate
+    return current
+
+
+@dataclass(frozen=True, slots=True)
+class Confinement:
+    """The allowed roots and the rules for reading and writing inside them."""
+
+    root: Path
+    extra: tuple[Path, ...]
+
+    @classmethod
+    def create(cls, root: Path, extra_paths: Sequence[Path] = ()) -> Confinement:
+        real_root = resolve_physical(Path(os.path.abspath(root)))
+        extras = tuple(resolve_physical(Path(os.path.abspath(p))) for p in extra_paths)
+        return cls(real_root, extras)
+
+    @property
+    def roots(self) -> tuple[Path, ...]:
+        return (self.root, *self.extra)
+
+    def containing_root(self, resolved: Path) -> Path | None:
+        for base in self.roots:
+            if resolved == base or resolved.is_relative_to(base):
+                return base
+        return None
+
+    def protected_reason(self, resolved: Path) -> str | None:
+        """Why a write to ``resolved`` must be refused, or ``None``."""
+        base = self.containing_root(resolved)
+        rel = resolved.relative_to(base).parts if base is not None else resolved.parts
+        folded = [p.casefold() for p in rel]
+        if ".git" in folded:
+            return "files under .git/ cannot be written (hooks there would run code)"
+        for i in range(len(folded) - 1):
+            if (folded[i], folded[i + 1]) in _PROTECTED_FILES:
+                return f"{rel[i]}/{rel[i + 1]} steers the agent and cannot be written by it"
+        return None
+
+    def check_syntax(self, path: str) -> None:
+        if not isinstance(path, str) or path == "":
+            raise PathNotAllowed("empty path")
+        if "\x00" in path:
+            raise PathNotAllowed("path contains a NUL byte")
+        if len(path) > MAX_PATH_CHARS:
+            raise PathNotAllowed(f"path is longer than {MAX_PATH_CHARS} characters")
+        for part in path.split("/"):
+            if len(part.encode("utf-8", "surrogatepass")) > _MAX_COMPONENT_BYTES:
+                raise PathNotAllowed(
+                    f"a path component is longer than {_MAX_COMPONENT_BYTES} bytes"
+                )
+
+    def resolve(self, path: str, op: Literal["read", "write"], *, cwd: Path | None = None) -> Path:
+        """Resolve ``path`` and check it is allowed for ``op``; raise otherwise."""
+        self.check_syntax(path)
+        base = cwd if cwd is not None else self.root
+        joined = Path(path) if os.path.isabs(path) else base / path
+        resolved = resolve_physical(joined)
+        if self.containing_root(resolved) is None:
+            allowed = ", ".join(str(r) for r in self.roots)
+            raise PathNotAllowed(
+                f"{path!r} resolves to {resolved}, outside the allowed roots ({allowed})"
+            )
+        if op == "write":
+            reason = self.protected_reason(resolved)
+            if reason is None:
+                # The path as written may name .git through a symlink that resolves elsewhere.
+                reason = self.protected_reason(Path(os.path.normpath(joined)))
+            if reason is not None:
+                raise PathNotAllowed(reason)
+            try:
+                st = os.stat(resolved)
+            except OSError:
+                st = None
+            if st is not None and stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+                raise PathNotAllowed(f"{path!r} is hard-linked elsewhere; writing it is refused")
+        return resolved
