@@ -94,7 +94,7 @@ def _normalise_newlines(text: str) -> str:
     return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _parse_sections(body: str) -> dict[str, str]:
+def _parse_sections(body: str) -> tuple[dict[str, str], bool]:
     """Cut the body at known ``##`` headings; unknown headings stay with their section."""
     buckets: dict[str, list[str]] = {name: [] for name, _, _ in SECTIONS}
     current: str | None = None
@@ -111,15 +111,14 @@ def _parse_sections(body: str) -> dict[str, str]:
                 current = _HEADING_TO_FIELD[key]
                 continue
         (buckets[current] if current else preface).append(line)
-    if current is None and not any(line.strip() for line in preface):
-        return {}
+    found = current is not None
     # Text before the first section (other than an H1 title) belongs to the goal.
     kept = [ln for ln in preface if not re.match(r"^#[ \t]", ln)]
     if any(ln.strip() for ln in kept):
         goal = _strip_blank_edges(kept)
         rest = _strip_blank_edges(buckets["goal"])
         buckets["goal"] = [goal, "", rest] if rest else [goal]
-    return {name: _strip_blank_edges(lines) for name, lines in buckets.items()}
+    return {name: _strip_blank_edges(lines) for name, lines in buckets.items()}, found
 
 
 def _as_text(value: str | list[str] | None) -> str:
@@ -151,8 +150,8 @@ def parse_experience_text(text: str, *, require_title: bool) -> Experience:
     """:func:`parse_experience`, optionally accepting an empty title."""
     text = _normalise_newlines(text)
     fm, body = split_front_matter(text, _LIST_KEYS)
-    sections = _parse_sections(body)
-    if fm is None and not sections:
+    sections, found = _parse_sections(body)
+    if fm is None and not found:
         raise MemoryError_(
             "not an experience file: expected a '---' front matter or '## Goal'-style sections"
         )
