@@ -95,7 +95,9 @@ Return the snapshot file name relative to the snapshot directory."
   "Append ENTRY, an alist, as one JSON line to the snapshot index of ROOT."
   (agent-shell-actions--snapshot-root root)
   (let ((coding-system-for-write 'utf-8-unix)
-        (line (concat (json-serialize entry) "\n")))
+        (line (concat (json-serialize entry :null-object :null
+                                      :false-object :json-false)
+                      "\n")))
     (write-region line nil (agent-shell-actions--index-file root) t 'silent)))
 
 (defun agent-shell-actions--now ()

@@ -254,7 +254,7 @@ ROOT is searched for a TAGS file before etags is accepted."
               (t backend))))))
 
 (defmacro agent-shell-perception--without-prompts (&rest body)
-  "Run BODY with minibuffer prompts refused, so BODY cannot block."
+  "Run BODY refusing any minibuffer prompt, so that BODY cannot block."
   (declare (indent 0) (debug t))
   `(cl-letf (((symbol-function 'read-from-minibuffer)
               (lambda (&rest _) (error "Prompt refused")))

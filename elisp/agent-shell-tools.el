@@ -71,14 +71,16 @@ HANDLER is called with ARGS and CONTEXT; FEATURE is required first.")
 
 (defun agent-shell-tools-error (format-string &rest args)
   "Signal `agent-shell-tool-error' with a message from FORMAT-STRING and ARGS."
-  (signal 'agent-shell-tool-error (list (apply #'format-message format-string args))))
+  (signal 'agent-shell-tool-error (list (apply #'format format-string args))))
 
 (defun agent-shell-tools-call (name args context)
   "Run the Emacs-side tool NAME with ARGS in CONTEXT and return its result.
 ARGS is an alist with symbol keys as decoded by `json-parse-string'.
 CONTEXT is an alist with `root', `op_id', `turn_id', `session_id',
 `expected_sha256' and `extra_roots'.  The result is a value that
-`json-serialize' accepts.  Failures signal `agent-shell-tool-error'."
+`json-serialize' accepts: booleans are t or `:json-false', arrays
+are vectors, and absent values are left out rather than sent as null.
+Failures signal `agent-shell-tool-error'."
   (let ((entry (assoc name agent-shell-tools-catalogue)))
     (unless entry
       (agent-shell-tools-error "Unknown Emacs-side tool: %s" name))
@@ -88,7 +90,25 @@ CONTEXT is an alist with `root', `op_id', `turn_id', `session_id',
       (unless (file-directory-p root)
         (agent-shell-tools-error "Project root does not exist: %s" root)))
     (require (nth 2 entry))
-    (funcall (nth 1 entry) args context)))
+    (agent-shell-tools--drop-nulls (funcall (nth 1 entry) args context))))
+
+(defun agent-shell-tools--alist-p (value)
+  "Return non-nil when VALUE is a non-empty alist with symbol keys."
+  (and (consp value)
+       (cl-every (lambda (pair) (and (consp pair) (symbolp (car pair)))) value)))
+
+(defun agent-shell-tools--drop-nulls (value)
+  "Return VALUE with every (KEY . :null) pair removed, recursively.
+Handlers mark absent values with `:null'; leaving the key out keeps
+the result independent of the serializer's null convention."
+  (cond ((vectorp value) (vconcat (mapcar #'agent-shell-tools--drop-nulls value)))
+        ((agent-shell-tools--alist-p value)
+         (delq nil (mapcar (lambda (pair)
+                             (unless (eq (cdr pair) :null)
+                               (cons (car pair)
+                                     (agent-shell-tools--drop-nulls (cdr pair)))))
+                           value)))
+        (t value)))
 
 ;;; Arguments
 
@@ -277,7 +297,7 @@ seconds or when it produced more than
                                      :connection-type 'pipe
                                      :stderr stderr
                                      :noquery t :sentinel #'ignore))
-            (process-send-eof proc)
+            (ignore-errors (process-send-eof proc))
             (while (and (process-live-p proc) (not status))
               (accept-process-output proc 0.05)
               (cond ((> (float-time) deadline) (setq status 'timeout))
