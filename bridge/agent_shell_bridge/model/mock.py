@@ -331,7 +331,9 @@ def _error_response(step: MockStep, fault: str) -> Response:
     kind, default = _DEFAULT_ERRORS[fault]
     headers: dict[str, str] = {}
     if step.retry_after is not None:
-        headers["retry-after"] = str(step.retry_after)
+        value = step.retry_after
+        whole = isinstance(value, float) and value.is_integer()
+        headers["retry-after"] = str(int(value)) if whole else str(value)
     if step.retry_after_ms is not None:
         headers["retry-after-ms"] = str(step.retry_after_ms)
     payload = {"error": {"message": step.error_message or default, "type": kind, "code": fault}}
