@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 import sqlite3
 from pathlib import Path
 
@@ -36,7 +37,7 @@ def roots(tmp_path: Path) -> tuple[Path, Path]:
 
 
 @pytest.fixture
-def index(tmp_path: Path, roots: tuple[Path, Path]) -> MemoryIndex:
+def index(tmp_path: Path, roots: tuple[Path, Path]) -> Iterator[MemoryIndex]:
     ix = MemoryIndex(tmp_path / "memdir")
     for r in roots:
         ix.sync_root(r)
@@ -78,7 +79,9 @@ def test_schema_sql_builds_the_same_database_as_the_migrations(tmp_path: Path) -
     assert migrations.apply_migrations(b) == migrations.SCHEMA_VERSION  # idempotent
     q = "SELECT type, name, sql FROM sqlite_master ORDER BY name"
     assert a.execute(q).fetchall() == b.execute(q).fetchall()
-    assert a.execute("PRAGMA user_version").fetchone() == b.execute("PRAGMA user_version").fetchone()
+    assert (
+        a.execute("PRAGMA user_version").fetchone() == b.execute("PRAGMA user_version").fetchone()
+    )
 
 
 def test_sync_counts_and_is_cheap_when_nothing_changed(
@@ -168,7 +171,9 @@ def test_like_wildcards_are_literal(index: MemoryIndex) -> None:
     ]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(query=st.text(max_size=60))
 def test_any_text_is_a_valid_query(index: MemoryIndex, query: str) -> None:
     for hit in index.search(query, symbols=[query[:10]]):
@@ -271,9 +276,7 @@ def test_deleted_index_is_rebuilt_from_known_roots(
         assert _names(ix.search("解析"))[0] == "2025-07-12--json-parse-chinese.md"
 
 
-def test_corrupted_index_is_rebuilt_without_loss(
-    tmp_path: Path, roots: tuple[Path, Path]
-) -> None:
+def test_corrupted_index_is_rebuilt_without_loss(tmp_path: Path, roots: tuple[Path, Path]) -> None:
     memdir = tmp_path / "memdir"
     with MemoryIndex(memdir) as ix:
         for r in roots:
