@@ -1,0 +1,387 @@
+"""Run child processes safely: own process group, limits, scrubbed env, bounded output.
+
+Every child starts in a new session (so its whole process group can be killed on
+timeout, cancel or shutdown), reads stdin from ``/dev/null``, runs under CPU-time,
+file-size and process-count limits, and sees an environment without keys, tokens or
+passwords. Its output is streamed byte-for-byte to a log file while only the first
+200 and last 100 lines of each stream stay in memory, so a command printing a
+gigabyte costs disk, not RAM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import collections
+import contextlib
+import logging
+import os
+import re
+import resource
+import signal
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO, Literal
+
+__all__ = [
+    "HEAD_LINES",
+    "TAIL_LINES",
+    "ExecLimits",
+    "ProcessResult",
+    "ProcessRunner",
+    "default_timeout",
+    "scrubbed_environment",
+]
+
+logger = logging.getLogger(__name__)
+
+HEAD_LINES = 200
+TAIL_LINES = 100
+_MAX_LINE_CHARS = 4000
+_CHUNK = 64 * 1024
+_FLUSH_BYTES = 1 << 20
+_TERM_GRACE_S = 2.0
+_DRAIN_AFTER_EXIT_S = 1.0
+_SECRET_NAME_RE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+_QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
+_TIMEOUTS = {"command": 60.0, "test": 180.0, "build": 300.0}
+
+
+@dataclass(frozen=True)
+class ExecLimits:
+    """Resource limits applied to each child (``None`` leaves a limit unchanged)."""
+
+    cpu_seconds: int | None = 600
+    file_size_bytes: int | None = 2 * 1024**3
+    max_processes: int | None = 512
+    address_space_bytes: int | None = None
+    core_bytes: int | None = 0
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    """Outcome of one child; ``stdout``/``stderr`` are bounded, ``log_path`` holds all."""
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    duration_ms: int
+    truncated: bool
+    timed_out: bool
+    cancelled: bool
+    omitted_lines: int
+    log_path: Path | None
+
+
+def default_timeout(kind: Literal["command", "test", "build"]) -> float:
+    """Default timeout in seconds for a kind of command."""
+    return _TIMEOUTS[kind]
+
+
+def scrubbed_environment(base: Mapping[str, str], secrets: Sequence[str]) -> dict[str, str]:
+    """Copy ``base`` without secret-looking names or values containing a known secret."""
+    known = [s for s in secrets if s]
+    return {
+        name: value
+        for name, value in base.items()
+        if not _SECRET_NAME_RE.search(name) and not any(s in value for s in known)
+    }
+
+
+@dataclass
+class _StreamCapture:
+    """Keeps the head and tail lines of one stream; decodes with replacement."""
+
+    decoder: codecs.IncrementalDecoder = field(
+        default_factory=lambda: codecs.getincrementaldecoder("utf-8")(errors="replace")
+    )
+    head: list[str] = field(default_factory=list)
+    tail: collections.deque[str] = field(
+        default_factory=lambda: collections.deque(maxlen=TAIL_LINES)
+    )
+    partial: list[str] = field(default_factory=list)
+    partial_len: int = 0
+    lines: int = 0
+    long_lines: bool = False
+
+    def feed(self, data: bytes, final: bool = False) -> None:
+        text = self.decoder.decode(data, final)
+        start = 0
+        # Slow path, line by line, only while the head is still filling.
+        while len(self.head) < HEAD_LINES:
+            nl = text.find("\n", start)
+            if nl < 0:
+                break
+            self._extend(text[start:nl])
+            self._finish_line()
+            start = nl + 1
+        last = text.rfind("\n", start)
+        if last >= 0:
+            # Fast path: count the lines, keep only the few that can reach the tail.
+            first = text.find("\n", start)
+            self._extend(text[start:first])
+            self._finish_line()
+            middle = text[first + 1 : last]
+            if first < last:
+                count = middle.count("\n") + 1
+                kept = middle.rsplit("\n", TAIL_LINES)[-TAIL_LINES:]
+                self.lines += count - len(kept)
+                for line in kept:
+                    self._extend(line)
+                    self._finish_line()
+            start = last + 1
+        self._extend(text[start:])
+        if final and self.partial_len:
+            self._finish_line()
+
+    def _extend(self, piece: str) -> None:
+        room = _MAX_LINE_CHARS - self.partial_len
+        if room <= 0:
+            if piece:
+                self.long_lines = True
+            return
+        if len(piece) > room:
+            self.long_lines = True
+            piece = piece[:room]
+        if piece:
+            self.partial.append(piece)
+            self.partial_len += len(piece)
+
+    def _finish_line(self) -> None:
+        line = "".join(self.partial)
+        if self.partial_len >= _MAX_LINE_CHARS:
+            line += " [... line cut ...]"
+        self.partial = []
+        self.partial_len = 0
+        self.lines += 1
+        if len(self.head) < HEAD_LINES:
+            self.head.append(line)
+        else:
+            self.tail.append(line)
+
+    @property
+    def omitted(self) -> int:
+        return max(0, self.lines - len(self.head) - len(self.tail))
+
+    def render(self) -> str:
+        parts = list(self.head)
+        if self.omitted:
+            parts.append(f"[... {self.omitted} lines omitted ...]")
+        parts.extend(self.tail)
+        return "\n".join(parts)
+
+
+def _limits_preexec(limits: ExecLimits) -> Callable[[], None]:
+    pairs = [
+        (resource.RLIMIT_CPU, limits.cpu_seconds),
+        (resource.RLIMIT_FSIZE, limits.file_size_bytes),
+        (resource.RLIMIT_NPROC, limits.max_processes),
+        (resource.RLIMIT_AS, limits.address_space_bytes),
+        (resource.RLIMIT_CORE, limits.core_bytes),
+    ]
+
+    def apply() -> None:  # runs in the child between fork and exec
+        for which, value in pairs:
+            if value is None:
+                continue
+            _, hard = resource.getrlimit(which)
+            soft = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            with contextlib.suppress(ValueError, OSError):
+                resource.setrlimit(which, (soft, hard))
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+
+    return apply
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    """Send ``sig`` to a group; False when the group no longer exists."""
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False
+    return True
+
+
+class ProcessRunner:
+    """Starts children for the tools and tracks them so shutdown can kill them all."""
+
+    def __init__(
+        self,
+        log_dir: Path,
+        *,
+        secrets: Sequence[str] = (),
+        limits: ExecLimits = ExecLimits(),
+    ) -> None:
+        self._log_dir = log_dir
+        self._secrets = tuple(secrets)
+        self._limits = limits
+        self._groups: dict[int, asyncio.subprocess.Process] = {}
+        self._killed: set[int] = set()
+
+    async def run_shell(
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        timeout_s: float,
+        env: Mapping[str, str] | None = None,
+    ) -> ProcessResult:
+        """Run ``command`` with ``bash --noprofile --norc -c``; only for policy-accepted ones.
+
+        ``env`` adds variables over the bridge's own environment before scrubbing.
+        """
+        return await self._run(
+            ["bash", "--noprofile", "--norc", "-c", command], cwd, timeout_s, env
+        )
+
+    async def run_argv(self, argv: Sequence[str], *, cwd: Path, timeout_s: float) -> ProcessResult:
+        """Run ``argv`` directly, without a shell."""
+        if not argv:
+            raise ValueError("empty argv")
+        return await self._run(list(argv), cwd, timeout_s, None)
+
+    async def kill_all(self) -> None:
+        """Kill every live child process group (used at shutdown)."""
+        groups = list(self._groups)
+        self._killed.update(groups)
+        for pgid in groups:
+            _signal_group(pgid, signal.SIGTERM)
+        await asyncio.gather(*(self._reap(pgid) for pgid in groups))
+
+    async def _reap(self, pgid: int) -> None:
+        proc = self._groups.get(pgid)
+        if proc is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.wait(), _TERM_GRACE_S)
+        _signal_group(pgid, signal.SIGKILL)
+        if proc is not None:
+            await proc.wait()
+
+    def _environment(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        base = dict(os.environ)
+        if extra:
+            base.update(extra)
+        base.update(_QUIET_ENV)
+        return scrubbed_environment(base, self._secrets)
+
+    async def _run(
+        self,
+        argv: list[str],
+        cwd: Path,
+        timeout_s: float,
+        extra_env: Mapping[str, str] | None,
+    ) -> ProcessResult:
+        await asyncio.to_thread(self._log_dir.mkdir, parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        log_path = self._log_dir / f"{stamp}-{uuid.uuid4().hex[:12]}.log"
+        log: BinaryIO = await asyncio.to_thread(log_path.open, "wb")
+        started = time.monotonic()
+        out, err = _StreamCapture(), _StreamCapture()
+        timed_out = False
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                cwd=str(cwd),
+                env=self._environment(extra_env),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+                preexec_fn=_limits_preexec(self._limits),
+            )
+        except BaseException:
+            await asyncio.to_thread(log.close)
+            raise
+        pgid = proc.pid
+        self._groups[pgid] = proc
+        lock = asyncio.Lock()
+        assert proc.stdout is not None and proc.stderr is not None
+        readers = [
+            asyncio.create_task(self._pump(proc.stdout, out, log, lock)),
+            asyncio.create_task(self._pump(proc.stderr, err, log, lock)),
+        ]
+        try:
+            try:
+                await asyncio.wait_for(self._wait(proc, pgid, readers), timeout_s)
+            except TimeoutError:
+                timed_out = True
+                await self._terminate(proc, pgid, readers)
+        except asyncio.CancelledError:
+            await asyncio.shield(self._terminate(proc, pgid, readers))
+            await asyncio.shield(asyncio.to_thread(log.close))
+            self._groups.pop(pgid, None)
+            raise
+        finally:
+            if not log.closed:
+                await asyncio.to_thread(log.close)
+        self._groups.pop(pgid, None)
+        cancelled = pgid in self._killed
+        self._killed.discard(pgid)
+        omitted = out.omitted + err.omitted
+        return ProcessResult(
+            exit_code=None if (timed_out or cancelled) else proc.returncode,
+            stdout=out.render(),
+            stderr=err.render(),
+            duration_ms=int((time.monotonic() - started) * 1000),
+            truncated=bool(omitted) or out.long_lines or err.long_lines,
+            timed_out=timed_out,
+            cancelled=cancelled,
+            omitted_lines=omitted,
+            log_path=log_path,
+        )
+
+    async def _wait(
+        self, proc: asyncio.subprocess.Process, pgid: int, readers: list[asyncio.Task[None]]
+    ) -> None:
+        await proc.wait()
+        # Background children may still hold the pipes open; give them a moment, then
+        # end the group so the command's call returns.
+        _done, pending = await asyncio.wait(readers, timeout=_DRAIN_AFTER_EXIT_S)
+        if pending:
+            _signal_group(pgid, signal.SIGKILL)
+        await asyncio.wait(readers)
+        _signal_group(pgid, signal.SIGKILL)
+        for task in readers:
+            task.result()
+
+    async def _terminate(
+        self, proc: asyncio.subprocess.Process, pgid: int, readers: list[asyncio.Task[None]]
+    ) -> None:
+        _signal_group(pgid, signal.SIGTERM)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), _TERM_GRACE_S)
+        _signal_group(pgid, signal.SIGKILL)
+        await proc.wait()
+        _done, pending = await asyncio.wait(readers, timeout=_TERM_GRACE_S)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*readers, return_exceptions=True)
+
+    @staticmethod
+    async def _pump(
+        stream: asyncio.StreamReader,
+        capture: _StreamCapture,
+        log: BinaryIO,
+        lock: asyncio.Lock,
+    ) -> None:
+        pending: list[bytes] = []
+        size = 0
+        while True:
+            chunk = await stream.read(_CHUNK)
+            if chunk:
+                capture.feed(chunk)
+                pending.append(chunk)
+                size += len(chunk)
+            if size >= _FLUSH_BYTES or (not chunk and pending):
+                data = b"".join(pending)
+                pending, size = [], 0
+                async with lock:
+                    await asyncio.to_thread(log.write, data)
+            if not chunk:
+                capture.feed(b"", final=True)
+                return
