@@ -365,8 +365,11 @@ shown is ignored, so a replayed notification does no harm."
              id)
             (setf (agent-shell-log--node-marker node) (copy-marker pos t))
             (puthash id node agent-shell-log--nodes)
-            (let ((ancestor parent))
-              (while ancestor
+            ;; Ancestors whose subtree ended where the entry went now end with it.
+            (let ((ancestor parent)
+                  (after (and parent (agent-shell-log--node-last-descendant parent))))
+              (while (and ancestor
+                          (equal (agent-shell-log--node-last-descendant ancestor) after))
                 (setf (agent-shell-log--node-last-descendant ancestor) id)
                 (setq ancestor
                       (let ((pid (agent-shell-log--node-parent ancestor)))

@@ -345,9 +345,11 @@ class OrgLogWriter:
         if parent is None:
             index = len(state.order)
         else:
-            index = state.order.index(parent.last_descendant) + 1
+            after = parent.last_descendant
+            index = state.order.index(after) + 1
+            # Ancestors whose subtree ended where the entry went now end with it.
             ancestor: _Node | None = parent
-            while ancestor is not None:
+            while ancestor is not None and ancestor.last_descendant == after:
                 ancestor.last_descendant = entry.id
                 pid = ancestor.entry.parent_id
                 ancestor = state.nodes.get(pid) if pid else None

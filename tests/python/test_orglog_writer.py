@@ -1,0 +1,209 @@
+"""OrgLogWriter: placement, atomic updates, resume, validation and the summary entry."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from agent_shell_bridge.orglog import (
+    HEADER_TODO,
+    LogEntry,
+    LogUpdate,
+    OrgLogWriter,
+    Prices,
+    TaskUsage,
+    log_path_for,
+    render_entry,
+    summary_drawer_entry,
+)
+
+
+def entry(eid: str, parent: str | None = None, **kw: Any) -> LogEntry:
+    base: dict[str, Any] = {
+        "id": eid,
+        "session_id": "s1",
+        "parent_id": parent,
+        "title": f"title {eid}",
+        "timestamp": "2026-11-30T10:15:00+08:00",
+        "source": "tool",
+    }
+    base.update(kw)
+    return LogEntry.model_validate(base)
+
+
+def ids_in(text: str) -> list[str]:
+    return re.findall(r"^:LOG_ID: (.*)$", text, flags=re.MULTILINE)
+
+
+def test_orglog_writer_header_and_path(tmp_path: Path) -> None:
+    """The log lives under .agent-shell/logs with the session stamp; header once."""
+    started = datetime(2026, 11, 30, 10, 15, 3, tzinfo=UTC)
+    path = log_path_for(tmp_path, "s/../1", started)
+    assert path == tmp_path / ".agent-shell" / "logs" / "2026-11-30-101503-s_.._1.org"
+    writer = OrgLogWriter(path, title="任务\n日志")
+    writer.add(entry("t1"))
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith(f"#+TITLE: 任务 日志\n#+STARTUP: overview\n{HEADER_TODO}\n\n* ")
+    assert text.count("#+TODO:") == 1
+    assert writer.path == path
+
+
+def test_orglog_writer_steps_stay_under_their_task(tmp_path: Path) -> None:
+    """Interleaved tasks: a late step of the first task is placed under it."""
+    writer = OrgLogWriter(tmp_path / "l.org", title="t")
+    writer.add(entry("a"))
+    writer.add(entry("a1", "a"))
+    writer.add(entry("b"))
+    writer.add(entry("b1", "b"))
+    writer.add(entry("a2", "a"))
+    writer.add(entry("a1x", "a1"))
+    writer.add(entry("a3", "a"))
+    text = writer.path.read_text(encoding="utf-8")
+    assert ids_in(text) == ["a", "a1", "a1x", "a2", "a3", "b", "b1"]
+    assert ids_in(text) == [e.id for e in writer.entries()]
+    levels = re.findall(r"^(\*+) ", text, flags=re.MULTILINE)
+    assert [len(s) for s in levels] == [1, 2, 3, 2, 2, 1, 2]
+
+
+def test_orglog_writer_nested_step_follows_its_parent(tmp_path: Path) -> None:
+    """A step's child goes right after the step's own subtree, before later steps."""
+    writer = OrgLogWriter(tmp_path / "l.org", title="t")
+    for e in (entry("a"), entry("a1", "a"), entry("a2", "a"), entry("a1x", "a1"), entry("a3", "a")):
+        writer.add(e)
+    assert ids_in(writer.path.read_text(encoding="utf-8")) == ["a", "a1", "a1x", "a2", "a3"]
+
+
+def test_orglog_writer_append_keeps_inode_update_replaces(tmp_path: Path) -> None:
+    """In-order entries are appended; updates rewrite atomically, leaving no temp file."""
+    writer = OrgLogWriter(tmp_path / "l.org", title="t")
+    writer.add(entry("a", todo="WAIT", properties={"RISK": "write", "TOOL": "run_command"}))
+    inode = writer.path.stat().st_ino
+    writer.add(entry("a1", "a"))
+    assert writer.path.stat().st_ino == inode
+    updated = writer.update(
+        LogUpdate(
+            session_id="s1",
+            id="a",
+            todo="APPROVED",
+            properties={"risk": "dangerous", "EXIT_CODE": 0},
+            body_append=[{"kind": "text", "text": "ran"}],  # type: ignore[list-item]
+        )
+    )
+    assert writer.path.stat().st_ino != inode
+    assert updated.todo == "APPROVED"
+    assert updated.properties == {"RISK": "dangerous", "TOOL": "run_command", "EXIT_CODE": 0}
+    text = writer.path.read_text(encoding="utf-8")
+    assert text.count("* APPROVED [2026-11-30 Mon 10:15] title a\n") == 1
+    assert "WAIT" not in text.split(HEADER_TODO)[1]
+    assert ":RISK: dangerous\n:TOOL: run_command\n:EXIT_CODE: 0\n:END:\nran\n** " in text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["l.org"]
+    with pytest.raises(KeyError):
+        writer.update(LogUpdate(session_id="s1", id="nope", todo="DONE"))
+    with pytest.raises(ValueError, match="duplicate"):
+        writer.add(entry("a"))
+
+
+def test_orglog_writer_resume_keeps_existing_file(tmp_path: Path) -> None:
+    """A resumed session appends to the old log instead of truncating it."""
+    path = tmp_path / "l.org"
+    first = OrgLogWriter(path, title="t")
+    first.add(entry("old"))
+    second = OrgLogWriter(path, title="other")
+    second.add(entry("new"))
+    second.update(LogUpdate(session_id="s1", id="new", todo="DONE"))
+    text = path.read_text(encoding="utf-8")
+    assert text.count("#+TITLE:") == 1
+    assert ids_in(text) == ["old", "new"]
+
+
+def test_orglog_writer_timestamp_keeps_wall_clock(tmp_path: Path) -> None:
+    """The inactive timestamp shows the time in the offset the entry carries."""
+    tz = timezone(timedelta(hours=-5))
+    e = entry("x", timestamp=datetime(2026, 12, 6, 23, 59, 30, tzinfo=tz).isoformat(), todo="WAIT")
+    assert render_entry(e, 2).splitlines()[0] == "** WAIT [2026-12-06 Sun 23:59] title x"
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("timestamp", "2026-11-30T10:15:00"),
+        ("timestamp", "yesterday"),
+        ("todo", "TODO"),
+        ("source", "shell"),
+    ],
+)
+def test_orglog_writer_rejects_bad_entries(field: str, value: str) -> None:
+    """Out-of-contract values fail validation at the wire boundary."""
+    with pytest.raises(ValidationError):
+        entry("x", **{field: value})
+
+
+def test_orglog_writer_bool_property_is_spelled_out() -> None:
+    """Booleans are rendered as JSON spells them, not as 1/0."""
+    assert ":DRY_RUN: true\n" in render_entry(entry("x", properties={"dry run": True}), 1)
+
+
+def test_orglog_writer_summary_entry_counts_and_cost() -> None:
+    """The summary step carries usage, duration and the cost when prices are known."""
+    usage = TaskUsage(
+        model_calls=9,
+        tool_calls=14,
+        input_tokens=380_000,
+        output_tokens=5_000,
+        cached_tokens=300_000,
+        duration_ms=160_000,
+    )
+    prices = Prices(input_per_mtok=2.0, output_per_mtok=8.0, cached_per_mtok=0.5, currency="CNY")
+    when = datetime(2026, 11, 30, 10, 17, 40, tzinfo=timezone(timedelta(hours=8)))
+    e = summary_drawer_entry(
+        entry_id="e-99",
+        session_id="s1",
+        task_id="t1",
+        usage=usage,
+        timestamp=when,
+        prices=prices,
+        model="deepseek-chat",
+    )
+    assert e.parent_id == "t1" and e.source == "bridge" and e.todo is None
+    assert e.properties["TOKENS_CACHED"] == 300_000
+    assert e.properties["COST"] == pytest.approx((80_000 * 2 + 300_000 * 0.5 + 5_000 * 8) / 1e6)
+    assert e.properties["CURRENCY"] == "CNY" and e.properties["MODEL"] == "deepseek-chat"
+    assert "9 model calls, 14 tool calls" in e.title and "2m40s" in e.title
+    assert "cost 0.3500 CNY" in e.title
+    free = summary_drawer_entry(
+        entry_id="e-100", session_id="s1", task_id="t1", usage=usage, timestamp=when
+    )
+    assert "COST" not in free.properties and "cost" not in free.title
+
+
+HEADING = re.compile(r"^\*+ ", re.MULTILINE)
+BLOCK_LINE = re.compile(r"^[ \t]*#\+(begin|end)_", re.MULTILINE | re.IGNORECASE)
+hostile = st.lists(
+    st.sampled_from(["*", "#", "+", ":", ",", " ", "\t", "\n", "\r", "a", "中", "END", "end_src"]),
+    max_size=40,
+).map("".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(title=hostile, text=hostile, prop=hostile, lang=hostile, as_src=st.booleans())
+def test_orglog_writer_hostile_text_cannot_add_structure(
+    title: str, text: str, prop: str, lang: str, as_src: bool
+) -> None:
+    """Whatever the model or a tool emits, an entry is one heading and whole blocks."""
+    block: dict[str, Any] = (
+        {"kind": "src", "lang": lang or "sh", "text": text, "link": None}
+        if as_src
+        else {"kind": "text", "text": text}
+    )
+    rendered = render_entry(entry("x", title=title, properties={"P": prop}, body=[block]), 2)
+    assert len(HEADING.findall(rendered)) == 1
+    assert len(BLOCK_LINE.findall(rendered)) in (0, 2)
+    drawer = rendered.split(":PROPERTIES:\n", 1)[1].split("\n:END:\n", 1)[0]
+    assert all(line.startswith(":") for line in drawer.splitlines())
