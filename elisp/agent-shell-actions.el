@@ -154,6 +154,11 @@ The user's `before-save-hook' is not run: what lands on disk must be
 exactly the text the user approved.  No backup file is made (the
 snapshot is the backup)."
   (let ((coding (or buffer-file-coding-system 'utf-8-unix)))
+    ;; A pure-ASCII file is visited as `undecided'; saving non-ASCII text
+    ;; in it would ask the user for a coding system, so settle on UTF-8.
+    (when (eq (coding-system-type coding) 'undecided)
+      (setq coding (coding-system-change-text-conversion coding 'utf-8))
+      (setq buffer-file-coding-system coding))
     (when-let ((pos (unencodable-char-position (point-min) (point-max) coding)))
       (agent-shell-tools-error
        "The new text has a character (%s) that the file's coding system %s cannot encode"
@@ -177,11 +182,12 @@ If EDIT or saving fails, the buffer's text is restored."
     (save-excursion
       (save-restriction
         (widen)
+        ;; The boundary keeps earlier changes out of this edit's undo unit.
+        (undo-boundary)
         (let ((group (prepare-change-group))
               (inhibit-read-only t)
               (create-lockfiles nil)
               (done nil))
-          (undo-boundary)
           (unwind-protect
               (progn
                 (activate-change-group group)
@@ -195,10 +201,12 @@ If EDIT or saving fails, the buffer's text is restored."
               (set-buffer-modified-p nil)))
           (undo-boundary))))))
 
-(defun agent-shell-actions--diff (old-file new-file label)
+(defun agent-shell-actions--diff (old-file new-file label coding)
   "Return a bounded unified diff from OLD-FILE to NEW-FILE, named LABEL.
-OLD-FILE nil means the file did not exist.  Return (DIFF ADDED REMOVED)."
-  (let* ((result (agent-shell-tools-run
+OLD-FILE nil means the file did not exist.  CODING decodes the files'
+text.  Return (DIFF ADDED REMOVED)."
+  (let* ((agent-shell-tools-process-coding coding)
+         (result (agent-shell-tools-run
                   (file-name-directory new-file) "diff" "-u"
                   "--label" (concat "a/" label) "--label" (concat "b/" label)
                   (or old-file null-device) new-file))
@@ -210,10 +218,11 @@ OLD-FILE nil means the file did not exist.  Return (DIFF ADDED REMOVED)."
             ((string-prefix-p "--- " line))
             ((string-prefix-p "+" line) (setq added (1+ added)))
             ((string-prefix-p "-" line) (setq removed (1+ removed)))))
-    (list (if (> (length text) agent-shell-actions-diff-max-chars)
-              (concat (substring text 0 agent-shell-actions-diff-max-chars)
-                      "\n[diff truncated]\n")
-            text)
+    (list (agent-shell-tools-json-safe
+           (if (> (length text) agent-shell-actions-diff-max-chars)
+               (concat (substring text 0 agent-shell-actions-diff-max-chars)
+                       "\n[diff truncated]\n")
+             text))
           added removed)))
 
 (defun agent-shell-actions--write (path context edit &optional create)
@@ -248,7 +257,9 @@ directories are created.  Return the tool result."
         (let* ((sha-after (agent-shell-tools-sha256-file file))
                (old (and snapshot
                          (expand-file-name snapshot (agent-shell-actions--snapshot-root root))))
-               (diff (agent-shell-actions--diff old file rel)))
+               (diff (agent-shell-actions--diff
+                      old file rel
+                      (buffer-local-value 'buffer-file-coding-system buffer))))
           (agent-shell-actions--append-index
            root
            `((op_id . ,(alist-get 'op_id context))

@@ -271,9 +271,23 @@ Files elsewhere are returned as absolute names."
                                    agent-shell-tools--scrubbed-env-prefixes))
                         process-environment)))
 
+(defvar agent-shell-tools-process-coding 'utf-8-unix
+  "Coding system decoding the output of `agent-shell-tools-run'.")
+
+(defun agent-shell-tools-json-safe (string)
+  "Return STRING with raw bytes shown as \\xNN, so JSON can carry it."
+  (if (not (cl-some (lambda (char) (> char #x3fff7f)) string))
+      string
+    (mapconcat (lambda (char)
+                 (if (> char #x3fff7f)
+                     (format "\\x%02x" (- char #x3fff00))
+                   (string char)))
+               string "")))
+
 (defun agent-shell-tools-run (dir program &rest args)
   "Run PROGRAM with ARGS in DIR and return (EXIT-CODE . OUTPUT).
-Standard output is decoded as UTF-8; standard error is discarded.
+Standard output is decoded with `agent-shell-tools-process-coding';
+standard error is discarded.
 The process is killed after `agent-shell-tools-process-timeout'
 seconds or when it produced more than
 `agent-shell-tools-max-output-bytes'; EXIT-CODE is then the symbol
@@ -293,7 +307,7 @@ seconds or when it produced more than
           (progn
             (setq proc (make-process :name "agent-shell-tools" :buffer buffer
                                      :command (cons program args)
-                                     :coding '(utf-8-unix . utf-8-unix)
+                                     :coding (cons agent-shell-tools-process-coding 'utf-8-unix)
                                      :connection-type 'pipe
                                      :stderr stderr
                                      :noquery t :sentinel #'ignore))

@@ -116,13 +116,14 @@ is deleted when BODY returns normally and kept when it fails."
 (defun agent-shell-test-context (root &rest overrides)
   "Return a tool context for ROOT with a fresh op_id, changed by OVERRIDES.
 OVERRIDES is a plist of context keys and values."
-  (let ((context `((root . ,root)
+  (let ((context (copy-tree
+                  `((root . ,root)
                    (op_id . ,(format "op-%d-%d" (emacs-pid)
                                      (cl-incf agent-shell-test--op-counter)))
                    (turn_id . "turn-1")
                    (session_id . "session-1")
                    (expected_sha256 . nil)
-                   (extra_roots . nil))))
+                   (extra_roots . nil)))))
     (while overrides
       (setf (alist-get (pop overrides) context) (pop overrides)))
     context))

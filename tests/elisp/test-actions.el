@@ -1,0 +1,419 @@
+;;; test-actions.el --- ERT tests for the action tools and undo-turn  -*- lexical-binding: t; -*-
+
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; Exercises replace_region, insert_text, replace_pattern, write_file and
+;; magit_stage through `agent-shell-tools-call' on real temporary git
+;; projects, checking the bytes on disk, the snapshots and their index,
+;; the refusals (path escapes, stale reads, unsaved user edits) and
+;; `agent-shell-undo-turn'.
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'agent-shell-test-helpers)
+(require 'agent-shell-tools)
+(require 'agent-shell-actions)
+
+(defconst test-actions--lines "第一行\nline two\nline three\nline four\n最后一行\n"
+  "Five lines, some Chinese.")
+
+(defun test-actions--index (root)
+  "Return the snapshot index entries of ROOT."
+  (agent-shell-actions-read-index root))
+
+;;; replace_region
+
+(ert-deftest test-actions/replace-region-happy-path ()
+  "Lines are replaced byte-exactly, hashes and diff are reported, a snapshot is kept."
+  (agent-shell-test-with-project (root `(("中文.txt" . ,test-actions--lines)))
+    (let* ((context (agent-shell-test-context root 'turn_id "turn-7"))
+           (result (agent-shell-test-call
+                    "replace_region"
+                    '((path . "中文.txt") (start_line . 2) (end_line . 3)
+                      (new_text . "第二行\n第三行\n")
+                      (expected_text . "line two\nline three"))
+                    context))
+           (expected "第一行\n第二行\n第三行\nline four\n最后一行\n"))
+      (should (equal (agent-shell-test-read-bytes (expand-file-name "中文.txt" root))
+                     (encode-coding-string expected 'utf-8)))
+      (should (equal (alist-get 'path result) "中文.txt"))
+      (should (equal (alist-get 'sha256_before result)
+                     (agent-shell-test-sha256 test-actions--lines)))
+      (should (equal (alist-get 'sha256_after result) (agent-shell-test-sha256 expected)))
+      (should (string-match-p "^-line two$" (alist-get 'diff result)))
+      (should (string-match-p "^\\+第三行$" (alist-get 'diff result)))
+      (should (string-match-p "^--- a/中文.txt" (alist-get 'diff result)))
+      (should (= (alist-get 'lines_added result) 2))
+      (should (= (alist-get 'lines_removed result) 2))
+      ;; Snapshot bytes and the manifest line.
+      (let* ((op (alist-get 'op_id context))
+             (snapshot (expand-file-name (format ".agent-shell/snapshots/%s/中文.txt" op)
+                                         root))
+             (entry (car (last (test-actions--index root)))))
+        (should (equal (agent-shell-test-read-bytes snapshot)
+                       (encode-coding-string test-actions--lines 'utf-8)))
+        (should (equal (alist-get 'op_id entry) op))
+        (should (equal (alist-get 'turn_id entry) "turn-7"))
+        (should (equal (alist-get 'session_id entry) "session-1"))
+        (should (equal (alist-get 'path entry) "中文.txt"))
+        (should (eq (alist-get 'existed entry) t))
+        (should (equal (alist-get 'sha256_after entry) (alist-get 'sha256_after result)))
+        (should (stringp (alist-get 'time entry))))
+      ;; Snapshots never show up as untracked files.
+      (should-not (string-match-p "snapshots"
+                                  (agent-shell-test-git root "status" "--porcelain"))))))
+
+(ert-deftest test-actions/replace-region-expected-text-mismatch ()
+  "A stale expected_text is refused and the file is left alone."
+  (agent-shell-test-with-project (root `(("a.txt" . ,test-actions--lines)))
+    (let ((message (agent-shell-test-tool-error
+                     (agent-shell-test-call
+                      "replace_region"
+                      '((path . "a.txt") (start_line . 2) (end_line . 2)
+                        (new_text . "x") (expected_text . "line 2"))
+                      (agent-shell-test-context root)))))
+      (should (string-match-p "no longer hold the expected text" message)))
+    (should (equal (agent-shell-test-read root "a.txt") test-actions--lines))
+    (with-current-buffer (get-file-buffer (expand-file-name "a.txt" root))
+      (should-not (buffer-modified-p))
+      (should (equal (buffer-string) test-actions--lines)))
+    (should (string-match-p
+             "outside the file"
+             (agent-shell-test-tool-error
+               (agent-shell-test-call
+                "replace_region"
+                '((path . "a.txt") (start_line . 5) (end_line . 6) (new_text . "x"))
+                (agent-shell-test-context root)))))))
+
+(ert-deftest test-actions/replace-region-deletes-lines ()
+  "An empty new_text deletes the lines with their line ends."
+  (agent-shell-test-with-project (root `(("a.txt" . ,test-actions--lines)))
+    (agent-shell-test-call "replace_region"
+                           '((path . "a.txt") (start_line . 2) (end_line . 4)
+                             (new_text . ""))
+                           (agent-shell-test-context root))
+    (should (equal (agent-shell-test-read root "a.txt") "第一行\n最后一行\n"))))
+
+;;; insert_text
+
+(ert-deftest test-actions/insert-text-positions ()
+  "Text goes before line N; N = count + 1 appends, adding a missing newline."
+  (agent-shell-test-with-project (root '(("a.txt" . "one\ntwo")))
+    (agent-shell-test-call "insert_text" '((path . "a.txt") (line . 1) (text . "零"))
+                           (agent-shell-test-context root))
+    (should (equal (agent-shell-test-read root "a.txt") "零\none\ntwo"))
+    (agent-shell-test-call "insert_text" '((path . "a.txt") (line . 3) (text . "一点五\n"))
+                           (agent-shell-test-context root))
+    (should (equal (agent-shell-test-read root "a.txt") "零\none\n一点五\ntwo"))
+    (let ((result (agent-shell-test-call "insert_text"
+                                         '((path . "a.txt") (line . 5) (text . "end"))
+                                         (agent-shell-test-context root))))
+      (should (= (alist-get 'lines_added result) 2)))
+    (should (equal (agent-shell-test-read root "a.txt") "零\none\n一点五\ntwo\nend\n"))
+    (should (string-match-p
+             "outside 1..6"
+             (agent-shell-test-tool-error
+               (agent-shell-test-call "insert_text"
+                                      '((path . "a.txt") (line . 9) (text . "x"))
+                                      (agent-shell-test-context root)))))))
+
+;;; replace_pattern
+
+(ert-deftest test-actions/replace-pattern-literal-regexp-and-no-match ()
+  "Literal patterns ignore regexp syntax, regexps use groups, no match is an error."
+  (agent-shell-test-with-project (root '(("a.py" . "x = a.b\ny = axb\nz = a.b\n")))
+    (let ((result (agent-shell-test-call
+                   "replace_pattern"
+                   '((path . "a.py") (pattern . "a.b") (replacement . "甲.乙")
+                     (literal . t))
+                   (agent-shell-test-context root))))
+      (should (= (alist-get 'replacements result) 2)))
+    (should (equal (agent-shell-test-read root "a.py") "x = 甲.乙\ny = axb\nz = 甲.乙\n"))
+    (let ((result (agent-shell-test-call
+                   "replace_pattern"
+                   '((path . "a.py") (pattern . "^\\([xyz]\\) = ")
+                     (replacement . "\\1: ") (literal . :json-false))
+                   (agent-shell-test-context root))))
+      (should (= (alist-get 'replacements result) 3)))
+    (should (equal (agent-shell-test-read root "a.py") "x: 甲.乙\ny: axb\nz: 甲.乙\n"))
+    (should (string-match-p
+             "matched nothing"
+             (agent-shell-test-tool-error
+               (agent-shell-test-call "replace_pattern"
+                                      '((path . "a.py") (pattern . "不存在")
+                                        (replacement . "x"))
+                                      (agent-shell-test-context root)))))
+    (should (string-match-p
+             "Invalid Emacs regexp"
+             (agent-shell-test-tool-error
+               (agent-shell-test-call "replace_pattern"
+                                      '((path . "a.py") (pattern . "\\(")
+                                        (replacement . "x"))
+                                      (agent-shell-test-context root)))))))
+
+;;; write_file and confinement
+
+(ert-deftest test-actions/write-file-new-nested-and-overwrite ()
+  "New files get their directories; overwriting keeps a snapshot."
+  (agent-shell-test-with-project (root nil)
+    (let* ((content "第一行\n第二行 🙂\n")
+           (result (agent-shell-test-call "write_file"
+                                          `((path . "新目录/子目录/文件.txt")
+                                            (content . ,content))
+                                          (agent-shell-test-context root))))
+      (should (eq (alist-get 'created result) t))
+      (should-not (alist-get 'sha256_before result))
+      (should (equal (alist-get 'sha256_after result) (agent-shell-test-sha256 content)))
+      (should (equal (agent-shell-test-read-bytes
+                      (expand-file-name "新目录/子目录/文件.txt" root))
+                     (encode-coding-string content 'utf-8)))
+      (should (eq (alist-get 'existed (car (last (test-actions--index root)))) nil)))
+    (let ((result (agent-shell-test-call "write_file"
+                                         '((path . "中文.py") (content . "print(1)\n"))
+                                         (agent-shell-test-context root))))
+      (should (eq (alist-get 'created result) nil))
+      (should (string-match-p "^-print(\"你好，世界\")$" (alist-get 'diff result)))
+      (should (equal (agent-shell-test-read root "中文.py") "print(1)\n")))))
+
+(ert-deftest test-actions/write-file-refuses-escapes-and-protected-paths ()
+  "Paths leaving the root, symlinks out, .git and agent-shell's own files are refused."
+  (agent-shell-test-with-project (root nil)
+    (let ((outside (make-temp-file "agent-shell-outside-" t)))
+      (unwind-protect
+          (progn
+            (make-symbolic-link outside (expand-file-name "link" root))
+            (make-symbolic-link (expand-file-name ".git/hooks" root)
+                                (expand-file-name "hooks" root))
+            (dolist (case '(("../escape.txt" . "outside the project")
+                            ("link/evil.txt" . "outside the project")
+                            ("/tmp/agent-shell-evil.txt" . "outside the project")
+                            (".git/hooks/pre-commit" . "inside .git")
+                            ("hooks/pre-commit" . "inside .git")
+                            ("sub/../.git/config" . "inside .git")
+                            (".agent-shell/allowlist.el" . "cannot be written")
+                            (".agent-shell/config.el" . "cannot be written")
+                            (".agent-shell/snapshots/index.jsonl" . "cannot be written")))
+              (let ((message (agent-shell-test-tool-error
+                               (agent-shell-test-call
+                                "write_file" `((path . ,(car case)) (content . "x"))
+                                (agent-shell-test-context root)))))
+                (should (string-match-p (cdr case) message))))
+            (should (null (directory-files outside nil "\\`[^.]")))
+            (should-not (file-exists-p (expand-file-name ".git/hooks/pre-commit" root)))
+            (should-not (file-exists-p (expand-file-name ".agent-shell/allowlist.el" root)))
+            (should-not (file-exists-p (expand-file-name "../escape.txt" root))))
+        (delete-directory outside t)))
+    (should (string-match-p
+             "op_id"
+             (agent-shell-test-tool-error
+               (agent-shell-test-call "write_file" '((path . "ok.txt") (content . "x"))
+                                      (agent-shell-test-context root 'op_id "../../x")))))))
+
+(ert-deftest test-actions/stale-read-refused ()
+  "A file the user changed after the agent read it is not overwritten."
+  (agent-shell-test-with-project (root `(("a.txt" . ,test-actions--lines)))
+    (let ((read-sha (agent-shell-test-sha256 test-actions--lines)))
+      (agent-shell-test-write root "a.txt" "用户改过了\n")
+      (dolist (call `(("write_file" . ((path . "a.txt") (content . "agent\n")))
+                      ("replace_pattern" . ((path . "a.txt") (pattern . "用户")
+                                            (replacement . "x")))))
+        (should (string-match-p
+                 "changed since you last read it"
+                 (agent-shell-test-tool-error
+                   (agent-shell-test-call (car call) (cdr call)
+                                          (agent-shell-test-context
+                                           root 'expected_sha256 read-sha))))))
+      (should (equal (agent-shell-test-read root "a.txt") "用户改过了\n"))
+      ;; With the current hash the write goes through.
+      (agent-shell-test-call "write_file" '((path . "a.txt") (content . "agent\n"))
+                             (agent-shell-test-context
+                              root 'expected_sha256
+                              (agent-shell-test-sha256 "用户改过了\n")))
+      (should (equal (agent-shell-test-read root "a.txt") "agent\n")))))
+
+(ert-deftest test-actions/unsaved-user-edits-refused ()
+  "A buffer with unsaved user edits is never touched."
+  (agent-shell-test-with-project (root `(("a.txt" . ,test-actions--lines)))
+    (let ((buffer (find-file-noselect (expand-file-name "a.txt" root))))
+      (with-current-buffer buffer
+        (goto-char (point-min))
+        (insert "用户正在输入"))
+      (should (string-match-p
+               "unsaved changes"
+               (agent-shell-test-tool-error
+                 (agent-shell-test-call "replace_region"
+                                        '((path . "a.txt") (start_line . 1)
+                                          (end_line . 1) (new_text . "x"))
+                                        (agent-shell-test-context root)))))
+      (with-current-buffer buffer
+        (should (string-prefix-p "用户正在输入第一行" (buffer-string)))
+        (should (buffer-modified-p)))
+      (should (equal (agent-shell-test-read root "a.txt") test-actions--lines)))))
+
+(ert-deftest test-actions/edit-is-one-undo-unit ()
+  "One undo in the visiting buffer reverts a whole multi-match replacement."
+  (agent-shell-test-with-project (root '(("a.txt" . "foo 1\nfoo 2\nfoo 3\n")))
+    (let ((buffer (find-file-noselect (expand-file-name "a.txt" root))))
+      (with-current-buffer buffer
+        (goto-char (point-max))
+        (insert "user\n")
+        (save-buffer))
+      (agent-shell-test-call "replace_pattern"
+                             '((path . "a.txt") (pattern . "foo") (replacement . "栏"))
+                             (agent-shell-test-context root))
+      (with-current-buffer buffer
+        (should (equal (buffer-string) "栏 1\n栏 2\n栏 3\nuser\n"))
+        (should-not (buffer-modified-p))
+        (let ((last-command nil))
+          (undo))
+        (should (equal (buffer-string) "foo 1\nfoo 2\nfoo 3\nuser\n"))))))
+
+;;; Encodings
+
+(ert-deftest test-actions/coding-systems-and-line-ends-kept ()
+  "Latin-1 and CRLF files keep their encoding; unencodable text is refused."
+  (agent-shell-test-with-project (root `(("latin.txt" . ,(unibyte-string ?c ?a ?f #xe9 ?\n ?b ?\n))
+                                         ("dos.txt" . "one\r\ntwo\r\n")))
+    (agent-shell-test-call "replace_region"
+                           '((path . "latin.txt") (start_line . 2) (end_line . 2)
+                             (new_text . "B"))
+                           (agent-shell-test-context root))
+    (should (equal (agent-shell-test-read-bytes (expand-file-name "latin.txt" root))
+                   (unibyte-string ?c ?a ?f #xe9 ?\n ?B ?\n)))
+    (should (string-match-p
+             "cannot encode"
+             (agent-shell-test-tool-error
+               (agent-shell-test-call "insert_text"
+                                      '((path . "latin.txt") (line . 1) (text . "中文"))
+                                      (agent-shell-test-context root)))))
+    (should (equal (agent-shell-test-read-bytes (expand-file-name "latin.txt" root))
+                   (unibyte-string ?c ?a ?f #xe9 ?\n ?B ?\n)))
+    (with-current-buffer (get-file-buffer (expand-file-name "latin.txt" root))
+      (should-not (buffer-modified-p)))
+    (agent-shell-test-call "insert_text" '((path . "dos.txt") (line . 2) (text . "一点五"))
+                           (agent-shell-test-context root))
+    (should (equal (agent-shell-test-read root "dos.txt") "one\r\n一点五\r\ntwo\r\n"))))
+
+;;; Undo a turn
+
+(defun test-actions--make-turn (root turn)
+  "Make agent changes in ROOT during TURN: edit a.txt twice, create b.txt."
+  (agent-shell-test-call "replace_region"
+                         '((path . "a.txt") (start_line . 1) (end_line . 1)
+                           (new_text . "改一"))
+                         (agent-shell-test-context root 'turn_id turn))
+  (agent-shell-test-call "write_file" '((path . "新/b.txt") (content . "新的\n"))
+                         (agent-shell-test-context root 'turn_id turn))
+  (agent-shell-test-call "insert_text" '((path . "a.txt") (line . 1) (text . "改二"))
+                         (agent-shell-test-context root 'turn_id turn)))
+
+(ert-deftest test-actions/undo-turn-restores-files ()
+  "Undoing the last turn restores edited files and deletes created ones."
+  (agent-shell-test-with-project (root `(("a.txt" . ,test-actions--lines)))
+    (agent-shell-test-call "write_file" '((path . "earlier.txt") (content . "早\n"))
+                           (agent-shell-test-context root 'turn_id "turn-0"))
+    (test-actions--make-turn root "turn-1")
+    (should (equal (agent-shell-test-read root "a.txt")
+                   "改二\n改一\nline two\nline three\nline four\n最后一行\n"))
+    (should (equal (sort (agent-shell-undo-turn root) #'string<) '("a.txt" "新/b.txt")))
+    (should (equal (agent-shell-test-read root "a.txt") test-actions--lines))
+    (should-not (file-exists-p (expand-file-name "新/b.txt" root)))
+    (should (file-exists-p (expand-file-name "earlier.txt" root)))
+    (with-current-buffer (get-file-buffer (expand-file-name "a.txt" root))
+      (should (equal (buffer-string) test-actions--lines)))
+    ;; The undone turn is not picked again; the one before it is.
+    (should (equal (agent-shell-actions-last-turn root) nil))
+    (should (equal (agent-shell-undo-turn root "turn-0") '("earlier.txt")))
+    (should-not (file-exists-p (expand-file-name "earlier.txt" root)))))
+
+(ert-deftest test-actions/undo-turn-refuses-when-edited-since ()
+  "A file edited after the turn blocks the undo and is named in the refusal."
+  (agent-shell-test-with-project (root `(("a.txt" . ,test-actions--lines)))
+    (test-actions--make-turn root "turn-1")
+    (agent-shell-test-write root "a.txt" "用户的修改\n")
+    (let ((message (agent-shell-test-tool-error (agent-shell-undo-turn root))))
+      (should (string-match-p "edited since then: a.txt" message)))
+    (should (equal (agent-shell-test-read root "a.txt") "用户的修改\n"))
+    (should (file-exists-p (expand-file-name "新/b.txt" root)))))
+
+;;; magit_stage
+
+(ert-deftest test-actions/magit-stage-with-git ()
+  "Without magit, files are staged with git add, Chinese names included."
+  (agent-shell-test-with-project (root '(("a.py" . "x = 1\n")))
+    (agent-shell-test-write root "a.py" "x = 2\n")
+    (agent-shell-test-write root "新文件.py" "y = 1\n")
+    (delete-file (expand-file-name "中文.py" root))
+    (let* ((agent-shell-actions-use-magit nil)
+           (result (agent-shell-test-call "magit_stage"
+                                          '((paths . ["a.py" "新文件.py" "中文.py"]))
+                                          (agent-shell-test-context root))))
+      (should (equal (alist-get 'via result) "git"))
+      (should (equal (sort (alist-get 'index result) #'string<)
+                     (sort (list "a.py" "中文.py" "新文件.py") #'string<))))
+    (should (equal (agent-shell-test-git root "diff" "--cached" "--name-status")
+                   "M\ta.py\nD\t中文.py\nA\t新文件.py\n"))
+    (should (string-match-p
+             "inside .git"
+             (agent-shell-test-tool-error
+               (agent-shell-test-call "magit_stage" '((paths . [".git/config"]))
+                                      (agent-shell-test-context root)))))))
+
+(ert-deftest test-actions/magit-stage-with-magit ()
+  "With magit loaded, staging goes through magit."
+  (agent-shell-test-add-elpa-to-load-path)
+  (require 'magit)
+  (agent-shell-test-with-project (root '(("a.py" . "x = 1\n")))
+    (agent-shell-test-write root "a.py" "x = 2\n")
+    (agent-shell-test-write root "目录/新.py" "y\n")
+    (let ((process-environment (agent-shell-test-git-environment))
+          (result (agent-shell-test-call "magit_stage"
+                                         '((paths . ["a.py" "目录/新.py"]))
+                                         (agent-shell-test-context root))))
+      (should (equal (alist-get 'via result) "magit"))
+      (should (equal (alist-get 'staged result) '("a.py" "目录/新.py"))))
+    (should (equal (agent-shell-test-git root "diff" "--cached" "--name-status")
+                   "M\ta.py\nA\t目录/新.py\n"))))
+
+(ert-deftest test-actions/package-does-not-require-magit ()
+  "Loading the tools never loads magit, even when magit is installed."
+  (let* ((dirs (file-expand-wildcards "/usr/share/emacs/site-lisp/elpa/*"))
+         (output (with-temp-buffer
+                   (apply #'call-process (expand-file-name invocation-name invocation-directory)
+                          nil t nil "-Q" "--batch"
+                          "-L" (file-name-directory (locate-library "agent-shell-tools"))
+                          (append
+                           (mapcan (lambda (dir) (list "-L" dir)) dirs)
+                           (list "-l" "agent-shell-actions" "-l" "agent-shell-perception"
+                                 "--eval" "(princ (list :magit (featurep 'magit)))")))
+                   (buffer-string))))
+    (should (string-match-p "(:magit nil)" output))))
+
+;;; Scale
+
+(ert-deftest test-actions/large-buffer-replace-region ()
+  "Replacing two lines in the middle of a 200k-line file works."
+  (agent-shell-test-with-project
+      (root `(("big.txt" . ,(with-temp-buffer
+                              (dotimes (i 200000) (insert (format "line %d\n" (1+ i))))
+                              (buffer-string)))))
+    (let ((result (agent-shell-test-call "replace_region"
+                                         '((path . "big.txt") (start_line . 100000)
+                                           (end_line . 100001) (new_text . "中间"))
+                                         (agent-shell-test-context root))))
+      (should (= (alist-get 'lines_removed result) 2))
+      (should (= (alist-get 'lines_added result) 1)))
+    (with-temp-buffer
+      (insert-file-contents (expand-file-name "big.txt" root))
+      (should (= (count-lines (point-min) (point-max)) 199999))
+      (goto-char (point-min))
+      (forward-line 99998)
+      (should (equal (buffer-substring (point) (progn (forward-line 3) (point)))
+                     "line 99999\n中间\nline 100002\n")))))
+
+(provide 'test-actions)
+;;; test-actions.el ends here
