@@ -69,6 +69,11 @@ def _recoverable_id(obj: object) -> RequestId | None:
     return None
 
 
+def _reject_constant(name: str) -> Any:
+    # NaN and Infinity are not JSON; let in, they break the response and SSE encoders.
+    raise ValueError(f"{name} is not valid JSON")
+
+
 def parse_message(body: bytes) -> IncomingRequest | IncomingResponse:
     """Decode one JSON-RPC message.
 
@@ -76,8 +81,10 @@ def parse_message(body: bytes) -> IncomingRequest | IncomingResponse:
     ``data`` carries the id when it could be read) for anything else malformed.
     """
     try:
-        obj = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        obj = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        # ValueError covers UnicodeDecodeError, JSONDecodeError, NaN/Infinity and
+        # integers past Python's int-string digit limit.
         raise RpcParseError("Parse error: the body is not valid UTF-8 JSON") from exc
     if isinstance(obj, list):
         raise InvalidRequest("Invalid request: batches are not supported")
