@@ -363,7 +363,10 @@ def effective_name(word: Word) -> tuple[str, bool]:
     folded = normalise_name(raw)
     base = folded.rsplit("/", 1)[-1] if "/" in folded and not folded.endswith("/") else folded
     plain = (
-        word.literal and not word.quoted and raw == folded and _PLAIN_NAME.match(raw) is not None
+        word.literal
+        and not word.quoted
+        and raw == folded
+        and (_PLAIN_NAME.match(raw) is not None or raw in ("[", "[["))
     )
     return base.lower() if not plain else base, plain
 
@@ -472,6 +475,14 @@ def _classify_argv(argv: Sequence[Word], ctx: Context, cmd: SimpleCommand) -> Fi
     name, plain = effective_name(argv[0])
     args = list(argv[1:])
     result = _by_name(name, args, ctx, cmd)
+    if result.risk is Risk.WRITE and name != "git":
+        for w in args:
+            if not w.literal or " " in w.text or w.text.startswith("-"):
+                continue
+            where, _ = locate(Word(w.text.split("=", 1)[-1]), ctx)
+            if where == "protected":
+                result = Finding.danger(f"{name} names {w.text!r}: .git or the agent's settings")
+                break
     if not plain:
         trick = Finding.write(
             f"the command name {argv[0].text!r} is quoted, escaped, computed or a path"
@@ -1204,6 +1215,14 @@ def _make(name: str, args: list[Word], ctx: Context) -> Finding:
 def _tee(name: str, args: list[Word], ctx: Context) -> Finding:
     if all(w.text in ("/dev/null", "-a", "--append") for w in args):
         return Finding.read("tee to /dev/null")
+    for w in args:
+        if _is_option(w):
+            continue
+        if not w.literal:
+            return Finding.danger(f"tee writes a computed target {w.text!r}")
+        reason = ctx.write_check(w.text, ctx.cwd or ctx.root)
+        if reason is not None and w.text != "/dev/null":
+            return Finding.danger(f"tee writes {w.text}: {reason}")
     return Finding.write("tee writes files")
 
 

@@ -1,0 +1,199 @@
+"""The adversarial command corpus and the allowlist semantics of the policy engine."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agent_shell_bridge.policy import (
+    Allowlist,
+    AllowlistError,
+    PolicyEngine,
+    load_allowlist,
+    parse_allowlist,
+)
+from agent_shell_bridge.types import Decision, Risk
+
+CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "policy" / "commands.jsonl"
+
+
+def _corpus() -> list[dict[str, str]]:
+    return [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line]
+
+
+CASES = _corpus()
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("proj")
+    (root / "src").mkdir()
+    (root / "tests").mkdir()
+    (root / "build").mkdir()
+    (root / ".git" / "hooks").mkdir(parents=True)
+    return root
+
+
+@pytest.fixture(scope="module")
+def engine(project: Path) -> PolicyEngine:
+    return PolicyEngine(project)
+
+
+def test_corpus_is_large_and_covers_every_decision() -> None:
+    assert len(CASES) >= 300
+    assert len({c["command"] for c in CASES}) == len(CASES)
+    counts = {d: sum(c["decision"] == d for c in CASES) for d in ("allow", "confirm", "deny")}
+    assert all(n >= 80 for n in counts.values()), counts
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{i}" for i in range(len(CASES))])
+def test_corpus_case(engine: PolicyEngine, case: dict[str, str]) -> None:
+    verdict = engine.check_command(case["command"])
+    assert verdict.decision.value == case["decision"], (case["command"], verdict)
+    assert verdict.reason
+
+
+def test_no_dangerous_command_is_ever_allowed(engine: PolicyEngine) -> None:
+    """Invariant: whatever the corpus says, `dangerous` never pairs with `allow`."""
+    for case in CASES:
+        verdict = engine.check_command(case["command"])
+        if verdict.risk is Risk.DANGEROUS:
+            assert verdict.decision is Decision.DENY, case
+        if case["kind"] == "dangerous":
+            assert verdict.decision is not Decision.ALLOW, case
+
+
+def test_read_commands_report_read_risk(engine: PolicyEngine) -> None:
+    for case in CASES:
+        if case["decision"] == "allow":
+            assert engine.check_command(case["command"]).risk is Risk.READ, case
+
+
+def test_cwd_changes_relative_judgement(engine: PolicyEngine, project: Path) -> None:
+    assert engine.check_command("rm -rf ..", cwd=project / "src").decision is Decision.DENY
+    assert engine.check_command("rm -rf *", cwd=project / "build").decision is Decision.CONFIRM
+
+
+def test_cd_is_tracked_within_one_command(engine: PolicyEngine) -> None:
+    verdict = engine.check_command("cd / && rm -rf usr")
+    assert verdict.decision is Decision.DENY
+    assert engine.check_command("cd build && rm -rf *").decision is Decision.CONFIRM
+
+
+def test_hostile_inputs_never_raise(engine: PolicyEngine) -> None:
+    for text in ["(((((", "'", '"', "$(", "`", "<<", "\\", "a" * 16384, "))))", "${", "$((1+"]:
+        verdict = engine.check_command(text)
+        assert verdict.decision is not Decision.ALLOW or text == "a" * 16384
+
+
+# -- allowlist ---------------------------------------------------------------
+
+SEED_SHAPE = """;; project allowlist
+(setq agent-shell-allowlist
+      '((command . "git push --force origin main")
+        (command . "rm -rf build/")))
+"""
+
+
+def test_allowlist_allows_exactly_the_named_simple_command(project: Path) -> None:
+    engine = PolicyEngine(project, allowlist=parse_allowlist(SEED_SHAPE))
+    allowed = engine.check_command("rm -rf build/")
+    assert allowed.decision is Decision.ALLOW
+    assert "allowlist" in allowed.reason
+    forced = engine.check_command("git push --force origin main")
+    assert forced.decision is Decision.ALLOW
+    assert forced.risk is Risk.DANGEROUS
+    # Normalised argv, not raw text: quoting does not change what runs.
+    assert engine.check_command("rm -rf 'build/'").decision is Decision.ALLOW
+    assert engine.check_command('git push --force "origin" main').decision is Decision.ALLOW
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "rm -rf build/ /",
+        "rm -rf build/; rm -rf ~",
+        "rm -rf build/ && rm -rf /",
+        "rm -rf build/ || rm -rf ~",
+        "rm -rf build/ | rm -rf /",
+        "git push --force origin main:prod",
+        "git push --force origin",
+        "git push --force origin +main",
+        "echo $(rm -rf build/)",
+        "rm -rf build/ $HOME",
+    ],
+)
+def test_allowlist_does_not_leak_to_other_commands(project: Path, command: str) -> None:
+    engine = PolicyEngine(project, allowlist=parse_allowlist(SEED_SHAPE))
+    assert engine.check_command(command).decision is not Decision.ALLOW
+
+
+def test_allowlisted_compound_needs_every_part_allowed(project: Path) -> None:
+    engine = PolicyEngine(project, allowlist=parse_allowlist(SEED_SHAPE))
+    assert engine.check_command("git status && rm -rf build/").decision is Decision.ALLOW
+    assert engine.check_command("rm -rf build/ && make install").decision is Decision.CONFIRM
+    assert engine.check_command("rm -rf build/ > out.txt").decision is Decision.CONFIRM
+    assert engine.check_command("rm -rf build/ 2>&1").decision is Decision.ALLOW
+
+
+def test_for_project_reads_the_file_as_data(project: Path, tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    (root / ".agent-shell").mkdir(parents=True)
+    marker = tmp_path / "evaluated"
+    (root / ".agent-shell" / "allowlist.el").write_text(
+        SEED_SHAPE + f'\n;; (shell-command "touch {marker}")\n', encoding="utf-8"
+    )
+    engine = PolicyEngine.for_project(root)
+    assert engine.check_command("rm -rf build/").decision is Decision.ALLOW
+    assert not marker.exists()
+    bare = PolicyEngine.for_project(tmp_path)
+    assert bare.check_command("rm -rf build/").decision is Decision.CONFIRM
+
+
+def test_load_allowlist_accepts_the_seed_variable_spelling(tmp_path: Path) -> None:
+    path = tmp_path / "allowlist.el"
+    path.write_text(
+        '(setq agent-shell/allowlist \'((command . "git checkout .")))\n', encoding="utf-8"
+    )
+    allowlist = load_allowlist(path)
+    assert [e.argv for e in allowlist.entries] == [("git", "checkout", ".")]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '(setq agent-shell-allowlist \'((command . "ls")',  # unclosed
+        '(setq agent-shell-allowlist #.(shell-command "id"))',  # read-time eval
+        "(setq agent-shell-allowlist `((command . ,x)))",  # backquote
+        "(setq agent-shell-allowlist '((command . ls)))",  # not a string
+        '(setq agent-shell-allowlist \'((shell . "ls")))',  # unknown kind
+        '(setq agent-shell-allowlist \'((command . "ls; rm -rf /")))',  # compound entry
+        '(setq agent-shell-allowlist \'((command . "rm -rf $HOME")))',  # expansion
+        '(setq agent-shell-allowlist \'((command . "ls > out")))',  # redirection
+        '(shell-command "id")',  # code, not a setting
+        "(setq other-variable '())",
+        "(setq agent-shell-allowlist '((command . \"unterminated)))",
+        '(setq agent-shell-allowlist \'((command . "bad \\q escape")))',
+    ],
+)
+def test_malformed_allowlists_fail_with_a_clear_error(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "allowlist.el"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(AllowlistError) as info:
+        load_allowlist(path)
+    assert "allowlist" in str(info.value)
+
+
+def test_empty_allowlist_file_is_an_empty_list(tmp_path: Path) -> None:
+    path = tmp_path / "allowlist.el"
+    path.write_text(";; nothing yet\n", encoding="utf-8")
+    assert load_allowlist(path) == Allowlist()
+
+
+def test_allowlist_entries_keep_chinese_text(project: Path) -> None:
+    allowlist = Allowlist.from_commands(["rm -rf 构建/"])
+    engine = PolicyEngine(project, allowlist=allowlist)
+    assert engine.check_command("rm -rf 构建/").decision is Decision.ALLOW
+    assert engine.check_command("rm -rf 构建/ /").decision is Decision.DENY
