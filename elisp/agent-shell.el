@@ -133,7 +133,7 @@ A list (INPUT OUTPUT CACHED-INPUT), or nil to show no cost."
   :package-version '(agent-shell . "0.1.0"))
 
 (defcustom agent-shell-notify-threshold 30
-  "Turns longer than this many seconds notify when they end."
+  "Seconds a turn must last for its end to be notified."
   :type 'number
   :group 'agent-shell
   :package-version '(agent-shell . "0.1.0"))
@@ -535,7 +535,7 @@ list, whose recorded input positions are shifted instead."
     (agent-shell--insert "\n")))
 
 (defun agent-shell--close-block ()
-  "End the open block, so what follows starts on a new line."
+  "End the open block, so that the next output begins on a new line."
   (when agent-shell--block
     (agent-shell--fresh-line)
     (setq agent-shell--block nil
@@ -556,7 +556,7 @@ list, whose recorded input positions are shifted instead."
     (agent-shell--insert text 'agent-shell-role 'assistant)))
 
 (defun agent-shell--fold-char (folded)
-  "Return the arrow shown before an entry; FOLDED says which."
+  "Return the arrow shown before an entry that is FOLDED or not."
   (if folded "▸" "▾"))
 
 (defun agent-shell--new-entry (kind glyph title)
@@ -1299,7 +1299,7 @@ Elsewhere, indent as TAB would."
     buffer))
 
 (defun agent-shell--insert-history (history)
-  "Render HISTORY, the `session/resume' turns, in the transcript."
+  "Render HISTORY, the list of past messages from `session/resume'."
   (dolist (item history)
     (let ((text (or (alist-get 'text item) "")))
       (pcase (alist-get 'role item)
@@ -1350,7 +1350,10 @@ Elsewhere, indent as TAB would."
     map)
   "Keymap of `agent-shell-mode'.")
 
-(declare-function agent-shell-save-memory "agent-shell-memory" ())
+(autoload 'agent-shell-save-memory "agent-shell-memory"
+  "Extract an experience from the current session now." t)
+(autoload 'agent-shell-memory-browse "agent-shell-memory"
+  "List the experiences of a project." t)
 
 (define-derived-mode agent-shell-mode text-mode "Agent-Shell"
   "Major mode of an agent-shell session buffer.
