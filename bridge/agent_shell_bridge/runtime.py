@@ -10,11 +10,14 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import BridgeConfig
 from .events import EventHub
 from .rpc import Dispatcher
+
+if TYPE_CHECKING:
+    from .agent.live import LiveSession
 
 __all__ = ["Runtime"]
 
@@ -29,6 +32,7 @@ class Runtime:
     shutdown_requested: asyncio.Event = field(default_factory=asyncio.Event)
     client_info: dict[str, Any] = field(default_factory=dict)
     client_tools: frozenset[str] = frozenset()
+    sessions: dict[str, LiveSession] = field(default_factory=dict)
     # Components register async closers here (sessions, process runners, HTTP clients).
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     _closed: bool = False
@@ -44,6 +48,11 @@ class Runtime:
         if self._closed:
             return
         self._closed = True
+        for session in list(self.sessions.values()):
+            try:
+                await session.aclose()
+            except Exception:
+                log.exception("error while closing session %s", session.state.id)
         for closer in reversed(self._closers):
             try:
                 await closer()

@@ -1,0 +1,560 @@
+"""One tool call from the model, end to end.
+
+validate → mode check → policy decision → (ask the user) → run (in Emacs or here)
+→ record in the action log and the session → a framed result for the model.
+
+The policy decides, not the model: every path is confined, every command parsed
+and classified, and anything the policy does not allow outright either waits for
+the user or never runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from ..errors import BridgeError, Cancelled, PathNotAllowed, ToolFailed
+from ..events import ClientError
+from ..model.types import ToolCall
+from ..orglog import SrcBlock, TextBlock
+from ..tools import catalogue as cat
+from ..tools import files
+from ..tools.catalogue import CATALOGUE, Side, ToolSpec
+from ..types import Decision, JSONObject, Risk, Verdict
+from .approval import PermissionRequest
+from .outputs import clip_lines
+from .reporter import src, text
+from .turnstate import TurnState, call_signature
+
+if TYPE_CHECKING:
+    from .live import LiveSession
+
+__all__ = ["Outcome", "ToolExecutor"]
+
+log = logging.getLogger(__name__)
+
+_PATH_ARGS = {
+    "read_file": "path",
+    "list_directory": "path",
+    "grep": "path",
+    "open_file": "path",
+    "org_search": "file",
+    "replace_region": "path",
+    "insert_text": "path",
+    "replace_pattern": "path",
+    "write_file": "path",
+}
+_EDITS = frozenset({"replace_region", "insert_text", "replace_pattern", "write_file"})
+_TEST_WORDS = ("pytest", "go test", "cargo test", "npm test", "make test", "unittest", "ert-run")
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    status: str  # completed | failed | denied | rejected
+    payload: JSONObject
+
+    @property
+    def failed(self) -> bool:
+        return self.status != "completed"
+
+
+@dataclass
+class _Prepared:
+    spec: ToolSpec
+    args: cat.Args
+    verdict: Verdict
+    paths: list[tuple[Path, str]]  # resolved, display (relative to root)
+    command: str | None = None
+    cwd: Path | None = None
+    diff: str | None = None
+
+
+def _title(name: str, raw: JSONObject) -> str:
+    main = raw.get("command") or raw.get("path") or raw.get("symbol") or raw.get("pattern")
+    if main is None and isinstance(raw.get("paths"), list):
+        main = " ".join(str(p) for p in raw["paths"])
+    return f"{name} {main}" if main else name
+
+
+class ToolExecutor:
+    def __init__(self, live: LiveSession) -> None:
+        self.live = live
+
+    # -- entry point -----------------------------------------------------------
+
+    async def run(self, call: ToolCall, turn: TurnState) -> Outcome:
+        live = self.live
+        raw: JSONObject
+        try:
+            raw = call.parsed_arguments()
+        except BridgeError as exc:
+            raw = {}
+            return await self._early_failure(call, turn, raw, exc.message)
+        title = _title(call.name, raw)
+        spec = CATALOGUE.get(call.name)
+        await live.reporter.update(
+            "tool_call",
+            toolCallId=call.id,
+            title=title,
+            kind=spec.kind if spec else "other",
+            status="pending",
+            rawInput=raw,
+        )
+        if spec is None:
+            return await self._early_failure(call, turn, raw, f"Unknown tool {call.name!r}")
+        try:
+            args = spec.args.model_validate(raw)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(x) for x in e['loc']) or 'arguments'}: {e['msg']}"
+                for e in exc.errors(include_url=False, include_input=False)
+            )
+            return await self._early_failure(call, turn, raw, f"Invalid arguments: {problems}")
+        prepared = await self._decide(spec, args, raw)
+        return await self._carry_out(call, turn, raw, title, prepared)
+
+    async def _early_failure(
+        self, call: ToolCall, turn: TurnState, raw: JSONObject, message: str
+    ) -> Outcome:
+        await self.live.reporter.entry(
+            f"{call.name}: refused before running",
+            source="tool",
+            parent=turn.task_entry,
+            todo="FAILED",
+            properties={"TOOL": call.name, "DECISION": "deny"},
+            body=[text(message)],
+        )
+        await self.live.reporter.update(
+            "tool_call_update", toolCallId=call.id, status="failed", rawOutput={"error": message}
+        )
+        return Outcome("failed", {"error": message})
+
+    # -- policy ----------------------------------------------------------------
+
+    async def _decide(self, spec: ToolSpec, args: cat.Args, raw: JSONObject) -> _Prepared:
+        live = self.live
+        if live.state.mode == "ask" and spec.risk is not Risk.READ and spec.name != "task_complete":
+            verdict = Verdict(
+                Decision.DENY, spec.risk or Risk.WRITE, "ask mode: no edits or commands"
+            )
+            return _Prepared(spec, args, verdict, [])
+        op = "write" if spec.risk is Risk.WRITE else "read"
+        paths: list[tuple[Path, str]] = []
+        try:
+            for candidate in self._path_args(spec, args):
+                resolved = live.policy.resolve_path(candidate, op)  # type: ignore[arg-type]
+                paths.append((resolved, live.display_path(resolved)))
+        except PathNotAllowed as exc:
+            return _Prepared(
+                spec, args, Verdict(Decision.DENY, spec.risk or Risk.READ, exc.message), []
+            )
+
+        if spec.name in ("run_command", "run_test"):
+            return await self._decide_command(spec, args)
+        if spec.risk is Risk.READ or spec.risk is None:
+            return _Prepared(spec, args, Verdict(Decision.ALLOW, Risk.READ, "read-only"), paths)
+
+        # Write risk: read before write, then confirm unless allowed for the session.
+        if spec.name in _EDITS:
+            resolved, display = paths[0]
+            if resolved.exists() and display not in live.state.read_hashes:
+                return _Prepared(
+                    spec,
+                    args,
+                    Verdict(
+                        Decision.DENY,
+                        Risk.WRITE,
+                        f"{display} exists and has not been read in this session; "
+                        "read_file it first, then edit",
+                    ),
+                    paths,
+                )
+        diff = None
+        if spec.name in _EDITS:
+            resolved, display = paths[0]
+            try:
+                plan = await asyncio.to_thread(
+                    files.plan_edit,
+                    spec.name,
+                    args,
+                    resolved,
+                    display,
+                    live.state.read_hashes.get(display),
+                )
+                diff = plan.diff
+            except ToolFailed as exc:
+                return _Prepared(spec, args, Verdict(Decision.DENY, Risk.WRITE, exc.message), paths)
+        if f"write:{spec.name}" in live.state.session_allow:
+            verdict = Verdict(Decision.ALLOW, Risk.WRITE, "allowed for this session by the user")
+        else:
+            verdict = Verdict(Decision.CONFIRM, Risk.WRITE, "changes files in the project")
+        return _Prepared(spec, args, verdict, paths, diff=diff)
+
+    def _path_args(self, spec: ToolSpec, args: cat.Args) -> list[str]:
+        if spec.name == "magit_stage":
+            return list(args.paths)  # type: ignore[attr-defined]
+        key = _PATH_ARGS.get(spec.name)
+        if key is None:
+            return []
+        value = getattr(args, key, None)
+        if value is None:
+            return ["."] if spec.name in ("list_directory", "grep") else []
+        return [value]
+
+    async def _decide_command(self, spec: ToolSpec, args: cat.Args) -> _Prepared:
+        live = self.live
+        if spec.name == "run_test":
+            command = args.command or live.test_command()  # type: ignore[attr-defined]
+            if not command:
+                verdict = Verdict(
+                    Decision.DENY,
+                    Risk.READ,
+                    "no test command is configured or detectable; pass one in `command`",
+                )
+                return _Prepared(spec, args, verdict, [])
+            cwd = live.root
+        else:
+            command = args.command  # type: ignore[attr-defined]
+            try:
+                cwd = (
+                    live.policy.resolve_path(args.cwd, "read")  # type: ignore[attr-defined]
+                    if args.cwd  # type: ignore[attr-defined]
+                    else live.root
+                )
+            except PathNotAllowed as exc:
+                return _Prepared(spec, args, Verdict(Decision.DENY, Risk.READ, exc.message), [])
+        verdict = live.policy.check_command(command, cwd=cwd)
+        if (
+            verdict.decision is Decision.CONFIRM
+            and verdict.risk is Risk.WRITE
+            and f"write:{spec.name}" in live.state.session_allow
+        ):
+            verdict = Verdict(Decision.ALLOW, verdict.risk, "allowed for this session by the user")
+        return _Prepared(spec, args, verdict, [], command=command, cwd=cwd)
+
+    # -- carrying out ----------------------------------------------------------
+
+    async def _carry_out(
+        self, call: ToolCall, turn: TurnState, raw: JSONObject, title: str, p: _Prepared
+    ) -> Outcome:
+        live = self.live
+        verdict = p.verdict
+        props: dict[str, str | int | float] = {
+            "TOOL": p.spec.name,
+            "DECISION": verdict.decision.value,
+            "RISK": verdict.risk.value,
+        }
+        if p.paths:
+            props["PATH"] = p.paths[0][1]
+        if isinstance(raw.get("line") or raw.get("start_line"), int):
+            props["LINE"] = int(raw.get("line") or raw.get("start_line") or 1)
+        body: list[TextBlock | SrcBlock] = []
+        if p.command is not None:
+            body.append(src(p.command, "sh"))
+        elif raw and p.spec.name not in _EDITS:
+            body.append(src(json.dumps(raw, ensure_ascii=False, indent=1), "json"))
+        if verdict.decision is not Decision.ALLOW:
+            body.append(
+                text(f"Policy: {verdict.decision.value} ({verdict.risk.value}): {verdict.reason}")
+            )
+        if p.diff:
+            body.append(src(p.diff, "diff"))
+
+        if verdict.decision is Decision.DENY:
+            await live.reporter.entry(
+                title,
+                source="tool",
+                parent=turn.task_entry,
+                todo="REJECTED",
+                properties=props,
+                body=body,
+            )
+            message = f"Refused by the safety policy: {verdict.reason}"
+            await live.reporter.update(
+                "tool_call_update",
+                toolCallId=call.id,
+                status="failed",
+                rawOutput={"error": message, "decision": "deny"},
+            )
+            return Outcome(
+                "denied", {"error": message, "decision": "deny", "risk": verdict.risk.value}
+            )
+
+        mutates = verdict.risk is not Risk.READ and p.spec.name != "task_complete"
+        if live.dry_run and mutates:
+            await live.reporter.entry(
+                f"[dry-run] {title}",
+                source="tool",
+                parent=turn.task_entry,
+                todo="DONE",
+                properties={**props, "DRY_RUN": "t"},
+                body=body,
+            )
+            await live.reporter.update(
+                "tool_call_update",
+                toolCallId=call.id,
+                status="completed",
+                rawOutput={"dry_run": True},
+            )
+            return Outcome(
+                "completed",
+                {
+                    "dry_run": True,
+                    "decision": verdict.decision.value,
+                    "note": "dry-run: nothing was executed",
+                },
+            )
+
+        entry_id = await live.reporter.entry(
+            title,
+            source="tool",
+            parent=turn.task_entry,
+            todo="WAIT" if verdict.decision is Decision.CONFIRM else None,
+            properties=props,
+            body=body,
+        )
+        if verdict.decision is Decision.CONFIRM:
+            request = PermissionRequest(
+                session_id=live.state.id,
+                tool_call_id=call.id,
+                tool=p.spec.name,
+                title=title,
+                kind=p.spec.kind,
+                raw_input=raw,
+                risk=verdict.risk,
+                reason=verdict.reason,
+                log_entry_id=entry_id,
+                diff=p.diff,
+            )
+            await live.set_status("waiting")
+            try:
+                answer = await live.approver.ask(request)
+            finally:
+                await live.set_status("running")
+            if answer.option == "cancelled":
+                await live.reporter.change(entry_id, todo="REJECTED", body=[text("Cancelled.")])
+                raise Cancelled("the turn was cancelled while waiting for approval")
+            if not answer.approved:
+                why = answer.reason or "no reason given"
+                await live.reporter.change(
+                    entry_id,
+                    todo="REJECTED",
+                    properties={"DECISION": "rejected"},
+                    body=[text(f"Rejected by the user: {why}")],
+                )
+                await live.reporter.update(
+                    "tool_call_update",
+                    toolCallId=call.id,
+                    status="failed",
+                    rawOutput={"error": "rejected by the user", "reason": why},
+                )
+                return Outcome(
+                    "rejected",
+                    {"error": "The user rejected this step.", "user_reason": why},
+                )
+            if answer.option == "allow_session":
+                live.state.session_allow.append(f"write:{p.spec.name}")
+            await live.reporter.change(
+                entry_id,
+                todo="APPROVED",
+                properties={
+                    "DECISION": "approved" if answer.option == "allow_once" else "approved-session"
+                },
+            )
+
+        await live.reporter.update("tool_call_update", toolCallId=call.id, status="in_progress")
+        started = time.monotonic()
+        try:
+            payload = await self._execute(call, turn, p)
+            status = "failed" if payload.get("_failed") else "completed"
+        except ToolFailed as exc:
+            payload, status = {"error": exc.message}, "failed"
+        except ClientError as exc:
+            payload, status = {"error": exc.message}, "failed"
+        except BridgeError as exc:
+            if isinstance(exc, Cancelled):
+                raise
+            payload, status = {"error": exc.message}, "failed"
+        duration = int((time.monotonic() - started) * 1000)
+        payload.pop("_failed", None)
+        log_body: list[TextBlock | SrcBlock] = []
+        shown = payload.get("_log_text")
+        payload.pop("_log_text", None)
+        link = payload.pop("_log_path", None)
+        if isinstance(shown, str) and shown:
+            clipped = clip_lines(shown)
+            log_body.append(src(clipped.text, "text", link=link, omitted=clipped.omitted_lines))
+        elif "error" in payload:
+            log_body.append(text(f"Error: {payload['error']}"))
+        if isinstance(payload.get("diff"), str) and payload["diff"] and not p.diff:
+            log_body.append(src(payload["diff"], "diff"))
+        done_props: dict[str, str | int | float] = {"DURATION_MS": duration}
+        if "exit_code" in payload and payload["exit_code"] is not None:
+            done_props["EXIT_CODE"] = payload["exit_code"]
+        await live.reporter.change(
+            entry_id,
+            todo="DONE" if status == "completed" else "FAILED",
+            properties=done_props,
+            body=log_body,
+        )
+        content: list[JSONObject] = []
+        if isinstance(payload.get("diff"), str) and p.paths:
+            content.append({"type": "diff", "path": p.paths[0][1], "diff": payload["diff"]})
+        await live.reporter.update(
+            "tool_call_update",
+            toolCallId=call.id,
+            status=status,
+            content=content,
+            rawOutput=_summary_for_client(payload),
+        )
+        return Outcome(status, payload)
+
+    # -- execution ---------------------------------------------------------------
+
+    async def _execute(self, call: ToolCall, turn: TurnState, p: _Prepared) -> JSONObject:
+        live = self.live
+        name = p.spec.name
+        args: Any = p.args
+        if name == "task_complete":
+            turn.completed = args.summary
+            return {"ok": True}
+        if name == "request_log_view":
+            return live.outputs.view(args.ref, args.offset or 0, args.limit or 200)
+        if name in ("run_command", "run_test"):
+            return await self._run_process(name, p, turn)
+        if p.spec.side is Side.EMACS and name in live.client_tools:
+            result = await self._client_call(call, turn, p)
+        else:
+            result = await self._bridge_call(name, args, p, turn)
+        if name in _EDITS and isinstance(result.get("sha256_after"), str):
+            display = p.paths[0][1]
+            live.state.read_hashes[display] = result["sha256_after"]
+            turn.record_edit(display)
+        if name == "read_file" and isinstance(result.get("sha256"), str):
+            result = live.remember_read(p.paths[0][1], args, result)
+        return result
+
+    async def _client_call(self, call: ToolCall, turn: TurnState, p: _Prepared) -> JSONObject:
+        live = self.live
+        display = p.paths[0][1] if p.paths else None
+        params = {
+            "sessionId": live.state.id,
+            "toolCallId": call.id,
+            "name": p.spec.name,
+            "arguments": p.args.model_dump(exclude_none=True),
+            "context": {
+                "root": str(live.root),
+                "op_id": f"{turn.turn_id}-{call.id}"[:120],
+                "turn_id": turn.turn_id,
+                "session_id": live.state.id,
+                "expected_sha256": live.state.read_hashes.get(display) if display else None,
+                "extra_roots": [str(x) for x in live.config.extra_allowed_paths],
+            },
+        }
+        result = await live.runtime.hub.request(
+            "tool/call", params, timeout_s=max(p.spec.timeout_s, live.config.client_tool_timeout_s)
+        )
+        if not isinstance(result, dict):
+            return {"result": result}
+        return result
+
+    async def _bridge_call(self, name: str, args: Any, p: _Prepared, turn: TurnState) -> JSONObject:
+        live = self.live
+        if name == "read_file":
+            resolved, display = p.paths[0]
+            return await asyncio.to_thread(
+                files.read_text, resolved, display, args.start_line, args.end_line
+            )
+        if name == "list_directory":
+            resolved, display = p.paths[0]
+            return await asyncio.to_thread(
+                files.list_directory, resolved, display, args.depth or 2, live.root
+            )
+        if name == "grep":
+            resolved, display = p.paths[0]
+            return await files.grep(
+                args.pattern, resolved, display, args.glob, live.root, p.spec.timeout_s
+            )
+        if name in _EDITS:
+            resolved, display = p.paths[0]
+            ctx = files.EditContext(
+                root=live.root,
+                op_id=f"{turn.turn_id}-{len(turn.files_changed)}-{int(time.time() * 1000)}",
+                turn_id=turn.turn_id,
+                session_id=live.state.id,
+                expected_sha256=live.state.read_hashes.get(display),
+            )
+            return await asyncio.to_thread(files.apply_edit, name, args, resolved, display, ctx)
+        return await live.headless_tool(name, args, p.paths)
+
+    async def _run_process(self, name: str, p: _Prepared, turn: TurnState) -> JSONObject:
+        live = self.live
+        assert p.command is not None and p.cwd is not None
+        kind = "test" if name == "run_test" else "command"
+        timeout = getattr(p.args, "timeout_s", None) or live.default_timeout(kind, p.command)
+        result = await live.runner.run_shell(p.command, cwd=p.cwd, timeout_s=timeout)
+        payload: JSONObject = {
+            "exit_code": result.exit_code,
+            "stdout": result.stdout,
+            "stderr": result.stderr,
+            "duration_ms": result.duration_ms,
+            "truncated": result.truncated,
+            "timed_out": result.timed_out,
+        }
+        full_text = ""
+        if result.log_path is not None and result.log_path.exists():
+            ref, path = live.outputs.adopt(result.log_path)
+            payload["log_ref"] = ref
+            payload["_log_path"] = str(path)
+            full_text = (result.stdout + ("\n" + result.stderr if result.stderr else "")).strip()
+        else:
+            full_text = (result.stdout + "\n" + result.stderr).strip()
+        payload["_log_text"] = full_text
+        is_verification = name == "run_test" or any(w in p.command for w in _TEST_WORDS)
+        ok = result.exit_code == 0 and not result.timed_out
+        if is_verification:
+            summary = live.summarize_tests(result.stdout + "\n" + result.stderr)
+            ok = summary.ok(result.exit_code) and not result.timed_out
+            payload["summary"] = {
+                "passed": summary.passed,
+                "failed": summary.failed,
+                "errors": summary.errors,
+                "failures": summary.failures[:20],
+                "ok": ok,
+            }
+            turn.verification.append(ok)
+        if result.timed_out:
+            payload["error"] = f"timed out after {timeout:g} s; the process group was killed"
+        if not ok:
+            payload["_failed"] = True
+        if any(w in p.command for w in ("git checkout", "git switch")):
+            live.branch_may_have_changed = True
+        return payload
+
+
+def _summary_for_client(payload: JSONObject) -> JSONObject:
+    keep = (
+        "exit_code",
+        "duration_ms",
+        "truncated",
+        "timed_out",
+        "log_ref",
+        "error",
+        "path",
+        "summary",
+    )
+    return {k: payload[k] for k in keep if k in payload}
+
+
+def signature_of(call: ToolCall) -> str:
+    try:
+        return call_signature(call.name, call.parsed_arguments())
+    except BridgeError:
+        return call.name + call.arguments

@@ -1,0 +1,297 @@
+"""A running session: its state plus the parts that act for it.
+
+Built by ``session/new`` or ``session/resume``; owns the model client, the policy
+engine, the process runner, the output store and the action-log reporter, and the
+task running the current turn (at most one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..config import BridgeConfig
+from ..errors import SessionBusy, ToolFailed
+from ..execution import ProcessRunner, default_timeout
+from ..memory.index import MemoryIndex
+from ..model.openai import ModelClient
+from ..model.types import ModelSettings, Prices, Usage
+from ..orglog import OrgLogWriter, log_path_for
+from ..policy.engine import PolicyEngine
+from ..session import SessionState, SessionStore
+from ..testing_summary import TestSummary, detect_test_command, summarize_test_output
+from ..tools import files
+from ..types import JSONObject
+from .approval import Approver, ClientApprover
+from .outputs import OutputStore
+from .reporter import Reporter
+
+if TYPE_CHECKING:
+    from ..runtime import Runtime
+    from .turnstate import TurnState
+
+__all__ = ["LiveSession", "open_session"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class LiveSession:
+    state: SessionState
+    root: Path
+    config: BridgeConfig
+    runtime: Runtime
+    store: SessionStore
+    model: ModelClient
+    policy: PolicyEngine
+    runner: ProcessRunner
+    outputs: OutputStore
+    reporter: Reporter
+    approver: Approver
+    memory: MemoryIndex | None
+    dry_run: bool = False
+    max_steps: int = 25
+    snapshot: JSONObject | None = None
+    turn_task: asyncio.Task[None] | None = None
+    branch_may_have_changed: bool = False
+    status: str = "idle"
+    # How many messages the last reported prompt size already covers.
+    counted_messages: int = 0
+    # (path, start, end) → sha256 of reads whose text is still in the history.
+    read_cache: dict[tuple[str, int | None, int | None], str] = field(default_factory=dict)
+
+    @property
+    def project(self) -> str:
+        return self.root.name
+
+    @property
+    def client_tools(self) -> frozenset[str]:
+        return self.runtime.client_tools
+
+    @property
+    def busy(self) -> bool:
+        return self.turn_task is not None and not self.turn_task.done()
+
+    def display_path(self, resolved: Path) -> str:
+        try:
+            return resolved.relative_to(self.root).as_posix() or "."
+        except ValueError:
+            return str(resolved)
+
+    def test_command(self) -> str | None:
+        return detect_test_command(self.root)
+
+    def default_timeout(self, kind: str, command: str) -> float:
+        if kind == "test":
+            return default_timeout("test")
+        if re.search(r"\b(build|make|compile|install)\b", command):
+            return default_timeout("build")
+        return default_timeout("command")
+
+    def summarize_tests(self, output: str) -> TestSummary:
+        return summarize_test_output(output)
+
+    def remember_read(self, display: str, args: Any, result: JSONObject) -> JSONObject:
+        """Record the read for read-before-write; skip resending unchanged text."""
+        sha = str(result["sha256"])
+        self.state.read_hashes[display] = sha
+        key = (display, args.start_line, args.end_line)
+        if self.read_cache.get(key) == sha:
+            return {
+                "path": display,
+                "unchanged": True,
+                "sha256": sha,
+                "note": "Identical to your earlier read of this range in this session; "
+                "the text is above in the conversation.",
+            }
+        self.read_cache[key] = sha
+        return result
+
+    def account_usage(self, usage: Usage, turn: TurnState) -> None:
+        totals = self.state.totals
+        totals.model_calls += 1
+        totals.input_tokens += usage.prompt_tokens
+        totals.output_tokens += usage.completion_tokens
+        totals.cached_tokens += usage.cached_tokens
+        if self.model.settings.prices is not None:
+            totals.cost += usage.cost(self.model.settings.prices)
+        turn.model_calls += 1
+        turn.input_tokens += usage.prompt_tokens
+        turn.output_tokens += usage.completion_tokens
+        turn.cached_tokens += usage.cached_tokens
+
+    async def set_status(self, status: str) -> None:
+        self.status = status
+
+    def checkpoint(self) -> None:
+        try:
+            self.store.save(self.state)
+        except OSError as exc:
+            log.error("could not checkpoint session %s: %s", self.state.id, exc)
+
+    def start_turn(self, coro: Any) -> None:
+        if self.busy:
+            raise SessionBusy("A turn is already running in this session; cancel it first")
+        self.turn_task = asyncio.create_task(coro, name=f"turn-{self.state.id}")
+
+    async def cancel_turn(self) -> bool:
+        task = self.turn_task
+        if task is None or task.done():
+            return False
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            log.exception("turn ended with an error while cancelling")
+        return True
+
+    async def aclose(self) -> None:
+        await self.cancel_turn()
+        await self.runner.kill_all()
+        await self.model.aclose()
+        if self.memory is not None:
+            await asyncio.to_thread(self.memory.close)
+
+    # -- fallbacks for Emacs-side tools when no Emacs is connected ---------------
+
+    async def headless_tool(
+        self, name: str, args: Any, paths: list[tuple[Path, str]]
+    ) -> JSONObject:
+        if name == "project_status":
+            return await self._git_status()
+        if name == "symbol_search":
+            pattern = r"\b" + re.escape(args.symbol) + r"\b"
+            found = await files.grep(pattern, self.root, ".", None, self.root, 30)
+            return {"symbol": args.symbol, "backend": "ripgrep", "matches": found["matches"][:50]}
+        if name == "open_file":
+            resolved, display = paths[0]
+            if not resolved.is_file():
+                raise ToolFailed(f"No such file: {display}")
+            return {"path": display, "opened": False, "note": "no Emacs client connected"}
+        if name == "org_search":
+            return await asyncio.to_thread(self._org_outline, paths, args.query)
+        if name == "magit_stage":
+            argv = ["git", "add", "--", *[d for _, d in paths]]
+            result = await self.runner.run_argv(argv, cwd=self.root, timeout_s=30)
+            if result.exit_code != 0:
+                raise ToolFailed("git add failed: " + (result.stderr or result.stdout).strip())
+            return {"staged": [d for _, d in paths], "backend": "git"}
+        raise ToolFailed(f"{name} needs Emacs; no Emacs client is connected")
+
+    async def current_branch(self) -> str | None:
+        res = await self.runner.run_argv(
+            ["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd=self.root, timeout_s=10
+        )
+        return res.stdout.strip() if res.exit_code == 0 else None
+
+    async def _git_status(self) -> JSONObject:
+        async def git(*argv: str) -> str:
+            res = await self.runner.run_argv(
+                ["git", "-c", "core.quotepath=off", *argv], cwd=self.root, timeout_s=20
+            )
+            if res.exit_code != 0:
+                raise ToolFailed("git failed: " + (res.stderr or res.stdout).strip()[:300])
+            return res.stdout
+
+        try:
+            branch = (await git("rev-parse", "--abbrev-ref", "HEAD")).strip()
+        except ToolFailed:
+            return {"root": str(self.root), "git": False}
+        status = await git("status", "--porcelain=v1")
+        staged, changed, untracked = [], [], []
+        for line in status.splitlines():
+            code, path = line[:2], line[3:]
+            if code == "??":
+                untracked.append(path)
+                continue
+            if code[0] not in " ?":
+                staged.append(path)
+            if code[1] not in " ?":
+                changed.append(path)
+        commits = (await git("log", "-5", "--format=%h %s")).splitlines()
+        stat = (await git("diff", "--stat")).strip().splitlines()
+        return {
+            "root": str(self.root),
+            "branch": branch,
+            "staged": staged,
+            "changed": changed,
+            "untracked": untracked,
+            "commits": commits,
+            "diff_stat": stat[-1] if stat else "",
+        }
+
+    def _org_outline(self, paths: list[tuple[Path, str]], query: str | None) -> JSONObject:
+        if paths:
+            target, display = paths[0]
+        else:
+            target = next(
+                (self.root / n for n in ("README.org", "TODO.org") if (self.root / n).is_file()),
+                self.root / "README.org",
+            )
+            display = self.display_path(target)
+        if not target.is_file():
+            raise ToolFailed(f"No org file {display}")
+        headings: list[JSONObject] = []
+        for number, line in enumerate(target.read_text(encoding="utf-8").splitlines(), 1):
+            m = re.match(r"^(\*+)\s+(.*)$", line)
+            if m and (not query or query.lower() in m.group(2).lower()):
+                headings.append({"level": len(m.group(1)), "title": m.group(2), "line": number})
+        return {"file": display, "headings": headings[:300]}
+
+
+def _prices(config: BridgeConfig) -> Prices | None:
+    if config.prices is None:
+        return None
+    return Prices(*config.prices)
+
+
+def open_session(
+    runtime: Runtime,
+    state: SessionState,
+    config: BridgeConfig,
+    *,
+    dry_run: bool,
+    max_steps: int,
+    approver: Approver | None = None,
+) -> LiveSession:
+    """Assemble the parts of a session (new or resumed)."""
+    root = Path(state.root)
+    base = root / ".agent-shell"
+    log_path = log_path_for(root, state.id, datetime.now())
+    writer = OrgLogWriter(log_path, title=f"agent-shell: {root.name} — session {state.id}")
+    state.log_path = str(log_path)
+    secrets = [config.api_key] if config.api_key else []
+    model = ModelClient(
+        ModelSettings(
+            api_base=config.api_base,
+            model=config.model,
+            api_key=config.api_key,
+            context_window=config.context_window,
+            trust_env=config.trust_env,
+            prices=_prices(config),
+        )
+    )
+    memory_dir = config.memory_dir
+    return LiveSession(
+        state=state,
+        root=root,
+        config=config,
+        runtime=runtime,
+        store=SessionStore(root),
+        model=model,
+        policy=PolicyEngine.for_project(root, extra_paths=config.extra_allowed_paths),
+        runner=ProcessRunner(base / "outputs" / state.id / "raw", secrets=secrets),
+        outputs=OutputStore(base / "outputs" / state.id),
+        reporter=Reporter(runtime.hub, state.id, writer),
+        approver=approver or ClientApprover(runtime.hub),
+        memory=MemoryIndex(memory_dir) if memory_dir is not None else None,
+        dry_run=dry_run,
+        max_steps=max_steps,
+    )

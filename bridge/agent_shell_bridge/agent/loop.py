@@ -1,0 +1,325 @@
+"""The turn loop: perception, action, verification and a report, within guards.
+
+A turn streams a model response, runs the tool calls it asks for (in order, each
+getting its result), and repeats until the model answers with text only, calls
+``task_complete``, is cancelled, fails, or reaches the step limit. Guards: a warning
+after three identical calls, a demand for a new approach after a tool fails twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from ..errors import BridgeError, Cancelled, ModelError
+from ..model.types import Completion, ReasoningDelta, StreamRestart, TextDelta
+from ..orglog import Prices as LogPrices
+from ..orglog import SrcBlock, TaskUsage, TextBlock, summary_drawer_entry
+from ..tools.catalogue import CATALOGUE, tool_schemas
+from ..types import JSONObject, Risk
+from .context import maybe_compact
+from .executor import Outcome, ToolExecutor, signature_of
+from .memory_glue import finish_task_memory, inject_memories
+from .prompt import frame_tool_result, system_prompt
+from .reporter import src, text
+from .turnstate import TurnState
+
+if TYPE_CHECKING:
+    from .live import LiveSession
+
+__all__ = ["run_turn"]
+
+log = logging.getLogger(__name__)
+
+REPEAT_LIMIT = 3
+FAIL_LIMIT = 2
+
+
+def _tools_for(mode: str) -> list[JSONObject]:
+    if mode == "ask":
+        names = {n for n, s in CATALOGUE.items() if s.risk is Risk.READ} | {"task_complete"}
+        return tool_schemas(names)
+    return tool_schemas()
+
+
+async def _model_step(live: LiveSession, turn: TurnState, memories: str) -> Completion:
+    state = live.state
+    messages: list[JSONObject] = [
+        {
+            "role": "system",
+            "content": system_prompt(
+                root=str(live.root),
+                project=live.project,
+                mode=state.mode,
+                snapshot=live.snapshot,
+                memories=memories,
+                summary=state.summary,
+            ),
+        },
+        *state.messages,
+    ]
+    await live.set_status("thinking")
+    completion: Completion | None = None
+    async for event in live.model.stream_chat(messages, _tools_for(state.mode)):
+        if isinstance(event, TextDelta):
+            await live.reporter.update(
+                "agent_message_chunk", content={"type": "text", "text": event.text}
+            )
+        elif isinstance(event, ReasoningDelta):
+            await live.reporter.update(
+                "agent_thought_chunk", content={"type": "text", "text": event.text}
+            )
+        elif isinstance(event, StreamRestart):
+            await live.reporter.update(
+                "agent_message_chunk",
+                content={"type": "text", "text": "\n[connection lost; the answer restarts]\n"},
+            )
+        elif isinstance(event, Completion):
+            completion = event
+    assert completion is not None, "stream_chat always ends with a Completion"
+    if completion.usage is not None:
+        live.account_usage(completion.usage, turn)
+        state.totals.last_prompt_tokens = completion.usage.prompt_tokens
+        live.counted_messages = len(state.messages)
+        totals = state.totals
+        used = completion.usage.prompt_tokens + completion.usage.completion_tokens
+        await live.reporter.update(
+            "usage",
+            inputTokens=totals.input_tokens,
+            outputTokens=totals.output_tokens,
+            cachedTokens=totals.cached_tokens,
+            totalTokens=totals.input_tokens + totals.output_tokens,
+            contextWindow=live.config.context_window,
+            contextUsed=used,
+            costUsd=round(totals.cost, 6) if live.model.settings.prices else None,
+        )
+    calls = completion.tool_calls
+    title = (
+        f"Model: {len(calls)} tool call(s): {', '.join(c.name for c in calls)}"
+        if calls
+        else "Model: answer"
+    )
+    body: list[TextBlock | SrcBlock] = []
+    if completion.reasoning:
+        body.append(src(completion.reasoning, "text"))
+    if completion.content:
+        body.append(text(completion.content))
+    props: dict[str, str | int | float] = {"STEP": turn.steps}
+    if completion.usage is not None:
+        props["TOKENS_IN"] = completion.usage.prompt_tokens
+        props["TOKENS_OUT"] = completion.usage.completion_tokens
+    if completion.finish_reason:
+        props["FINISH"] = completion.finish_reason
+    await live.reporter.entry(
+        title, source="model", parent=turn.task_entry, properties=props, body=body
+    )
+    return completion
+
+
+def _guard_notes(turn: TurnState, name: str, signature: str, outcome: Outcome) -> list[str]:
+    notes: list[str] = []
+    turn.calls_seen[signature] += 1
+    if turn.calls_seen[signature] >= REPEAT_LIMIT:
+        notes.append(
+            f"You have made this exact {name} call {turn.calls_seen[signature]} times in this "
+            "task. You are repeating yourself: use what you already have or try something else."
+        )
+    if outcome.failed:
+        turn.failures_by_tool[name] += 1
+        if turn.failures_by_tool[name] >= FAIL_LIMIT:
+            notes.append(
+                f"{name} has now failed {turn.failures_by_tool[name]} times in a row. Stop and "
+                "change your approach: re-read the relevant code, question your assumption, or "
+                "ask the user."
+            )
+    else:
+        turn.failures_by_tool[name] = 0
+    return notes
+
+
+async def run_turn(
+    live: LiveSession, prompt: str, turn_id: str, *, quiet_memory: bool = False
+) -> None:
+    """Run one user task to its end; every outcome ends with a ``turn_end`` update."""
+    state = live.state
+    started = time.monotonic()
+    first_line = prompt.strip().splitlines()[0] if prompt.strip() else "(empty prompt)"
+    task_entry = await live.reporter.entry(
+        first_line,
+        source="user",
+        parent=None,
+        properties={
+            "SESSION": state.id,
+            "MODEL": live.config.model,
+            "TURN": turn_id,
+            "MODE": state.mode,
+        },
+        body=[text(prompt)] if "\n" in prompt.strip() else [],
+    )
+    turn = TurnState(turn_id=turn_id, task_entry=task_entry, prompt=prompt, started_ms=started)
+    start_index = len(state.messages)
+    state.messages.append({"role": "user", "content": prompt})
+    state.visible.append({"role": "user", "text": prompt, "turnId": turn_id})
+    state.turns += 1
+    state.title = state.title or first_line[:80]
+    state.turn_in_progress = turn_id
+    live.checkpoint()
+    stop_reason = "end_turn"
+    error: JSONObject | None = None
+    executor = ToolExecutor(live)
+    try:
+        turn.branch_at_start = await live.current_branch()
+        memories = "" if quiet_memory else await inject_memories(live, prompt, task_entry)
+        while True:
+            if turn.steps >= live.max_steps:
+                stop_reason = "max_turn_requests"
+                await live.reporter.entry(
+                    f"Stopped: reached the limit of {live.max_steps} model steps",
+                    source="bridge",
+                    parent=task_entry,
+                    todo="FAILED",
+                )
+                break
+            turn.steps += 1
+            await maybe_compact(live, turn)
+            completion = await _model_step(live, turn, memories)
+            state.messages.append(completion.to_message())
+            if completion.content:
+                state.visible.append({"role": "assistant", "text": completion.content})
+            live.checkpoint()
+            if not completion.tool_calls:
+                if completion.finish_reason == "length":
+                    stop_reason = "max_tokens"
+                elif completion.finish_reason == "content_filter":
+                    stop_reason = "refusal"
+                break
+            pending = list(completion.tool_calls)
+            try:
+                while pending:
+                    call = pending[0]
+                    await live.set_status(f"running {call.name}")
+                    outcome = await executor.run(call, turn)
+                    turn.tool_calls += 1
+                    state.totals.tool_calls += 1
+                    notes = _guard_notes(turn, call.name, signature_of(call), outcome)
+                    payload = dict(outcome.payload)
+                    if notes:
+                        payload["agent_shell_notes"] = notes
+                    state.messages.append(
+                        {
+                            "role": "tool",
+                            "tool_call_id": call.id,
+                            "content": frame_tool_result(
+                                call.name, call.id, outcome.status, payload
+                            ),
+                        }
+                    )
+                    state.visible.append(
+                        {
+                            "role": "tool",
+                            "toolCallId": call.id,
+                            "title": call.name,
+                            "status": outcome.status,
+                            "text": str(payload.get("error", ""))[:300],
+                        }
+                    )
+                    pending.pop(0)
+            finally:
+                # Every call the model made needs a result, or the next request is invalid.
+                for call in pending:
+                    state.messages.append(
+                        {
+                            "role": "tool",
+                            "tool_call_id": call.id,
+                            "content": frame_tool_result(
+                                call.name,
+                                call.id,
+                                "failed",
+                                {"error": "not run: the turn was cancelled"},
+                            ),
+                        }
+                    )
+                live.checkpoint()
+            if turn.completed is not None:
+                state.visible.append({"role": "assistant", "text": turn.completed})
+                break
+    except (asyncio.CancelledError, Cancelled):
+        stop_reason = "cancelled"
+    except ModelError as exc:
+        stop_reason = "error"
+        error = {"code": exc.code, "message": exc.message}
+    except BridgeError as exc:
+        stop_reason = "error"
+        error = {"code": exc.code, "message": exc.message}
+    except Exception as exc:
+        log.exception("turn %s failed", turn_id)
+        stop_reason = "error"
+        error = {"code": -32603, "message": f"internal error: {type(exc).__name__}"}
+    await _finish(live, turn, stop_reason, error, start_index)
+
+
+async def _finish(
+    live: LiveSession, turn: TurnState, stop_reason: str, error: JSONObject | None, start_index: int
+) -> None:
+    """Close the task in the log, decide about memory, checkpoint, and tell the client."""
+    state = live.state
+
+    # Shielded: a cancel arriving now must not leave the log or checkpoint half done.
+    async def closing() -> None:
+        if error is not None:
+            await live.reporter.entry(
+                f"Error: {error['message']}",
+                source="bridge",
+                parent=turn.task_entry,
+                todo="FAILED",
+                properties={"CODE": int(error["code"])},
+            )
+        if stop_reason != "cancelled":
+            try:
+                await finish_task_memory(live, turn, start_index)
+            except Exception:
+                log.exception("memory step failed")
+        duration = int((time.monotonic() - turn.started_ms) * 1000)
+        prices = live.config.prices
+        await live.reporter.add(
+            summary_drawer_entry(
+                entry_id=live.reporter.next_id(),
+                session_id=state.id,
+                task_id=turn.task_entry,
+                usage=TaskUsage(
+                    model_calls=turn.model_calls,
+                    tool_calls=turn.tool_calls,
+                    input_tokens=turn.input_tokens,
+                    output_tokens=turn.output_tokens,
+                    cached_tokens=turn.cached_tokens,
+                    duration_ms=duration,
+                ),
+                timestamp=datetime.now().astimezone(),
+                prices=LogPrices(*prices) if prices else None,
+                model=live.config.model,
+            )
+        )
+        ok = stop_reason == "end_turn"
+        await live.reporter.change(
+            turn.task_entry,
+            todo="DONE" if ok else "FAILED",
+            properties={"STOP_REASON": stop_reason, "DURATION_MS": duration},
+        )
+        state.turn_in_progress = None
+        live.checkpoint()
+        await live.set_status("idle")
+        end: JSONObject = {
+            "turnId": turn.turn_id,
+            "stopReason": stop_reason,
+            "durationMs": duration,
+        }
+        if error is not None:
+            end["error"] = error
+        if turn.completed is not None:
+            end["summary"] = turn.completed
+        await live.reporter.update("turn_end", **end)
+
+    await asyncio.shield(closing())

@@ -1,0 +1,202 @@
+"""Session methods: ``session/new``, ``prompt``, ``cancel``, ``set_mode``, ``list``, ``resume``."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from ..agent.live import LiveSession, open_session
+from ..agent.loop import run_turn
+from ..config import BridgeConfig, ModelConfig
+from ..errors import InvalidParams, SessionNotFound
+from ..rpc import Dispatcher, Params
+from ..runtime import Runtime
+from ..session import SessionState, SessionStore, new_session_id
+
+Mode = Literal["act", "ask"]
+
+
+class NewParams(Params):
+    cwd: str
+    mode: Mode = "act"
+    model: ModelConfig | None = None
+    max_steps: int | None = Field(None, ge=1, le=500)
+    extra_allowed_paths: list[str] = Field(default_factory=list)
+    dry_run: bool | None = None
+    title: str | None = Field(None, max_length=200)
+
+
+class TextContent(Params):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class PromptParams(Params):
+    sessionId: str
+    prompt: list[TextContent] | str
+    context: dict[str, Any] | None = None
+    mode: Mode | None = None
+
+    @field_validator("prompt")
+    @classmethod
+    def _not_empty(cls, value: list[TextContent] | str) -> list[TextContent] | str:
+        joined = value if isinstance(value, str) else "".join(c.text for c in value)
+        if not joined.strip():
+            raise ValueError("the prompt is empty")
+        return value
+
+    @property
+    def text(self) -> str:
+        if isinstance(self.prompt, str):
+            return self.prompt
+        return "\n".join(c.text for c in self.prompt)
+
+
+class SessionRef(Params):
+    sessionId: str
+
+
+class ModeParams(SessionRef):
+    mode: Mode
+
+
+class ListParams(Params):
+    cwd: str | None = None
+
+
+class ResumeParams(SessionRef):
+    cwd: str
+    model: ModelConfig | None = None
+
+
+def _root(cwd: str) -> Path:
+    if "\x00" in cwd or not cwd.strip():
+        raise InvalidParams("cwd must be an absolute directory path")
+    path = Path(cwd).expanduser()
+    if not path.is_absolute():
+        raise InvalidParams(f"cwd must be absolute, got {cwd!r}")
+    resolved = path.resolve()
+    if not resolved.is_dir():
+        raise InvalidParams(f"cwd is not a directory: {cwd}")
+    return resolved
+
+
+def session_of(rt: Runtime, session_id: str) -> LiveSession:
+    live = rt.sessions.get(session_id)
+    if live is None:
+        raise SessionNotFound(f"Unknown session {session_id!r}; start one with session/new")
+    return live
+
+
+def _config_for(rt: Runtime, p: NewParams | ResumeParams) -> BridgeConfig:
+    config = rt.config.with_model(p.model)
+    if isinstance(p, NewParams) and p.extra_allowed_paths:
+        extra = tuple(Path(x).expanduser() for x in p.extra_allowed_paths)
+        config = BridgeConfig(**{**config.__dict__, "extra_allowed_paths": extra})
+    return config
+
+
+def _describe(live: LiveSession) -> dict[str, Any]:
+    return {
+        "sessionId": live.state.id,
+        "root": str(live.root),
+        "logPath": live.state.log_path,
+        "mode": live.state.mode,
+        "model": live.config.model,
+        "contextWindow": live.config.context_window,
+        "dryRun": live.dry_run,
+        "memories": live.state.memories,
+    }
+
+
+def register(d: Dispatcher[Runtime]) -> None:
+    @d.method("session/new", NewParams)
+    async def new(rt: Runtime, p: NewParams) -> dict[str, Any]:
+        root = _root(p.cwd)
+        config = _config_for(rt, p)
+        state = SessionState(
+            id=new_session_id(),
+            root=str(root),
+            mode=p.mode,
+            model=config.model,
+            title=p.title or "",
+        )
+        live = await asyncio.to_thread(
+            open_session,
+            rt,
+            state,
+            config,
+            dry_run=rt.config.dry_run if p.dry_run is None else p.dry_run,
+            max_steps=p.max_steps or config.max_steps,
+        )
+        rt.sessions[state.id] = live
+        live.checkpoint()
+        return _describe(live)
+
+    @d.method("session/prompt", PromptParams)
+    async def prompt(rt: Runtime, p: PromptParams) -> dict[str, Any]:
+        live = session_of(rt, p.sessionId)
+        if p.mode is not None:
+            live.state.mode = p.mode
+        if p.context is not None:
+            live.snapshot = p.context
+        turn_id = "t" + secrets.token_hex(4)
+        live.start_turn(run_turn(live, p.text, turn_id))
+        return {"turnId": turn_id}
+
+    @d.method("session/cancel", SessionRef)
+    async def cancel(rt: Runtime, p: SessionRef) -> dict[str, Any]:
+        live = session_of(rt, p.sessionId)
+        return {"cancelled": await live.cancel_turn()}
+
+    @d.method("session/set_mode", ModeParams)
+    async def set_mode(rt: Runtime, p: ModeParams) -> dict[str, Any]:
+        live = session_of(rt, p.sessionId)
+        live.state.mode = p.mode
+        live.checkpoint()
+        return {"mode": p.mode}
+
+    @d.method("session/list", ListParams)
+    async def list_sessions(rt: Runtime, p: ListParams) -> dict[str, Any]:
+        roots = {_root(p.cwd)} if p.cwd else {s.root for s in rt.sessions.values()}
+        found: list[dict[str, Any]] = []
+        for root in roots:
+            found.extend(await asyncio.to_thread(SessionStore(root).list))
+        for item in found:
+            item["live"] = item["sessionId"] in rt.sessions
+        return {"sessions": found}
+
+    @d.method("session/resume", ResumeParams)
+    async def resume(rt: Runtime, p: ResumeParams) -> dict[str, Any]:
+        root = _root(p.cwd)
+        live = rt.sessions.get(p.sessionId)
+        if live is None:
+            state = await asyncio.to_thread(SessionStore(root).load, p.sessionId)
+            if Path(state.root) != root:
+                raise InvalidParams("that session belongs to another project")
+            interrupted = state.turn_in_progress
+            state.turn_in_progress = None
+            config = _config_for(rt, p)
+            live = await asyncio.to_thread(
+                open_session,
+                rt,
+                state,
+                config,
+                dry_run=rt.config.dry_run,
+                max_steps=config.max_steps,
+            )
+            if interrupted:
+                # The bridge died mid-turn; say so in history rather than pretend.
+                state.visible.append(
+                    {
+                        "role": "system",
+                        "text": f"Turn {interrupted} was interrupted (bridge stopped).",
+                    }
+                )
+            rt.sessions[state.id] = live
+            live.checkpoint()
+        return {**_describe(live), "history": live.state.visible}

@@ -1,0 +1,363 @@
+"""Bridge-side file tools: reading, listing, searching, and the headless edit fallback.
+
+``read_file``, ``list_directory`` and ``grep`` always run here. The edit tools
+normally run in Emacs (through the buffer, under the user's undo); when no Emacs
+client is connected these implementations keep the same contract: snapshot before
+writing, refuse when the file changed since the agent read it, report a diff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ToolFailed
+from ..types import JSONObject
+
+__all__ = [
+    "EditContext",
+    "PlannedEdit",
+    "apply_edit",
+    "grep",
+    "list_directory",
+    "plan_edit",
+    "read_text",
+    "sha256_bytes",
+    "unified_diff",
+]
+
+MAX_READ_LINES = 2000
+MAX_READ_BYTES = 512 * 1024
+MAX_LIST_ENTRIES = 500
+MAX_GREP_HITS = 200
+MAX_DIFF_LINES = 400
+SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", ".mypy_cache"})
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _decode(data: bytes, path: Path) -> str:
+    if b"\x00" in data[:8192]:
+        raise ToolFailed(f"{path.name} looks like a binary file; not shown")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolFailed(
+            f"{path.name} is not UTF-8 text ({exc.reason} at byte {exc.start})"
+        ) from exc
+
+
+def read_text(path: Path, display: str, start: int | None, end: int | None) -> JSONObject:
+    """Lines ``start``..``end`` (1-based, inclusive) of a text file, bounded."""
+    if not path.exists():
+        raise ToolFailed(f"No such file: {display}")
+    if path.is_dir():
+        raise ToolFailed(f"{display} is a directory; use list_directory")
+    data = path.read_bytes()
+    text = _decode(data, path)
+    lines = text.splitlines()
+    total = len(lines)
+    first = max(1, start or 1)
+    last = min(total, end or total)
+    if first > max(total, 1):
+        raise ToolFailed(f"start_line {first} is past the end of {display} ({total} lines)")
+    chosen = lines[first - 1 : last]
+    truncated = False
+    if len(chosen) > MAX_READ_LINES:
+        chosen = chosen[:MAX_READ_LINES]
+        last = first + MAX_READ_LINES - 1
+        truncated = True
+    body = "\n".join(chosen)
+    if len(body.encode()) > MAX_READ_BYTES:
+        body = body.encode()[:MAX_READ_BYTES].decode("utf-8", "ignore")
+        truncated = True
+    numbered = "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(body.split("\n"), start=first))
+    result: JSONObject = {
+        "path": display,
+        "start_line": first,
+        "end_line": last,
+        "total_lines": total,
+        "sha256": sha256_bytes(data),
+        "text": numbered,
+    }
+    if truncated:
+        result["truncated"] = True
+        result["note"] = f"Output capped; read from line {last + 1} to see more."
+    return result
+
+
+def list_directory(path: Path, display: str, depth: int, root: Path) -> JSONObject:
+    if not path.is_dir():
+        raise ToolFailed(f"{display} is not a directory")
+    entries: list[str] = []
+    truncated = False
+    base_depth = len(path.parts)
+    for current, dirs, files in os.walk(path):
+        here = Path(current)
+        level = len(here.parts) - base_depth
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        if level + 1 >= depth:
+            shown_dirs, dirs[:] = list(dirs), []
+        else:
+            shown_dirs = list(dirs)
+        for name in [*(d + "/" for d in shown_dirs), *sorted(files)]:
+            rel = (here / name).relative_to(path)
+            entries.append(str(rel) + ("/" if name.endswith("/") else ""))
+            if len(entries) >= MAX_LIST_ENTRIES:
+                truncated = True
+                break
+        if truncated:
+            break
+    result: JSONObject = {"path": display, "depth": depth, "entries": sorted(set(entries))}
+    if truncated:
+        result["truncated"] = True
+    return result
+
+
+async def grep(
+    pattern: str, path: Path, display: str, glob: str | None, root: Path, timeout_s: float
+) -> JSONObject:
+    """Search with ripgrep (argv, no shell); Python's re when ripgrep is absent."""
+    rg = shutil.which("rg")
+    hits: list[JSONObject] = []
+    if rg is not None:
+        argv = [rg, "--no-config", "--json", "--max-columns", "300", "-e", pattern]
+        if glob:
+            argv += ["--glob", glob]
+        argv += ["--", str(path)]
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=root,
+            start_new_session=True,
+        )
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), timeout_s)
+        except TimeoutError as exc:
+            proc.kill()
+            await proc.wait()
+            raise ToolFailed(f"grep timed out after {timeout_s:g} s") from exc
+        if proc.returncode not in (0, 1):
+            raise ToolFailed("grep failed: " + err.decode("utf-8", "replace").strip()[:500])
+        for raw in out.splitlines():
+            if len(hits) >= MAX_GREP_HITS:
+                break
+            msg = json.loads(raw)
+            if msg.get("type") != "match":
+                continue
+            data = msg["data"]
+            file_text = data["path"].get("text", "")
+            line_text = data["lines"].get("text", "").rstrip("\n")
+            hits.append(
+                {
+                    "path": _rel(Path(file_text), root),
+                    "line": data["line_number"],
+                    "text": line_text[:300],
+                }
+            )
+    else:
+        hits = await asyncio.to_thread(_grep_python, pattern, path, glob, root)
+    result: JSONObject = {"pattern": pattern, "path": display, "matches": hits}
+    if len(hits) >= MAX_GREP_HITS:
+        result["truncated"] = True
+    return result
+
+
+def _grep_python(pattern: str, path: Path, glob: str | None, root: Path) -> list[JSONObject]:
+    try:
+        rx = re.compile(pattern)
+    except re.error as exc:
+        raise ToolFailed(f"Invalid pattern: {exc}") from exc
+    hits: list[JSONObject] = []
+    files = [path] if path.is_file() else sorted(p for p in path.rglob(glob or "*") if p.is_file())
+    for file in files:
+        if any(part in SKIP_DIRS for part in file.parts):
+            continue
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        for number, line in enumerate(text.splitlines(), start=1):
+            if rx.search(line):
+                hits.append({"path": _rel(file, root), "line": number, "text": line[:300]})
+                if len(hits) >= MAX_GREP_HITS:
+                    return hits
+    return hits
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def unified_diff(old: str, new: str, display: str) -> str:
+    lines = list(
+        difflib.unified_diff(
+            old.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            fromfile=f"a/{display}",
+            tofile=f"b/{display}",
+        )
+    )
+    if len(lines) > MAX_DIFF_LINES:
+        lines = [
+            *lines[:MAX_DIFF_LINES],
+            f"[... {len(lines) - MAX_DIFF_LINES} diff lines omitted]\n",
+        ]
+    return "".join(x if x.endswith("\n") else x + "\n" for x in lines)
+
+
+@dataclass(frozen=True, slots=True)
+class EditContext:
+    root: Path
+    op_id: str
+    turn_id: str
+    session_id: str
+    expected_sha256: str | None
+
+
+def _snapshot(ctx: EditContext, path: Path, display: str, old: bytes | None, new_hash: str) -> None:
+    snap_dir = ctx.root / ".agent-shell" / "snapshots" / ctx.op_id
+    snap_dir.mkdir(parents=True, exist_ok=True)
+    if old is not None:
+        (snap_dir / "content").write_bytes(old)
+    record = {
+        "op_id": ctx.op_id,
+        "turn_id": ctx.turn_id,
+        "session_id": ctx.session_id,
+        "path": display,
+        "existed": old is not None,
+        "sha256_before": sha256_bytes(old) if old is not None else None,
+        "sha256_after": new_hash,
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    with (ctx.root / ".agent-shell" / "snapshots" / "index.jsonl").open(
+        "a", encoding="utf-8"
+    ) as fh:
+        fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _lines_edit(text: str, start: int, end: int, new_text: str, expected: str | None) -> str:
+    lines = text.splitlines(keepends=True)
+    total = len(lines)
+    if start > total + 1 or end > total or end < start - 1:
+        raise ToolFailed(f"Lines {start}-{end} are outside the file ({total} lines)")
+    current = "".join(lines[start - 1 : end])
+    if expected is not None and current.rstrip("\n") != expected.rstrip("\n"):
+        raise ToolFailed(
+            f"Lines {start}-{end} no longer contain expected_text; re-read the file and retry"
+        )
+    eol = "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
+    replacement = new_text
+    if replacement and not replacement.endswith(("\n", "\r\n")) and end < total:
+        replacement += eol
+    if (
+        replacement
+        and not replacement.endswith(("\n", "\r\n"))
+        and end == total
+        and current.endswith("\n")
+    ):
+        replacement += eol
+    return "".join(lines[: start - 1]) + replacement + "".join(lines[end:])
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedEdit:
+    """An edit computed but not yet written: the preview and the write share it."""
+
+    display: str
+    old_bytes: bytes | None
+    old: str
+    new: str
+    count: int | None
+
+    @property
+    def diff(self) -> str:
+        return unified_diff(self.old, self.new, self.display)
+
+
+def plan_edit(name: str, args: Any, path: Path, display: str, expected: str | None) -> PlannedEdit:
+    """Compute what an edit tool would write, refusing stale or impossible edits."""
+    existed = path.exists()
+    old_bytes = path.read_bytes() if existed else None
+    if old_bytes is not None and expected and sha256_bytes(old_bytes) != expected:
+        raise ToolFailed(
+            f"{display} changed since you read it (edited by the user?); "
+            "read it again before editing"
+        )
+    old = _decode(old_bytes, path) if old_bytes is not None else ""
+    count: int | None = None
+    if name == "write_file":
+        new = args.content
+    elif not existed:
+        raise ToolFailed(f"No such file: {display}")
+    elif name == "replace_region":
+        new = _lines_edit(old, args.start_line, args.end_line, args.new_text, args.expected_text)
+    elif name == "insert_text":
+        new = _lines_edit(old, args.line, args.line - 1, args.text, None)
+    elif name == "replace_pattern":
+        if args.literal:
+            count = old.count(args.pattern)
+            new = old.replace(args.pattern, args.replacement)
+        else:
+            try:
+                new, count = re.subn(args.pattern, args.replacement, old, flags=re.MULTILINE)
+            except re.error as exc:
+                raise ToolFailed(f"Invalid pattern or replacement: {exc}") from exc
+        if count == 0:
+            raise ToolFailed(f"Pattern not found in {display}; nothing changed")
+    else:
+        raise ToolFailed(f"{name} is not an edit tool")
+    return PlannedEdit(display, old_bytes, old, new, count)
+
+
+def apply_edit(name: str, args: Any, path: Path, display: str, ctx: EditContext) -> JSONObject:
+    """Perform one edit tool on disk (the headless fallback of the Emacs actions)."""
+    plan = plan_edit(name, args, path, display, ctx.expected_sha256)
+    new_bytes = plan.new.encode("utf-8")
+    new_hash = sha256_bytes(new_bytes)
+    _snapshot(ctx, path, display, plan.old_bytes, new_hash)
+    _atomic_write(path, new_bytes)
+    result: JSONObject = {
+        "path": display,
+        "created": plan.old_bytes is None,
+        "sha256_before": sha256_bytes(plan.old_bytes) if plan.old_bytes is not None else None,
+        "sha256_after": new_hash,
+        "diff": plan.diff,
+    }
+    if plan.count is not None:
+        result["replacements"] = plan.count
+    return result
