@@ -1,0 +1,430 @@
+;;; test-log.el --- Tests for agent-shell-log.el  -*- lexical-binding: t; -*-
+
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; ERT tests of the live action-log buffer: incremental placement, in-place
+;; updates, the confirmation keys driven through the real keymap, review
+;; commands, and the shared fixture written by the Python writer
+;; (tests/fixtures/orglog), which the buffer must reproduce exactly.
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'org-element)
+(require 'agent-shell-log)
+
+(defconst test-log--fixtures
+  (expand-file-name "../fixtures/orglog/"
+                    (file-name-directory (or load-file-name buffer-file-name)))
+  "Directory of the shared orglog fixture.")
+
+(defvar test-log--decisions nil
+  "Decisions received by the test decision function, newest first.")
+
+(defun test-log--record (id decision reason)
+  "Record ID, DECISION and REASON as a decision function would send them."
+  (push (list id decision reason) test-log--decisions))
+
+(defun test-log--parse (json)
+  "Parse JSON the way agent-shell parses notification params."
+  (json-parse-string json :object-type 'alist :array-type 'list
+                     :null-object nil :false-object :json-false))
+
+(defun test-log--read-file (file)
+  "Return the contents of FILE decoded as UTF-8."
+  (with-temp-buffer
+    (let ((coding-system-for-read 'utf-8))
+      (insert-file-contents file))
+    (buffer-string)))
+
+(defmacro test-log--with-buffer (var &rest body)
+  "Run BODY with VAR bound to a fresh log buffer shown in the selected window."
+  (declare (indent 1) (debug t))
+  `(let* ((agent-shell-log-notify-on-wait nil)
+          (test-log--decisions nil)
+          (agent-shell-log-decision-function #'test-log--record)
+          (,var (agent-shell-log-buffer (format "test-%s" (random 1000000)))))
+     (unwind-protect
+         (progn (switch-to-buffer ,var) ,@body)
+       (kill-buffer ,var))))
+
+(defun test-log--entry (id title &rest fields)
+  "Return a parsed log entry with ID and TITLE; FIELDS is a JSON plist."
+  (let ((obj (list :id id :session_id "s" :parent_id :null :todo :null
+                   :title title :timestamp "2026-11-30T10:15:00+08:00"
+                   :source "tool" :properties (make-hash-table) :body [])))
+    (while fields
+      (setq obj (plist-put obj (pop fields) (pop fields))))
+    (test-log--parse (json-serialize obj))))
+
+(defun test-log--ids (buffer)
+  "Return the LOG_ID values of BUFFER's headings in order."
+  (with-current-buffer buffer
+    (save-excursion
+      (goto-char (point-min))
+      (let (ids)
+        (while (re-search-forward "^:LOG_ID: \\(.*\\)$" nil t)
+          (push (match-string-no-properties 1) ids))
+        (nreverse ids)))))
+
+(defun test-log--goto (buffer id)
+  "Move point in BUFFER to the heading of entry ID."
+  (with-current-buffer buffer
+    (goto-char (point-min))
+    (re-search-forward (concat "^:LOG_ID: " (regexp-quote id) "$"))
+    (org-back-to-heading t)))
+
+(defun test-log--heading (buffer id)
+  "Return the heading line of entry ID in BUFFER."
+  (with-current-buffer buffer
+    (save-excursion
+      (test-log--goto buffer id)
+      (buffer-substring-no-properties (point) (line-end-position)))))
+
+(defun test-log--last-message ()
+  "Return the last line logged to *Messages*."
+  (with-current-buffer (messages-buffer)
+    (save-excursion
+      (goto-char (point-max))
+      (skip-chars-backward "\n")
+      (buffer-substring-no-properties (line-beginning-position) (point)))))
+
+(defun test-log--replay (buffer)
+  "Replay the fixture's notifications into BUFFER."
+  (dolist (op (test-log--parse
+               (test-log--read-file (expand-file-name "entries.json"
+                                                      test-log--fixtures))))
+    (let ((params (alist-get 'params op)))
+      (if (equal (alist-get 'method op) "log/entry")
+          (agent-shell-log-insert-entry buffer params)
+        (agent-shell-log-apply-update buffer params)))))
+
+(defun test-log--after-todo-line (text)
+  "Return TEXT after its #+TODO line."
+  (let ((start (string-match "^#\\+TODO: .*\n" text)))
+    (should start)
+    (substring text (match-end 0))))
+
+;;; One contract, two sides
+
+(ert-deftest test-log/fixture-matches-python-writer ()
+  "The live buffer renders the fixture stream exactly as the Python writer does."
+  (test-log--with-buffer buf
+    (test-log--replay buf)
+    (let ((expected (test-log--read-file
+                     (expand-file-name "expected.org" test-log--fixtures)))
+          (actual (with-current-buffer buf
+                    (buffer-substring-no-properties (point-min) (point-max)))))
+      (should (string-match-p "修复中文 JSON 解析" actual))
+      (should (equal (test-log--after-todo-line actual)
+                     (test-log--after-todo-line expected))))
+    (should (equal (agent-shell-log-pending buf) '("e-9")))))
+
+(ert-deftest test-log/org-element-parses-buffer ()
+  "Org's parser sees the headings, TODO keywords and drawers of the live buffer."
+  (test-log--with-buffer buf
+    (test-log--replay buf)
+    (with-current-buffer buf
+      (let* ((tree (org-element-parse-buffer))
+             (heads (org-element-map tree 'headline
+                      (lambda (hl)
+                        (list (org-element-property :level hl)
+                              (org-element-property :todo-keyword hl)
+                              (org-element-property :todo-type hl)
+                              (org-element-property
+                               :type (car (org-element-property :title hl)))))))
+             (langs (org-element-map tree 'src-block
+                      (lambda (b) (org-element-property :language b)))))
+        (should (equal (mapcar #'car heads) '(1 2 3 2 2 2 1 2 1)))
+        (should (equal (mapcar #'cadr heads)
+                       '("DONE" "APPROVED" nil "DONE" nil "WAIT" nil "FAILED" nil)))
+        (should (eq (nth 2 (nth 5 heads)) 'todo))
+        (should (eq (nth 2 (nth 7 heads)) 'done))
+        (should (cl-every (lambda (h) (eq (nth 3 h) 'inactive)) heads))
+        (should (equal langs '("sh" "diff" "text" "go" "text" "sh")))
+        (goto-char (point-min))
+        (re-search-forward "^:LOG_ID: e-2$")
+        (should (equal (org-entry-get nil "EXIT_CODE") "0"))
+        (should (equal (org-entry-get nil "DECISION") "approved"))))))
+
+;;; Incremental rendering
+
+(ert-deftest test-log/steps-stay-under-their-task ()
+  "Interleaved tasks: each step is inserted after the last entry of its task."
+  (test-log--with-buffer buf
+    (agent-shell-log-insert-entry buf (test-log--entry "a" "task A"))
+    (agent-shell-log-insert-entry buf (test-log--entry "a1" "step" :parent_id "a"))
+    (agent-shell-log-insert-entry buf (test-log--entry "b" "task B"))
+    (agent-shell-log-insert-entry buf (test-log--entry "b1" "step" :parent_id "b"))
+    (agent-shell-log-insert-entry buf (test-log--entry "a2" "step" :parent_id "a"))
+    (agent-shell-log-insert-entry buf (test-log--entry "a1x" "sub" :parent_id "a1"))
+    (agent-shell-log-insert-entry buf (test-log--entry "a3" "step" :parent_id "a"))
+    (agent-shell-log-insert-entry buf (test-log--entry "a" "duplicate ignored"))
+    (should (equal (test-log--ids buf) '("a" "a1" "a1x" "a2" "a3" "b" "b1")))
+    (should (string-prefix-p "*** [" (test-log--heading buf "a1x")))
+    (should (string-prefix-p "* [" (test-log--heading buf "b")))
+    (should (equal (test-log--heading buf "a")
+                   "* [2026-11-30 Mon 10:15] task A"))))
+
+(ert-deftest test-log/update-changes-one-heading-in-place ()
+  "An update rewrites the keyword and drawer and leaves other entries untouched."
+  (test-log--with-buffer buf
+    (agent-shell-log-insert-entry buf (test-log--entry "t" "task"))
+    (agent-shell-log-insert-entry
+     buf (test-log--entry "w" "run make" :parent_id "t" :todo "WAIT"
+                          :properties '(:TOOL "run_command" :RISK "write")))
+    (agent-shell-log-insert-entry buf (test-log--entry "t2" "other task"))
+    ;; Mark the other entries' text: a full re-render would drop the mark.
+    (with-current-buffer buf
+      (let ((inhibit-read-only t))
+        (put-text-property (point-min) (point-max) 'test-mark t)))
+    (should (equal (agent-shell-log-pending buf) '("w")))
+    (agent-shell-log-apply-update
+     buf (test-log--parse
+          "{\"session_id\":\"s\",\"id\":\"w\",\"todo\":\"APPROVED\",\"properties\":{\"EXIT_CODE\":0,\"RISK\":\"w2\"},\"body_append\":[{\"kind\":\"text\",\"text\":\"done 完成\"}]}"))
+    (should (equal (test-log--heading buf "w")
+                   "** APPROVED [2026-11-30 Mon 10:15] run make"))
+    (should (null (agent-shell-log-pending buf)))
+    (with-current-buffer buf
+      (test-log--goto buf "w")
+      (should (equal (org-entry-get nil "RISK") "w2"))
+      (should (equal (org-entry-get nil "EXIT_CODE") "0"))
+      (should (string-match-p
+               ":TOOL: run_command\n:RISK: w2\n:EXIT_CODE: 0\n:END:\ndone 完成\n\\* "
+               (buffer-substring-no-properties (point) (point-max))))
+      (test-log--goto buf "t2")
+      (should (get-text-property (point) 'test-mark))
+      (test-log--goto buf "t")
+      (should (get-text-property (point) 'test-mark))
+      (should buffer-read-only))))
+
+;;; Confirmation keys
+
+(defun test-log--waiting-buffer (buf)
+  "Fill BUF with a task, two waiting steps and a done step."
+  (agent-shell-log-insert-entry buf (test-log--entry "t" "task"))
+  (agent-shell-log-insert-entry
+   buf (test-log--entry "w1" "first" :parent_id "t" :todo "WAIT"
+                        :properties '(:RISK "write")))
+  (agent-shell-log-insert-entry
+   buf (test-log--entry "w2" "second" :parent_id "t" :todo "WAIT"
+                        :properties '(:RISK "dangerous")
+                        :body (vector '(:kind "src" :lang "diff"
+                                              :text "-a\n+b\n" :link :null
+                                              :omitted_lines 0))))
+  (agent-shell-log-insert-entry
+   buf (test-log--entry "d" "done" :parent_id "t" :todo "DONE")))
+
+(ert-deftest test-log/y-acts-on-point-else-oldest ()
+  "`y' approves the WAIT entry at point, else the oldest waiting one."
+  (test-log--with-buffer buf
+    (test-log--waiting-buffer buf)
+    (test-log--goto buf "w2")
+    (execute-kbd-macro (kbd "y"))
+    (should (equal (car test-log--decisions) '("w2" approve nil)))
+    (test-log--goto buf "d")
+    (execute-kbd-macro (kbd "y"))
+    (should (equal (car test-log--decisions) '("w1" approve nil)))
+    (should (equal (test-log--heading buf "w1")
+                   "** WAIT [2026-11-30 Mon 10:15] first"))
+    (should (equal (test-log--last-message) "Sent approve for: first"))))
+
+(ert-deftest test-log/c-c-c-c-approves-and-n-rejects-with-reason ()
+  "`C-c C-c' approves; `n' and `C-c C-k' reject with the reason typed."
+  (test-log--with-buffer buf
+    (test-log--waiting-buffer buf)
+    (goto-char (point-min))
+    (execute-kbd-macro (kbd "C-c C-c"))
+    (should (equal (car test-log--decisions) '("w1" approve nil)))
+    (test-log--goto buf "w2")
+    (execute-kbd-macro (kbd "n 太 危 险 SPC r m RET"))
+    (should (equal (car test-log--decisions) '("w2" reject "太危险 rm")))
+    (test-log--goto buf "w1")
+    (execute-kbd-macro (kbd "C-c C-k RET"))
+    (should (equal (car test-log--decisions) '("w1" reject nil)))))
+
+(ert-deftest test-log/a-approves-session-but-not-dangerous ()
+  "`a' sends approve-session, and is refused for a dangerous step."
+  (test-log--with-buffer buf
+    (test-log--waiting-buffer buf)
+    (test-log--goto buf "w2")
+    (should-error (execute-kbd-macro (kbd "a")) :type 'user-error)
+    (should (null test-log--decisions))
+    (test-log--goto buf "w1")
+    (execute-kbd-macro (kbd "a"))
+    (should (equal test-log--decisions '(("w1" approve-session nil))))))
+
+(ert-deftest test-log/keyword-changes-only-on-bridge-update ()
+  "A sent decision leaves WAIT until the bridge's update, then pending shrinks."
+  (test-log--with-buffer buf
+    (test-log--waiting-buffer buf)
+    (goto-char (point-min))
+    (execute-kbd-macro (kbd "y"))
+    (execute-kbd-macro (kbd "y"))
+    (should (equal (mapcar #'car test-log--decisions) '("w2" "w1")))
+    (should-error (execute-kbd-macro (kbd "y")) :type 'user-error)
+    (should (equal (agent-shell-log-pending buf) '("w1" "w2")))
+    (agent-shell-log-apply-update
+     buf (test-log--parse "{\"session_id\":\"s\",\"id\":\"w1\",\"todo\":\"REJECTED\"}"))
+    (should (equal (agent-shell-log-pending buf) '("w2")))
+    (should (string-prefix-p "** REJECTED " (test-log--heading buf "w1")))))
+
+(ert-deftest test-log/rebinding-keys-works ()
+  "The keymap is an ordinary variable: a rebound key reaches the same command."
+  (test-log--with-buffer buf
+    (test-log--waiting-buffer buf)
+    (let ((agent-shell-log-mode-map (copy-keymap agent-shell-log-mode-map)))
+      (define-key agent-shell-log-mode-map (kbd "Y") #'agent-shell-log-approve)
+      (use-local-map agent-shell-log-mode-map)
+      (execute-kbd-macro (kbd "Y"))
+      (should (equal (car test-log--decisions) '("w1" approve nil))))))
+
+;;; Review commands
+
+(ert-deftest test-log/d-shows-diff ()
+  "`d' shows the step's diff in a read-only `diff-mode' buffer."
+  (test-log--with-buffer buf
+    (test-log--waiting-buffer buf)
+    (test-log--goto buf "w2")
+    (execute-kbd-macro (kbd "d"))
+    (let ((diff (get-buffer "*agent-shell-diff: w2*")))
+      (unwind-protect
+          (with-current-buffer diff
+            (should (derived-mode-p 'diff-mode))
+            (should buffer-read-only)
+            (should (equal (buffer-string) "-a\n+b\n")))
+        (kill-buffer diff)))))
+
+(ert-deftest test-log/sparse-tree-shows-failures ()
+  "`!' leaves FAILED and REJECTED headings visible and hides the rest."
+  (test-log--with-buffer buf
+    (test-log--replay buf)
+    (test-log--goto buf "e-7")
+    (execute-kbd-macro (kbd "!"))
+    (test-log--goto buf "e-5")
+    (should-not (org-invisible-p))
+    (test-log--goto buf "e-4")
+    (should (org-invisible-p))))
+
+(ert-deftest test-log/navigation ()
+  "`f', `b' and `w' move between headings and waiting steps."
+  (test-log--with-buffer buf
+    (test-log--waiting-buffer buf)
+    (goto-char (point-min))
+    (execute-kbd-macro (kbd "f"))
+    (should (equal (org-entry-get nil "LOG_ID") "t"))
+    (execute-kbd-macro (kbd "M-n"))
+    (should (equal (org-entry-get nil "LOG_ID") "w1"))
+    (execute-kbd-macro (kbd "w"))
+    (should (equal (org-entry-get nil "LOG_ID") "w2"))
+    (execute-kbd-macro (kbd "w"))
+    (should (equal (org-entry-get nil "LOG_ID") "w1"))
+    (execute-kbd-macro (kbd "b"))
+    (should (equal (org-entry-get nil "LOG_ID") "t"))))
+
+(ert-deftest test-log/visit-opens-path-and-line ()
+  "`RET' on a step visits its PATH at LINE, relative to the project root."
+  (let* ((root (make-temp-file "agent-shell-log" t))
+         (file (expand-file-name "src/main.py" root)))
+    (unwind-protect
+        (test-log--with-buffer buf
+          (make-directory (file-name-directory file) t)
+          (with-temp-file file (insert "one\ntwo\nthree 三\n"))
+          (agent-shell-log-set-file
+           buf (expand-file-name ".agent-shell/logs/2026-11-30-101500-s.org" root))
+          (agent-shell-log-insert-entry
+           buf (test-log--entry "v" "edit" :properties '(:PATH "src/main.py" :LINE 3)))
+          (test-log--goto buf "v")
+          (execute-kbd-macro (kbd "RET"))
+          (should (equal (buffer-file-name) file))
+          (should (looking-at "three 三"))
+          (kill-buffer))
+      (delete-directory root t))))
+
+(ert-deftest test-log/open-file-offers-newest-first ()
+  "`L' offers the session logs newest first; RET takes the newest."
+  (let* ((root (make-temp-file "agent-shell-log" t))
+         (logs (expand-file-name ".agent-shell/logs/" root)))
+    (unwind-protect
+        (test-log--with-buffer buf
+          (make-directory logs t)
+          (dolist (name '("2026-11-29-090000-a.org" "2026-11-30-101500-c.org"
+                          "2026-11-30-080000-b.org"))
+            (with-temp-file (expand-file-name name logs)
+              (insert "#+TODO: WAIT | APPROVED REJECTED DONE FAILED\n* WAIT [2026-11-30 Mon 10:15] x\n")))
+          (with-current-buffer buf (setq default-directory root))
+          (should (equal (mapcar #'file-name-nondirectory
+                                 (agent-shell-log--log-files root))
+                         '("2026-11-30-101500-c.org" "2026-11-30-080000-b.org"
+                           "2026-11-29-090000-a.org")))
+          (execute-kbd-macro (kbd "L RET"))
+          (should (equal (file-name-nondirectory (buffer-file-name))
+                         "2026-11-30-101500-c.org"))
+          (should buffer-read-only)
+          (goto-char (point-min))
+          (re-search-forward "^\\* ")
+          (should (equal (org-get-todo-state) "WAIT"))
+          (kill-buffer))
+      (delete-directory root t))))
+
+;;; Attention
+
+(ert-deftest test-log/notify-displays-without-selecting ()
+  "A WAIT entry shows the log in another window and leaves a message."
+  (test-log--with-buffer buf
+    (switch-to-buffer (get-buffer-create "*test-log-other*"))
+    (delete-other-windows)
+    (let ((agent-shell-log-notify-on-wait t)
+          (selected (selected-window)))
+      (agent-shell-log-insert-entry buf (test-log--entry "q" "需要确认" :todo "WAIT"))
+      (should (eq (selected-window) selected))
+      (should (get-buffer-window buf))
+      (should (equal (test-log--last-message)
+                     "agent-shell: Waiting for approval: 需要确认")))
+    (kill-buffer "*test-log-other*")))
+
+;;; Text
+
+(ert-deftest test-log/chinese-round-trip ()
+  "Chinese titles, properties and output reach the buffer unchanged."
+  (let ((text "处理中文字符：“测试”与 emoji 🚀 — 全角　空格"))
+    (test-log--with-buffer buf
+      (agent-shell-log-insert-entry
+       buf (test-log--entry "c" text :properties `(:NOTE ,text)
+                            :body (vector `(:kind "text" :text ,text)
+                                          `(:kind "src" :lang "text" :text ,text
+                                                  :link :null :omitted_lines 0))))
+      (with-current-buffer buf
+        (let ((content (buffer-substring-no-properties (point-min) (point-max))))
+          (should (equal (test-log--heading buf "c")
+                         (concat "* [2026-11-30 Mon 10:15] " text)))
+          (should (= (cl-count-if (lambda (_) t)
+                                  (split-string content (regexp-quote text)))
+                     5))
+          (test-log--goto buf "c")
+          (should (equal (encode-coding-string (org-entry-get nil "NOTE") 'utf-8)
+                         (encode-coding-string text 'utf-8))))))))
+
+(ert-deftest test-log/injection-stays-text ()
+  "Hostile titles and output cannot add headings or end blocks."
+  (test-log--with-buffer buf
+    (agent-shell-log-insert-entry
+     buf (test-log--entry "x" "t\n* FAKE\n#+end_src :a:"
+                          :body (vector '(:kind "src" :lang "sh"
+                                                :text "* FAKE\n#+end_src\n:END:"
+                                                :link :null :omitted_lines 0)
+                                        '(:kind "text" :text "** FAKE"))))
+    (with-current-buffer buf
+      (let ((tree (org-element-parse-buffer)))
+        (should (= 1 (length (org-element-map tree 'headline #'identity))))
+        (should (equal (org-element-map tree 'src-block
+                         (lambda (b) (org-element-property :value b)))
+                       '("* FAKE\n#+end_src\n:END:\n")))
+        (should (null (org-element-map tree 'headline
+                        (lambda (h) (org-element-property :tags h)))))))))
+
+(provide 'test-log)
+;;; test-log.el ends here
