@@ -73,7 +73,7 @@ class ResumeParams(SessionRef):
     model: ModelConfig | None = None
 
 
-def _root(cwd: str) -> Path:
+def project_root(cwd: str) -> Path:
     if "\x00" in cwd or not cwd.strip():
         raise InvalidParams("cwd must be an absolute directory path")
     path = Path(cwd).expanduser()
@@ -116,7 +116,7 @@ def _describe(live: LiveSession) -> dict[str, Any]:
 def register(d: Dispatcher[Runtime]) -> None:
     @d.method("session/new", NewParams)
     async def new(rt: Runtime, p: NewParams) -> dict[str, Any]:
-        root = _root(p.cwd)
+        root = project_root(p.cwd)
         config = _config_for(rt, p)
         state = SessionState(
             id=new_session_id(),
@@ -162,7 +162,7 @@ def register(d: Dispatcher[Runtime]) -> None:
 
     @d.method("session/list", ListParams)
     async def list_sessions(rt: Runtime, p: ListParams) -> dict[str, Any]:
-        roots = {_root(p.cwd)} if p.cwd else {s.root for s in rt.sessions.values()}
+        roots = {project_root(p.cwd)} if p.cwd else {s.root for s in rt.sessions.values()}
         found: list[dict[str, Any]] = []
         for root in roots:
             found.extend(await asyncio.to_thread(SessionStore(root).list))
@@ -172,7 +172,7 @@ def register(d: Dispatcher[Runtime]) -> None:
 
     @d.method("session/resume", ResumeParams)
     async def resume(rt: Runtime, p: ResumeParams) -> dict[str, Any]:
-        root = _root(p.cwd)
+        root = project_root(p.cwd)
         live = rt.sessions.get(p.sessionId)
         if live is None:
             state = await asyncio.to_thread(SessionStore(root).load, p.sessionId)

@@ -1,0 +1,98 @@
+"""Memory and policy methods: ``memory/save``, ``memory/search``, ``policy/check``."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Literal
+
+from pydantic import Field
+
+from ..agent.memory_glue import extract_experience
+from ..errors import InvalidParams, MemoryError_
+from ..memory.index import MemoryIndex
+from ..policy.engine import PolicyEngine
+from ..rpc import Dispatcher, Params
+from ..runtime import Runtime
+from .session import project_root, session_of
+
+
+class SaveParams(Params):
+    sessionId: str
+
+
+class SearchParams(Params):
+    query: str = Field(max_length=2000)
+    project: str | None = None
+    limit: int = Field(5, ge=1, le=50)
+
+
+class PolicyParams(Params):
+    cwd: str
+    command: str | None = Field(None, max_length=100_000)
+    path: str | None = Field(None, max_length=10_000)
+    op: Literal["read", "write"] = "read"
+
+
+def register(d: Dispatcher[Runtime]) -> None:
+    @d.method("memory/save", SaveParams)
+    async def save(rt: Runtime, p: SaveParams) -> dict[str, Any]:
+        live = session_of(rt, p.sessionId)
+        if live.busy:
+            raise InvalidParams("A turn is running; save the memory when it has ended")
+        if not live.state.messages:
+            raise MemoryError_("Nothing to remember yet: this session has no conversation")
+        parent = await live.reporter.entry(
+            "Memory: saving an experience at the user's request",
+            source="user",
+            parent=None,
+            properties={"SESSION": live.state.id},
+        )
+        path = await extract_experience(
+            live, trigger="saved by the user", parent=parent, messages=live.state.messages
+        )
+        title = path.stem.split("--", 1)[-1]
+        return {"path": str(path), "title": title}
+
+    @d.method("memory/search", SearchParams)
+    async def search(rt: Runtime, p: SearchParams) -> dict[str, Any]:
+        memory_dir = rt.config.memory_dir
+        if memory_dir is None:
+            raise MemoryError_("No memory directory is configured (--memory-dir)")
+
+        def run() -> list[dict[str, Any]]:
+            with MemoryIndex(memory_dir) as index:
+                for live in rt.sessions.values():
+                    index.sync_root(live.root, live.project)
+                hits = index.search(p.query, project=p.project, limit=p.limit)
+            return [
+                {
+                    "path": h.path,
+                    "title": h.title,
+                    "project": h.project,
+                    "score": h.score,
+                    "summary": h.summary,
+                    "date": h.date,
+                }
+                for h in hits
+            ]
+
+        return {"hits": await asyncio.to_thread(run)}
+
+    @d.method("policy/check", PolicyParams)
+    async def policy_check(rt: Runtime, p: PolicyParams) -> dict[str, Any]:
+        root = project_root(p.cwd)
+        if (p.command is None) == (p.path is None):
+            raise InvalidParams("give exactly one of command or path")
+        engine = await asyncio.to_thread(
+            PolicyEngine.for_project, root, extra_paths=rt.config.extra_allowed_paths
+        )
+        if p.command is not None:
+            verdict = engine.check_command(p.command, cwd=root)
+        else:
+            assert p.path is not None
+            verdict = engine.check_path(p.path, p.op)
+        return {
+            "decision": verdict.decision.value,
+            "risk": verdict.risk.value,
+            "reason": verdict.reason,
+        }
