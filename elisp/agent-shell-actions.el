@@ -243,17 +243,26 @@ directories are created.  Return the tool result."
     (when (and existed (not (file-writable-p file)))
       (agent-shell-tools-error "File `%s' is not writable" path))
     (let ((sha-before (and existed (agent-shell-tools-sha256-file file))))
-      (when (and existed (stringp expected) (not (string= expected sha-before)))
+      (when (and (stringp expected) (not (equal expected sha-before)))
         (agent-shell-tools-error
-         "File `%s' changed since you last read it (the user may have edited it); read it again before editing"
+         "File `%s' changed since you last read it (the user may have edited or deleted it); read it again before editing"
          path))
-      (let* ((buffer (progn (unless existed
+      (let* ((fresh (not (find-buffer-visiting file)))
+             (buffer (progn (unless existed
                               (make-directory (file-name-directory file) t))
                             (agent-shell-actions--buffer file)))
              (snapshot (and existed (agent-shell-actions--save-snapshot file context)))
-             (extra nil))
-        (agent-shell-actions--edit-buffer
-         buffer file (lambda () (setq extra (funcall edit))))
+             (extra nil)
+             (done nil))
+        (unwind-protect
+            (progn
+              (agent-shell-actions--edit-buffer
+               buffer file (lambda () (setq extra (funcall edit))))
+              (setq done t))
+          ;; Do not leave behind a buffer this failed call opened.
+          (when (and fresh (not done) (buffer-live-p buffer))
+            (with-current-buffer buffer (set-buffer-modified-p nil))
+            (kill-buffer buffer)))
         (let* ((sha-after (agent-shell-tools-sha256-file file))
                (old (and snapshot
                          (expand-file-name snapshot (agent-shell-actions--snapshot-root root))))
@@ -526,19 +535,29 @@ interactively) ask first.  Return the list of restored files,
 relative to ROOT."
   (interactive
    (list (or (agent-shell-actions--project-root) default-directory) nil t))
+  (if confirm
+      (condition-case err
+          (agent-shell-actions--undo-turn root turn-id t)
+        (agent-shell-tool-error (user-error "%s" (cadr err))))
+    (agent-shell-actions--undo-turn root turn-id nil)))
+
+(defun agent-shell-actions--undo-turn (root turn-id confirm)
+  "Undo TURN-ID in ROOT, asking first when CONFIRM; see `agent-shell-undo-turn'."
   (let* ((root (file-name-as-directory (expand-file-name root)))
          (turn-id (or turn-id (agent-shell-actions-last-turn root)
                       (agent-shell-tools-error "No agent turn to undo in %s" root)))
          (entries (agent-shell-actions--turn-entries root turn-id))
          (plan (agent-shell-actions--undo-plan root entries))
-         (rels (mapcar (lambda (step) (file-relative-name (car step) root)) plan)))
+         (rels (mapcar (lambda (step) (alist-get 'path (nth 1 step))) plan)))
     (unless plan
       (agent-shell-tools-error "Turn %s changed no files" turn-id))
     (let ((edited (agent-shell-actions--edited-since plan)))
       (when edited
         (agent-shell-tools-error
          "Not undoing turn %s: edited since then: %s" turn-id
-         (mapconcat (lambda (file) (file-relative-name file root)) edited ", "))))
+         (mapconcat (lambda (file)
+                      (alist-get 'path (nth 1 (assoc file plan))))
+                    edited ", "))))
     (when (or (not confirm)
               (yes-or-no-p (format "Undo agent turn %s (%s)? " turn-id
                                    (string-join rels ", "))))

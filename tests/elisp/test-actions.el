@@ -78,9 +78,8 @@
                       (agent-shell-test-context root)))))
       (should (string-match-p "no longer hold the expected text" message)))
     (should (equal (agent-shell-test-read root "a.txt") test-actions--lines))
-    (with-current-buffer (get-file-buffer (expand-file-name "a.txt" root))
-      (should-not (buffer-modified-p))
-      (should (equal (buffer-string) test-actions--lines)))
+    ;; The refused call does not leave a buffer it opened behind.
+    (should-not (get-file-buffer (expand-file-name "a.txt" root)))
     (should (string-match-p
              "outside the file"
              (agent-shell-test-tool-error
@@ -233,7 +232,45 @@
                              (agent-shell-test-context
                               root 'expected_sha256
                               (agent-shell-test-sha256 "用户改过了\n")))
-      (should (equal (agent-shell-test-read root "a.txt") "agent\n")))))
+      (should (equal (agent-shell-test-read root "a.txt") "agent\n"))
+      ;; A file deleted since it was read is not silently recreated.
+      (delete-file (expand-file-name "a.txt" root))
+      (should (string-match-p
+               "changed since you last read it"
+               (agent-shell-test-tool-error
+                 (agent-shell-test-call "write_file" '((path . "a.txt") (content . "x"))
+                                        (agent-shell-test-context
+                                         root 'expected_sha256
+                                         (agent-shell-test-sha256 "agent\n"))))))
+      (should-not (file-exists-p (expand-file-name "a.txt" root))))))
+
+(ert-deftest test-actions/extra-roots-writable-and-undoable ()
+  "Files under an extra root can be written and restored; their .git stays closed."
+  (agent-shell-test-with-project (root nil)
+    (let ((extra (file-name-as-directory (file-truename (make-temp-file "agent-shell-extra-" t)))))
+      (unwind-protect
+          (let ((target (expand-file-name "共享.txt" extra)))
+            (agent-shell-test-write extra "共享.txt" "旧\n")
+            (agent-shell-test-call "write_file" `((path . ,target) (content . "新\n"))
+                                   (agent-shell-test-context root 'extra_roots (list extra)
+                                                             'turn_id "turn-x"))
+            (should (equal (agent-shell-test-read extra "共享.txt") "新\n"))
+            (should (string-match-p
+                     "inside .git"
+                     (agent-shell-test-tool-error
+                       (agent-shell-test-call
+                        "write_file" `((path . ,(expand-file-name ".git/config" extra))
+                                       (content . "x"))
+                        (agent-shell-test-context root 'extra_roots (list extra))))))
+            (should (string-match-p
+                     "outside the project"
+                     (agent-shell-test-tool-error
+                       (agent-shell-test-call "write_file" `((path . ,target) (content . "x"))
+                                              (agent-shell-test-context root)))))
+            (should (equal (agent-shell-undo-turn root "turn-x") (list target)))
+            (should (equal (agent-shell-test-read extra "共享.txt") "旧\n")))
+        (agent-shell-test-cleanup-buffers extra)
+        (delete-directory extra t)))))
 
 (ert-deftest test-actions/unsaved-user-edits-refused ()
   "A buffer with unsaved user edits is never touched."
@@ -319,6 +356,10 @@
     (test-actions--make-turn root "turn-1")
     (should (equal (agent-shell-test-read root "a.txt")
                    "改二\n改一\nline two\nline three\nline four\n最后一行\n"))
+    ;; Declining the confirmation changes nothing.
+    (cl-letf (((symbol-function 'yes-or-no-p) (lambda (_prompt) nil)))
+      (should-not (agent-shell-undo-turn root nil t)))
+    (should (file-exists-p (expand-file-name "新/b.txt" root)))
     (should (equal (sort (agent-shell-undo-turn root) #'string<) '("a.txt" "新/b.txt")))
     (should (equal (agent-shell-test-read root "a.txt") test-actions--lines))
     (should-not (file-exists-p (expand-file-name "新/b.txt" root)))

@@ -254,10 +254,12 @@
               (should (eq (window-buffer selected) agent))
               (with-current-buffer buffer
                 (should (= (line-number-at-pos) 7)))
+              (should (eq (alist-get 'displayed result) t))
               (let ((window (get-buffer-window buffer)))
-                (when window
-                  (with-current-buffer buffer
-                    (should (= (line-number-at-pos (window-point window)) 7)))))))
+                (should window)
+                (should-not (eq window selected))
+                (with-current-buffer buffer
+                  (should (= (line-number-at-pos (window-point window)) 7))))))
         (delete-other-windows)
         (kill-buffer agent)))
     (should (string-match-p
