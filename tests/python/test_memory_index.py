@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest

@@ -408,17 +408,18 @@ class MemoryIndex:
                 bm25[rid] = -float(rank)
                 ids.add(rid)
         if plan.like_terms:
+            # Rank LIKE matches by how many short terms each row contains, so a common
+            # term ("go") cannot crowd the rows matching all of them out of the limit.
             cols = ("title", "tags", "symbols", "summary", "body")
-            conds = " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for _ in plan.like_terms for c in cols)
+            one = "(" + " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in cols) + ")"
+            matched = " + ".join(one for _ in plan.like_terms)
             params: list[Any] = [like_pattern(t) for t in plan.like_terms for _ in cols]
-            ids.update(
-                r[0]
-                for r in conn.execute(
-                    f"SELECT id FROM experiences WHERE {conds} "  # noqa: S608 - placeholders only
-                    "ORDER BY project = ? DESC, date DESC LIMIT ?",
-                    (*params, proj, CANDIDATES * 2),
-                )
+            sql = (
+                f"SELECT id FROM (SELECT id, project, date, {matched} AS n "  # noqa: S608
+                "FROM experiences) WHERE n > 0 "
+                "ORDER BY n DESC, project = ? DESC, date DESC LIMIT ?"
             )
+            ids.update(r[0] for r in conn.execute(sql, (*params, proj, CANDIDATES * 2)))
         if symbols:
             conds = " OR ".join("symbols LIKE ? ESCAPE '\\'" for _ in symbols)
             ids.update(

@@ -148,7 +148,10 @@ def generate(
         for q, i in enumerate(picks):
             a, b, stack, func = keys[i]
             ta, tb = _TOPICS[a], _TOPICS[b]
-            lang = q % 3  # 0: Chinese words, 1: English words, 2: mixed
+            # Chinese experiences carry English tags, so any language finds them;
+            # English ones are only findable in English (no cross-lingual matching).
+            chinese = "\u4e00" <= exps[i].title[0] <= "\u9fff"
+            lang = q % 3 if chinese else 1  # 0: Chinese words, 1: English, 2: mixed
             words = (
                 f"{ta[1]} {tb[1]}"
                 if lang == 0
