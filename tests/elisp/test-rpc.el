@@ -1,0 +1,478 @@
+;;; test-rpc.el --- Tests of agent-shell-rpc.el  -*- lexical-binding: t; -*-
+
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; Two halves.  The parser tests replay bytes recorded from the real
+;; bridge (tests/fixtures/sse, written by record.py there) through the
+;; HTTP and SSE parsers in random pieces of 1 to 7 bytes.  The
+;; connection tests run the real bridge (AGENT_SHELL_TEST_BRIDGE, else the
+;; checkout's .venv) with its debug methods switched on, and talk to it
+;; over real loopback HTTP.  Waiting is always on a condition, bounded
+;; by a timeout.
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'subr-x)
+(require 'agent-shell-rpc)
+
+(defconst test-rpc--dir
+  (file-name-directory (or load-file-name buffer-file-name))
+  "Directory of this file.")
+
+(defconst test-rpc--fixtures
+  (expand-file-name "../fixtures/sse/" test-rpc--dir)
+  "Recorded bridge streams.")
+
+(defconst test-rpc--bridge
+  (let ((env (getenv "AGENT_SHELL_TEST_BRIDGE")))
+    (if (and env (not (string-empty-p env)))
+        env
+      (expand-file-name "../../.venv/bin/agent-shell-bridge" test-rpc--dir)))
+  "The bridge program the tests run.")
+
+(defconst test-rpc--chinese "中文测试 🚀 e\u0301"
+  "Text that must survive every trip byte for byte.")
+
+;;; Helpers
+
+(defun test-rpc--bytes (name)
+  "Return the bytes of fixture NAME as a unibyte string."
+  (with-temp-buffer
+    (set-buffer-multibyte nil)
+    (insert-file-contents-literally (expand-file-name name test-rpc--fixtures))
+    (buffer-string)))
+
+(defun test-rpc--json-file (name)
+  "Return the fixture NAME parsed as the RPC layer parses JSON."
+  (json-parse-string (decode-coding-string (test-rpc--bytes name) 'utf-8)
+                     :object-type 'alist :array-type 'list
+                     :null-object nil :false-object :json-false))
+
+(defun test-rpc--pieces (bytes seed)
+  "Split BYTES into pieces of 1 to 7 bytes, reproducibly from SEED."
+  (random (format "test-rpc-%s" seed))
+  (let ((pieces nil) (i 0) (n (length bytes)))
+    (while (< i n)
+      (let ((j (min n (+ i 1 (random 7)))))
+        (push (substring bytes i j) pieces)
+        (setq i j)))
+    (nreverse pieces)))
+
+(defun test-rpc--parse-response (bytes seed)
+  "Feed BYTES in pieces (SEED) to a response parser.
+Return (STATUS HEADERS BODY DONE-COUNT MAX-BUFFERED), BODY unibyte."
+  (let ((http (agent-shell-rpc--http-new)) (body nil) (done 0) (max-buffered 0))
+    (unwind-protect
+        (progn
+          (dolist (piece (test-rpc--pieces bytes seed))
+            (dolist (ev (agent-shell-rpc--http-feed http piece))
+              (pcase (car ev)
+                ('body (push (cdr ev) body))
+                ('done (cl-incf done))))
+            (setq max-buffered (max max-buffered
+                                    (buffer-size (agent-shell-rpc--http-buffer http)))))
+          (list (agent-shell-rpc--http-status http)
+                (agent-shell-rpc--http-headers http)
+                (apply #'concat (nreverse body))
+                done
+                max-buffered))
+      (agent-shell-rpc--http-discard http))))
+
+(defun test-rpc--stream-events (bytes seed)
+  "Parse the HTTP SSE response BYTES in pieces (SEED); return the events."
+  (let ((http (agent-shell-rpc--http-new)) (sse (agent-shell-rpc--sse-make)) (events nil))
+    (unwind-protect
+        (dolist (piece (test-rpc--pieces bytes seed) (nreverse events))
+          (dolist (ev (agent-shell-rpc--http-feed http piece))
+            (when (eq (car ev) 'body)
+              (dolist (e (agent-shell-rpc--sse-feed sse (cdr ev)))
+                (push e events)))))
+      (agent-shell-rpc--http-discard http))))
+
+(defun test-rpc--event-alist (event)
+  "Turn a parsed SSE EVENT plist into the shape of the .json fixtures."
+  `((id . ,(plist-get event :id))
+    (event . ,(plist-get event :event))
+    (data . ,(json-parse-string (plist-get event :data)
+                                :object-type 'alist :array-type 'list
+                                :null-object nil :false-object :json-false))))
+
+(defun test-rpc--wait (predicate &optional timeout)
+  "Wait until PREDICATE returns non-nil, at most TIMEOUT seconds (default 10).
+Return its value, or nil on timeout."
+  (let ((deadline (+ (float-time) (or timeout 10))) (value nil))
+    (while (and (not (setq value (funcall predicate)))
+                (< (float-time) deadline))
+      (accept-process-output nil 0.02))
+    value))
+
+(defun test-rpc--start (&rest args)
+  "Start the real bridge with its debug methods, passing ARGS on."
+  (apply #'agent-shell-rpc-start
+         :command (list test-rpc--bridge)
+         :directory temporary-file-directory
+         :environment '("AGENT_SHELL_BRIDGE_DEBUG=1")
+         :name "test-rpc-bridge"
+         :ready-timeout 30
+         args))
+
+(defmacro test-rpc--with-bridge (spec &rest body)
+  "Run BODY with (VAR START-ARGS...) in SPEC bound to a started bridge.
+The bridge and the message hook are cleaned up afterwards."
+  (declare (indent 1))
+  `(let* ((agent-shell-rpc-message-functions nil)
+          (,(car spec) (test-rpc--start ,@(cdr spec))))
+     (unwind-protect (progn ,@body)
+       (agent-shell-rpc-stop ,(car spec)))))
+
+(defun test-rpc--timers-of (conn)
+  "Return the timers that still refer to CONN."
+  (cl-remove-if-not (lambda (timer) (memq conn (timer--args timer)))
+                    (append timer-list timer-idle-list)))
+
+(defun test-rpc--collector ()
+  "Return (HOOK-FN . GETTER) collecting messages the hook sees."
+  (let ((seen nil))
+    (cons (lambda (_conn message) (push message seen))
+          (lambda () (reverse seen)))))
+
+(defun test-rpc--emit (conn messages &optional count)
+  "Publish MESSAGES (a list) COUNT times on CONN's event stream."
+  (agent-shell-rpc-request-sync
+   conn "debug/emit"
+   `((messages . ,(vconcat messages)) ,@(and count `((count . ,count))))))
+
+(defun test-rpc--note (n)
+  "Return a notification numbered N."
+  `((jsonrpc . "2.0") (method . "test/note") (params (n . ,n))))
+
+;;; Parsers fed recorded bytes
+
+(ert-deftest test-rpc/http-content-length-responses ()
+  "Recorded POST /rpc responses parse the same whatever the read sizes."
+  (dolist (case '(("rpc-ping" 200) ("rpc-unknown" 200) ("rpc-unauthorized" 401)))
+    (let ((bytes (test-rpc--bytes (concat (car case) ".http")))
+          (expected (test-rpc--json-file (concat (car case) ".json"))))
+      (dotimes (seed 20)
+        (pcase-let ((`(,status ,headers ,body ,done ,_) (test-rpc--parse-response bytes seed)))
+          (should (equal status (cadr case)))
+          (should (equal (cdr (assoc "content-type" headers)) "application/json"))
+          (should (= done 1))
+          (should (equal (agent-shell-rpc--decode body) expected)))))
+    (let ((unknown (test-rpc--json-file "rpc-unknown.json")))
+      (should (string= (alist-get 'message (alist-get 'error unknown))
+                       "Method not found: no/such/方法")))))
+
+(ert-deftest test-rpc/http-chunked-event-stream ()
+  "The recorded GET /events stream decodes to the recorded messages."
+  (let ((bytes (test-rpc--bytes "events-bridge.http"))
+        (expected (test-rpc--json-file "events-bridge.json")))
+    (should (= (length expected) 5))
+    (dotimes (seed 4)
+      (let ((events (mapcar #'test-rpc--event-alist (test-rpc--stream-events bytes seed))))
+        (should (equal events expected))
+        (should (string= (alist-get 'text (alist-get 'content (alist-get 'update
+                                                                         (alist-get 'params (alist-get 'data (car events))))))
+                         test-rpc--chinese))
+        (should (string= (alist-get 'text (alist-get 'params (alist-get 'data (nth 3 events))))
+                         (make-string 3000 ?长)))))))
+
+(ert-deftest test-rpc/http-chunks-split-characters ()
+  "Chunk boundaries inside multi-byte characters do not corrupt text."
+  (let* ((bytes (test-rpc--bytes "events-rechunked.http"))
+         (expected (test-rpc--json-file "events-bridge.json"))
+         (http (agent-shell-rpc--http-new))
+         (split-char nil))
+    ;; The fixture really splits characters: some chunk alone is not UTF-8.
+    (unwind-protect
+        (dolist (ev (agent-shell-rpc--http-feed http bytes))
+          (when (and (eq (car ev) 'body)
+                     (cl-some (lambda (c) (eq (char-charset c) 'eight-bit))
+                              (decode-coding-string (cdr ev) 'utf-8)))
+            (setq split-char t)))
+      (agent-shell-rpc--http-discard http))
+    (should split-char)
+    (dotimes (seed 3)
+      (should (equal (mapcar #'test-rpc--event-alist (test-rpc--stream-events bytes seed))
+                     expected)))))
+
+(ert-deftest test-rpc/sse-syntax-edge-cases ()
+  "Comments, CR/LF/CRLF ends, multi-line data, event, id and retry fields."
+  (let ((bytes (test-rpc--bytes "events-edge.sse"))
+        (expected (test-rpc--json-file "events-edge.json")))
+    (dotimes (seed 30)
+      (let ((sse (agent-shell-rpc--sse-make)) (events nil))
+        (dolist (piece (test-rpc--pieces bytes seed))
+          (setq events (append events (agent-shell-rpc--sse-feed sse piece))))
+        (should (equal (mapcar #'test-rpc--event-alist events) expected))
+        ;; The last event is still waiting for its blank line.
+        (should (equal (agent-shell-rpc--sse-data sse)
+                       '("{\"never\":\"dispatched without a blank line\"}")))))))
+
+(ert-deftest test-rpc/http-malformed-responses ()
+  "Garbage from the network is an `agent-shell-rpc-error', not a crash."
+  (dolist (bytes '("SMTP ready\r\n\r\n"
+                   "HTTP/1.1 200 OK\r\nContent-Length: nine\r\n\r\n"
+                   "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"
+                   "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n"))
+    (let ((http (agent-shell-rpc--http-new)))
+      (unwind-protect
+          (should-error (agent-shell-rpc--http-feed http bytes) :type 'agent-shell-rpc-error)
+        (agent-shell-rpc--http-discard http)))))
+
+(ert-deftest test-rpc/parser-state-stays-small ()
+  "Parsed bytes are consumed, so a long stream keeps the buffers small."
+  (let* ((event (encode-coding-string
+                 (format "id: 1\r\ndata: {\"t\":\"%s\"}\r\n\r\n" test-rpc--chinese) 'utf-8))
+         (chunk (concat (format "%x\r\n" (length event)) event "\r\n"))
+         (stream (concat "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         (apply #'concat (make-list 400 chunk))))
+         (http (agent-shell-rpc--http-new))
+         (sse (agent-shell-rpc--sse-make))
+         (count 0) (max-buffered 0) (max-fragments 0))
+    (unwind-protect
+        (dolist (piece (test-rpc--pieces stream 1))
+          (dolist (ev (agent-shell-rpc--http-feed http piece))
+            (when (eq (car ev) 'body)
+              (cl-incf count (length (agent-shell-rpc--sse-feed sse (cdr ev))))))
+          (setq max-buffered (max max-buffered (buffer-size (agent-shell-rpc--http-buffer http)))
+                max-fragments (max max-fragments
+                                   (apply #'+ (mapcar #'length (agent-shell-rpc--sse-fragments sse))))))
+      (agent-shell-rpc--http-discard http))
+    (should (= count 400))
+    (should (< max-buffered 64))
+    (should (< max-fragments (length event)))))
+
+(ert-deftest test-rpc/repeated-event-ids-dropped ()
+  "An event whose id is not above the last one seen is dropped."
+  (let ((conn (agent-shell-rpc--make-conn :name "t" :last-event-id "5")))
+    (should (equal (agent-shell-rpc--accept-events
+                    conn (list '(:id "4" :event "message" :data "{\"n\":4}")
+                               '(:id "5" :event "message" :data "{\"n\":5}")
+                               '(:id "6" :event "message" :data "{\"n\":6}")
+                               '(:id "6" :event "message" :data "{\"n\":66}")
+                               '(:id "7" :event "message" :data "not json")
+                               '(:id "8" :event "message" :data "{\"n\":8}")))
+                   '(((n . 6)) ((n . 8)))))
+    (should (equal (agent-shell-rpc-conn-last-event-id conn) "8"))))
+
+;;; The real bridge
+
+(ert-deftest test-rpc/start-initialize-ping ()
+  "A started bridge answers initialize and ping, sync and async."
+  (let ((ready nil) (agent-shell-log-events t))
+    (when (get-buffer "*agent-shell events*") (kill-buffer "*agent-shell events*"))
+    (test-rpc--with-bridge (conn :on-ready (lambda (c) (setq ready c)))
+      (should (eq ready conn))
+      (should (agent-shell-rpc-live-p conn))
+      (should (integerp (agent-shell-rpc-conn-port conn)))
+      (let ((init (agent-shell-rpc-request-sync
+                   conn "initialize"
+                   `((protocolVersion . 1)
+                     (clientInfo (name . "emacs-test") (title . ,test-rpc--chinese))
+                     (clientCapabilities (tools . ["open_file"]))))))
+        (should (equal (alist-get 'protocolVersion init) 1))
+        (should (member "ping" (alist-get 'methods init)))
+        (should (member "debug/emit" (alist-get 'methods init))))
+      (let ((got nil))
+        (agent-shell-rpc-request conn "ping" nil :on-success (lambda (r) (setq got r)))
+        (should (= (agent-shell-rpc-pending-count conn) 1))
+        (should (test-rpc--wait (lambda () got)))
+        (should (eq (alist-get 'pong got) t))
+        (should (= (agent-shell-rpc-pending-count conn) 0)))
+      (with-current-buffer "*agent-shell events*"
+        (should (string-match-p "\"method\":\"ping\"" (buffer-string)))
+        (should (string-match-p (regexp-quote test-rpc--chinese) (buffer-string)))))))
+
+(ert-deftest test-rpc/errors-reach-on-error ()
+  "Unknown methods and a wrong token give JSON-RPC errors to :on-error."
+  (test-rpc--with-bridge (conn)
+    (let ((err nil))
+      (agent-shell-rpc-request conn "no/such/method" nil :on-error (lambda (e) (setq err e)))
+      (should (test-rpc--wait (lambda () err)))
+      (should (= (alist-get 'code err) -32601)))
+    (let ((sig (should-error (agent-shell-rpc-request-sync conn "no/such/method" nil)
+                             :type 'agent-shell-rpc-error)))
+      (should (string-match-p "no/such/method" (cadr sig)))
+      (should (= (alist-get 'code (nth 2 sig)) -32601)))
+    ;; Same bridge, wrong token: the bridge refuses with 401 and -32040.
+    (let ((impostor (agent-shell-rpc--make-conn
+                     :name "impostor" :port (agent-shell-rpc-conn-port conn) :token "wrong"
+                     :process (agent-shell-rpc-conn-process conn)))
+          (err nil))
+      (agent-shell-rpc-request impostor "ping" nil :on-error (lambda (e) (setq err e)))
+      (should (test-rpc--wait (lambda () err)))
+      (should (= (alist-get 'code err) -32040)))))
+
+(ert-deftest test-rpc/chinese-round-trip ()
+  "Chinese, emoji and combining marks come back over SSE unchanged."
+  (test-rpc--with-bridge (conn)
+    (let* ((collector (test-rpc--collector))
+           (long (apply #'concat (make-list 20000 "中文🚀")))
+           (messages `(((jsonrpc . "2.0") (method . "test/text")
+                        (params (text . ,test-rpc--chinese)))
+                       ((jsonrpc . "2.0") (method . "test/text")
+                        (params (text . ,long))))))
+      (add-hook 'agent-shell-rpc-message-functions (car collector))
+      (test-rpc--emit conn messages)
+      (should (test-rpc--wait (lambda () (= (length (funcall (cdr collector))) 2))))
+      (let ((seen (funcall (cdr collector))))
+        (should (string= (alist-get 'text (alist-get 'params (car seen))) test-rpc--chinese))
+        (should (string= (alist-get 'text (alist-get 'params (cadr seen))) long))))))
+
+(ert-deftest test-rpc/notifications-in-order ()
+  "Many notifications arrive through the hook once each, in order."
+  (test-rpc--with-bridge (conn)
+    (let ((collector (test-rpc--collector)))
+      (add-hook 'agent-shell-rpc-message-functions (car collector))
+      (test-rpc--emit conn (mapcar #'test-rpc--note (number-sequence 1 200)))
+      (should (test-rpc--wait (lambda () (>= (length (funcall (cdr collector))) 200))))
+      (should (equal (mapcar (lambda (m) (alist-get 'n (alist-get 'params m)))
+                             (funcall (cdr collector)))
+                     (number-sequence 1 200))))))
+
+(ert-deftest test-rpc/survives-dropped-stream ()
+  "After the bridge drops the stream, events are neither lost nor doubled."
+  (test-rpc--with-bridge (conn)
+    (let ((collector (test-rpc--collector))
+          (numbers (lambda (seen) (mapcar (lambda (m) (alist-get 'n (alist-get 'params m))) seen))))
+      (add-hook 'agent-shell-rpc-message-functions (car collector))
+      (test-rpc--emit conn (mapcar #'test-rpc--note (number-sequence 1 5)))
+      (should (test-rpc--wait (lambda () (= (length (funcall (cdr collector))) 5))))
+      (let ((first-stream (agent-shell-rpc-conn-events-process conn)))
+        (agent-shell-rpc-request-sync conn "debug/drop_streams" nil)
+        ;; Emitted while the client is (most likely) between streams.
+        (test-rpc--emit conn (mapcar #'test-rpc--note (number-sequence 6 10)))
+        (test-rpc--emit conn (mapcar #'test-rpc--note (number-sequence 11 12)))
+        (should (test-rpc--wait (lambda () (>= (length (funcall (cdr collector))) 12))))
+        (should-not (eq first-stream (agent-shell-rpc-conn-events-process conn))))
+      ;; A marker emitted last proves nothing else is still on its way.
+      (test-rpc--emit conn (list (test-rpc--note 13)))
+      (should (test-rpc--wait (lambda () (>= (length (funcall (cdr collector))) 13))))
+      (should (equal (funcall numbers (funcall (cdr collector))) (number-sequence 1 13)))
+      (should (equal (agent-shell-rpc-conn-last-event-id conn) "13")))))
+
+(cl-defmethod agent-shell-rpc-handle (_conn (_method (eql 'test/note)) _params _id)
+  "Accept the test notifications; the tests watch the hook.")
+
+(cl-defmethod agent-shell-rpc-handle (_conn (_method (eql 'test/text)) _params _id)
+  "Accept the test notifications; the tests watch the hook.")
+
+(cl-defmethod agent-shell-rpc-handle (conn (_method (eql 'test-rpc/echo)) params id)
+  "Answer the test request ID on CONN with the text in PARAMS."
+  (agent-shell-rpc-respond conn id `((echo . ,(alist-get 'text params)))))
+
+(cl-defmethod agent-shell-rpc-handle (_conn (_method (eql 'test-rpc/broken)) _params _id)
+  "A handler that fails."
+  (error "Deliberate failure in a handler"))
+
+(ert-deftest test-rpc/bridge-requests-answered ()
+  "A bridge request reaches its handler and the answer reaches the bridge."
+  (test-rpc--with-bridge (conn)
+    (let ((reply (agent-shell-rpc-request-sync
+                  conn "debug/client_request"
+                  `((method . "test-rpc/echo") (params (text . ,test-rpc--chinese))))))
+      (should (string= (alist-get 'echo (alist-get 'result reply)) test-rpc--chinese)))
+    ;; No handler: the default method answers -32601 so the bridge does not hang.
+    (let ((warning-minimum-log-level :error)
+          (sig (should-error (agent-shell-rpc-request-sync
+                              conn "debug/client_request" '((method . "test-rpc/nobody")))
+                             :type 'agent-shell-rpc-error)))
+      (should (string-match-p "Method not found in Emacs: test-rpc/nobody" (cadr sig))))
+    ;; A failing handler is caught and answered with an error.
+    (let ((sig (should-error (let ((debug-on-error nil))
+                               (agent-shell-rpc-request-sync
+                                conn "debug/client_request" '((method . "test-rpc/broken"))))
+                             :type 'agent-shell-rpc-error)))
+      (should (string-match-p "Deliberate failure" (cadr sig))))
+    (should (agent-shell-rpc-live-p conn))))
+
+(ert-deftest test-rpc/request-timeout ()
+  "A request the bridge does not answer in time fails with a clear message."
+  (test-rpc--with-bridge (conn)
+    (let ((pid (process-id (agent-shell-rpc-conn-process conn))) (err nil))
+      (signal-process pid 'SIGSTOP)
+      (unwind-protect
+          (progn
+            (agent-shell-rpc-request conn "ping" nil :timeout 0.3
+                                     :on-error (lambda (e) (setq err e)))
+            (should (test-rpc--wait (lambda () err)))
+            (should (string-match-p "did not answer ping within 0.3 s" (alist-get 'message err)))
+            (should (= (agent-shell-rpc-pending-count conn) 0)))
+        (signal-process pid 'SIGCONT))
+      (should (eq (alist-get 'pong (agent-shell-rpc-request-sync conn "ping" nil)) t)))))
+
+(defun test-rpc--check-death (kill)
+  "Start a bridge, leave a request pending, end it with KILL; check the fallout."
+  (let* ((agent-shell-rpc-message-functions nil)
+         (exit nil)
+         (conn (test-rpc--start :on-exit (lambda (c reason) (setq exit (list c reason)))))
+         (pid (process-id (agent-shell-rpc-conn-process conn)))
+         (err nil))
+    (unwind-protect
+        (progn
+          ;; A stopped bridge accepts the connection but never answers.
+          (signal-process pid 'SIGSTOP)
+          (agent-shell-rpc-request conn "ping" nil :timeout 20
+                                   :on-error (lambda (e) (setq err e)))
+          (should (= (agent-shell-rpc-pending-count conn) 1))
+          (funcall kill conn pid)
+          (should (test-rpc--wait (lambda () err)))
+          (should (string-match-p "The bridge exited (.*); M-x agent-shell-start restarts it"
+                                  (alist-get 'message err)))
+          (should (= (alist-get 'code err) agent-shell-rpc-code-disconnected))
+          (should-not (agent-shell-rpc-live-p conn))
+          (should (= (agent-shell-rpc-pending-count conn) 0))
+          (should (eq (car exit) conn))
+          (should (stringp (cadr exit)))
+          (should-not (test-rpc--timers-of conn))
+          (should-error (agent-shell-rpc-request conn "ping" nil) :type 'agent-shell-rpc-error))
+      (ignore-errors (signal-process pid 'SIGKILL))
+      (agent-shell-rpc-stop conn))))
+
+(ert-deftest test-rpc/killed-bridge-fails-pending ()
+  "SIGKILL of the bridge fails pending requests and runs :on-exit."
+  (test-rpc--check-death (lambda (_conn pid) (signal-process pid 'SIGKILL))))
+
+(ert-deftest test-rpc/deleted-process-fails-pending ()
+  "`delete-process' on the bridge fails pending requests and runs :on-exit."
+  (test-rpc--check-death (lambda (conn _pid) (delete-process (agent-shell-rpc-conn-process conn)))))
+
+(ert-deftest test-rpc/stop-ends-process ()
+  "`agent-shell-rpc-stop' shuts the bridge down and leaves nothing behind."
+  (let* ((exit nil)
+         (conn (test-rpc--start :on-exit (lambda (_c reason) (setq exit reason))))
+         (proc (agent-shell-rpc-conn-process conn)))
+    (agent-shell-rpc-request-sync conn "ping" nil)
+    (agent-shell-rpc-stop conn)
+    (should-not (process-live-p proc))
+    (should-not (agent-shell-rpc-live-p conn))
+    (should-not (process-live-p (agent-shell-rpc-conn-stderr-process conn)))
+    (should-not (agent-shell-rpc-conn-events-process conn))
+    (should (stringp exit))
+    (should-not (test-rpc--timers-of conn))
+    ;; The bridge left by itself: the polite shutdown worked.
+    (should (memq (process-status proc) '(exit)))
+    (should-error (agent-shell-rpc-request-sync conn "ping" nil) :type 'agent-shell-rpc-error)))
+
+(ert-deftest test-rpc/start-failure-shows-stderr ()
+  "A bridge that dies before its ready line is reported with its stderr."
+  (let ((sig (should-error
+              (agent-shell-rpc-start
+               :command '("sh" "-c" "echo 'cannot bind: 端口 busy' >&2; exit 3" "sh")
+               :name "test-rpc-broken" :ready-timeout 10)
+              :type 'agent-shell-rpc-error)))
+    (should (string-match-p "did not start" (cadr sig)))
+    (should (string-match-p "cannot bind: 端口 busy" (cadr sig))))
+  (let ((sig (should-error
+              (agent-shell-rpc-start :command '("sh" "-c" "echo not-json; sleep 5" "sh")
+                                     :name "test-rpc-chatty" :ready-timeout 10)
+              :type 'agent-shell-rpc-error)))
+    (should (string-match-p "unexpected first line" (cadr sig)))))
+
+(provide 'test-rpc)
+;;; test-rpc.el ends here
