@@ -523,3 +523,23 @@ async def test_http_client_can_be_injected(rig: Factory) -> None:
         await client.aclose()
         assert not http.is_closed
     assert final(events).content == "shared"
+
+
+async def test_non_streaming_json_answer_is_accepted(rig: Factory) -> None:
+    """A provider that ignores ``stream: true`` and sends one JSON completion."""
+    r = await rig(
+        [
+            {
+                "non_streaming": True,
+                "reasoning": "想",
+                "text": "整段回答",
+                "tool_calls": [{"name": "read_file", "arguments": {"path": "a"}, "id": "j1"}],
+            }
+        ]
+    )
+    events = await r.run()
+    done = final(events)
+    assert [type(e) for e in events[:-1]] == [ReasoningDelta, TextDelta]
+    assert (done.content, done.reasoning, done.finish_reason) == ("整段回答", "想", "tool_calls")
+    assert [(c.id, c.parsed_arguments()) for c in done.tool_calls] == [("j1", {"path": "a"})]
+    assert done.usage is not None and done.usage.prompt_tokens > 0

@@ -250,6 +250,31 @@ def build_frames(
     return frames, trailer
 
 
+def build_completion(step: MockStep, body: JSONObject, request_index: int) -> JSONObject:
+    """The whole answer as one ``chat.completion`` object (a non-streaming reply)."""
+    message: JSONObject = {"role": "assistant", "content": step.text or None}
+    if step.reasoning:
+        message["reasoning_content"] = step.reasoning
+    if step.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": call.id or f"call_{request_index}_{i}",
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments_text()},
+            }
+            for i, call in enumerate(step.tool_calls)
+        ]
+    finish = step.finish_reason or ("tool_calls" if step.tool_calls else "stop")
+    return {
+        "id": f"chatcmpl-mock-{request_index}",
+        "object": "chat.completion",
+        "created": CREATED,
+        "model": str(body.get("model") or "mock-model"),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": estimate_usage(body, step),
+    }
+
+
 # --- serving it ----------------------------------------------------------------------
 
 
@@ -375,6 +400,9 @@ def create_mock_app(script: MockScript) -> Starlette:
             record.status = int(fault)
             record.completed = True
             return _error_response(step, fault)
+        if step.non_streaming and fault is None:
+            record.completed = True
+            return JSONResponse(build_completion(step, body, record.index))
         frames, trailer = build_frames(step, body, record.index)
         if fault == "cut":
             keep = step.cut_after if step.cut_after is not None else max(1, len(frames) // 2)

@@ -80,6 +80,7 @@ class MockStep(_Strict):
     keepalive: bool = False
     raw_chunks: list[JSONObject | str] | None = None
     style: Style = "openai"
+    non_streaming: bool = False
 
 
 class MockScript(_Strict):

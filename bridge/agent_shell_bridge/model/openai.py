@@ -189,6 +189,12 @@ class ModelClient:
         ) as response:
             if response.status_code != 200:
                 await self._raise_for_status(response)
+            if response.headers.get("content-type", "").startswith("application/json"):
+                # A provider that ignored ``stream: true`` sent one whole completion.
+                for event in assembler.feed_data((await response.aread()).decode("utf-8")):
+                    yield event
+                assembler.done = True
+                return
             decoder = SSEDecoder()
             try:
                 async for text in response.aiter_text():
