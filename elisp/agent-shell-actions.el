@@ -140,6 +140,7 @@ Refuse when the user has unsaved changes in it."
     (if (not buffer)
         (let ((inhibit-message t)
               (enable-local-variables :safe)
+              (large-file-warning-threshold nil)
               (create-lockfiles nil))
           (find-file-noselect file))
       (unless (verify-visited-file-modtime buffer)

@@ -324,7 +324,7 @@ ripgrep is not installed."
                               quoted word)
                     (format "(^|[^%s])%s([^%s]|$)" word quoted word)))
          (result (agent-shell-tools-run
-                  root "rg" "--json" "--no-config" "--max-count" "50"
+                  root "rg" "--json" "--no-config" "--no-messages" "--max-count" "50"
                   "--max-columns" "1000" "-e" pattern "--" "."))
          (hits nil))
     (if (null (car result))
@@ -497,6 +497,20 @@ ripgrep is not installed."
                                   display-buffer-pop-up-window)
                                  (inhibit-same-window . t))))))
 
+(defun agent-shell-perception--visit (file)
+  "Return a buffer visiting FILE, without any question to the user.
+An unmodified buffer whose file changed on disk is reverted first."
+  (let ((buffer (find-buffer-visiting file)))
+    (if buffer
+        (with-current-buffer buffer
+          (unless (or (buffer-modified-p) (verify-visited-file-modtime buffer))
+            (let ((inhibit-message t)) (revert-buffer t t t)))
+          buffer)
+      (let ((inhibit-message t)
+            (enable-local-variables :safe)
+            (large-file-warning-threshold nil))
+        (find-file-noselect file)))))
+
 (defun agent-shell-perception-open-file (args context)
   "Handle `open_file' with ARGS in CONTEXT."
   (let* ((path (agent-shell-tools-arg args 'path 'string t))
@@ -504,7 +518,7 @@ ripgrep is not installed."
          (file (agent-shell-tools-resolve path context)))
     (unless (file-regular-p file)
       (agent-shell-tools-error "No such file: %s" path))
-    (let* ((buffer (find-file-noselect file))
+    (let* ((buffer (agent-shell-perception--visit file))
            (window (agent-shell-perception--show buffer))
            (count nil)
            (target nil))

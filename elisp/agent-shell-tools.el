@@ -118,6 +118,7 @@ TYPE is one of `string', `integer', `boolean', `list'.  When REQUIRED
 is non-nil a missing argument is an error.  Booleans come back as t
 or nil."
   (let ((value (alist-get key args)))
+    (when (eq value :null) (setq value nil))
     (cond
      ((null value)
       (when required
@@ -182,7 +183,8 @@ or nil."
                 (mapcar (lambda (dir)
                           (and (stringp dir) (file-name-absolute-p dir)
                                (agent-shell-tools--true-dir dir)))
-                        (if (vectorp extra) (append extra nil) extra))))))
+                        (cond ((vectorp extra) (append extra nil))
+                              ((listp extra) extra)))))))
 
 (defun agent-shell-tools--within (file dir)
   "Return non-nil when FILE (a truename) is DIR or lies below it."
@@ -313,14 +315,17 @@ seconds or when it produced more than
                                      :noquery t :sentinel #'ignore))
             (ignore-errors (process-send-eof proc))
             (while (and (process-live-p proc) (not status))
-              (accept-process-output proc 0.05)
+              ;; Only these two processes are read here, so the bridge's own
+              ;; connection cannot re-enter a tool while one is running.
+              (accept-process-output proc 0.05 nil t)
+              (accept-process-output stderr 0 nil t)
               (cond ((> (float-time) deadline) (setq status 'timeout))
                     ((> (buffer-size buffer) agent-shell-tools-max-output-bytes)
                      (setq status 'overflow))))
             (if status
                 (delete-process proc)
               ;; Drain what the process wrote before it exited.
-              (while (accept-process-output proc 0))
+              (while (accept-process-output proc 0 nil t))
               (setq status (process-exit-status proc)))
             (cons status (with-current-buffer buffer (buffer-string))))
         (when (and proc (process-live-p proc)) (delete-process proc))

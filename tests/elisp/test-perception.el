@@ -273,6 +273,21 @@
                (agent-shell-test-call "open_file" '((path . "app.py") (line . 99))
                                       (agent-shell-test-context root)))))))
 
+;;; Subprocesses
+
+(ert-deftest test-perception/process-runner-is-bounded ()
+  "A helper process that outlives its time budget is killed, never waited on."
+  (let* ((agent-shell-tools-process-timeout 0.3)
+         (start (float-time))
+         (result (agent-shell-tools-run temporary-file-directory "sleep" "30")))
+    (should (eq (car result) 'timeout))
+    (should (< (- (float-time) start) 10)))
+  (should (equal (agent-shell-tools-run temporary-file-directory "printf" "中文\\n")
+                 '(0 . "中文\n")))
+  (should (equal (agent-shell-tools-run temporary-file-directory
+                                        "agent-shell-no-such-program")
+                 '(nil . ""))))
+
 ;;; Dispatch
 
 (ert-deftest test-perception/dispatch-rejects-unknown-tool-and-bad-args ()
