@@ -152,7 +152,7 @@ def create_app(settings: ServerSettings, runtime: Runtime) -> Starlette:
 
         return EventSourceResponse(
             stream(),
-            ping=int(settings.sse_ping_s),
+            ping=settings.sse_ping_s,
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
 

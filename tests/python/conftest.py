@@ -94,6 +94,8 @@ class EventStream:
         self.response = response
         self.comments: list[bytes] = []
         self._lines = self._iter_lines()
+        self._pending = SSEEvent(None, None, b"")  # id and event type seen so far
+        self._data: list[bytes] = []
 
     async def _iter_lines(self) -> AsyncIterator[bytes]:
         buffer = b""
@@ -109,28 +111,34 @@ class EventStream:
         if buffer:
             yield buffer.rstrip(b"\r")
 
-    async def _next(self) -> SSEEvent:
-        event_id: str | None = None
-        event_type: str | None = None
-        data: list[bytes] = []
+    async def _next_item(self) -> SSEEvent | bytes:
+        """The next dispatched event, or the next comment line (without its colon)."""
         async for line in self._lines:
             if not line:
-                if data:
-                    return SSEEvent(event_id, event_type, b"\n".join(data))
-                event_id, event_type = None, None
+                event = self._pending
+                self._pending = SSEEvent(None, None, b"")
+                if self._data:
+                    data, self._data = self._data, []
+                    return SSEEvent(event.id, event.event, b"\n".join(data))
                 continue
             if line.startswith(b":"):
                 self.comments.append(line[1:])
-                continue
+                return line[1:]
             name, _, value = line.partition(b":")
             value = value.removeprefix(b" ")
             if name == b"data":
-                data.append(value)
+                self._data.append(value)
             elif name == b"id":
-                event_id = value.decode("utf-8")
+                self._pending = SSEEvent(value.decode("utf-8"), self._pending.event, b"")
             elif name == b"event":
-                event_type = value.decode("utf-8")
+                self._pending = SSEEvent(self._pending.id, value.decode("utf-8"), b"")
         raise StreamEnded
+
+    async def _next(self) -> SSEEvent:
+        while True:
+            item = await self._next_item()
+            if isinstance(item, SSEEvent):
+                return item
 
     async def next_event(self, timeout: float = 5.0) -> SSEEvent:
         """The next event; StreamEnded when the server closes, TimeoutError on a stall."""
@@ -153,11 +161,11 @@ class EventStream:
 
     async def wait_comment(self, timeout: float = 5.0) -> bytes:
         """Read on until a comment line (e.g. a ping) arrives; events are discarded."""
-        seen = len(self.comments)
         async with asyncio.timeout(timeout):
-            while len(self.comments) == seen:
-                await self._next()
-        return self.comments[seen]
+            while True:
+                item = await self._next_item()
+                if isinstance(item, bytes):
+                    return item
 
 
 # --------------------------------------------------------------------- clients
