@@ -260,10 +260,16 @@ directories are created.  Return the tool result."
               (agent-shell-actions--edit-buffer
                buffer file (lambda () (setq extra (funcall edit))))
               (setq done t))
-          ;; Do not leave behind a buffer this failed call opened.
-          (when (and fresh (not done) (buffer-live-p buffer))
-            (with-current-buffer buffer (set-buffer-modified-p nil))
-            (kill-buffer buffer)))
+          (unless done
+            ;; A refused edit leaves neither a snapshot nor a buffer it opened.
+            (when snapshot
+              (delete-directory
+               (expand-file-name (alist-get 'op_id context)
+                                 (agent-shell-actions--snapshot-root root))
+               t))
+            (when (and fresh (buffer-live-p buffer))
+              (with-current-buffer buffer (set-buffer-modified-p nil))
+              (kill-buffer buffer))))
         (let* ((sha-after (agent-shell-tools-sha256-file file))
                (old (and snapshot
                          (expand-file-name snapshot (agent-shell-actions--snapshot-root root))))

@@ -78,8 +78,12 @@
                       (agent-shell-test-context root)))))
       (should (string-match-p "no longer hold the expected text" message)))
     (should (equal (agent-shell-test-read root "a.txt") test-actions--lines))
-    ;; The refused call does not leave a buffer it opened behind.
+    ;; The refused call leaves no buffer it opened and no snapshot behind.
     (should-not (get-file-buffer (expand-file-name "a.txt" root)))
+    (should-not (test-actions--index root))
+    (should (equal (directory-files (expand-file-name ".agent-shell/snapshots" root)
+                                    nil "\\`[^.]")
+                   nil))
     (should (string-match-p
              "outside the file"
              (agent-shell-test-tool-error
