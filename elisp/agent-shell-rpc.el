@@ -146,6 +146,7 @@ before the message is dispatched to `agent-shell-rpc-handle'.")
   ready stopping dead exit-reason
   inbox draining
   (warned nil)
+  (duplicates 0)
   stdout-acc)
 
 (cl-defstruct (agent-shell-rpc--pending
@@ -240,6 +241,9 @@ and (done).  Signal `agent-shell-rpc-error' on a malformed response."
     (setf (agent-shell-rpc--http-state http) 'done)
     (list '(done))))
 
+(defconst agent-shell-rpc--max-line-bytes 65536
+  "Longest status line, header block or chunk-size line accepted.")
+
 (defun agent-shell-rpc--http-malformed (what)
   "Signal that the response is malformed, describing WHAT was wrong."
   (signal 'agent-shell-rpc-error (list (concat "Malformed HTTP response from the bridge: " what))))
@@ -298,7 +302,9 @@ Return nil when no complete line has arrived yet."
       (pcase (agent-shell-rpc--http-state http)
         ('head
          (goto-char (point-min))
-         (when (re-search-forward "\r?\n\r?\n" nil t)
+         (if (not (re-search-forward "\r?\n\r?\n" nil t))
+             (when (> (buffer-size) agent-shell-rpc--max-line-bytes)
+               (agent-shell-rpc--http-malformed "header block too long"))
            (let ((head (agent-shell-rpc--http-take (- (point) (point-min)))))
              (agent-shell-rpc--http-parse-head http head)
              (push '(headers) events)
@@ -318,6 +324,8 @@ Return nil when no complete line has arrived yet."
                (setq more t)))))
         ('chunk-size
          (let ((line (agent-shell-rpc--http-line)))
+           (when (and (null line) (> (buffer-size) agent-shell-rpc--max-line-bytes))
+             (agent-shell-rpc--http-malformed "chunk-size line too long"))
            (when line
              (unless (string-match "\\`[ \t]*\\([0-9a-fA-F]+\\)[ \t]*\\(?:;.*\\)?\\'" line)
                (agent-shell-rpc--http-malformed (format "bad chunk size %S" line)))
@@ -454,10 +462,20 @@ Return the process; signal `file-error' when connecting fails."
   (let ((http (process-get proc 'agent-shell-rpc-http)))
     (when http (agent-shell-rpc--http-discard http))))
 
+(defun agent-shell-rpc--coalesce (events)
+  "Join consecutive `body' entries of the parse EVENTS into one."
+  (let ((out nil))
+    (dolist (ev events (nreverse out))
+      (if (and (eq (car ev) 'body) (eq (caar out) 'body))
+          (setcdr (car out) (concat (cdar out) (cdr ev)))
+        (push (cons (car ev) (cdr ev)) out)))))
+
 (defun agent-shell-rpc--http-run (proc events)
-  "Give the parse EVENTS of PROC to its handler; close PROC when done."
+  "Give the parse EVENTS of PROC to its handler; close PROC when done.
+Consecutive body pieces go to the handler in one call, so a handler
+that dispatches messages has them all parsed before the first runs."
   (let ((handler (process-get proc 'agent-shell-rpc-handler)))
-    (dolist (ev events)
+    (dolist (ev (agent-shell-rpc--coalesce events))
       (unless (process-get proc 'agent-shell-rpc-closed)
         (when (eq (car ev) 'done)
           (agent-shell-rpc--http-close proc))
@@ -776,7 +794,9 @@ Return the decoded messages, oldest first."
              (n (agent-shell-rpc--event-id-number id))
              (last (agent-shell-rpc--event-id-number (agent-shell-rpc-conn-last-event-id conn))))
         (if (and n last (<= n last))
-            (agent-shell-rpc--log conn "!!" (format "dropped repeated event %s" id))
+            (progn
+              (cl-incf (agent-shell-rpc-conn-duplicates conn))
+              (agent-shell-rpc--log conn "!!" (format "dropped repeated event %s" id)))
           (when id (setf (agent-shell-rpc-conn-last-event-id conn) id))
           (agent-shell-rpc--log conn (format "<== %s" (or id "")) (plist-get ev :data))
           (condition-case err
@@ -986,7 +1006,7 @@ COMMAND is the program and leading arguments (default from
 DIRECTORY is its working directory, ENVIRONMENT a list of extra
 \"VAR=value\" strings, NAME names its processes and buffers.
 ON-READY is called with the connection once it is up, ON-EXIT with
-the connection and a reason when the bridge ends.  Wait up to
+the connection and a reason when a bridge that was ready ends.  Wait up to
 READY-TIMEOUT seconds (default `agent-shell-rpc-ready-timeout') for
 the ready line; signal `agent-shell-rpc-error' with the tail of the
 bridge's stderr when it does not come."

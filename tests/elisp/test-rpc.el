@@ -215,10 +215,11 @@ The bridge and the message hook are cleaned up afterwards."
 
 (ert-deftest test-rpc/http-malformed-responses ()
   "Garbage from the network is an `agent-shell-rpc-error', not a crash."
-  (dolist (bytes '("SMTP ready\r\n\r\n"
+  (dolist (bytes `("SMTP ready\r\n\r\n"
                    "HTTP/1.1 200 OK\r\nContent-Length: nine\r\n\r\n"
                    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"
-                   "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n"))
+                   "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n"
+                   ,(concat "HTTP/1.1 200 OK\r\nX: " (make-string 70000 ?a))))
     (let ((http (agent-shell-rpc--http-new)))
       (unwind-protect
           (should-error (agent-shell-rpc--http-feed http bytes) :type 'agent-shell-rpc-error)
@@ -354,7 +355,22 @@ The bridge and the message hook are cleaned up afterwards."
       (test-rpc--emit conn (list (test-rpc--note 13)))
       (should (test-rpc--wait (lambda () (>= (length (funcall (cdr collector))) 13))))
       (should (equal (funcall numbers (funcall (cdr collector))) (number-sequence 1 13)))
-      (should (equal (agent-shell-rpc-conn-last-event-id conn) "13")))))
+      (should (equal (agent-shell-rpc-conn-last-event-id conn) "13"))
+      ;; Resuming with Last-Event-ID replayed only what was missed.
+      (should (= (agent-shell-rpc-conn-duplicates conn) 0)))))
+
+(ert-deftest test-rpc/notification-reaches-bridge ()
+  "`agent-shell-rpc-notify' delivers a notification the bridge acts on."
+  (test-rpc--with-bridge (conn)
+    (let ((collector (test-rpc--collector)))
+      (add-hook 'agent-shell-rpc-message-functions (car collector))
+      ;; debug/emit sent as a notification still publishes its messages.
+      (agent-shell-rpc-notify conn "debug/emit"
+                              `((messages . ,(vector (test-rpc--note test-rpc--chinese)))))
+      (should (test-rpc--wait (lambda () (funcall (cdr collector)))))
+      (should (string= (alist-get 'n (alist-get 'params (car (funcall (cdr collector)))))
+                       test-rpc--chinese))
+      (should (= (agent-shell-rpc-pending-count conn) 0)))))
 
 (cl-defmethod agent-shell-rpc-handle (_conn (_method (eql 'test/note)) _params _id)
   "Accept the test notifications; the tests watch the hook.")
@@ -457,6 +473,8 @@ The bridge and the message hook are cleaned up afterwards."
     (should-not (test-rpc--timers-of conn))
     ;; The bridge left by itself: the polite shutdown worked.
     (should (memq (process-status proc) '(exit)))
+    (should-not (cl-some (lambda (b) (string-prefix-p " *agent-shell-rpc http" (buffer-name b)))
+                         (buffer-list)))
     (should-error (agent-shell-rpc-request-sync conn "ping" nil) :type 'agent-shell-rpc-error)))
 
 (ert-deftest test-rpc/start-failure-shows-stderr ()
