@@ -179,6 +179,9 @@ The action log and its files keep the full output."
 (defvar agent-shell--initialized nil
   "The connection on which `initialize' succeeded, or nil.")
 
+(defvar agent-shell--bridge-info nil
+  "The result of `initialize' on the current connection.")
+
 (defvar agent-shell--ready-queue nil
   "Functions waiting for an initialised connection, newest first.")
 
@@ -306,6 +309,7 @@ Return the list of forms; a syntax error ends the list with a warning."
   (when (file-readable-p file)
     (with-temp-buffer
       (insert-file-contents file)
+      (set-syntax-table emacs-lisp-mode-syntax-table)
       (goto-char (point-min))
       (let ((read-circle nil) forms)
         (condition-case err
@@ -408,8 +412,9 @@ events buffer."
   (let ((agent-shell-log-events nil))
    (agent-shell-rpc-request
    conn "initialize" (agent-shell--initialize-params)
-   :on-success (lambda (_result)
-                 (setq agent-shell--initialized conn)
+   :on-success (lambda (result)
+                 (setq agent-shell--bridge-info result
+                       agent-shell--initialized conn)
                  (agent-shell--run-ready-queue conn))
    :on-error (lambda (err)
                (agent-shell--fail-ready-queue
@@ -527,7 +532,7 @@ list, whose recorded input positions are shifted instead."
 
 (defun agent-shell--insert (text &rest props)
   "Insert TEXT with PROPS at point as read-only transcript text."
-  (insert (apply #'propertize text 'read-only t props)))
+  (insert (apply #'propertize text 'read-only t 'front-sticky '(read-only) props)))
 
 (defun agent-shell--fresh-line ()
   "Start a new line at point unless already at the start of one."
@@ -587,7 +592,8 @@ Call inside `agent-shell--editing'."
 Call inside `agent-shell--editing'."
   (let ((plist (agent-shell--entry id)))
     (insert (propertize (if agent-shell--body-open text (concat "\n" text))
-                        'read-only t 'agent-shell-entry id
+                        'read-only t 'front-sticky '(read-only)
+                        'agent-shell-entry id
                         'agent-shell-body id
                         'invisible (plist-get plist :folded)))
     (setq agent-shell--body-open t)))
@@ -704,7 +710,7 @@ Call inside `agent-shell--editing'."
 (defun agent-shell--compact-json (value)
   "Return VALUE as one line of JSON, or its printed form."
   (condition-case nil
-      (json-serialize value)
+      (json-serialize value :null-object nil :false-object :json-false)
     (error (format "%S" value))))
 
 (defun agent-shell--on-tool-call (update)
@@ -955,6 +961,7 @@ column, whether the region is active, and the project ROOT."
     (save-excursion
       (goto-char (point-max))
       (insert (propertize "> " 'read-only t 'rear-nonsticky t
+                          'front-sticky '(read-only)
                           'field 'agent-shell-prompt
                           'face 'agent-shell-prompt-face))
       (set-marker agent-shell--input-marker (point)))))
@@ -968,9 +975,10 @@ column, whether the region is active, and the project ROOT."
         agent-shell--root root
         agent-shell--mode agent-shell-default-mode
         default-directory root
-        agent-shell--output-marker (copy-marker (point-min) t)
         agent-shell--input-marker (copy-marker (point-min) nil))
   (agent-shell--insert-prompt)
+  ;; Created after the prompt, so that it stays before it.
+  (setq agent-shell--output-marker (copy-marker (point-min) t))
   (goto-char (point-max))
   (when session-id
     (agent-shell--attach session-id)))
@@ -1005,9 +1013,10 @@ column, whether the region is active, and the project ROOT."
                    (mapconcat (lambda (m) (or (alist-get 'title m) "?"))
                               memories "; "))))))))
 
-(defun agent-shell--session-new-params (root)
-  "Return the params of `session/new' for ROOT, with its project settings."
-  (let ((settings (agent-shell-read-config root)))
+(defun agent-shell--session-new-params (root &optional settings)
+  "Return the params of `session/new' for ROOT.
+SETTINGS are ROOT's project settings, read when not given."
+  (let ((settings (or settings (agent-shell-read-config root))))
     `((cwd . ,(directory-file-name root))
       (mode . ,(symbol-name (agent-shell--setting settings 'agent-shell-default-mode)))
       (model . ((model . ,(agent-shell--setting settings 'agent-shell-model))
@@ -1045,16 +1054,16 @@ bridge is started once per Emacs and reused."
       (unless (and (derived-mode-p 'agent-shell-mode) agent-shell--session-id
                    (agent-shell--live-connection))
         (agent-shell--setup name root nil)
-        (setq agent-shell--mode
-              (agent-shell--setting (agent-shell-read-config root)
-                                    'agent-shell-default-mode))
-        (agent-shell--set-state 'starting)
-        (agent-shell--with-bridge
-         (lambda (conn)
-           (agent-shell-rpc-request
-            conn "session/new" (agent-shell--session-new-params root)
+        (let ((settings (agent-shell-read-config root)))
+          (setq agent-shell--mode
+                (agent-shell--setting settings 'agent-shell-default-mode))
+          (agent-shell--set-state 'starting)
+          (agent-shell--with-bridge
+           (lambda (conn)
+             (agent-shell-rpc-request
+              conn "session/new" (agent-shell--session-new-params root settings)
             :on-success (lambda (result) (agent-shell--on-session buffer result))
-            :on-error (agent-shell--session-error buffer "Starting the session"))))))
+            :on-error (agent-shell--session-error buffer "Starting the session")))))))
     (pop-to-buffer buffer)
     buffer))
 
@@ -1311,6 +1320,7 @@ Elsewhere, indent as TAB would."
                                 'face 'agent-shell-user-face 'agent-shell-role 'user))
          (push text agent-shell--history))
         ("assistant" (agent-shell--append-message text))
+        ("system" (agent-shell--notice text))
         ("tool"
          (agent-shell--editing
            (let ((id (agent-shell--new-entry
