@@ -47,7 +47,7 @@
     (buffer-string)))
 
 (defun test-rpc--json-file (name)
-  "Return the fixture NAME parsed as the RPC layer parses JSON."
+  "Return the fixture NAME parsed with the JSON options of the RPC layer."
   (json-parse-string (decode-coding-string (test-rpc--bytes name) 'utf-8)
                      :object-type 'alist :array-type 'list
                      :null-object nil :false-object :json-false))
@@ -102,7 +102,7 @@ Return (STATUS HEADERS BODY DONE-COUNT MAX-BUFFERED), BODY unibyte."
                                 :null-object nil :false-object :json-false))))
 
 (defun test-rpc--wait (predicate &optional timeout)
-  "Wait until PREDICATE returns non-nil, at most TIMEOUT seconds (default 10).
+  "Wait until PREDICATE gives non-nil, at most TIMEOUT seconds (default 10).
 Return its value, or nil on timeout."
   (let ((deadline (+ (float-time) (or timeout 10))) (value nil))
     (while (and (not (setq value (funcall predicate)))
@@ -373,10 +373,10 @@ The bridge and the message hook are cleaned up afterwards."
       (should (= (agent-shell-rpc-pending-count conn) 0)))))
 
 (cl-defmethod agent-shell-rpc-handle (_conn (_method (eql 'test/note)) _params _id)
-  "Accept the test notifications; the tests watch the hook.")
+  "Ignore test notifications, which are observed through the hook.")
 
 (cl-defmethod agent-shell-rpc-handle (_conn (_method (eql 'test/text)) _params _id)
-  "Accept the test notifications; the tests watch the hook.")
+  "Ignore test notifications, which are observed through the hook.")
 
 (cl-defmethod agent-shell-rpc-handle (conn (_method (eql 'test-rpc/echo)) params id)
   "Answer the test request ID on CONN with the text in PARAMS."
@@ -394,8 +394,7 @@ The bridge and the message hook are cleaned up afterwards."
                   `((method . "test-rpc/echo") (params (text . ,test-rpc--chinese))))))
       (should (string= (alist-get 'echo (alist-get 'result reply)) test-rpc--chinese)))
     ;; No handler: the default method answers -32601 so the bridge does not hang.
-    (let ((warning-minimum-log-level :error)
-          (sig (should-error (agent-shell-rpc-request-sync
+    (let ((sig (should-error (agent-shell-rpc-request-sync
                               conn "debug/client_request" '((method . "test-rpc/nobody")))
                              :type 'agent-shell-rpc-error)))
       (should (string-match-p "Method not found in Emacs: test-rpc/nobody" (cadr sig))))
