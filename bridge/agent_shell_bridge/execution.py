@@ -207,6 +207,35 @@ def _signal_group(pgid: int, sig: int) -> bool:
     return True
 
 
+async def _leader_exit(proc: asyncio.subprocess.Process) -> None:
+    """Wait for the child itself to exit, even while its pipes stay open.
+
+    ``Process.wait()`` also waits for the pipes to close, which a backgrounded
+    grandchild can delay forever; a pidfd becomes readable when the process ends.
+    """
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except ProcessLookupError:
+        return
+    except OSError:
+        await proc.wait()  # no pidfd (old kernel): fall back to waiting for the pipes too
+        return
+    loop = asyncio.get_running_loop()
+    exited: asyncio.Future[None] = loop.create_future()
+
+    def on_exit() -> None:
+        if not exited.done():
+            exited.set_result(None)
+
+    loop.add_reader(fd, on_exit)
+    try:
+        if proc.returncode is None:
+            await exited
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
+
+
 class ProcessRunner:
     """Starts children for the tools and tracks them so shutdown can kill them all."""
 
@@ -222,6 +251,8 @@ class ProcessRunner:
         self._limits = limits
         self._groups: dict[int, asyncio.subprocess.Process] = {}
         self._killed: set[int] = set()
+        # Bumped by kill_all, so a child spawned while it ran is killed as well.
+        self._generation = 0
 
     async def run_shell(
         self,
@@ -247,6 +278,7 @@ class ProcessRunner:
 
     async def kill_all(self) -> None:
         """Kill every live child process group (used at shutdown)."""
+        self._generation += 1
         groups = list(self._groups)
         self._killed.update(groups)
         for pgid in groups:
@@ -281,6 +313,7 @@ class ProcessRunner:
         log_path = self._log_dir / f"{stamp}-{uuid.uuid4().hex[:12]}.log"
         log: BinaryIO = await asyncio.to_thread(log_path.open, "wb")
         started = time.monotonic()
+        generation = self._generation
         out, err = _StreamCapture(), _StreamCapture()
         timed_out = False
         try:
@@ -299,6 +332,9 @@ class ProcessRunner:
             raise
         pgid = proc.pid
         self._groups[pgid] = proc
+        if generation != self._generation:
+            self._killed.add(pgid)
+            _signal_group(pgid, signal.SIGKILL)
         lock = asyncio.Lock()
         assert proc.stdout is not None and proc.stderr is not None
         readers = [
@@ -338,7 +374,7 @@ class ProcessRunner:
     async def _wait(
         self, proc: asyncio.subprocess.Process, pgid: int, readers: list[asyncio.Task[None]]
     ) -> None:
-        await proc.wait()
+        await _leader_exit(proc)
         # Background children may still hold the pipes open; give them a moment, then
         # end the group so the command's call returns.
         _done, pending = await asyncio.wait(readers, timeout=_DRAIN_AFTER_EXIT_S)
@@ -346,6 +382,7 @@ class ProcessRunner:
             _signal_group(pgid, signal.SIGKILL)
         await asyncio.wait(readers)
         _signal_group(pgid, signal.SIGKILL)
+        await proc.wait()
         for task in readers:
             task.result()
 

@@ -1,0 +1,227 @@
+"""The process runner against real bash children: groups, limits, env, bounded output."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from agent_shell_bridge.execution import (
+    ExecLimits,
+    ProcessRunner,
+    default_timeout,
+    scrubbed_environment,
+)
+
+
+async def wait_until(predicate, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    """Poll ``predicate`` until it holds; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met before the deadline")
+        await asyncio.sleep(0.01)
+
+
+def group_gone(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def read_pid(path: Path) -> int | None:
+    try:
+        text = path.read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        return None
+    return int(text) if text else None
+
+
+@pytest.fixture
+def runner(tmp_path: Path) -> ProcessRunner:
+    return ProcessRunner(tmp_path / "logs", secrets=["hunter2-secret-value"])
+
+
+async def test_timeout_kills_the_whole_group(runner: ProcessRunner, tmp_path: Path) -> None:
+    started = time.monotonic()
+    result = await runner.run_shell(
+        "echo $$; sleep 100 & sleep 100; wait", cwd=tmp_path, timeout_s=0.5
+    )
+    assert result.timed_out
+    assert result.exit_code is None
+    assert time.monotonic() - started < 10
+    pgid = int(result.stdout.splitlines()[0])
+    await wait_until(lambda: group_gone(pgid))
+
+
+async def test_cancel_kills_the_group(runner: ProcessRunner, tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    task = asyncio.create_task(
+        runner.run_shell(
+            f"echo $$ > {pidfile}; sleep 100 & sleep 100; wait", cwd=tmp_path, timeout_s=60
+        )
+    )
+    await wait_until(lambda: read_pid(pidfile) is not None)
+    pgid = read_pid(pidfile)
+    assert pgid is not None and not group_gone(pgid)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 10)
+    await wait_until(lambda: group_gone(pgid))
+
+
+async def test_kill_all_ends_running_children(runner: ProcessRunner, tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    task = asyncio.create_task(
+        runner.run_shell(f"echo $$ > {pidfile}; exec sleep 100", cwd=tmp_path, timeout_s=60)
+    )
+    await wait_until(lambda: read_pid(pidfile) is not None)
+    pgid = read_pid(pidfile)
+    assert pgid is not None
+    await runner.kill_all()
+    result = await asyncio.wait_for(task, 10)
+    assert result.cancelled and result.exit_code is None
+    await wait_until(lambda: group_gone(pgid))
+
+
+async def test_background_child_holding_the_pipe_does_not_hang(
+    runner: ProcessRunner, tmp_path: Path
+) -> None:
+    result = await runner.run_shell("echo $$; sleep 100 & echo done", cwd=tmp_path, timeout_s=30)
+    assert result.exit_code == 0 and not result.timed_out
+    assert result.stdout.splitlines()[-1] == "done"
+    await wait_until(lambda: group_gone(int(result.stdout.splitlines()[0])))
+
+
+async def test_child_never_sees_a_secret(
+    runner: ProcessRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FOO_API_KEY", "key-value-1")
+    monkeypatch.setenv("GITHUB_TOKEN", "token-value-2")
+    monkeypatch.setenv("db_password", "pw-value-3")
+    monkeypatch.setenv("AWS_CREDENTIALS_FILE", "cred-value-4")
+    monkeypatch.setenv("INNOCENT_NAME", "hunter2-secret-value")
+    monkeypatch.setenv("KEEP_ME", "visible")
+    result = await runner.run_shell("env", cwd=tmp_path, timeout_s=10, env={"EXTRA": "x"})
+    for leaked in ("key-value-1", "token-value-2", "pw-value-3", "cred-value-4", "hunter2"):
+        assert leaked not in result.stdout
+    assert "KEEP_ME=visible" in result.stdout
+    assert "EXTRA=x" in result.stdout
+    assert result.log_path is not None
+    assert b"hunter2" not in result.log_path.read_bytes()
+
+
+def test_scrubbed_environment_rules() -> None:
+    env = scrubbed_environment(
+        {"Api_Key": "1", "x_secret": "2", "PATH": "/bin", "URL": "https://u:s3cr3t@h", "A": ""},
+        ["s3cr3t", ""],
+    )
+    assert env == {"PATH": "/bin", "A": ""}
+
+
+async def test_stdin_is_dev_null_and_own_session(runner: ProcessRunner, tmp_path: Path) -> None:
+    result = await runner.run_shell(
+        "readlink /proc/self/fd/0; cat; ps -o pgid= -p $$; echo $$", cwd=tmp_path, timeout_s=10
+    )
+    lines = [ln.strip() for ln in result.stdout.splitlines()]
+    assert lines[0] == "/dev/null"
+    assert lines[1] == lines[2]
+
+
+async def test_resource_limits_apply(tmp_path: Path) -> None:
+    runner = ProcessRunner(
+        tmp_path / "logs", limits=ExecLimits(cpu_seconds=7, file_size_bytes=1024 * 1024)
+    )
+    result = await runner.run_shell("ulimit -t; ulimit -f; ulimit -c", cwd=tmp_path, timeout_s=10)
+    assert result.stdout.splitlines() == ["7", "1024", "0"]
+    big = await runner.run_shell("head -c 2000000 /dev/zero > big.bin", cwd=tmp_path, timeout_s=10)
+    assert big.exit_code != 0
+    assert (tmp_path / "big.bin").stat().st_size <= 1024 * 1024
+
+
+async def test_non_utf8_output_is_replaced(runner: ProcessRunner, tmp_path: Path) -> None:
+    result = await runner.run_shell(r"printf 'ok \xff\xfe end\n' >&2", cwd=tmp_path, timeout_s=10)
+    assert result.stderr == "ok \ufffd\ufffd end"
+    assert result.log_path is not None
+    assert result.log_path.read_bytes() == b"ok \xff\xfe end\n"
+
+
+async def test_head_and_tail_with_full_log(runner: ProcessRunner, tmp_path: Path) -> None:
+    result = await runner.run_shell("seq 1 1000", cwd=tmp_path, timeout_s=10)
+    lines = result.stdout.splitlines()
+    assert lines[:200] == [str(i) for i in range(1, 201)]
+    assert lines[200] == "[... 700 lines omitted ...]"
+    assert lines[201:] == [str(i) for i in range(901, 1001)]
+    assert result.truncated and result.omitted_lines == 700
+    assert result.log_path is not None
+    expected = "".join(f"{i}\n" for i in range(1, 1001)).encode()
+    assert result.log_path.read_bytes() == expected
+
+
+async def test_short_output_is_not_truncated(runner: ProcessRunner, tmp_path: Path) -> None:
+    result = await runner.run_shell("seq 1 300; echo err >&2", cwd=tmp_path, timeout_s=10)
+    assert not result.truncated and result.omitted_lines == 0
+    assert result.stdout.splitlines()[-1] == "300" and result.stderr == "err"
+
+
+async def test_chinese_output_is_byte_exact(runner: ProcessRunner, tmp_path: Path) -> None:
+    text = "中文输出：测试通过 ✓\n第二行\n"
+    (tmp_path / "in.txt").write_text(text, encoding="utf-8")
+    result = await runner.run_argv(["cat", "in.txt"], cwd=tmp_path, timeout_s=10)
+    assert result.stdout == text.rstrip("\n")
+    assert result.log_path is not None
+    assert result.log_path.read_bytes() == text.encode("utf-8")
+
+
+async def test_run_argv_uses_no_shell(runner: ProcessRunner, tmp_path: Path) -> None:
+    result = await runner.run_argv(["printf", "%s|%s", "$HOME", "a;b"], cwd=tmp_path, timeout_s=10)
+    assert result.stdout == "$HOME|a;b"
+    assert result.exit_code == 0
+
+
+async def test_exit_code_and_duration(runner: ProcessRunner, tmp_path: Path) -> None:
+    result = await runner.run_shell("exit 3", cwd=tmp_path, timeout_s=10)
+    assert result.exit_code == 3 and result.duration_ms >= 0
+    assert not result.timed_out and not result.cancelled
+
+
+def _rss_kib() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+async def test_large_output_keeps_memory_small(runner: ProcessRunner, tmp_path: Path) -> None:
+    size = 200_000_000
+    before = _rss_kib()
+    peak = before
+    done = asyncio.Event()
+
+    async def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, _rss_kib())
+            await asyncio.sleep(0.005)
+
+    sampler = asyncio.create_task(sample())
+    line = "y" * 99
+    result = await runner.run_shell(f"yes {line} | head -c {size}", cwd=tmp_path, timeout_s=60)
+    done.set()
+    await sampler
+    peak = max(peak, _rss_kib())
+    assert result.exit_code == 0
+    assert result.log_path is not None and result.log_path.stat().st_size == size
+    assert result.omitted_lines == size // 100 - 300
+    assert (peak - before) < 40 * 1024, f"RSS grew by {(peak - before) // 1024} MiB"
+
+
+def test_default_timeouts() -> None:
+    assert default_timeout("command") == 60
+    assert default_timeout("test") == 180
+    assert default_timeout("build") == 300
