@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import secrets
+import signal
 import socket
 import sys
 import threading
@@ -91,6 +92,11 @@ async def serve(config: BridgeConfig, *, port: int = 0, watch_stdin: bool = True
         )
     )
     loop = asyncio.get_running_loop()
+    # From the ready line on, a signal must run the orderly shutdown: uvicorn installs
+    # its own handlers only once it starts serving, and the default action would kill
+    # the bridge without closing the runtime (and its children's process groups).
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, runtime.request_shutdown)
     if watch_stdin:
         threading.Thread(target=_watch_stdin, args=(loop, runtime), daemon=True).start()
 

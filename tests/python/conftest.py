@@ -11,6 +11,7 @@ Real HTTP on 127.0.0.1:
   ``serve_app``        factory: ``await serve_app(runtime, sse_ping_s=0.2)`` runs uvicorn
                        in the test's event loop with the settings a test chooses
   ``start_bridge``     factory: a real ``agent-shell-bridge serve --port 0`` subprocess
+                       (default ones come from ``bridge_pool``, started in advance)
   ``live_bridge``      one such subprocess (debug methods on), stopped at teardown
   ``shared_bridge``    one debug bridge for the whole session, for tests that neither
                        stop it nor depend on absolute event ids
@@ -431,14 +432,14 @@ def read_line_with_deadline(stream: Any, timeout: float) -> bytes:
     return line
 
 
-def launch_bridge(
+def spawn_bridge(
     directory: Path,
     *,
     debug: bool = True,
     env: Mapping[str, str] | None = None,
     args: Sequence[str] = (),
 ) -> BridgeProcess:
-    """Start ``agent-shell-bridge serve --port 0`` and wait for its ready line."""
+    """Start ``agent-shell-bridge serve --port 0``; ``wait_ready`` completes it."""
     directory.mkdir(parents=True, exist_ok=True)
     stderr_path = directory / "bridge-stderr.log"
     overrides = {"AGENT_SHELL_MEMORY_DIR": str(directory / "memory"), **(env or {})}
@@ -451,10 +452,14 @@ def launch_bridge(
             env=bridge_env(overrides, debug=debug),
             cwd=directory,
         )
-    bridge = BridgeProcess(0, "", process=process, stderr_path=stderr_path)
+    return BridgeProcess(0, "", process=process, stderr_path=stderr_path)
+
+
+def wait_ready(bridge: BridgeProcess) -> BridgeProcess:
+    """Read the ready line (with a deadline) and fill in port and token."""
     try:
-        assert process.stdout is not None
-        bridge.ready_line = read_line_with_deadline(process.stdout, READY_TIMEOUT_S)
+        assert bridge.process.stdout is not None
+        bridge.ready_line = read_line_with_deadline(bridge.process.stdout, READY_TIMEOUT_S)
         bridge.ready = json.loads(bridge.ready_line)
     except Exception:
         bridge.stop()
@@ -464,15 +469,65 @@ def launch_bridge(
     return bridge
 
 
+def launch_bridge(
+    directory: Path,
+    *,
+    debug: bool = True,
+    env: Mapping[str, str] | None = None,
+    args: Sequence[str] = (),
+) -> BridgeProcess:
+    """Start ``agent-shell-bridge serve --port 0`` and wait for its ready line."""
+    return wait_ready(spawn_bridge(directory, debug=debug, env=env, args=args))
+
+
+class BridgePool:
+    """Keeps one default (debug) bridge starting in the background.
+
+    Start-up is mostly Python imports; overlapping it with the previous test keeps
+    suites that need a fresh process per test fast.
+    """
+
+    def __init__(self, factory: pytest.TempPathFactory) -> None:
+        self._factory = factory
+        self._spare: BridgeProcess | None = None
+
+    def _spawn(self) -> BridgeProcess:
+        return spawn_bridge(self._factory.mktemp("bridge"), debug=True)
+
+    def take(self) -> BridgeProcess:
+        bridge = self._spare or self._spawn()
+        self._spare = self._spawn()
+        return wait_ready(bridge)
+
+    def close(self) -> None:
+        if self._spare is not None:
+            self._spare.stop()
+            self._spare = None
+
+
+@pytest.fixture(scope="session")
+def bridge_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BridgePool]:
+    pool = BridgePool(tmp_path_factory)
+    yield pool
+    pool.close()
+
+
 @pytest.fixture
-def start_bridge(tmp_path: Path) -> Iterator[Callable[..., BridgeProcess]]:
-    """Factory: ``start_bridge(debug=True, env={...}, args=[...])``; all stopped at teardown."""
+def start_bridge(tmp_path: Path, bridge_pool: BridgePool) -> Iterator[Callable[..., BridgeProcess]]:
+    """Factory: ``start_bridge(debug=True, env={...}, args=[...])``; all stopped at teardown.
+
+    A debug bridge without ``env`` or ``args`` comes from a pool started in advance.
+    """
     started: list[BridgeProcess] = []
 
     def start(
         *, debug: bool = True, env: Mapping[str, str] | None = None, args: Sequence[str] = ()
     ) -> BridgeProcess:
-        bridge = launch_bridge(tmp_path / f"bridge{len(started)}", debug=debug, env=env, args=args)
+        if debug and env is None and not args:
+            bridge = bridge_pool.take()
+        else:
+            directory = tmp_path / f"bridge{len(started)}"
+            bridge = launch_bridge(directory, debug=debug, env=env, args=args)
         started.append(bridge)
         return bridge
 
