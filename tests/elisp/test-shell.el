@@ -295,6 +295,22 @@ The user's half-typed input and point stay where they were."
     (test-shell--wait "turn end" (lambda () (eq agent-shell--state 'idle)) 20)
     (should (equal (car agent-shell--history) "hello 你好"))))
 
+(ert-deftest test-shell/resume-shows-visible-history ()
+  "Resuming a session reopens it with its past prompt and answer in the transcript."
+  (test-shell--with-session (root)
+    (let ((sid agent-shell--session-id))
+      (goto-char (point-max))
+      (insert "hello again")
+      (execute-kbd-macro (kbd "RET"))
+      (test-shell--wait "turn end" (lambda () (and (eq agent-shell--state 'idle)
+                                                   (string-search "works." (test-shell--transcript))))
+                        20)
+      (with-current-buffer (agent-shell-resume-session agent-shell--connection root sid)
+        (test-shell--wait "resumed" (lambda () (equal agent-shell--session-id sid)) 20)
+        (should (string-search "> hello again" (test-shell--transcript)))
+        (should (string-search "你好，世界！Streaming works." (test-shell--transcript)))
+        (should (equal (car agent-shell--history) "hello again"))))))
+
 (ert-deftest test-shell/input-history-and-newline ()
   "M-p and M-n walk sent inputs and restore the draft; C-j inserts a newline."
   (test-shell--with-shell (_sid)
