@@ -261,6 +261,34 @@ The bridge and the message hook are cleaned up afterwards."
                    '(((n . 6)) ((n . 8)))))
     (should (equal (agent-shell-rpc-conn-last-event-id conn) "8"))))
 
+(ert-deftest test-rpc/default-command ()
+  "The configured command wins, then AGENT_SHELL_TEST_BRIDGE, then the checkout."
+  (let ((process-environment (cons "AGENT_SHELL_TEST_BRIDGE=/opt/bridge" process-environment))
+        (agent-shell-bridge-command nil))
+    (should (equal (agent-shell-rpc--default-command) '("/opt/bridge")))
+    (let ((agent-shell-bridge-command '("uvx" "agent-shell-bridge")))
+      (should (equal (agent-shell-rpc--default-command) '("uvx" "agent-shell-bridge")))))
+  (let ((process-environment (cons "AGENT_SHELL_TEST_BRIDGE" process-environment))
+        (agent-shell-bridge-command nil))
+    (should (equal (agent-shell-rpc--default-command)
+                   (list (expand-file-name "../../.venv/bin/agent-shell-bridge"
+                                           test-rpc--dir))))))
+
+(ert-deftest test-rpc/events-log-is-bounded ()
+  "The *agent-shell events* buffer drops its oldest lines past the limit."
+  (let ((agent-shell-log-events t) (agent-shell-rpc-log-max-chars 2000))
+    (when (get-buffer "*agent-shell events*") (kill-buffer "*agent-shell events*"))
+    (dotimes (i 300)
+      (agent-shell-rpc--log nil "-->" (format "message %d 中文" i)))
+    (with-current-buffer "*agent-shell events*"
+      (should (<= (buffer-size) 2100))
+      (should (string-match-p "message 299 中文\n\\'" (buffer-string)))
+      (should-not (string-match-p "message 0 " (buffer-string))))
+    (let ((agent-shell-log-events nil))
+      (agent-shell-rpc--log nil "-->" "not logged")
+      (with-current-buffer "*agent-shell events*"
+        (should-not (string-match-p "not logged" (buffer-string)))))))
+
 ;;; The real bridge
 
 (ert-deftest test-rpc/start-initialize-ping ()
