@@ -234,23 +234,28 @@ class EditContext:
 
 
 def _snapshot(ctx: EditContext, path: Path, display: str, old: bytes | None, new_hash: str) -> None:
-    snap_dir = ctx.root / ".agent-shell" / "snapshots" / ctx.op_id
-    snap_dir.mkdir(parents=True, exist_ok=True)
+    """Keep the old bytes and append a manifest line; the same layout Emacs writes,
+    so ``agent-shell-undo-turn`` restores bridge-side edits too."""
+    snap_root = ctx.root / ".agent-shell" / "snapshots"
+    name = f"{ctx.op_id}/{display}"
     if old is not None:
-        (snap_dir / "content").write_bytes(old)
+        target = snap_root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(old)
+    else:
+        snap_root.mkdir(parents=True, exist_ok=True)
     record = {
         "op_id": ctx.op_id,
         "turn_id": ctx.turn_id,
         "session_id": ctx.session_id,
         "path": display,
         "existed": old is not None,
+        "snapshot": name if old is not None else None,
         "sha256_before": sha256_bytes(old) if old is not None else None,
         "sha256_after": new_hash,
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
-    with (ctx.root / ".agent-shell" / "snapshots" / "index.jsonl").open(
-        "a", encoding="utf-8"
-    ) as fh:
+    with (snap_root / "index.jsonl").open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 

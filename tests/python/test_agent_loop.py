@@ -1,0 +1,458 @@
+"""The agent loop through the real transport: steps, guards, truncation, cancel.
+
+Each test scripts the model, runs a real bridge on 127.0.0.1 and follows the SSE
+stream as a client would; commands run as real subprocesses in a temp git project.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agent_rig import allow_once, make_project, reject, start_rig, tool_messages
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return make_project(
+        tmp_path / "proj",
+        {
+            "calc.py": "def add(a, b):\n    return a - b\n",
+            "test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+            "中文.py": "# 你好，世界\nGREETING = '早上好 🚀'\n",
+            "README.md": "# demo\n",
+        },
+    )
+
+
+async def test_agent_loop_runs_parallel_tool_calls_in_order(serve_app: Any, project: Path) -> None:
+    """Two calls in one response both run, in order, each answered by its id."""
+    rig, stop = await start_rig(
+        serve_app,
+        project,
+        [
+            {
+                "tool_calls": [
+                    {"name": "read_file", "arguments": {"path": "中文.py"}, "id": "call_a"},
+                    {"name": "list_directory", "arguments": {}, "id": "call_b"},
+                ]
+            },
+            {"text": "文件里有问候语。"},
+        ],
+    )
+    try:
+        sid = await rig.new_session()
+        turn = await rig.turn(sid, "看看 中文.py")
+        assert turn.end["stopReason"] == "end_turn"
+        assert turn.text == "文件里有问候语。"
+        second = rig.requests[1]["messages"]
+        tools = [m for m in second if m["role"] == "tool"]
+        assert [m["tool_call_id"] for m in tools] == ["call_a", "call_b"]
+        assert "早上好 🚀" in tools[0]["content"]  # byte-exact Chinese and emoji
+        assert "中文.py" in tools[1]["content"]
+        assert tools[0]["content"].startswith("[TOOL_RESULT name=read_file id=call_a status=completed]")
+        assert [u["status"] for u in turn.tool_results()] == ["completed", "completed"]
+    finally:
+        await stop()
+
+
+async def test_agent_loop_warns_after_three_identical_calls(serve_app: Any, project: Path) -> None:
+    call = {"name": "list_directory", "arguments": {"path": "."}}
+    rig, stop = await start_rig(
+        serve_app, project, [{"tool_calls": [call]}] * 3 + [{"text": "done"}]
+    )
+    try:
+        sid = await rig.new_session()
+        await rig.turn(sid, "list")
+        results = [tool_messages(r)[-1] for r in rig.requests[1:4]]
+        assert "repeating yourself" not in results[0]
+        assert "repeating yourself" not in results[1]
+        assert "repeating yourself" in results[2]
+    finally:
+        await stop()
+
+
+async def test_agent_loop_demands_new_approach_after_two_failures(
+    serve_app: Any, project: Path
+) -> None:
+    rig, stop = await start_rig(
+        serve_app,
+        project,
+        [
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "missing-1.py"}}]},
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "missing-2.py"}}]},
+            {"text": "giving up"},
+        ],
+    )
+    try:
+        sid = await rig.new_session()
+        await rig.turn(sid, "read")
+        first, second = tool_messages(rig.requests[1])[-1], tool_messages(rig.requests[2])[-1]
+        assert "status=failed" in first and "change your approach" not in first
+        assert "change your approach" in second
+    finally:
+        await stop()
+
+
+async def test_agent_loop_stops_at_the_step_limit(serve_app: Any, project: Path) -> None:
+    step = {"tool_calls": [{"name": "project_status", "arguments": {}}]}
+    rig, stop = await start_rig(serve_app, project, [step] * 5, max_steps=2)
+    try:
+        sid = await rig.new_session()
+        turn = await rig.turn(sid, "loop forever")
+        assert turn.end["stopReason"] == "max_turn_requests"
+        assert len(rig.requests) == 2
+    finally:
+        await stop()
+
+
+async def test_agent_loop_ends_on_task_complete(serve_app: Any, project: Path) -> None:
+    rig, stop = await start_rig(
+        serve_app,
+        project,
+        [{"tool_calls": [{"name": "task_complete", "arguments": {"summary": "全部完成"}}]}],
+    )
+    try:
+        sid = await rig.new_session()
+        turn = await rig.turn(sid, "finish")
+        assert turn.end["stopReason"] == "end_turn"
+        assert turn.end["summary"] == "全部完成"
+        assert len(rig.requests) == 1
+    finally:
+        await stop()
+
+
+async def test_long_output_is_cut_and_paged_with_request_log_view(
+    serve_app: Any, project: Path
+) -> None:
+    rig, stop = await start_rig(
+        serve_app,
+        project,
+        [
+            {"tool_calls": [{"name": "run_command", "arguments": {"command": "seq 1 1000"}}]},
+            {
+                "tool_calls": [
+                    {
+                        "name": "request_log_view",
+                        "arguments": {"ref": "out-1", "offset": 500, "limit": 3},
+                    }
+                ]
+            },
+            {"text": "seen"},
+        ],
+    )
+    try:
+        sid = await rig.new_session()
+        turn = await rig.turn(sid, "count")
+        assert turn.end["stopReason"] == "end_turn"
+        cut = tool_messages(rig.requests[1])[-1]
+        payload = json.loads(cut.split("\n", 1)[1].rsplit("\n", 1)[0])
+        assert payload["truncated"] is True
+        assert payload["log_ref"] == "out-1"
+        lines = payload["stdout"].splitlines()
+        assert lines[0] == "1" and lines[199] == "200"
+        assert "700 lines omitted" in lines[200]
+        assert lines[-1] == "1000"
+        view = json.loads(tool_messages(rig.requests[2])[-1].split("\n", 1)[1].rsplit("\n", 1)[0])
+        assert view["text"] == "501\n502\n503"
+        assert view["total_lines"] == 1000
+    finally:
+        await stop()
+
+
+async def test_history_is_compacted_past_seventy_percent_of_the_window(
+    serve_app: Any, project: Path
+) -> None:
+    """A small window forces a summarisation call; later requests shrink."""
+    (project / "big.py").write_text("value = 1  # filler line\n" * 50, encoding="utf-8")
+    reads = [
+        {
+            "tool_calls": [
+                {
+                    "name": "read_file",
+                    "arguments": {"path": "big.py", "start_line": i, "end_line": i + 4},
+                }
+            ]
+        }
+        for i in range(1, 41)
+    ]
+    summary = {"match": {"system_contains": "Summarise the earlier part"}, "text": "摘要：读了 big.py。"}
+    rig, stop = await start_rig(
+        serve_app,
+        project,
+        # Steps with a match are served only to matching requests, wherever they stand.
+        [summary] * 6 + [*reads, {"text": "done"}],
+        context_window=8_000,
+        max_steps=60,
+    )
+    try:
+        sid = await rig.new_session()
+        turn = await rig.turn(sid, "read a lot")
+        assert turn.end["stopReason"] == "end_turn"
+        bodies = rig.requests
+        summary_calls = [
+            i
+            for i, b in enumerate(bodies)
+            if "Summarise the earlier part" in b["messages"][0]["content"]
+        ]
+        assert summary_calls, "no compaction request reached the model"
+        first = summary_calls[0]
+        size = [len(json.dumps(b["messages"], ensure_ascii=False)) for b in bodies]
+        assert size[first + 1] < size[first - 1]
+        assert "摘要：读了 big.py。" in bodies[first + 1]["messages"][0]["content"]
+        # The last 10 steps stay verbatim: the newest read results are still there.
+        assert len(tool_messages(bodies[first + 1])) >= 9
+        assert any("Compacted" in e["title"] for e in turn.log_entries())
+    finally:
+        await stop()
+
+
+async def test_cancel_mid_stream_closes_the_model_connection(serve_app: Any, project: Path) -> None:
+    rig, stop = await start_rig(
+        serve_app, project, [{"text": "slow answer " * 50, "chunk_size": 4, "delay_ms": 200}]
+    )
+    try:
+        sid = await rig.new_session()
+
+        async def cancel_on_first_chunk(message: dict[str, Any], _stream: Any) -> None:
+            update = (message.get("params") or {}).get("update") or {}
+            if update.get("sessionUpdate") == "agent_message_chunk" and not cancelled:
+                cancelled.append(True)
+                await rig.client.result("session/cancel", {"sessionId": sid})
+
+        cancelled: list[bool] = []
+        turn = await rig.turn(sid, "talk", on_message=cancel_on_first_chunk)
+        assert turn.end["stopReason"] == "cancelled"
+        async with asyncio.timeout(5):
+            await rig.mock.recorder.wait_for(lambda rs: rs and rs[0].disconnected)
+    finally:
+        await stop()
+
+
+async def test_cancel_mid_tool_kills_the_command(serve_app: Any, project: Path) -> None:
+    marker = project / "survived.txt"
+    command = f"sleep 30; touch {marker}"
+    rig, stop = await start_rig(
+        serve_app,
+        project,
+        [{"tool_calls": [{"name": "run_command", "arguments": {"command": command}}]}],
+    )
+    try:
+        sid = await rig.new_session()
+
+        async def cancel_when_running(message: dict[str, Any], _stream: Any) -> None:
+            update = (message.get("params") or {}).get("update") or {}
+            if update.get("sessionUpdate") == "tool_call_update" and update["status"] == "in_progress":
+                await rig.client.result("session/cancel", {"sessionId": sid})
+
+        turn = await rig.turn(sid, "wait", on_message=cancel_when_running)
+        assert turn.end["stopReason"] == "cancelled"
+        assert turn.end["durationMs"] < 20_000
+        assert not marker.exists()
+        # The history stays valid: the cancelled call has a result message.
+        state = json.loads(
+            (project / ".agent-shell" / "sessions" / f"{sid}.json").read_text(encoding="utf-8")
+        )
+        assert state["messages"][-1]["role"] == "tool"
+        assert "cancelled" in state["messages"][-1]["content"]
+    finally:
+        await stop()
+
+
+async def test_rejected_edit_leaves_the_file_and_tells_the_model(
+    serve_app: Any, project: Path
+) -> None:
+    rig, stop = await start_rig(
+        serve_app,
+        project,
+        [
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "calc.py"}}]},
+            {
+                "tool_calls": [
+                    {
+                        "name": "write_file",
+                        "arguments": {"path": "calc.py", "content": "print('gone')\n"},
+                    }
+                ]
+            },
+            {"text": "ok"},
+        ],
+    )
+    try:
+        sid = await rig.new_session()
+        turn = await rig.turn(sid, "rewrite", answer=reject("不要覆盖整个文件"))
+        assert (project / "calc.py").read_text() == "def add(a, b):\n    return a - b\n"
+        assert turn.permission_requests[0]["risk"] == "write"
+        assert {o["optionId"] for o in turn.permission_requests[0]["options"]} == {
+            "allow_once",
+            "allow_session",
+            "reject_once",
+        }
+        assert "-    return a - b" in turn.permission_requests[0]["diff"]
+        result = tool_messages(rig.requests[2])[-1]
+        assert "status=rejected" in result and "不要覆盖整个文件" in result
+    finally:
+        await stop()
+
+
+async def test_write_without_reading_first_is_refused(serve_app: Any, project: Path) -> None:
+    rig, stop = await start_rig(
+        serve_app,
+        project,
+        [
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "calc.py", "content": "x\n"}}]},
+            {"text": "ok"},
+        ],
+    )
+    try:
+        sid = await rig.new_session()
+        turn = await rig.turn(sid, "overwrite")
+        assert turn.permission_requests == []
+        assert "has not been read" in tool_messages(rig.requests[1])[-1]
+        assert (project / "calc.py").read_text().startswith("def add")
+    finally:
+        await stop()
+
+
+async def test_edit_refused_when_the_user_changed_the_file_after_the_read(
+    serve_app: Any, project: Path
+) -> None:
+    rig, stop = await start_rig(
+        serve_app,
+        project,
+        [
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "calc.py"}}]},
+            {
+                "tool_calls": [
+                    {
+                        "name": "replace_region",
+                        "arguments": {
+                            "path": "calc.py",
+                            "start_line": 2,
+                            "end_line": 2,
+                            "new_text": "    return a + b",
+                        },
+                    }
+                ]
+            },
+            {"text": "ok"},
+        ],
+    )
+    try:
+        sid = await rig.new_session()
+
+        def user_edits(message: dict[str, Any], _stream: Any) -> None:
+            update = (message.get("params") or {}).get("update") or {}
+            if update.get("sessionUpdate") == "tool_call_update" and update["status"] == "completed":
+                (project / "calc.py").write_text("# the user's edit\n", encoding="utf-8")
+
+        await rig.turn(sid, "fix", on_message=user_edits)
+        assert (project / "calc.py").read_text() == "# the user's edit\n"
+        assert "changed since you read it" in tool_messages(rig.requests[2])[-1]
+    finally:
+        await stop()
+
+
+async def test_approved_edit_is_snapshotted_and_applied(serve_app: Any, project: Path) -> None:
+    rig, stop = await start_rig(
+        serve_app,
+        project,
+        [
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "calc.py"}}]},
+            {
+                "tool_calls": [
+                    {
+                        "name": "replace_region",
+                        "arguments": {
+                            "path": "calc.py",
+                            "start_line": 2,
+                            "end_line": 2,
+                            "new_text": "    return a + b  # 修复",
+                            "expected_text": "    return a - b",
+                        },
+                    }
+                ]
+            },
+            {"text": "fixed"},
+        ],
+    )
+    try:
+        sid = await rig.new_session()
+        turn = await rig.turn(sid, "fix", answer=allow_once)
+        assert (project / "calc.py").read_text() == "def add(a, b):\n    return a + b  # 修复\n"
+        index = (project / ".agent-shell" / "snapshots" / "index.jsonl").read_text().splitlines()
+        record = json.loads(index[-1])
+        snap = project / ".agent-shell" / "snapshots" / record["snapshot"]
+        assert snap.read_text() == "def add(a, b):\n    return a - b\n"
+        diffs = [c for u in turn.tool_results() for c in u.get("content", []) if c["type"] == "diff"]
+        assert diffs and "+    return a + b  # 修复" in diffs[0]["diff"]
+    finally:
+        await stop()
+
+
+async def test_ask_mode_offers_no_write_tools_and_refuses_writes(
+    serve_app: Any, project: Path
+) -> None:
+    rig, stop = await start_rig(
+        serve_app,
+        project,
+        [
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "new.py", "content": "x"}}]},
+            {"text": "calc.py:1-2 defines add"},
+        ],
+    )
+    try:
+        sid = await rig.new_session(mode="ask")
+        turn = await rig.turn(sid, "what does add do?")
+        offered = {t["function"]["name"] for t in rig.requests[0]["tools"]}
+        assert "write_file" not in offered and "run_command" not in offered
+        assert "read_file" in offered
+        assert not (project / "new.py").exists()
+        assert "ask mode" in tool_messages(rig.requests[1])[-1]
+        assert turn.permission_requests == []
+    finally:
+        await stop()
+
+
+async def test_dry_run_records_commands_without_running_them(
+    serve_app: Any, project: Path
+) -> None:
+    rig, stop = await start_rig(
+        serve_app,
+        project,
+        [
+            {"tool_calls": [{"name": "run_command", "arguments": {"command": "touch made.txt"}}]},
+            {"text": "ok"},
+        ],
+    )
+    try:
+        sid = await rig.new_session(dry_run=True)
+        turn = await rig.turn(sid, "make a file")
+        assert not (project / "made.txt").exists()
+        assert "dry-run" in tool_messages(rig.requests[1])[-1]
+        assert any(e["title"].startswith("[dry-run]") for e in turn.log_entries())
+    finally:
+        await stop()
+
+
+async def test_model_api_key_never_reaches_a_child_process(serve_app: Any, project: Path) -> None:
+    rig, stop = await start_rig(
+        serve_app,
+        project,
+        [{"tool_calls": [{"name": "run_command", "arguments": {"command": "env"}}]}, {"text": "ok"}],
+    )
+    try:
+        sid = await rig.new_session()
+        await rig.turn(sid, "env")
+        output = tool_messages(rig.requests[1])[-1]
+        assert "PATH=" in output
+        assert "sk-rig-secret" not in output
+        logs = list((project / ".agent-shell").rglob("*"))
+        for path in logs:
+            if path.is_file():
+                assert b"sk-rig-secret" not in path.read_bytes(), path
+    finally:
+        await stop()
