@@ -76,6 +76,11 @@ class EventHub:
     async def subscribe(self, last_event_id: int | None = None) -> AsyncIterator[Event]:
         """Yield events after ``last_event_id`` (all retained ones when None), then live."""
         cursor = 0 if last_event_id is None else last_event_id
+        if cursor > self.last_id:
+            # Never issued here: the client saw an earlier bridge. Waiting for ids to
+            # pass it would silence the stream, so send everything retained instead.
+            log.warning("Last-Event-ID %d is ahead of %d; replaying all", cursor, self.last_id)
+            cursor = 0
         generation = self._generation
         self._subscribers += 1
         try:

@@ -250,3 +250,43 @@ async def test_regression_nan_answer_to_a_client_request_was_a_500(
         await client.post_rpc({"jsonrpc": "2.0", "id": request["id"], "result": 1.5})
         reply = await asyncio.wait_for(pending, 5)
     assert reply["result"] == {"result": 1.5}
+
+
+# ------------------------------------------------------------------ probes
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float = 3.0) -> None:
+    """Poll a condition with a deadline (the hub offers nothing to await for this)."""
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.01)
+
+
+async def test_closed_streams_do_not_leave_subscribers_behind(serve_app: ServeApp) -> None:
+    runtime = make_runtime()
+    server = await serve_app(runtime)
+    for _ in range(5):
+        async with server.client() as client, client.events() as stream:
+            await emit(client, note(0))
+            await stream.take(1)
+            assert runtime.hub.subscribers == 1
+    await wait_until(lambda: runtime.hub.subscribers == 0)
+
+
+async def test_regression_last_event_id_from_the_future_silenced_the_stream(
+    serve_app: ServeApp,
+) -> None:
+    """A Last-Event-ID the bridge never issued (one kept from an earlier bridge) made
+    the stream wait, silently, until new ids caught up with it.
+
+    Now every retained event is sent: the client has seen none of this bridge's.
+    """
+    server = await serve_app(make_runtime())
+    async with server.client() as client:
+        await emit(client, note(0), count=3)
+        async with client.events(500) as stream:
+            replayed = await stream.take(3)
+            await emit(client, note(1))
+            (live,) = await stream.take(1)
+    assert ids(replayed) == [1, 2, 3]
+    assert ids([live]) == [4]
