@@ -30,6 +30,7 @@ from ..tools.catalogue import CATALOGUE, Side, ToolSpec
 from ..types import Decision, JSONObject, Risk, Verdict
 from .approval import PermissionRequest
 from .outputs import clip_lines
+from .plan import PLAN_TOOLS, handle_plan_tool
 from .reporter import src, text
 from .turnstate import TurnState, call_signature
 
@@ -425,6 +426,8 @@ class ToolExecutor:
         if name == "task_complete":
             turn.completed = args.summary
             return {"ok": True}
+        if name in PLAN_TOOLS:
+            return await handle_plan_tool(live, call, name, args, turn)
         if name == "request_log_view":
             return live.outputs.view(args.ref, args.offset or 0, args.limit or 200)
         if name in ("run_command", "run_test"):

@@ -122,6 +122,24 @@ class TaskCompleteArgs(Args):
     summary: str
 
 
+class PlanStepArgs(Args):
+    title: str = Field(min_length=1, max_length=300)
+    files: list[str] = Field(default_factory=list)
+    expected: str = Field("", description="What is true when the step is done")
+    verify: str | None = Field(None, description="A command whose success proves the step")
+
+
+class ProposePlanArgs(Args):
+    goal: str = Field(min_length=1)
+    steps: list[PlanStepArgs] = Field(min_length=1, max_length=50)
+    risks: list[str] = Field(default_factory=list)
+
+
+class CompleteStepArgs(Args):
+    step: int = Field(ge=1, description="1-based number of the step in the approved plan")
+    note: str | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
     name: str
@@ -303,6 +321,27 @@ CATALOGUE: dict[str, ToolSpec] = {
             "Declare the task finished, with a short summary for the user.",
             5,
             "think",
+        ),
+        ToolSpec(
+            "propose_plan",
+            B,
+            None,
+            ProposePlanArgs,
+            "Before multi-step changes: propose a plan (goal, ordered steps with files, "
+            "expected result and a verification command, risks). The user edits and "
+            "approves it; follow the plan you get back.",
+            3600,
+            "think",
+        ),
+        ToolSpec(
+            "complete_step",
+            B,
+            None,
+            CompleteStepArgs,
+            "Mark a step of the approved plan done; its verification command runs first "
+            "and the step only counts as done when it passes.",
+            300,
+            "execute",
         ),
     )
 }
