@@ -316,8 +316,10 @@ class ProcessRunner:
         generation = self._generation
         out, err = _StreamCapture(), _StreamCapture()
         timed_out = False
-        try:
-            proc = await asyncio.create_subprocess_exec(
+        # Spawning is shielded: cancelling inside create_subprocess_exec would make
+        # asyncio wait for pipes that the new group's other members keep open.
+        spawn = asyncio.ensure_future(
+            asyncio.create_subprocess_exec(
                 *argv,
                 cwd=str(cwd),
                 env=self._environment(extra_env),
@@ -327,6 +329,12 @@ class ProcessRunner:
                 start_new_session=True,
                 preexec_fn=_limits_preexec(self._limits),
             )
+        )
+        try:
+            proc = await asyncio.shield(spawn)
+        except asyncio.CancelledError:
+            await asyncio.shield(self._abandon(spawn, log))
+            raise
         except BaseException:
             await asyncio.to_thread(log.close)
             raise
@@ -370,6 +378,19 @@ class ProcessRunner:
             omitted_lines=omitted,
             log_path=log_path,
         )
+
+    async def _abandon(
+        self, spawn: asyncio.Future[asyncio.subprocess.Process], log: BinaryIO
+    ) -> None:
+        """Kill a child whose start was cancelled, once it has started."""
+        try:
+            proc = await spawn
+        except Exception:
+            proc = None
+        if proc is not None:
+            _signal_group(proc.pid, signal.SIGKILL)
+            await proc.wait()
+        await asyncio.to_thread(log.close)
 
     async def _wait(
         self, proc: asyncio.subprocess.Process, pgid: int, readers: list[asyncio.Task[None]]

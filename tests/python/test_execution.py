@@ -17,7 +17,7 @@ from agent_shell_bridge.execution import (
 )
 
 
-async def wait_until(predicate, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+async def wait_until(predicate, timeout: float = 15.0) -> None:  # type: ignore[no-untyped-def]
     """Poll ``predicate`` until it holds; fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while not predicate():
