@@ -27,7 +27,9 @@ _COUNT_RE = re.compile(
 _CARGO_RE = re.compile(r"test result: \w+\. (\d+) passed; (\d+) failed")
 _JEST_RE = re.compile(r"^Tests:\s+(.*)$", re.MULTILINE)
 _PYTEST_TAIL_RE = re.compile(
-    r"^=+ (.*\d+ (passed|failed|errors?|skipped).*) in [\d.]+s", re.MULTILINE
+    r"^(?:=+ )?(\d+ (?:passed|failed|errors?|skipped|deselected|xfailed|xpassed)\b.*?)"
+    r" in [\d.]+s",
+    re.MULTILINE,
 )
 _GO_PASS_RE = re.compile(r"^(ok)\s+\S+", re.MULTILINE)
 _GO_FAIL_RE = re.compile(r"^(FAIL)\s+\S+", re.MULTILINE)
