@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO
 
 from ..errors import BridgeError
 from .allowlist import load_allowlist
@@ -39,8 +39,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     path.set_defaults(func=_run_path)
 
 
-def _lines(stream: TextIO) -> list[str]:
-    return [line.removesuffix("\n") for line in stream]
+def _lines(stream: BinaryIO) -> list[str]:
+    """Split stdin on LF only: a CR or U+2028 inside a command is part of it."""
+    lines = stream.read().decode("utf-8", "replace").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def _emit(obj: dict[str, Any], jsonl: bool) -> None:
@@ -59,7 +63,7 @@ def _run_check(args: argparse.Namespace) -> int:
     except BridgeError as exc:
         sys.stderr.write(f"agent-shell-bridge policy: {exc.message}\n")
         return 2
-    for command in _lines(sys.stdin):
+    for command in _lines(sys.stdin.buffer):
         verdict = engine.check_command(command, cwd=args.cwd)
         _emit(
             {
@@ -75,7 +79,7 @@ def _run_check(args: argparse.Namespace) -> int:
 
 def _run_path(args: argparse.Namespace) -> int:
     engine = PolicyEngine(args.root, extra_paths=args.extra)
-    for path in _lines(sys.stdin):
+    for path in _lines(sys.stdin.buffer):
         verdict = engine.check_path(path, args.op)
         resolved: str | None = None
         if verdict.decision.value == "allow":
