@@ -145,6 +145,21 @@ The action log and its files keep the full output."
   :group 'agent-shell
   :package-version '(agent-shell . "0.1.0"))
 
+(defcustom agent-shell-notify-webhook nil
+  "URL the bridge posts task completions and failures to, or nil for none.
+The message names the task, the failed step, the reason and the log file."
+  :type '(choice (const :tag "No webhook" nil) (string :tag "URL"))
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+(defcustom agent-shell-notify-webhook-kind 'generic
+  "Shape of the webhook message: plain JSON, WeCom or Slack markdown."
+  :type '(choice (const :tag "Generic JSON" generic)
+                 (const :tag "WeCom (企业微信) markdown" wecom)
+                 (const :tag "Slack markdown" slack))
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
 (defcustom agent-shell-notify-function #'agent-shell-notify-default
   "Function called with a message string when a long turn ends."
   :type 'function
@@ -381,6 +396,9 @@ With ASK non-nil, read a directory."
     (clientInfo . ((name . "agent-shell.el") (version . "0.1.0")
                    (emacs . ,emacs-version)))
     (clientCapabilities . ((tools . ,(vconcat (agent-shell-tools-names)))))
+    ,@(and agent-shell-notify-webhook
+           `((notify . ((webhook . ,agent-shell-notify-webhook)
+                        (kind . ,(symbol-name agent-shell-notify-webhook-kind))))))
     (model . ,(agent-shell--model-params))))
 
 (defun agent-shell--live-connection ()

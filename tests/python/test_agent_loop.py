@@ -456,3 +456,49 @@ async def test_model_api_key_never_reaches_a_child_process(serve_app: Any, proje
                 assert b"sk-rig-secret" not in path.read_bytes(), path
     finally:
         await stop()
+
+
+async def test_task_failure_is_posted_to_the_webhook(serve_app: Any, project: Path) -> None:
+    """A failed task reaches a local receiver with the task, failed step and log path."""
+    received: list[dict[str, Any]] = []
+    arrived = asyncio.Event()
+
+    async def receive(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":", 1)[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )
+        received.append(json.loads(await reader.readexactly(length)))
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+        await writer.drain()
+        writer.close()
+        arrived.set()
+
+    receiver = await asyncio.start_server(receive, "127.0.0.1", 0)
+    port = receiver.sockets[0].getsockname()[1]
+    rig, stop = await start_rig(
+        serve_app,
+        project,
+        [
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "nope.py"}}]},
+            {"fault": "400", "error_message": "context too long"},
+        ],
+    )
+    try:
+        await rig.client.result(
+            "initialize", {"notify": {"webhook": f"http://127.0.0.1:{port}/hook", "kind": "generic"}}
+        )
+        sid = await rig.new_session()
+        turn = await rig.turn(sid, "任务：读一个不存在的文件")
+        assert turn.end["stopReason"] == "error"
+        async with asyncio.timeout(10):
+            await arrived.wait()
+        payload = json.dumps(received[0], ensure_ascii=False)
+        assert "任务：读一个不存在的文件" in payload
+        assert "read_file" in payload  # the failed step
+        assert ".agent-shell/logs/" in payload
+    finally:
+        receiver.close()
+        await stop()

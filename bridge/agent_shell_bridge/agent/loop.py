@@ -14,8 +14,11 @@ import time
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+import httpx
+
 from ..errors import BridgeError, Cancelled, ModelError
 from ..model.types import Completion, ReasoningDelta, StreamRestart, TextDelta
+from ..notify import NotifyEvent, post_webhook
 from ..orglog import Prices as LogPrices
 from ..orglog import SrcBlock, TaskUsage, TextBlock, summary_drawer_entry
 from ..tools.catalogue import CATALOGUE, tool_schemas
@@ -205,6 +208,10 @@ async def run_turn(
                     turn.tool_calls += 1
                     state.totals.tool_calls += 1
                     notes = _guard_notes(turn, call.name, signature_of(call), outcome)
+                    if outcome.failed:
+                        turn.last_failure = (
+                            f"{call.name}: {outcome.payload.get('error', outcome.status)}"
+                        )
                     payload = dict(outcome.payload)
                     if notes:
                         payload["agent_shell_notes"] = notes
@@ -321,5 +328,27 @@ async def _finish(
         if turn.completed is not None:
             end["summary"] = turn.completed
         await live.reporter.update("turn_end", **end)
+        await _post_webhook(live, turn, stop_reason, error)
 
     await asyncio.shield(closing())
+
+
+async def _post_webhook(
+    live: LiveSession, turn: TurnState, stop_reason: str, error: JSONObject | None
+) -> None:
+    """Tell the configured webhook how the task ended (never raises)."""
+    url = live.config.notify_webhook
+    if not url or stop_reason == "cancelled":
+        return
+    ok = stop_reason == "end_turn"
+    event = NotifyEvent(
+        status="completed" if ok else "failed",
+        task=turn.prompt[:500],
+        session_id=live.state.id,
+        failed_step=None if ok else (turn.last_failure or None),
+        reason=None if ok else (str(error["message"]) if error else stop_reason),
+        log_path=live.state.log_path,
+        project=live.project,
+    )
+    async with httpx.AsyncClient(trust_env=live.config.trust_env) as http:
+        await post_webhook(url, live.config.notify_kind, event, http=http)  # type: ignore[arg-type]

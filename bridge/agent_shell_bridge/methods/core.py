@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from dataclasses import replace
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -16,11 +17,17 @@ from ..tools.catalogue import CATALOGUE
 PROTOCOL_VERSION = 1
 
 
+class NotifyConfig(Params):
+    webhook: str = Field(max_length=2000, pattern=r"^https?://")
+    kind: Literal["generic", "wecom", "slack"] = "generic"
+
+
 class InitializeParams(Params):
     protocolVersion: int = 1
     clientInfo: dict[str, Any] = Field(default_factory=dict)
     clientCapabilities: dict[str, Any] = Field(default_factory=dict)
     model: ModelConfig | None = None
+    notify: NotifyConfig | None = None
 
 
 class Empty(Params):
@@ -36,6 +43,10 @@ def register(d: Dispatcher[Runtime]) -> None:
             rt.client_tools = frozenset(t for t in tools if isinstance(t, str) and t in CATALOGUE)
         if p.model is not None:
             rt.config = rt.config.with_model(p.model)
+        if p.notify is not None:
+            rt.config = replace(
+                rt.config, notify_webhook=p.notify.webhook, notify_kind=p.notify.kind
+            )
         return {
             "protocolVersion": PROTOCOL_VERSION,
             "agentInfo": {"name": "agent-shell-bridge", "version": __version__, "pid": os.getpid()},
