@@ -1,0 +1,319 @@
+"""Memory through the agent loop: when extraction runs, what it writes, what comes back.
+
+A scripted model drives a real bridge on 127.0.0.1; the project is a temp git
+repository whose ``make test`` really passes or fails, and the memory index is a
+real SQLite file. The extraction call is told apart from the task's own calls by
+its fixed system prompt.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agent_rig import AgentRig, make_project, start_rig
+
+from agent_shell_bridge.memory.experience import parse_experience, slugify
+from agent_shell_bridge.memory.extract import EXTRACTION_SYSTEM_PROMPT
+
+MAKEFILE = (
+    "test:\n"
+    "\t@if grep -q 'a + b' calc.py; then echo '1 passed in 0.01s'; "
+    "else echo 'FAILED test_calc.py::test_add - AssertionError: assert -1 == 5'; "
+    "echo '1 failed in 0.01s'; exit 1; fi\n"
+)
+
+TITLE = "修复 calc.py 里 add 的减号错误"
+SUMMARY = "add() 误用减号，make test 报 assert -1 == 5；改成 a + b 后通过。先 read_file 再 replace_region。"
+EXPERIENCE_REPLY = f"""\
+这是文档：
+
+---
+title: {TITLE}
+date: 1999-01-01
+project: 别的项目
+task_type: bugfix
+tags: [calc, add, 减法]
+symbols: [add, calc.py, make test]
+trigger: the model must not choose this
+summary: {SUMMARY}
+---
+
+## Goal
+
+让 make test 通过。
+
+## Steps
+
+1. make test 失败：assert -1 == 5。
+2. 把 `return a - b` 改成 `return a + b`。
+3. make test 通过。
+
+## Key decisions
+
+只改一行，用 expected_text 防止改错位置。
+
+## Pitfalls
+
+没先读文件就改会被拒绝。
+
+## Open issues
+
+None
+"""
+
+EXTRACT = {"match": {"system_contains": "You write the long-term memory"}, "text": EXPERIENCE_REPLY}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return make_project(
+        tmp_path / "proj",
+        {
+            "calc.py": "def add(a, b):\n    return a - b\n",
+            "Makefile": MAKEFILE,
+            "README.md": "# 演示项目\n一个计算器。\n",
+            "pyproject.toml": '[project]\nname = "calc"\ndependencies = []\n',
+        },
+    )
+
+
+def extraction_requests(rig: AgentRig) -> list[dict[str, Any]]:
+    return [
+        body
+        for body in rig.requests
+        if body["messages"] and body["messages"][0]["content"] == EXTRACTION_SYSTEM_PROMPT
+    ]
+
+
+def memory_files(project: Path) -> list[Path]:
+    directory = project / ".agent-shell" / "memory"
+    return sorted(directory.glob("*.md")) if directory.is_dir() else []
+
+
+def org_log(session: dict[str, Any]) -> str:
+    return Path(session["logPath"]).read_text(encoding="utf-8")
+
+
+FIX_STEPS: list[dict[str, Any]] = [
+    {"tool_calls": [{"name": "run_test", "arguments": {}}]},
+    {"tool_calls": [{"name": "read_file", "arguments": {"path": "calc.py"}}]},
+    {
+        "tool_calls": [
+            {
+                "name": "replace_region",
+                "arguments": {
+                    "path": "calc.py",
+                    "start_line": 2,
+                    "end_line": 2,
+                    "new_text": "    return a + b",
+                    "expected_text": "    return a - b",
+                },
+            }
+        ]
+    },
+    {"tool_calls": [{"name": "run_test", "arguments": {}}]},
+    {"tool_calls": [{"name": "task_complete", "arguments": {"summary": "add 已修复，测试通过"}}]},
+]
+
+
+async def test_fail_fix_pass_extracts_exactly_one_experience_and_the_next_session_sees_it(
+    serve_app: Any, project: Path, tmp_path: Path
+) -> None:
+    next_answer = {"text": "以前修过：add 的减号。"}
+    rig, stop = await start_rig(
+        serve_app, project, [*FIX_STEPS, EXTRACT, next_answer], memory_dir=tmp_path / "memdb"
+    )
+    try:
+        session = await rig.client.result("session/new", {"cwd": str(project)})
+        turn = await rig.turn(session["sessionId"], "修一下 add，make test 失败了")
+        assert turn.end["stopReason"] == "end_turn"
+        assert (project / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+        # The loop really saw fail, then pass.
+        summaries = [u["rawOutput"].get("summary") for u in turn.tool_results()]
+        oks = [s["ok"] for s in summaries if s is not None]
+        assert oks == [False, True]
+
+        extractions = extraction_requests(rig)
+        assert len(extractions) == 1
+        user = extractions[0]["messages"][1]["content"]
+        assert "trigger: fail→fix→pass in this task" in user
+        assert "return a + b" in user  # the transcript of this task went in
+
+        files = memory_files(project)
+        assert len(files) == 1
+        today = date.today().isoformat()
+        assert files[0].name == f"{today}--{slugify(TITLE)}.md"
+        raw = files[0].read_bytes()
+        assert SUMMARY.encode("utf-8") in raw and TITLE.encode("utf-8") in raw
+        exp = parse_experience(raw.decode("utf-8"))
+        assert exp.title == TITLE
+        assert exp.summary == SUMMARY
+        assert exp.project == "proj"  # from the bridge, not the model
+        assert exp.date == today
+        assert exp.trigger == "fail→fix→pass in this task"
+        assert exp.tags == ["calc", "add", "减法"]
+        assert "return a + b" in exp.steps
+
+        log = org_log(session)
+        assert ":DECISION: extract" in log
+        assert "fail→fix→pass in this task" in log
+        assert f"Memory: wrote {files[0].name}" in log
+
+        # A new session in the same project is told about it in its first request.
+        before = len(rig.requests)
+        second = await rig.new_session()
+        turn2 = await rig.turn(second, "calc 的 add 又坏了吗？")
+        assert turn2.text == "以前修过：add 的减号。"
+        system = rig.requests[before]["messages"][0]["content"]
+        assert "Relevant past experiences" in system
+        assert files[0].name in system
+        assert SUMMARY in system
+        assert len(extraction_requests(rig)) == 1  # a text answer extracts nothing
+        assert memory_files(project) == files
+    finally:
+        await stop()
+
+
+async def test_trivial_task_is_archived_without_a_model_call(
+    serve_app: Any, project: Path, tmp_path: Path
+) -> None:
+    rig, stop = await start_rig(
+        serve_app,
+        project,
+        [
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
+            {"text": "这是一个计算器演示项目。"},
+            EXTRACT,
+        ],
+        memory_dir=tmp_path / "memdb",
+    )
+    try:
+        session = await rig.client.result("session/new", {"cwd": str(project)})
+        turn = await rig.turn(session["sessionId"], "这个项目是做什么的？")
+        assert turn.text == "这是一个计算器演示项目。"
+        assert len(rig.requests) == 2
+        assert extraction_requests(rig) == []
+        assert memory_files(project) == []
+        log = org_log(session)
+        assert "Memory: archived from the log, no extraction" in log
+        assert ":DECISION: archive" in log
+        assert "routine task archived" in log
+        titles = [e["title"] for e in turn.log_entries()]
+        assert "Memory: archived from the log, no extraction" in titles
+    finally:
+        await stop()
+
+
+async def test_dependency_manifest_change_triggers_extraction(
+    serve_app: Any, project: Path, tmp_path: Path
+) -> None:
+    rig, stop = await start_rig(
+        serve_app,
+        project,
+        [
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "pyproject.toml"}}]},
+            {
+                "tool_calls": [
+                    {
+                        "name": "replace_region",
+                        "arguments": {
+                            "path": "pyproject.toml",
+                            "start_line": 3,
+                            "end_line": 3,
+                            "new_text": 'dependencies = ["httpx>=0.27"]',
+                        },
+                    }
+                ]
+            },
+            {"text": "加上了 httpx。"},
+            EXTRACT,
+        ],
+        memory_dir=tmp_path / "memdb",
+    )
+    try:
+        session = await rig.client.result("session/new", {"cwd": str(project)})
+        turn = await rig.turn(session["sessionId"], "加一个 httpx 依赖")
+        assert turn.end["stopReason"] == "end_turn"
+        assert "httpx>=0.27" in (project / "pyproject.toml").read_text()
+        extractions = extraction_requests(rig)
+        assert len(extractions) == 1
+        assert "trigger: stack change: pyproject.toml changed" in extractions[0]["messages"][1]["content"]
+        files = memory_files(project)
+        assert len(files) == 1
+        assert parse_experience(files[0].read_text("utf-8")).trigger == (
+            "stack change: pyproject.toml changed"
+        )
+        log = org_log(session)
+        assert ":DECISION: extract" in log and "stack change: pyproject.toml changed" in log
+    finally:
+        await stop()
+
+
+async def test_memory_save_and_search_over_json_rpc_survive_index_loss_and_edits(
+    serve_app: Any, project: Path, tmp_path: Path
+) -> None:
+    memdb = tmp_path / "memdb"
+    rig, stop = await start_rig(
+        serve_app,
+        project,
+        [{"text": "add 用了减号。"}, EXTRACT],
+        memory_dir=memdb,
+    )
+    try:
+        sid = await rig.new_session()
+        await rig.turn(sid, "add 为什么不对？")
+        assert extraction_requests(rig) == []  # a question is archived, not extracted
+
+        saved = await rig.client.result("memory/save", {"sessionId": sid})
+        path = Path(saved["path"])
+        assert path.parent == project / ".agent-shell" / "memory"
+        assert path.is_file()
+        assert saved["title"] == slugify(TITLE)
+        assert len(extraction_requests(rig)) == 1
+        exp = parse_experience(path.read_text("utf-8"))
+        assert exp.trigger == "saved by the user" and exp.summary == SUMMARY
+
+        async def search(query: str) -> list[dict[str, Any]]:
+            result = await rig.client.result("memory/search", {"query": query})
+            hits: list[dict[str, Any]] = result["hits"]
+            return hits
+
+        for query in ("减号错误", "calc add subtraction", "ADD"):
+            hits = await search(query)
+            assert [h["path"] for h in hits][:1] == [str(path)], (query, hits)
+        hit = (await search("减号错误"))[0]
+        assert hit["summary"] == SUMMARY and hit["title"] == TITLE and hit["project"] == "proj"
+
+        # The index is a cache: delete it and the next search rebuilds it from the files.
+        for leftover in memdb.glob("index.sqlite3*"):
+            leftover.unlink()
+        assert not (memdb / "index.sqlite3").exists()
+        assert [h["path"] for h in await search("减号错误")] == [str(path)]
+        assert (memdb / "index.sqlite3").is_file()
+
+        # A human edit is picked up: the new words are found, the old summary is gone.
+        edited = path.read_text("utf-8").replace(SUMMARY, "独角兽 zebracorn：溢出时改用 Decimal。")
+        path.write_text(edited, encoding="utf-8")
+        hits = await search("zebracorn")
+        assert [h["path"] for h in hits] == [str(path)]
+        assert hits[0]["summary"] == "独角兽 zebracorn：溢出时改用 Decimal。"
+        assert await search("独角兽") != []
+
+        # Deleting the file removes it from the results.
+        path.unlink()
+        assert await search("zebracorn") == []
+    finally:
+        await stop()
+
+
+async def test_memory_save_refuses_an_unknown_session(serve_app: Any, project: Path) -> None:
+    rig, stop = await start_rig(serve_app, project, [])
+    try:
+        reply = await rig.client.rpc("memory/save", {"sessionId": "no-such-session"})
+        assert reply["error"]["code"] == -32001
+        assert extraction_requests(rig) == []
+    finally:
+        await stop()
