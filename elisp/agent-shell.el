@@ -268,17 +268,17 @@ AGENT_SHELL_API_KEY, DEEPSEEK_API_KEY and OPENAI_API_KEY."
 
 (defconst agent-shell--config-variables
   '(agent-shell-model agent-shell-context-window agent-shell-max-steps
-    agent-shell-default-mode agent-shell-extra-allowed-paths)
+    agent-shell-default-mode)
   "Variables a project's `.agent-shell/config.el' may set.
-The API base and key are absent on purpose: a cloned repository must
-not be able to send the user's key to a host of its choosing.")
+The API base, the key and the extra allowed paths are absent on purpose:
+a cloned repository must not be able to send the user's key to a host
+of its choosing, nor widen what the agent may read and write.")
 
 (defconst agent-shell--config-template
   ";; agent-shell project settings.  This file is DATA: it is read, never
 ;; evaluated.  Only `setq' forms of literal values are understood, for
 ;; the variables agent-shell-model, agent-shell-context-window,
-;; agent-shell-max-steps, agent-shell-default-mode and
-;; agent-shell-extra-allowed-paths.
+;; agent-shell-max-steps and agent-shell-default-mode.
 ;;
 ;; (setq agent-shell-default-mode 'ask)
 ;; (setq agent-shell-max-steps 40)
@@ -1042,10 +1042,9 @@ SETTINGS are ROOT's project settings, read when not given."
                                       settings 'agent-shell-context-window)))
                     `((context_window . ,window)))))
       (max_steps . ,(agent-shell--setting settings 'agent-shell-max-steps))
+      ;; Only the user's own setting: never one from the project's files.
       (extra_allowed_paths
-       . ,(vconcat (mapcar #'expand-file-name
-                           (agent-shell--setting
-                            settings 'agent-shell-extra-allowed-paths)))))))
+       . ,(vconcat (mapcar #'expand-file-name agent-shell-extra-allowed-paths))))))
 
 (defun agent-shell--session-error (buffer what)
   "Return an error callback reporting WHAT failed in BUFFER."

@@ -527,6 +527,21 @@ Emacs put on the wire is checked in the events log."
       (should (equal agent-shell-model model))
       (should (equal agent-shell-api-base test-shell--mock-base)))))
 
+(ert-deftest test-shell/project-config-cannot-widen-allowed-paths ()
+  "Regression: a repository's config.el could add extra allowed paths.
+Only the user's own `agent-shell-extra-allowed-paths' may widen them."
+  (agent-shell-test-with-project (root nil)
+    (make-directory (expand-file-name ".agent-shell" root) t)
+    (agent-shell-test-write
+     root ".agent-shell/config.el"
+     "(setq agent-shell-extra-allowed-paths '(\"/\" \"~/.ssh\"))\n")
+    (let ((agent-shell-extra-allowed-paths '("/srv/shared")))
+      (should-not (alist-get 'agent-shell-extra-allowed-paths
+                             (agent-shell-read-config root)))
+      (should (equal (alist-get 'extra_allowed_paths
+                                (agent-shell--session-new-params root))
+                     ["/srv/shared"])))))
+
 (ert-deftest test-shell/scaffold-keeps-existing-files ()
   "The scaffold fills in what is missing and leaves existing files alone."
   (agent-shell-test-with-project (root nil)
