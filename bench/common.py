@@ -1,0 +1,180 @@
+"""Shared pieces of the benchmarks: figures, sizes, statistics, machine facts.
+
+Every benchmark reports :class:`Figure` objects: a measured value, a baseline measured
+in the same run on the same machine, and their ratio, so numbers from different
+machines can be compared by their ratios rather than their absolute values.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = [
+    "SCALES",
+    "Figure",
+    "Scale",
+    "bridge_command",
+    "clean_env",
+    "machine_info",
+    "median",
+    "percentile",
+    "ratio",
+]
+
+Better = Literal["higher", "lower"]
+
+
+@dataclass(frozen=True)
+class Scale:
+    """Sizes of every benchmark; ``small`` keeps the harness exercised in seconds."""
+
+    name: str
+    startup_runs: int
+    relay_chunks: int
+    relay_latency_chunks: int
+    relay_latency_gap_ms: int
+    emacs_chunks: int
+    emacs_history_bytes: int
+    policy_rounds: int
+    capture_bytes: int
+    memory_files: int
+    memory_queries: int
+    context_steps: int
+    context_lines: int
+
+
+SCALES: dict[str, Scale] = {
+    "small": Scale(
+        name="small",
+        startup_runs=2,
+        relay_chunks=200,
+        relay_latency_chunks=30,
+        relay_latency_gap_ms=2,
+        emacs_chunks=300,
+        emacs_history_bytes=200_000,
+        policy_rounds=1,
+        capture_bytes=4 * 1024**2,
+        memory_files=150,
+        memory_queries=20,
+        context_steps=3,
+        context_lines=400,
+    ),
+    "full": Scale(
+        name="full",
+        startup_runs=11,
+        relay_chunks=10_000,
+        relay_latency_chunks=1_000,
+        relay_latency_gap_ms=5,
+        emacs_chunks=20_000,
+        emacs_history_bytes=5 * 1024**2,
+        policy_rounds=5,
+        capture_bytes=1024**3,
+        memory_files=10_000,
+        memory_queries=100,
+        context_steps=15,
+        context_lines=2_000,
+    ),
+}
+
+
+def ratio(value: float, baseline: float) -> float | None:
+    return value / baseline if baseline else None
+
+
+@dataclass
+class Figure:
+    """One measured figure against its baseline (``ratio = value / baseline``)."""
+
+    key: str
+    title: str
+    unit: str
+    value: float
+    baseline: float
+    baseline_label: str
+    better: Better
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ratio(self) -> float | None:
+        return ratio(self.value, self.baseline)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["ratio"] = self.ratio
+        return data
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+def percentile(values: list[float], pct: float) -> float:
+    """Nearest-rank percentile; ``pct`` in 0..100."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), round(pct / 100 * len(ordered) + 0.5)))
+    return ordered[rank - 1]
+
+
+def bridge_command() -> list[str]:
+    """The installed console script next to this interpreter, else on PATH."""
+    beside = Path(sys.executable).parent / "agent-shell-bridge"
+    if os.access(beside, os.X_OK):
+        return [str(beside)]
+    found = shutil.which("agent-shell-bridge")
+    if found is None:
+        raise RuntimeError("agent-shell-bridge is not installed (make deps)")
+    return [found]
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The environment without model keys or settings, plus ``extra``."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("AGENT_SHELL_", "DEEPSEEK_", "OPENAI_"))
+    }
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra)
+    return env
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _emacs_version(emacs: str) -> str:
+    try:
+        out = subprocess.run(
+            [emacs, "--version"], capture_output=True, text=True, timeout=30, check=True
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "unavailable"
+    return out.splitlines()[0] if out else "unknown"
+
+
+def machine_info(emacs: str) -> dict[str, Any]:
+    return {
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "emacs": _emacs_version(emacs),
+        "system": f"{platform.system()} {platform.release()}",
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
