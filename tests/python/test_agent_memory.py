@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_rig import AgentRig, make_project, start_rig
 
+from agent_rig import AgentRig, make_project, start_rig
 from agent_shell_bridge.memory.experience import parse_experience, slugify
 from agent_shell_bridge.memory.extract import EXTRACTION_SYSTEM_PROMPT
 
@@ -26,7 +26,10 @@ MAKEFILE = (
 )
 
 TITLE = "修复 calc.py 里 add 的减号错误"
-SUMMARY = "add() 误用减号，make test 报 assert -1 == 5；改成 a + b 后通过。先 read_file 再 replace_region。"
+SUMMARY = (
+    "add() 误用减号，make test 报 assert -1 == 5；改成 a + b 后通过。"
+    "先 read_file 再 replace_region。"
+)
 EXPERIENCE_REPLY = f"""\
 这是文档：
 
@@ -240,7 +243,10 @@ async def test_dependency_manifest_change_triggers_extraction(
         assert "httpx>=0.27" in (project / "pyproject.toml").read_text()
         extractions = extraction_requests(rig)
         assert len(extractions) == 1
-        assert "trigger: stack change: pyproject.toml changed" in extractions[0]["messages"][1]["content"]
+        assert (
+            "trigger: stack change: pyproject.toml changed"
+            in extractions[0]["messages"][1]["content"]
+        )
         files = memory_files(project)
         assert len(files) == 1
         assert parse_experience(files[0].read_text("utf-8")).trigger == (
@@ -271,7 +277,7 @@ async def test_memory_save_and_search_over_json_rpc_survive_index_loss_and_edits
         path = Path(saved["path"])
         assert path.parent == project / ".agent-shell" / "memory"
         assert path.is_file()
-        assert saved["title"] == slugify(TITLE)
+        assert saved["title"] == TITLE
         assert len(extraction_requests(rig)) == 1
         exp = parse_experience(path.read_text("utf-8"))
         assert exp.trigger == "saved by the user" and exp.summary == SUMMARY
@@ -315,5 +321,22 @@ async def test_memory_save_refuses_an_unknown_session(serve_app: Any, project: P
         reply = await rig.client.rpc("memory/save", {"sessionId": "no-such-session"})
         assert reply["error"]["code"] == -32001
         assert extraction_requests(rig) == []
+    finally:
+        await stop()
+
+
+async def test_memory_save_returns_the_experience_title_not_the_file_slug(
+    serve_app: Any, project: Path, tmp_path: Path
+) -> None:
+    """Regression: ``memory/save`` answered with the slug (``修复-calc.py-里-…``)."""
+    rig, stop = await start_rig(
+        serve_app, project, [{"text": "好的。"}, EXTRACT], memory_dir=tmp_path / "memdb"
+    )
+    try:
+        sid = await rig.new_session()
+        await rig.turn(sid, "记住这个")
+        saved = await rig.client.result("memory/save", {"sessionId": sid})
+        assert saved["title"] == TITLE
+        assert Path(saved["path"]).name.endswith(f"--{slugify(TITLE)}.md")
     finally:
         await stop()

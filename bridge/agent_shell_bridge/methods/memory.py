@@ -9,6 +9,7 @@ from pydantic import Field
 
 from ..agent.memory_glue import extract_experience
 from ..errors import InvalidParams, MemoryError_
+from ..memory.experience import parse_experience
 from ..memory.index import MemoryIndex
 from ..policy.engine import PolicyEngine
 from ..rpc import Dispatcher, Params
@@ -50,7 +51,10 @@ def register(d: Dispatcher[Runtime]) -> None:
         path = await extract_experience(
             live, trigger="saved by the user", parent=parent, messages=live.state.messages
         )
-        title = path.stem.split("--", 1)[-1]
+        try:
+            title = parse_experience(await asyncio.to_thread(path.read_text, "utf-8")).title
+        except (OSError, MemoryError_):
+            title = path.stem.split("--", 1)[-1]
         return {"path": str(path), "title": title}
 
     @d.method("memory/search", SearchParams)
