@@ -10,7 +10,7 @@ ELISP_TESTS := $(wildcard tests/elisp/test-*.el)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export AGENT_SHELL_TEST_BRIDGE := $(BRIDGE)
 
-.PHONY: test test-python test-elisp lint demo bench deps venv system-deps clean
+.PHONY: test test-python test-elisp test-e2e lint demo bench deps venv system-deps clean
 
 test: deps test-python test-elisp
 
@@ -56,8 +56,13 @@ lint: deps
 	$(EMACS) -Q --batch -L elisp -l tests/elisp/lint.el $(ELISP_FILES)
 	@rm -f elisp/*.elc
 
+# Copies demo/project to a temporary git repository and opens Emacs there with
+# agent-shell started; without an API key a scripted mock model answers.
 demo: deps
-	@echo "make demo: not built yet"
+	@demo/run-demo.sh
+
+test-e2e: deps
+	$(PY) -m pytest -q -m e2e tests/e2e
 
 bench: deps
 	@echo "make bench: not built yet"
