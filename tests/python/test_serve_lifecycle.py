@@ -108,9 +108,9 @@ def test_each_launch_has_its_own_token_and_port(
 # ----------------------------------------------------------------- exiting
 
 
-def test_stdin_eof_ends_the_bridge_within_2_s(start_bridge: StartBridge) -> None:
+def test_stdin_eof_ends_the_bridge_within_2_s(live_bridge: BridgeProcess) -> None:
     """Emacs dying closes the pipe; the bridge must not outlive it."""
-    bridge = start_bridge()
+    bridge = live_bridge
     with open_event_stream(bridge) as stream:
         bridge.close_stdin()
         assert bridge.process.wait(timeout=EXIT_DEADLINE_S) == 0
