@@ -460,6 +460,8 @@ class _Walker:
             unquoted.append("\x00")
         elif kind in _EXPANSIONS:
             flags["expansion"] = True
+            if kind == "expansion" and re.search(r"^\$\{[^}]*?:?=", raw):
+                self.result.issues.append(Issue("assigns a shell variable inside ${...}"))
             self.scan_words(node)
             pieces.append(raw)
             unquoted.append("\x00")
