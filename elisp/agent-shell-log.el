@@ -669,7 +669,23 @@ newest first."
           (choice (completing-read "Action log: " table nil t nil nil
                                    (if (member current names) current (car names)))))
      (list (expand-file-name choice (expand-file-name ".agent-shell/logs/" root)))))
-  (find-file-read-only file))
+  (find-file-read-only file)
+  ;; The review keys (steps, WAIT, visit, failures) work on past logs too.
+  (unless (derived-mode-p 'agent-shell-log-mode)
+    (agent-shell-log-mode)
+    (setq agent-shell-log--file (expand-file-name file))))
+
+(declare-function agent-shell-show-log "agent-shell" ())
+
+;;;###autoload
+(defun agent-shell-log (&optional pick)
+  "Show the action log of the current session.
+Outside an agent-shell buffer, or with a prefix argument PICK, choose
+one of the project's logs, newest first, with `agent-shell-log-open-file'."
+  (interactive "P")
+  (if (and (not pick) (derived-mode-p 'agent-shell-mode))
+      (agent-shell-show-log)
+    (call-interactively #'agent-shell-log-open-file)))
 
 ;;; Mode
 

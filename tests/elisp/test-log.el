@@ -426,5 +426,37 @@
         (should (null (org-element-map tree 'headline
                         (lambda (h) (org-element-property :tags h)))))))))
 
+(ert-deftest test-log/past-log-opens-in-log-mode ()
+  "A past log file opens read-only in the log mode, so review keys work on it."
+  (let* ((root (make-temp-file "agent-shell-log-past-" t))
+         (dir (expand-file-name ".agent-shell/logs/" root))
+         (file (expand-file-name "2026-11-30-101454-s1.org" dir)))
+    (unwind-protect
+        (progn
+          (make-directory dir t)
+          (with-temp-file file
+            (insert "#+TODO: WAIT | APPROVED REJECTED DONE FAILED\n"
+                    "* DONE [2026-11-30 Mon 10:14] 任务\n"
+                    "** DONE [2026-11-30 Mon 10:14] read_file a.py\n"
+                    "** FAILED [2026-11-30 Mon 10:15] run_test pytest\n"))
+          (let ((default-directory root))
+            (agent-shell-log-open-file file))
+          (with-current-buffer (get-file-buffer file)
+            (unwind-protect
+                (progn
+                  (should (derived-mode-p 'agent-shell-log-mode))
+                  (should buffer-read-only)
+                  (should (eq (key-binding (kbd "!")) #'agent-shell-log-sparse-failures))
+                  (goto-char (point-min))
+                  (agent-shell-log-sparse-failures)
+                  (goto-char (point-min))
+                  (re-search-forward "run_test")
+                  (should-not (invisible-p (point)))
+                  (goto-char (point-min))
+                  (re-search-forward "read_file")
+                  (should (invisible-p (point))))
+              (kill-buffer))))
+      (delete-directory root t))))
+
 (provide 'test-log)
 ;;; test-log.el ends here
