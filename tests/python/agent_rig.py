@@ -59,11 +59,7 @@ class Turn:
     permission_requests: list[dict[str, Any]] = field(default_factory=list)
 
     def updates(self, kind: str | None = None) -> list[dict[str, Any]]:
-        out = [
-            m["params"]["update"]
-            for m in self.messages
-            if m.get("method") == "session/update"
-        ]
+        out = [m["params"]["update"] for m in self.messages if m.get("method") == "session/update"]
         return [u for u in out if kind is None or u["sessionUpdate"] == kind]
 
     @property
@@ -80,7 +76,9 @@ class Turn:
         return [m["params"] for m in self.messages if m.get("method") == "log/entry"]
 
     def tool_results(self) -> list[dict[str, Any]]:
-        return [u for u in self.updates("tool_call_update") if u["status"] in ("completed", "failed")]
+        return [
+            u for u in self.updates("tool_call_update") if u["status"] in ("completed", "failed")
+        ]
 
 
 @dataclass
@@ -126,7 +124,11 @@ class AgentRig:
                             await maybe
                     if message.get("method") == "session/request_permission":
                         turn.permission_requests.append(message["params"])
-                        reply = {"jsonrpc": "2.0", "id": message["id"], "result": answer(message["params"])}
+                        reply = {
+                            "jsonrpc": "2.0",
+                            "id": message["id"],
+                            "result": answer(message["params"]),
+                        }
                         response = await self.client.post_rpc(reply)
                         assert response.status_code == 202
                     params = message.get("params") or {}
@@ -150,7 +152,11 @@ async def start_rig(
     await mock.start()
     rt = make_runtime()
     rt.config = BridgeConfig(
-        api_base=mock.api_base, model="mock-model", api_key="sk-rig-secret", memory_dir=memory_dir, **config
+        api_base=mock.api_base,
+        model="mock-model",
+        api_key="sk-rig-secret",
+        memory_dir=memory_dir,
+        **config,
     )
     server = await serve_app(rt)
     client = server.client()

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from agent_rig import allow_once, make_project, reject, start_rig, tool_messages
 
 
@@ -21,7 +22,9 @@ def project(tmp_path: Path) -> Path:
         tmp_path / "proj",
         {
             "calc.py": "def add(a, b):\n    return a - b\n",
-            "test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+            "test_calc.py": (
+                "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+            ),
             "中文.py": "# 你好，世界\nGREETING = '早上好 🚀'\n",
             "README.md": "# demo\n",
         },
@@ -53,7 +56,9 @@ async def test_agent_loop_runs_parallel_tool_calls_in_order(serve_app: Any, proj
         assert [m["tool_call_id"] for m in tools] == ["call_a", "call_b"]
         assert "早上好 🚀" in tools[0]["content"]  # byte-exact Chinese and emoji
         assert "中文.py" in tools[1]["content"]
-        assert tools[0]["content"].startswith("[TOOL_RESULT name=read_file id=call_a status=completed]")
+        assert tools[0]["content"].startswith(
+            "[TOOL_RESULT name=read_file id=call_a status=completed]"
+        )
         assert [u["status"] for u in turn.tool_results()] == ["completed", "completed"]
     finally:
         await stop()
@@ -179,7 +184,10 @@ async def test_history_is_compacted_past_seventy_percent_of_the_window(
         }
         for i in range(1, 41)
     ]
-    summary = {"match": {"system_contains": "Summarise the earlier part"}, "text": "摘要：读了 big.py。"}
+    summary = {
+        "match": {"system_contains": "Summarise the earlier part"},
+        "text": "摘要：读了 big.py。",
+    }
     rig, stop = await start_rig(
         serve_app,
         project,
@@ -245,7 +253,10 @@ async def test_cancel_mid_tool_kills_the_command(serve_app: Any, project: Path) 
 
         async def cancel_when_running(message: dict[str, Any], _stream: Any) -> None:
             update = (message.get("params") or {}).get("update") or {}
-            if update.get("sessionUpdate") == "tool_call_update" and update["status"] == "in_progress":
+            if (
+                update.get("sessionUpdate") == "tool_call_update"
+                and update["status"] == "in_progress"
+            ):
                 await rig.client.result("session/cancel", {"sessionId": sid})
 
         turn = await rig.turn(sid, "wait", on_message=cancel_when_running)
@@ -303,7 +314,11 @@ async def test_write_without_reading_first_is_refused(serve_app: Any, project: P
         serve_app,
         project,
         [
-            {"tool_calls": [{"name": "write_file", "arguments": {"path": "calc.py", "content": "x\n"}}]},
+            {
+                "tool_calls": [
+                    {"name": "write_file", "arguments": {"path": "calc.py", "content": "x\n"}}
+                ]
+            },
             {"text": "ok"},
         ],
     )
@@ -346,7 +361,10 @@ async def test_edit_refused_when_the_user_changed_the_file_after_the_read(
 
         def user_edits(message: dict[str, Any], _stream: Any) -> None:
             update = (message.get("params") or {}).get("update") or {}
-            if update.get("sessionUpdate") == "tool_call_update" and update["status"] == "completed":
+            if (
+                update.get("sessionUpdate") == "tool_call_update"
+                and update["status"] == "completed"
+            ):
                 (project / "calc.py").write_text("# the user's edit\n", encoding="utf-8")
 
         await rig.turn(sid, "fix", on_message=user_edits)
@@ -387,7 +405,9 @@ async def test_approved_edit_is_snapshotted_and_applied(serve_app: Any, project:
         record = json.loads(index[-1])
         snap = project / ".agent-shell" / "snapshots" / record["snapshot"]
         assert snap.read_text() == "def add(a, b):\n    return a - b\n"
-        diffs = [c for u in turn.tool_results() for c in u.get("content", []) if c["type"] == "diff"]
+        diffs = [
+            c for u in turn.tool_results() for c in u.get("content", []) if c["type"] == "diff"
+        ]
         assert diffs and "+    return a + b  # 修复" in diffs[0]["diff"]
     finally:
         await stop()
@@ -400,7 +420,11 @@ async def test_ask_mode_offers_no_write_tools_and_refuses_writes(
         serve_app,
         project,
         [
-            {"tool_calls": [{"name": "write_file", "arguments": {"path": "new.py", "content": "x"}}]},
+            {
+                "tool_calls": [
+                    {"name": "write_file", "arguments": {"path": "new.py", "content": "x"}}
+                ]
+            },
             {"text": "calc.py:1-2 defines add"},
         ],
     )
@@ -417,9 +441,7 @@ async def test_ask_mode_offers_no_write_tools_and_refuses_writes(
         await stop()
 
 
-async def test_dry_run_records_commands_without_running_them(
-    serve_app: Any, project: Path
-) -> None:
+async def test_dry_run_records_commands_without_running_them(serve_app: Any, project: Path) -> None:
     rig, stop = await start_rig(
         serve_app,
         project,
@@ -442,7 +464,10 @@ async def test_model_api_key_never_reaches_a_child_process(serve_app: Any, proje
     rig, stop = await start_rig(
         serve_app,
         project,
-        [{"tool_calls": [{"name": "run_command", "arguments": {"command": "env"}}]}, {"text": "ok"}],
+        [
+            {"tool_calls": [{"name": "run_command", "arguments": {"command": "env"}}]},
+            {"text": "ok"},
+        ],
     )
     try:
         sid = await rig.new_session()
@@ -488,7 +513,8 @@ async def test_task_failure_is_posted_to_the_webhook(serve_app: Any, project: Pa
     )
     try:
         await rig.client.result(
-            "initialize", {"notify": {"webhook": f"http://127.0.0.1:{port}/hook", "kind": "generic"}}
+            "initialize",
+            {"notify": {"webhook": f"http://127.0.0.1:{port}/hook", "kind": "generic"}},
         )
         sid = await rig.new_session()
         turn = await rig.turn(sid, "任务：读一个不存在的文件")
