@@ -311,7 +311,9 @@ class ProcessRunner:
         await asyncio.to_thread(self._log_dir.mkdir, parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%dT%H%M%S")
         log_path = self._log_dir / f"{stamp}-{uuid.uuid4().hex[:12]}.log"
-        log: BinaryIO = await asyncio.to_thread(log_path.open, "wb")
+        # Opened on the loop, not in a thread: a cancel arriving during a threaded
+        # open would leak the file object the thread goes on to create.
+        log: BinaryIO = log_path.open("wb")
         started = time.monotonic()
         generation = self._generation
         out, err = _StreamCapture(), _StreamCapture()
