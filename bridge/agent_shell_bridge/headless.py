@@ -23,6 +23,7 @@ from typing import Any
 import uvicorn
 
 from .agent.approval import Answer, FixedApprover, PermissionRequest, TerminalApprover
+from .agent.plan import plan_text
 from .client import BridgeConnection, RemoteError
 from .config import BridgeConfig
 from .methods import build_dispatcher
@@ -159,6 +160,8 @@ async def _drive(conn: BridgeConnection, args: argparse.Namespace) -> int:
             raw = update.get("rawOutput") or {}
             detail = raw.get("error") or (f"exit {raw['exit_code']}" if "exit_code" in raw else "")
             print(f"  {update.get('status')} {detail}".rstrip(), file=sys.stderr, flush=True)
+        elif kind == "plan":
+            print("\n" + plan_text(update), file=sys.stderr, flush=True)
         elif kind == "turn_end":
             sys.stdout.write("\n")
             return _exit_code(update)

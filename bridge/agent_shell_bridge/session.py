@@ -68,6 +68,8 @@ class SessionState:
     memories: list[JSONObject] = field(default_factory=list)
     # A turn interrupted by a crash is marked so resume can say so.
     turn_in_progress: str | None = None
+    # The current plan and its progress (agent/plan.py: Plan.to_json()).
+    plan: JSONObject | None = None
 
     def to_json(self) -> JSONObject:
         return asdict(self)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import secrets
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,6 +20,30 @@ from ..runtime import Runtime
 from ..session import SessionState, SessionStore, new_session_id
 
 Mode = Literal["act", "ask"]
+
+# "/ask …" or "/act …" at the start of a prompt runs that one turn in that mode.
+_MODE_PREFIX = re.compile(r"\A\s*/(ask|act)(?:[ \t]+|\n|\Z)")
+
+
+def split_mode_prefix(text: str) -> tuple[Mode | None, str]:
+    """The turn's mode named by a ``/ask `` or ``/act `` prefix, and the prompt without it."""
+    match = _MODE_PREFIX.match(text)
+    if match is None:
+        return None, text
+    mode: Mode = "ask" if match.group(1) == "ask" else "act"
+    return mode, text[match.end() :]
+
+
+async def _in_mode(live: LiveSession, mode: Mode, turn: Coroutine[Any, Any, None]) -> None:
+    """Run one turn in MODE, then give the session its own mode back."""
+    before = live.state.mode
+    live.state.mode = mode
+    try:
+        await turn
+    finally:
+        if live.state.mode == mode:  # unless session/set_mode changed it meanwhile
+            live.state.mode = before
+            live.checkpoint()
 
 
 class NewParams(Params):
@@ -145,8 +171,14 @@ def register(d: Dispatcher[Runtime]) -> None:
         if p.context is not None:
             live.snapshot = p.context
         turn_id = "t" + secrets.token_hex(4)
-        live.start_turn(run_turn(live, p.text, turn_id))
-        return {"turnId": turn_id}
+        turn_mode, text = split_mode_prefix(p.text)
+        if not text.strip():
+            raise InvalidParams(f"nothing to do after /{turn_mode}")
+        turn = run_turn(live, text, turn_id)
+        if turn_mode is not None and turn_mode != live.state.mode:
+            turn = _in_mode(live, turn_mode, turn)
+        live.start_turn(turn)
+        return {"turnId": turn_id, "mode": turn_mode or live.state.mode}
 
     @d.method("session/cancel", SessionRef)
     async def cancel(rt: Runtime, p: SessionRef) -> dict[str, Any]:
