@@ -13,11 +13,14 @@ from pydantic import Field, field_validator
 
 from ..agent.live import LiveSession, open_session
 from ..agent.loop import run_turn
+from ..agent.prompt import frame_tool_result
+from ..agent.reporter import text
 from ..config import BridgeConfig, ModelConfig
 from ..errors import InvalidParams, SessionNotFound
 from ..rpc import Dispatcher, Params
 from ..runtime import Runtime
 from ..session import SessionState, SessionStore, new_session_id
+from ..types import JSONObject
 
 Mode = Literal["act", "ask"]
 
@@ -111,6 +114,47 @@ def project_root(cwd: str) -> Path:
     return resolved
 
 
+def close_dangling_tool_calls(messages: list[JSONObject]) -> list[JSONObject]:
+    """Give every tool call a result, so a history cut by a crash is valid again.
+
+    A bridge killed between a model step and its tool results leaves calls with no
+    ``tool`` answer; chat APIs refuse such a history, so resume answers them as failed.
+    """
+    repaired: list[JSONObject] = []
+    i = 0
+    while i < len(messages):
+        message = messages[i]
+        repaired.append(message)
+        i += 1
+        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+        if not isinstance(calls, list) or not calls:
+            continue
+        answered: set[str] = set()
+        while i < len(messages) and messages[i].get("role") == "tool":
+            answered.add(str(messages[i].get("tool_call_id")))
+            repaired.append(messages[i])
+            i += 1
+        for call in calls:
+            call_id = str(call.get("id", "")) if isinstance(call, dict) else ""
+            if call_id in answered:
+                continue
+            function = call.get("function") if isinstance(call, dict) else None
+            name = str(function.get("name", "")) if isinstance(function, dict) else ""
+            repaired.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call_id,
+                    "content": frame_tool_result(
+                        name,
+                        call_id,
+                        "failed",
+                        {"error": "not run: the turn was interrupted (the bridge stopped)"},
+                    ),
+                }
+            )
+    return repaired
+
+
 def session_of(rt: Runtime, session_id: str) -> LiveSession:
     live = rt.sessions.get(session_id)
     if live is None:
@@ -136,6 +180,7 @@ def _describe(live: LiveSession) -> dict[str, Any]:
         "contextWindow": live.config.context_window,
         "dryRun": live.dry_run,
         "memories": live.state.memories,
+        "allowlist": live.policy.allowlist_status,
     }
 
 
@@ -161,6 +206,20 @@ def register(d: Dispatcher[Runtime]) -> None:
         )
         rt.sessions[state.id] = live
         live.checkpoint()
+        if live.policy.allowlist_status == "untrusted":
+            await live.reporter.entry(
+                "Project allowlist not applied: not trusted yet",
+                source="bridge",
+                parent=None,
+                properties={"PATH": ".agent-shell/allowlist.el"},
+                body=[
+                    text(
+                        "This project's .agent-shell/allowlist.el has not been trusted in its "
+                        "current form, so every command in it is judged like any other. "
+                        "Review it and run M-x agent-shell-trust-allowlist to apply it."
+                    )
+                ],
+            )
         return _describe(live)
 
     @d.method("session/prompt", PromptParams)
@@ -212,6 +271,7 @@ def register(d: Dispatcher[Runtime]) -> None:
                 raise InvalidParams("that session belongs to another project")
             interrupted = state.turn_in_progress
             state.turn_in_progress = None
+            state.messages = close_dangling_tool_calls(state.messages)
             config = _config_for(rt, p)
             live = await asyncio.to_thread(
                 open_session,
