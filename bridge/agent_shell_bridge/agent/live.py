@@ -23,6 +23,7 @@ from ..model.openai import ModelClient
 from ..model.types import ModelSettings, Prices, Usage
 from ..orglog import OrgLogWriter, log_path_for
 from ..policy.engine import PolicyEngine
+from ..policy.trust import AllowlistTrust, default_trust_file
 from ..session import SessionState, SessionStore
 from ..testing_summary import TestSummary, detect_test_command, summarize_test_output
 from ..tools import files
@@ -286,7 +287,11 @@ def open_session(
         runtime=runtime,
         store=SessionStore(root),
         model=model,
-        policy=PolicyEngine.for_project(root, extra_paths=config.extra_allowed_paths),
+        policy=PolicyEngine.for_project(
+            root,
+            extra_paths=config.extra_allowed_paths,
+            trust=AllowlistTrust(default_trust_file(config.memory_dir)),
+        ),
         runner=ProcessRunner(base / "outputs" / state.id / "raw", secrets=secrets),
         outputs=OutputStore(base / "outputs" / state.id),
         reporter=Reporter(runtime.hub, state.id, writer),

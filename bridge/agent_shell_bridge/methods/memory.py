@@ -11,7 +11,9 @@ from ..agent.memory_glue import extract_experience
 from ..errors import InvalidParams, MemoryError_
 from ..memory.experience import parse_experience
 from ..memory.index import MemoryIndex
+from ..policy.allowlist import load_allowlist
 from ..policy.engine import PolicyEngine
+from ..policy.trust import AllowlistTrust, allowlist_path, default_trust_file
 from ..rpc import Dispatcher, Params
 from ..runtime import Runtime
 from .session import project_root, session_of
@@ -25,6 +27,10 @@ class SearchParams(Params):
     query: str = Field(max_length=2000)
     project: str | None = None
     limit: int = Field(5, ge=1, le=50)
+
+
+class TrustParams(Params):
+    cwd: str
 
 
 class PolicyParams(Params):
@@ -88,7 +94,10 @@ def register(d: Dispatcher[Runtime]) -> None:
         if (p.command is None) == (p.path is None):
             raise InvalidParams("give exactly one of command or path")
         engine = await asyncio.to_thread(
-            PolicyEngine.for_project, root, extra_paths=rt.config.extra_allowed_paths
+            PolicyEngine.for_project,
+            root,
+            extra_paths=rt.config.extra_allowed_paths,
+            trust=AllowlistTrust(default_trust_file(rt.config.memory_dir)),
         )
         if p.command is not None:
             verdict = engine.check_command(p.command, cwd=root)
@@ -100,3 +109,26 @@ def register(d: Dispatcher[Runtime]) -> None:
             "risk": verdict.risk.value,
             "reason": verdict.reason,
         }
+
+    @d.method("policy/trust_allowlist", TrustParams)
+    async def trust_allowlist(rt: Runtime, p: TrustParams) -> dict[str, Any]:
+        """Trust the project's allowlist as it is now; live sessions pick it up."""
+        root = project_root(p.cwd)
+        path = allowlist_path(root)
+        if not path.is_file():
+            raise InvalidParams(f"{path} does not exist")
+        allowlist = await asyncio.to_thread(load_allowlist, path)  # malformed: -32602
+        trust = AllowlistTrust(default_trust_file(rt.config.memory_dir))
+        try:
+            digest = await asyncio.to_thread(trust.trust, root)
+        except FileNotFoundError as exc:
+            raise InvalidParams(str(exc)) from exc
+        for live in rt.sessions.values():
+            if live.root == root:
+                live.policy = await asyncio.to_thread(
+                    PolicyEngine.for_project,
+                    root,
+                    extra_paths=live.config.extra_allowed_paths,
+                    trust=trust,
+                )
+        return {"sha256": digest, "commands": [entry.command for entry in allowlist.entries]}

@@ -24,6 +24,7 @@ from .allowlist import Allowlist, load_allowlist
 from .commands import DOWNLOADERS, Context, Finding, classify, consumes_code, effective_name, worst
 from .paths import Confinement, resolve_physical
 from .shell_parse import ParsedCommand, Redirect, SimpleCommand, parse_command
+from .trust import AllowlistTrust
 
 __all__ = ["MAX_COMMAND_CHARS", "PolicyEngine"]
 
@@ -57,16 +58,38 @@ class PolicyEngine:
         allowlist: Allowlist | None = None,
     ) -> None:
         self._confinement = Confinement.create(root, extra_paths)
+        # "none", "applied", "trusted" or "untrusted" (see for_project).
+        self.allowlist_status = "applied" if allowlist is not None else "none"
         self._allowlist = allowlist or Allowlist()
         self._home = resolve_physical(Path(os.path.abspath(os.path.expanduser("~"))))
         self._temp = resolve_physical(Path(os.path.abspath(tempfile.gettempdir())))
 
     @classmethod
-    def for_project(cls, root: Path, *, extra_paths: Sequence[Path] = ()) -> PolicyEngine:
-        """Build the engine for ``root``, reading ``.agent-shell/allowlist.el`` if present."""
+    def for_project(
+        cls,
+        root: Path,
+        *,
+        extra_paths: Sequence[Path] = (),
+        trust: AllowlistTrust | None = None,
+    ) -> PolicyEngine:
+        """Build the engine for ``root``, reading ``.agent-shell/allowlist.el`` if present.
+
+        With ``trust`` (agent sessions), the allowlist applies only when the user has
+        trusted its current content; ``allowlist_status`` says which case held.
+        Without it (the user's own ``policy check`` audits) the file applies as is.
+        """
         path = root / ".agent-shell" / "allowlist.el"
-        allowlist = load_allowlist(path) if path.is_file() else None
-        return cls(root, extra_paths=extra_paths, allowlist=allowlist)
+        status = "none"
+        allowlist = None
+        if path.is_file():
+            if trust is None or trust.is_trusted(root):
+                allowlist = load_allowlist(path)
+                status = "trusted" if trust is not None else "applied"
+            else:
+                status = "untrusted"
+        engine = cls(root, extra_paths=extra_paths, allowlist=allowlist)
+        engine.allowlist_status = status
+        return engine
 
     @property
     def root(self) -> Path:
