@@ -65,7 +65,7 @@ test-e2e: deps
 	$(PY) -m pytest -q -m e2e tests/e2e
 
 bench: deps
-	@echo "make bench: not built yet"
+	$(PY) -m bench --emacs $(EMACS) --out bench/results.json
 
 clean:
 	rm -rf $(VENV) elisp/*.elc .pytest_cache .mypy_cache .ruff_cache

@@ -53,11 +53,9 @@ class Bridge:
 
 
 @asynccontextmanager
-async def spawn_bridge(
-    directory: Path, env: dict[str, str] | None = None
-) -> AsyncIterator[Bridge]:
+async def spawn_bridge(directory: Path, env: dict[str, str] | None = None) -> AsyncIterator[Bridge]:
     """A started bridge; ``ready_s`` is the time from spawn to its ready line."""
-    directory.mkdir(parents=True, exist_ok=True)
+    await asyncio.to_thread(directory.mkdir, parents=True, exist_ok=True)
     stderr = (directory / "bridge-stderr.log").open("wb")
     started = time.perf_counter()
     process = await asyncio.create_subprocess_exec(

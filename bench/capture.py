@@ -19,6 +19,7 @@ from .common import Figure, Scale, clean_env
 
 __all__ = ["command_for", "run"]
 
+ROOT = Path(__file__).resolve().parent.parent
 LINE = "a" * 99  # with its newline, 100 bytes a line
 
 
@@ -29,7 +30,11 @@ def command_for(size: int) -> str:
 async def _baseline(command: str) -> float:
     started = time.perf_counter()
     process = await asyncio.create_subprocess_exec(
-        "bash", "--noprofile", "--norc", "-c", f"{command} | cat > /dev/null",
+        "bash",
+        "--noprofile",
+        "--norc",
+        "-c",
+        f"{command} | cat > /dev/null",
         stdin=asyncio.subprocess.DEVNULL,
     )
     if await process.wait() != 0:
@@ -38,13 +43,17 @@ async def _baseline(command: str) -> float:
 
 
 async def _captured(command: str, work: Path) -> dict[str, float]:
-    work.mkdir(parents=True, exist_ok=True)
+    await asyncio.to_thread(work.mkdir, parents=True, exist_ok=True)
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bench.capture_child", command, str(work),
+        sys.executable,
+        "-m",
+        "bench.capture_child",
+        command,
+        str(work),
         stdout=asyncio.subprocess.PIPE,
         stdin=asyncio.subprocess.DEVNULL,
         env=clean_env(),
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=ROOT,
     )
     out, _ = await process.communicate()
     if process.returncode != 0:

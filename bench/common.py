@@ -55,7 +55,7 @@ class Scale:
 SCALES: dict[str, Scale] = {
     "small": Scale(
         name="small",
-        startup_runs=2,
+        startup_runs=1,
         relay_chunks=200,
         relay_latency_chunks=30,
         relay_latency_gap_ms=2,

@@ -64,7 +64,9 @@ def _calls(steps: int) -> list[MockToolCall]:
             calls.append(MockToolCall(name="read_file", arguments={"path": path}, id=f"call_{i}"))
         else:
             calls.append(
-                MockToolCall(name="run_command", arguments={"command": f"cat {path}"}, id=f"call_{i}")
+                MockToolCall(
+                    name="run_command", arguments={"command": f"cat {path}"}, id=f"call_{i}"
+                )
             )
     return calls
 

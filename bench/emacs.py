@@ -26,11 +26,17 @@ async def run(scale: Scale, work: Path) -> list[Figure]:
     emacs = os.environ.get("BENCH_EMACS", "emacs")
     form = f"(agent-shell-bench-batch {scale.emacs_chunks} {scale.emacs_history_bytes})"
     process = await asyncio.create_subprocess_exec(
-        emacs, "-Q", "--batch",
-        "-L", str(ROOT / "elisp"),
-        "-L", str(ROOT / "bench"),
-        "-l", str(ROOT / "bench" / "agent-shell-bench.el"),
-        "--eval", form,
+        emacs,
+        "-Q",
+        "--batch",
+        "-L",
+        str(ROOT / "elisp"),
+        "-L",
+        str(ROOT / "bench"),
+        "-l",
+        str(ROOT / "bench" / "agent-shell-bench.el"),
+        "--eval",
+        form,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

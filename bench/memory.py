@@ -50,9 +50,7 @@ def naive_search(conn: sqlite3.Connection, query: str, limit: int = K) -> list[s
     return [row[0] for row in conn.execute(sql, (*params, limit))]
 
 
-def _naive_recall(
-    conn: sqlite3.Connection, corpus: SyntheticCorpus, paths: list[Path]
-) -> float:
+def _naive_recall(conn: sqlite3.Connection, corpus: SyntheticCorpus, paths: list[Path]) -> float:
     found = 0
     for lq in corpus.queries:
         want = {str(paths[i].resolve()) for i in lq.relevant}
@@ -61,7 +59,9 @@ def _naive_recall(
     return found / len(corpus.queries) if corpus.queries else 0.0
 
 
-def _time_queries(run_one: Callable[[LabelledQuery], object], queries: list[LabelledQuery]) -> list[float]:
+def _time_queries(
+    run_one: Callable[[LabelledQuery], object], queries: list[LabelledQuery]
+) -> list[float]:
     samples: list[float] = []
     for _ in range(ROUNDS):
         for lq in queries:

@@ -1,0 +1,78 @@
+"""Keep the benchmark harness from rotting: run it at its smallest size.
+
+Only the shape of ``results.json`` is checked (every figure has a value, a baseline
+and their ratio, plus the machine line); timings are never asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+EXPECTED = {
+    "bridge_start",
+    "relay_rate",
+    "relay_latency_median",
+    "relay_latency_p99",
+    "emacs_rate_empty",
+    "emacs_rate_history",
+    "emacs_rate_point_start",
+    "policy_rate",
+    "capture_throughput",
+    "capture_peak_memory",
+    "memory_reindex",
+    "memory_search_median",
+    "memory_search_p95",
+    "memory_recall",
+    "context_bytes",
+}
+
+
+def test_bench_small_scale_writes_every_figure(tmp_path: Path) -> None:
+    """``python -m bench --scale small`` exits 0 and reports each figure with its baseline."""
+    out = tmp_path / "results.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_SHELL_")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--scale", "small", "--out", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["scale"] == "small"
+    assert data["failures"] == []
+    assert set(data["machine"]) >= {"cpu", "cores", "python", "emacs", "date"}
+    assert data["machine"]["emacs"].startswith("GNU Emacs")
+    assert set(data["figures"]) == EXPECTED
+    for key, fig in data["figures"].items():
+        for field in ("value", "baseline", "ratio"):
+            assert isinstance(fig[field], int | float), (key, field, fig)
+            assert math.isfinite(fig[field]), (key, field, fig)
+        assert fig["baseline"] > 0, (key, fig)
+        assert fig["ratio"] == pytest.approx(fig["value"] / fig["baseline"]), key
+        assert fig["title"] in proc.stdout, key
+    assert proc.stdout.startswith("Machine: ")
+
+
+def test_bench_rejects_a_figure_without_a_number(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A benchmark that reports NaN is a broken harness, not a slow result."""
+    monkeypatch.syspath_prepend(str(ROOT))
+    from bench.__main__ import _check
+    from bench.common import Figure
+
+    broken = Figure("x", "X", "ms", float("nan"), 1.0, "b", "lower")
+    with pytest.raises(RuntimeError, match="not a finite number"):
+        _check("x", [broken])
+    with pytest.raises(RuntimeError, match="no figures"):
+        _check("x", [])
