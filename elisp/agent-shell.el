@@ -1023,6 +1023,11 @@ column, whether the region is active, and the project ROOT."
       (when-let ((path (alist-get 'logPath result)))
         (setq agent-shell--log-path path)
         (agent-shell-log-set-file (agent-shell-log-buffer agent-shell--name) path))
+      (when (equal (alist-get 'allowlist result) "untrusted")
+        (agent-shell--notice
+         (substitute-command-keys
+          "This project's allowlist is not applied until you trust it: \
+\\[agent-shell-trust-allowlist]")))
       (let ((memories (alist-get 'memories result)))
         (when memories
           (agent-shell--notice
@@ -1345,6 +1350,33 @@ Elsewhere, indent as TAB would."
                       (or (alist-get 'title item) "tool"))))
              (unless (string-empty-p text)
                (agent-shell--append-body id (agent-shell--cap text))))))))))
+
+(defun agent-shell-trust-allowlist (&optional root)
+  "Review ROOT's `.agent-shell/allowlist.el' and let its commands run unasked.
+The bridge applies a project's allowlist only after you trust its
+current content, so a cloned repository cannot allow itself dangerous
+commands; any later change to the file needs trust again.  ROOT
+defaults to this session's project, else the current project."
+  (interactive)
+  (let* ((root (file-name-as-directory
+                (or root agent-shell--root (agent-shell--project-root))))
+         (file (expand-file-name ".agent-shell/allowlist.el" root)))
+    (unless (file-regular-p file)
+      (user-error "No allowlist at %s" file))
+    (when (called-interactively-p 'interactive)
+      (display-buffer (find-file-noselect file)))
+    (when (or (not (called-interactively-p 'interactive))
+              (yes-or-no-p (format "Trust %s as shown, letting its commands run unasked? "
+                                   (abbreviate-file-name file))))
+      (agent-shell--request
+       "policy/trust_allowlist" `((cwd . ,(directory-file-name root)))
+       :on-success
+       (lambda (result)
+         (message "Allowlist trusted: %d command%s"
+                  (length (alist-get 'commands result))
+                  (if (= 1 (length (alist-get 'commands result))) "" "s")))
+       :on-error
+       (lambda (err) (message "Trusting the allowlist failed: %s" (alist-get 'message err)))))))
 
 (defun agent-shell-stop-bridge ()
   "Stop the bridge process; every session's turn ends."

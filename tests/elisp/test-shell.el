@@ -542,6 +542,25 @@ Only the user's own `agent-shell-extra-allowed-paths' may widen them."
                                 (agent-shell--session-new-params root))
                      ["/srv/shared"])))))
 
+(ert-deftest test-shell/trust-allowlist-lets-its-commands-run ()
+  "An allowlist applies only after `agent-shell-trust-allowlist', checked by the bridge."
+  (agent-shell-test-with-project (root nil)
+    (make-directory (expand-file-name ".agent-shell" root) t)
+    (agent-shell-test-write
+     root ".agent-shell/allowlist.el"
+     "(setq agent-shell-allowlist '((command . \"git push --force origin 主分支\")))\n")
+    (let* ((cwd (directory-file-name root))
+           (check (lambda ()
+                    (alist-get 'decision
+                               (test-shell--sync
+                                "policy/check"
+                                `((cwd . ,cwd)
+                                  (command . "git push --force origin 主分支")))))))
+      (should (equal (funcall check) "deny"))
+      (agent-shell-trust-allowlist root)
+      (test-shell--wait "the allowlist to be trusted"
+                        (lambda () (equal (funcall check) "allow"))))))
+
 (ert-deftest test-shell/scaffold-keeps-existing-files ()
   "The scaffold fills in what is missing and leaves existing files alone."
   (agent-shell-test-with-project (root nil)
