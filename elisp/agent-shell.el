@@ -39,6 +39,7 @@
 (require 'agent-shell-rpc)
 (require 'agent-shell-log)
 (require 'agent-shell-tools)
+(require 'agent-shell-plan)
 
 ;;; Options
 
@@ -797,7 +798,8 @@ Call inside `agent-shell--editing'."
                                    ("completed" "x") ("in_progress" "-")
                                    ("failed" "!") (_ " "))
                                  (alist-get 'content e)))
-                       entries "\n"))))))
+                       entries "\n"))))
+    (agent-shell-plan-on-update agent-shell--name update)))
 
 (defun agent-shell--on-turn-end (update)
   "Finish the turn described by UPDATE."
@@ -805,6 +807,7 @@ Call inside `agent-shell--editing'."
          (err (alist-get 'error update))
          (elapsed (and agent-shell--turn-start
                        (float-time (time-since agent-shell--turn-start)))))
+    (agent-shell-citations-link agent-shell--output-marker agent-shell--root)
     (cond (err (agent-shell--notice
                 (format "[turn ended with an error: %s]" (alist-get 'message err))))
           ((and reason (not (equal reason "end_turn")))
@@ -1139,6 +1142,7 @@ On an entry header in the transcript, toggle the entry instead."
       (unless (bobp) (agent-shell--insert "\n"))
       (agent-shell--insert (concat "> " text "\n\n") 'face 'agent-shell-user-face
                            'agent-shell-role 'user))
+    (agent-shell-citations-mark agent-shell--output-marker)
     (setq agent-shell--turn-id 'pending
           agent-shell--turn-start (current-time))
     (agent-shell--set-state 'thinking)
