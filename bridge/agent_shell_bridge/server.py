@@ -55,8 +55,13 @@ class GateMiddleware:
         self._expected = f"Bearer {settings.token}".encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "lifespan":
             await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":
+            # No websocket (or other) endpoint exists; refuse before any routing.
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1008})
             return
         headers: dict[bytes, bytes] = {}
         for key, value in scope["headers"]:

@@ -323,3 +323,26 @@ async def test_get_rpc_is_405(app_client: BridgeClient) -> None:
     response = await app_client.get("/rpc")
     assert response.status_code == 405
     await assert_alive(app_client)
+
+
+async def test_websocket_scopes_are_refused_before_routing() -> None:
+    """Regression: the gate passed websocket scopes through unchecked."""
+    from agent_shell_bridge.server import GateMiddleware, ServerSettings
+
+    reached: list[str] = []
+
+    async def inner(scope: Any, receive: Any, send: Any) -> None:
+        reached.append(scope["type"])
+
+    gate = GateMiddleware(inner, ServerSettings(token="t", port=1))
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "websocket.connect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await gate({"type": "websocket", "headers": []}, receive, send)
+    assert reached == []
+    assert sent == [{"type": "websocket.close", "code": 1008}]
