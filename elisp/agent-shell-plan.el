@@ -418,14 +418,16 @@ under ROOT (default: `default-directory').  Return the number made."
           (goto-char start)
           (while (re-search-forward agent-shell-citations--regexp end t)
             (let* ((from (match-beginning 1))
+                   (to (match-end 0))
                    (file (expand-file-name (match-string-no-properties 1) root))
                    (first (string-to-number (match-string 2)))
                    (last (if (match-beginning 3) (string-to-number (match-string 3)) first)))
               (when (and (eq (get-text-property from 'agent-shell-role) 'assistant)
                          (not (button-at from))
-                         (file-in-directory-p file root)
-                         (file-regular-p file))
-                (make-text-button from (match-end 0)
+                         (save-match-data
+                           (and (file-in-directory-p file root)
+                                (file-regular-p file))))
+                (make-text-button from to
                                   'type 'agent-shell-citation
                                   'agent-shell-file file
                                   'agent-shell-lines (cons first (max first last)))
