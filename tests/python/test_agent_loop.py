@@ -528,3 +528,29 @@ async def test_task_failure_is_posted_to_the_webhook(serve_app: Any, project: Pa
     finally:
         receiver.close()
         await stop()
+
+
+async def test_rereading_an_unchanged_file_is_not_sent_twice(serve_app: Any, project: Path) -> None:
+    read = {"tool_calls": [{"name": "read_file", "arguments": {"path": "中文.py"}}]}
+    rig, stop = await start_rig(serve_app, project, [read, read, read, {"text": "ok"}])
+    try:
+        sid = await rig.new_session()
+
+        def user_edits_after_second_read(message: dict[str, Any], _stream: Any) -> None:
+            update = (message.get("params") or {}).get("update") or {}
+            if (
+                update.get("sessionUpdate") == "tool_call_update"
+                and update["status"] == "completed"
+            ):
+                done.append(True)
+                if len(done) == 2:
+                    (project / "中文.py").write_text("# 改过了\n", encoding="utf-8")
+
+        done: list[bool] = []
+        await rig.turn(sid, "read thrice", on_message=user_edits_after_second_read)
+        first, second, third = (tool_messages(rig.requests[i])[-1] for i in (1, 2, 3))
+        assert "早上好 🚀" in first
+        assert '"unchanged": true' in second and "早上好" not in second
+        assert "改过了" in third  # changed on disk: sent again in full
+    finally:
+        await stop()
