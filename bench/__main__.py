@@ -66,7 +66,8 @@ def render_table(machine: dict[str, Any], figures: Sequence[Figure]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = [
         f"Machine: {machine['cpu']}, {machine['cores']} cores, Python {machine['python']}, "
-        f"{machine['emacs']}, {machine['system']}, {machine['date']}",
+        f"{machine['emacs']}, {machine['system']}, {machine['date']}, "
+        f"load {machine['load_avg_1m']}",
         "",
     ]
     for n, row in enumerate(rows):

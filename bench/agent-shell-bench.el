@@ -101,23 +101,45 @@ WHERE is `start' or `end'."
       (let ((kill-buffer-hook nil))
         (kill-buffer buffer)))))
 
-(defun agent-shell-bench-batch (chunks history)
-  "Run every scenario with CHUNKS chunks and HISTORY bytes of history.
-Print the results as one JSON line prefixed with \"BENCH-JSON \"."
-  (let* ((texts (agent-shell-bench--chunks chunks))
+(defun agent-shell-bench--median (numbers)
+  "Return the median of NUMBERS."
+  (let ((sorted (sort (copy-sequence numbers) #'<))
+        (n (length numbers)))
+    (if (cl-oddp n)
+        (nth (/ n 2) sorted)
+      (/ (+ (nth (1- (/ n 2)) sorted) (nth (/ n 2) sorted)) 2.0))))
+
+(defun agent-shell-bench--summary (results)
+  "Combine scenario RESULTS: the first one, with the median `rate' of all."
+  (cons (cons 'rate (agent-shell-bench--median
+                     (mapcar (lambda (r) (alist-get 'rate r)) results)))
+        (assq-delete-all 'rate (copy-alist (car results)))))
+
+(defun agent-shell-bench-batch (chunks history &optional reps)
+  "Run every scenario REPS times with CHUNKS chunks and HISTORY bytes.
+REPS defaults to 3; each rate is the median of its runs.  Print the
+results as one JSON line prefixed with \"BENCH-JSON \"."
+  (let* ((reps (or reps 3))
+         (texts (agent-shell-bench--chunks chunks))
          (params (mapcar #'agent-shell-bench--params texts))
-         (plain (agent-shell-bench--plain-rate texts))
-         (empty (agent-shell-bench--scenario 0 'end params))
-         (long-end (agent-shell-bench--scenario history 'end params))
-         (long-start (agent-shell-bench--scenario history 'start params)))
-    (princ (concat "BENCH-JSON "
-                   (json-serialize
-                    `((chunks . ,chunks)
-                      (plain_insert . ,plain)
-                      (empty . ,empty)
-                      (history_end . ,long-end)
-                      (history_start . ,long-start)))
-                   "\n"))))
+         plain empty long-end long-start)
+    ;; Warm up: the first calls fill method-dispatch caches.
+    (agent-shell-bench--scenario 0 'end (seq-take params 500))
+    (dotimes (_ reps)
+      (push `((rate . ,(agent-shell-bench--plain-rate texts))) plain)
+      (push (agent-shell-bench--scenario 0 'end params) empty)
+      (push (agent-shell-bench--scenario history 'end params) long-end)
+      (push (agent-shell-bench--scenario history 'start params) long-start))
+    (cl-flet ((summary (results) (agent-shell-bench--summary results)))
+      (princ (concat "BENCH-JSON "
+                     (json-serialize
+                      `((chunks . ,chunks)
+                        (reps . ,reps)
+                        (plain_insert . ,(alist-get 'rate (summary plain)))
+                        (empty . ,(summary empty))
+                        (history_end . ,(summary long-end))
+                        (history_start . ,(summary long-start))))
+                     "\n")))))
 
 (provide 'agent-shell-bench)
 ;;; agent-shell-bench.el ends here

@@ -40,10 +40,12 @@ class Scale:
     name: str
     startup_runs: int
     relay_chunks: int
+    relay_reps: int
     relay_latency_chunks: int
     relay_latency_gap_ms: int
     emacs_chunks: int
     emacs_history_bytes: int
+    emacs_reps: int
     policy_rounds: int
     capture_bytes: int
     memory_files: int
@@ -57,10 +59,12 @@ SCALES: dict[str, Scale] = {
         name="small",
         startup_runs=1,
         relay_chunks=200,
+        relay_reps=1,
         relay_latency_chunks=30,
         relay_latency_gap_ms=2,
         emacs_chunks=300,
         emacs_history_bytes=200_000,
+        emacs_reps=1,
         policy_rounds=1,
         capture_bytes=4 * 1024**2,
         memory_files=150,
@@ -72,10 +76,12 @@ SCALES: dict[str, Scale] = {
         name="full",
         startup_runs=11,
         relay_chunks=10_000,
+        relay_reps=3,
         relay_latency_chunks=1_000,
         relay_latency_gap_ms=5,
         emacs_chunks=20_000,
         emacs_history_bytes=5 * 1024**2,
+        emacs_reps=3,
         policy_rounds=5,
         capture_bytes=1024**3,
         memory_files=10_000,
@@ -177,4 +183,6 @@ def machine_info(emacs: str) -> dict[str, Any]:
         "emacs": _emacs_version(emacs),
         "system": f"{platform.system()} {platform.release()}",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        # Other work on the machine skews timings; ratios suffer less than values.
+        "load_avg_1m": round(os.getloadavg()[0], 2),
     }

@@ -24,7 +24,10 @@ PREFIX = b"BENCH-JSON "
 
 async def run(scale: Scale, work: Path) -> list[Figure]:
     emacs = os.environ.get("BENCH_EMACS", "emacs")
-    form = f"(agent-shell-bench-batch {scale.emacs_chunks} {scale.emacs_history_bytes})"
+    form = (
+        f"(agent-shell-bench-batch {scale.emacs_chunks} {scale.emacs_history_bytes}"
+        f" {scale.emacs_reps})"
+    )
     process = await asyncio.create_subprocess_exec(
         emacs,
         "-Q",
@@ -49,7 +52,7 @@ async def run(scale: Scale, work: Path) -> list[Figure]:
     data = json.loads(lines[-1][len(PREFIX) :])
     empty, end, start = data["empty"], data["history_end"], data["history_start"]
     mib = scale.emacs_history_bytes / 1024**2
-    chunks = {"chunks": data["chunks"]}
+    chunks = {"chunks": data["chunks"], "runs": data["reps"]}
     return [
         Figure(
             key="emacs_rate_empty",
