@@ -9,13 +9,16 @@ options can write files or run other programs.
 
 from __future__ import annotations
 
+import glob as globmod
 import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import PathNotAllowed
 from ..types import Risk
+from .paths import resolve_physical
 from .shell_parse import SimpleCommand, Word, normalise_name
 
 __all__ = [
@@ -471,10 +474,80 @@ def classify(cmd: SimpleCommand, ctx: Context) -> Finding:
     return worst(findings)
 
 
+# Read-only commands whose operands name files they read: reading outside the
+# allowed roots (~/.ssh, /etc, a symlink planted in the repo) would send those bytes
+# to the model, so such reads ask first.
+_READS_FILES = frozenset(
+    {
+        "ls", "cat", "head", "tail", "wc", "stat", "du", "file", "nl", "cut", "cmp",
+        "comm", "md5sum", "sha1sum", "sha256sum", "sha512sum", "cksum", "grep", "egrep",
+        "fgrep", "diff", "column", "od", "expand", "unexpand", "tac", "rev", "fold",
+        "paste", "join", "jq", "sort", "uniq", "less", "more", "strings", "xxd",
+        "hexdump", "tree", "rg", "find", "awk", "sed", "realpath", "readlink",
+    }
+)  # fmt: skip
+_MAX_GLOB_MATCHES = 2000
+# Commands whose first operand is a pattern or a program, not a file.
+_FIRST_OPERAND_IS_CODE = frozenset({"grep", "egrep", "fgrep", "rg", "jq", "awk", "sed"})
+
+
+def _reads_outside(name: str, args: Sequence[Word], ctx: Context) -> Finding | None:
+    operands = [w for w in args if w.text != "-" and not w.text.startswith("-")]
+    if name in _FIRST_OPERAND_IS_CODE and not any(
+        w.text in ("-e", "-f", "--regexp", "--file") or w.text.startswith(("--regexp=", "-e"))
+        for w in args
+    ):
+        operands = operands[1:]
+    for w in operands:
+        if w.glob and not w.expansion and not w.substitution:
+            finding = _glob_outside(name, w, ctx)
+            if finding is not None:
+                return finding
+            continue
+        where, path = locate(w, ctx)
+        if where in ("outside", "wide") and path is not None:
+            if path == Path("/dev/null") or _inside_roots(path, ctx):
+                continue  # e.g. "." is the project root itself
+            return Finding.write(f"{name} reads {w.text!r}, outside the project ({path})")
+        if where == "inside" and path is not None and not _inside_roots(path, ctx):
+            return Finding.write(f"{name} reads {w.text!r}, a link leading out of the project")
+        if where == "unknown":
+            return Finding.write(f"{name} reads {w.text!r}, which cannot be located in advance")
+    return None
+
+
+def _inside_roots(path: Path, ctx: Context) -> bool:
+    try:
+        real = resolve_physical(path)
+    except PathNotAllowed:
+        return False
+    anchors = (ctx.root, *ctx.extra)
+    return any(real.is_relative_to(r) for r in anchors) or (
+        real.is_relative_to(ctx.temp) and real != ctx.temp
+    )
+
+
+def _glob_outside(name: str, word: Word, ctx: Context) -> Finding | None:
+    """Expand a glob operand now, as bash would, and check where each match leads."""
+    text = word.text
+    if text.startswith("~/") or text == "~":
+        text = str(ctx.home) + text[1:]
+    base = ctx.cwd if ctx.cwd is not None else ctx.root
+    pattern = text if os.path.isabs(text) else os.path.join(base, text)
+    for count, match in enumerate(globmod.iglob(pattern)):
+        if count >= _MAX_GLOB_MATCHES:
+            return Finding.write(f"{name} {word.text!r} matches too many files to check")
+        if not _inside_roots(Path(os.path.normpath(match)), ctx):
+            return Finding.write(f"{name} {word.text!r} reads {match}, outside the project")
+    return None
+
+
 def _classify_argv(argv: Sequence[Word], ctx: Context, cmd: SimpleCommand) -> Finding:
     name, plain = effective_name(argv[0])
     args = list(argv[1:])
     result = _by_name(name, args, ctx, cmd)
+    if result.risk is Risk.READ and name in _READS_FILES:
+        result = _reads_outside(name, args, ctx) or result
     if result.risk is Risk.WRITE and name != "git":
         for w in args:
             if not w.literal or " " in w.text or w.text.startswith("-"):
