@@ -363,6 +363,7 @@ async def _propose(live: LiveSession, call: ToolCall, args: Any, turn: TurnState
             "outcome": "rejected",
             "planId": proposed.plan_id,
             "user_reason": answer.reason or "no reason given",
+            "error": f"plan rejected: {answer.reason or 'no reason given'}",
             "instruction": "The user rejected this plan. Do not carry it out. Take the "
             "reason into account, then propose a different plan or ask the user.",
             "_failed": True,
