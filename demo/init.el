@@ -125,7 +125,10 @@ tools, action log, memory — is the real thing."
                     (format "agent-shell: live demo with %s — press RET"
                             agent-shell-model)))))
 
-(setq inhibit-startup-screen t)
+(defvar native-comp-deferred-compilation)
+;; No background native compilation competing with the demo for the CPU.
+(setq inhibit-startup-screen t
+      native-comp-deferred-compilation nil)
 (add-hook 'emacs-startup-hook #'agent-shell-demo-start)
 
 ;;; init.el ends here

@@ -21,6 +21,7 @@ from e2e_rig import (
     check_second_session,
     clean_env,
     emacs_command,
+    exit_status,
     make_project,
     memory_files,
     processes_with_marker,
@@ -47,11 +48,8 @@ def quit_emacs(tmux: Tmux, window: str, exit_file: Path) -> None:
     """C-x C-c; Emacs must exit with status 0 without asking anything."""
     tmux.keys(window, "C-x", "C-c")
 
-    def status() -> str | None:
-        text = exit_file.read_text() if exit_file.exists() else ""
-        return text.strip() or None
-
-    assert wait_for("Emacs to exit", status, 20) == "0", tmux.shot(window, f"{window}-exit")
+    status = wait_for("Emacs to exit", lambda: exit_status(exit_file), 20)
+    assert status == "0", tmux.shot(window, f"{window}-exit")
 
 
 def test_e2e_tmux_fix_deny_approve_remember_and_recall(tmp_path: Path) -> None:
