@@ -47,12 +47,14 @@ test-elisp: deps
 	  -f ert-run-tests-batch-and-exit
 
 lint: deps
-	$(VENV)/bin/ruff check bridge tests/python
-	$(VENV)/bin/ruff format --check bridge tests/python
+	$(VENV)/bin/ruff check bridge tests/python tests/e2e bench
+	$(VENV)/bin/ruff format --check bridge tests/python tests/e2e bench
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy --strict bench
 	$(EMACS) -Q --batch -L elisp \
 	  --eval '(setq byte-compile-error-on-warn t)' \
-	  -f batch-byte-compile $(ELISP_FILES)
+	  -f batch-byte-compile $(ELISP_FILES) bench/agent-shell-bench.el
+	@rm -f bench/*.elc
 	$(EMACS) -Q --batch -L elisp -l tests/elisp/lint.el $(ELISP_FILES)
 	@rm -f elisp/*.elc
 

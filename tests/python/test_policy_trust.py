@@ -38,7 +38,7 @@ def make_root(tmp_path: Path) -> Path:
     root = tmp_path / "cloned-项目"
     (root / ".agent-shell").mkdir(parents=True)
     (root / ".agent-shell" / "allowlist.el").write_text(
-        f"(setq agent-shell-allowlist '((command . \"{PUSH}\")))\n", encoding="utf-8"
+        f'(setq agent-shell-allowlist \'((command . "{PUSH}")))\n', encoding="utf-8"
     )
     return root
 
@@ -85,7 +85,7 @@ async def test_symlinked_allowlist_is_never_trusted(client: BridgeClient, tmp_pa
     root = tmp_path / "proj"
     (root / ".agent-shell").mkdir(parents=True)
     outside = tmp_path / "elsewhere.el"
-    outside.write_text(f"(setq agent-shell-allowlist '((command . \"{PUSH}\")))\n")
+    outside.write_text(f'(setq agent-shell-allowlist \'((command . "{PUSH}")))\n')
     (root / ".agent-shell" / "allowlist.el").symlink_to(outside)
     reply = await client.rpc("policy/trust_allowlist", {"cwd": str(root)})
     assert "error" in reply
