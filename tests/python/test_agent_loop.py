@@ -554,3 +554,35 @@ async def test_rereading_an_unchanged_file_is_not_sent_twice(serve_app: Any, pro
         assert "改过了" in third  # changed on disk: sent again in full
     finally:
         await stop()
+
+
+async def test_whole_read_of_a_long_file_keeps_head_and_tail(serve_app: Any, project: Path) -> None:
+    (project / "long.txt").write_text(
+        "".join(f"行 {i}\n" for i in range(1, 1001)), encoding="utf-8"
+    )
+    rig, stop = await start_rig(
+        serve_app,
+        project,
+        [
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "long.txt"}}]},
+            {
+                "tool_calls": [
+                    {
+                        "name": "read_file",
+                        "arguments": {"path": "long.txt", "start_line": 500, "end_line": 502},
+                    }
+                ]
+            },
+            {"text": "ok"},
+        ],
+    )
+    try:
+        sid = await rig.new_session()
+        await rig.turn(sid, "read long")
+        whole = tool_messages(rig.requests[1])[-1]
+        assert "行 200\\n" in whole and "行 901\\n" in whole and "行 1000" in whole
+        assert "行 201\\n" not in whole and "lines 201-900 (700 lines) omitted" in whole
+        ranged = tool_messages(rig.requests[2])[-1]
+        assert "行 500" in ranged and "行 502" in ranged and "行 503" not in ranged
+    finally:
+        await stop()

@@ -37,7 +37,9 @@ __all__ = [
     "unified_diff",
 ]
 
-MAX_READ_LINES = 2000
+MAX_READ_LINES = 1000
+HEAD_LINES = 200
+TAIL_LINES = 100
 MAX_READ_BYTES = 512 * 1024
 MAX_LIST_ENTRIES = 500
 MAX_GREP_HITS = 200
@@ -60,8 +62,16 @@ def _decode(data: bytes, path: Path) -> str:
         ) from exc
 
 
+def _numbered(lines: list[str], first: int) -> str:
+    return "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(lines, start=first))
+
+
 def read_text(path: Path, display: str, start: int | None, end: int | None) -> JSONObject:
-    """Lines ``start``..``end`` (1-based, inclusive) of a text file, bounded."""
+    """Lines ``start``..``end`` (1-based, inclusive) of a text file, bounded.
+
+    A whole-file read of a long file keeps its first 200 and last 100 lines, like
+    any long output, and says which range to ask for; explicit ranges are capped.
+    """
     if not path.exists():
         raise ToolFailed(f"No such file: {display}")
     if path.is_dir():
@@ -70,6 +80,21 @@ def read_text(path: Path, display: str, start: int | None, end: int | None) -> J
     text = _decode(data, path)
     lines = text.splitlines()
     total = len(lines)
+    result: JSONObject = {"path": display, "total_lines": total, "sha256": sha256_bytes(data)}
+    if start is None and end is None and total > HEAD_LINES + TAIL_LINES:
+        omitted = total - HEAD_LINES - TAIL_LINES
+        tail_first = total - TAIL_LINES + 1
+        result.update(
+            start_line=1,
+            end_line=total,
+            truncated=True,
+            text=_numbered(lines[:HEAD_LINES], 1)
+            + f"\n[... lines {HEAD_LINES + 1}-{tail_first - 1} ({omitted} lines) omitted ...]\n"
+            + _numbered(lines[-TAIL_LINES:], tail_first),
+            note=f"Long file: read lines {HEAD_LINES + 1}-{tail_first - 1} with start_line "
+            "and end_line when you need them.",
+        )
+        return _cap_bytes(result)
     first = max(1, start or 1)
     last = min(total, end or total)
     if first > max(total, 1):
@@ -80,22 +105,19 @@ def read_text(path: Path, display: str, start: int | None, end: int | None) -> J
         chosen = chosen[:MAX_READ_LINES]
         last = first + MAX_READ_LINES - 1
         truncated = True
-    body = "\n".join(chosen)
-    if len(body.encode()) > MAX_READ_BYTES:
-        body = body.encode()[:MAX_READ_BYTES].decode("utf-8", "ignore")
-        truncated = True
-    numbered = "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(body.split("\n"), start=first))
-    result: JSONObject = {
-        "path": display,
-        "start_line": first,
-        "end_line": last,
-        "total_lines": total,
-        "sha256": sha256_bytes(data),
-        "text": numbered,
-    }
+    result.update(start_line=first, end_line=last, text=_numbered(chosen, first))
     if truncated:
         result["truncated"] = True
         result["note"] = f"Output capped; read from line {last + 1} to see more."
+    return _cap_bytes(result)
+
+
+def _cap_bytes(result: JSONObject) -> JSONObject:
+    body = str(result["text"])
+    if len(body.encode()) > MAX_READ_BYTES:
+        result["text"] = body.encode()[:MAX_READ_BYTES].decode("utf-8", "ignore")
+        result["truncated"] = True
+        result.setdefault("note", "Output capped by size; read a smaller range.")
     return result
 
 
