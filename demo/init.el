@@ -78,7 +78,7 @@ Run the tests before and after the fix."
                    (buffer-string)))))))
 
 (defun agent-shell-demo--scripted-p ()
-  "Return non-nil when the demo runs on the scripted mock model."
+  "Return non-nil when the demo should use the scripted mock model."
   (or (member (getenv "AGENT_SHELL_DEMO_MOCK") '("1" "t" "yes"))
       (not (agent-shell-api-key))))
 

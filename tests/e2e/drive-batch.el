@@ -57,7 +57,7 @@ the function behind `header-line-format' directly."
   (with-current-buffer e2e-shell (agent-shell--header-line)))
 
 (defun e2e-start ()
-  "M-x agent-shell-start RET and wait for the session."
+  "Start a session by typing the command name, as a user would; wait for it."
   (e2e-keys "M-x agent-shell-start RET")
   (setq e2e-shell (get-buffer (format "*agent-shell: %s*"
                                       (file-name-nondirectory
