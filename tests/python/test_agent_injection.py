@@ -117,16 +117,15 @@ async def test_injected_instruction_is_denied_by_the_policy(
         assert framed.startswith("[TOOL_RESULT name=")
         assert "id=call_evil status=denied]" in framed.split("\n", 1)[0]
         assert "Refused by the safety policy" in framed
-        # Nothing ran: the call never reached in_progress, no tool output was stored,
-        # and the only processes were the bridge's own branch probes.
+        # Nothing ran: the call never reached in_progress and no tool output was stored
+        # (the bridge's own git probes keep no output files).
         statuses = [
             u["status"] for u in turn.updates("tool_call_update") if u["toolCallId"] == "call_evil"
         ]
         assert statuses == ["failed"]
         outputs = project / ".agent-shell" / "outputs" / sid
         assert sorted(p.name for p in outputs.iterdir()) == ["raw"]
-        probes = [p.read_bytes() for p in (outputs / "raw").iterdir()]
-        assert probes and set(probes) == {b"main\n"}
+        assert list((outputs / "raw").iterdir()) == []
         log = Path(session["logPath"]).read_text(encoding="utf-8")
         assert log.count(":DECISION: deny") == 1
         assert "* REJECTED [" in log

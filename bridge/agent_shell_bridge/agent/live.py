@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import BridgeConfig
 from ..errors import SessionBusy, ToolFailed
-from ..execution import ProcessRunner, default_timeout
+from ..execution import ProcessResult, ProcessRunner, default_timeout
 from ..memory.index import MemoryIndex
 from ..model.openai import ModelClient
 from ..model.types import ModelSettings, Prices, Usage
@@ -180,23 +180,26 @@ class LiveSession:
             return await asyncio.to_thread(self._org_outline, paths, args.query)
         if name == "magit_stage":
             argv = ["git", "add", "--", *[d for _, d in paths]]
-            result = await self.runner.run_argv(argv, cwd=self.root, timeout_s=30)
+            result = await self._quiet_run(argv, timeout_s=30)
             if result.exit_code != 0:
                 raise ToolFailed("git add failed: " + (result.stderr or result.stdout).strip())
             return {"staged": [d for _, d in paths], "backend": "git"}
         raise ToolFailed(f"{name} needs Emacs; no Emacs client is connected")
 
+    async def _quiet_run(self, argv: list[str], *, timeout_s: float) -> ProcessResult:
+        """Run a small internal command; its output log is not kept (nothing links it)."""
+        result = await self.runner.run_argv(argv, cwd=self.root, timeout_s=timeout_s)
+        if result.log_path is not None:
+            await asyncio.to_thread(result.log_path.unlink, missing_ok=True)
+        return result
+
     async def current_branch(self) -> str | None:
-        res = await self.runner.run_argv(
-            ["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd=self.root, timeout_s=10
-        )
+        res = await self._quiet_run(["git", "rev-parse", "--abbrev-ref", "HEAD"], timeout_s=10)
         return res.stdout.strip() if res.exit_code == 0 else None
 
     async def _git_status(self) -> JSONObject:
         async def git(*argv: str) -> str:
-            res = await self.runner.run_argv(
-                ["git", "-c", "core.quotepath=off", *argv], cwd=self.root, timeout_s=20
-            )
+            res = await self._quiet_run(["git", "-c", "core.quotepath=off", *argv], timeout_s=20)
             if res.exit_code != 0:
                 raise ToolFailed("git failed: " + (res.stderr or res.stdout).strip()[:300])
             return res.stdout
