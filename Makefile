@@ -16,7 +16,7 @@ test: deps test-python test-elisp
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml | system-deps
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
@@ -24,6 +24,7 @@ $(VENV)/.installed: pyproject.toml
 
 system-deps:
 	@missing=""; \
+	$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || missing="$$missing python3-venv"; \
 	command -v $(EMACS) >/dev/null || missing="$$missing emacs-nox"; \
 	command -v rg >/dev/null || missing="$$missing ripgrep"; \
 	command -v tmux >/dev/null || missing="$$missing tmux"; \
@@ -34,7 +35,8 @@ system-deps:
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-deps: venv system-deps
+# System packages first: Debian's python3 needs python3-venv to make the venv.
+deps: system-deps venv
 
 test-python: deps
 	$(PY) -m pytest -q

@@ -91,3 +91,30 @@ async def test_symlinked_allowlist_is_never_trusted(client: BridgeClient, tmp_pa
     assert "error" in reply
     verdict = await client.result("policy/check", {"cwd": str(root), "command": PUSH})
     assert verdict["decision"] == "deny"
+
+
+async def test_an_allowlist_of_comments_needs_no_trust(
+    client: BridgeClient, tmp_path: Path
+) -> None:
+    """The scaffold's commented example must not nag about trust on every project."""
+    root = tmp_path / "fresh"
+    (root / ".agent-shell").mkdir(parents=True)
+    (root / ".agent-shell" / "allowlist.el").write_text(
+        ';; (setq agent-shell-allowlist \'((command . "make test")))\n', encoding="utf-8"
+    )
+    session = await client.result("session/new", {"cwd": str(root)})
+    assert session["allowlist"] == "none"
+
+
+async def test_a_malformed_allowlist_does_not_stop_a_session(
+    client: BridgeClient, tmp_path: Path
+) -> None:
+    root = tmp_path / "broken"
+    (root / ".agent-shell").mkdir(parents=True)
+    (root / ".agent-shell" / "allowlist.el").write_text(
+        "(setq agent-shell-allowlist '((", encoding="utf-8"
+    )
+    session = await client.result("session/new", {"cwd": str(root)})
+    assert session["allowlist"] == "invalid"
+    verdict = await client.result("policy/check", {"cwd": str(root), "command": PUSH})
+    assert verdict["decision"] == "deny"

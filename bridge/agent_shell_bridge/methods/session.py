@@ -206,6 +206,15 @@ def register(d: Dispatcher[Runtime]) -> None:
         )
         rt.sessions[state.id] = live
         live.checkpoint()
+        if live.policy.allowlist_status == "invalid":
+            await live.reporter.entry(
+                "Project allowlist not applied: it is malformed",
+                source="bridge",
+                parent=None,
+                todo="FAILED",
+                properties={"PATH": ".agent-shell/allowlist.el"},
+                body=[text("Fix the file (agent-shell-bridge policy check --root . shows why).")],
+            )
         if live.policy.allowlist_status == "untrusted":
             await live.reporter.entry(
                 "Project allowlist not applied: not trusted yet",

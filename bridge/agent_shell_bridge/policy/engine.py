@@ -20,7 +20,7 @@ from typing import Literal
 
 from ..errors import PathNotAllowed
 from ..types import Decision, Risk, Verdict
-from .allowlist import Allowlist, load_allowlist
+from .allowlist import Allowlist, AllowlistError, load_allowlist
 from .commands import DOWNLOADERS, Context, Finding, classify, consumes_code, effective_name, worst
 from .paths import Confinement, resolve_physical
 from .shell_parse import ParsedCommand, Redirect, SimpleCommand, parse_command
@@ -58,7 +58,7 @@ class PolicyEngine:
         allowlist: Allowlist | None = None,
     ) -> None:
         self._confinement = Confinement.create(root, extra_paths)
-        # "none", "applied", "trusted" or "untrusted" (see for_project).
+        # "none", "applied", "trusted", "untrusted" or "invalid" (see for_project).
         self.allowlist_status = "applied" if allowlist is not None else "none"
         self._allowlist = allowlist or Allowlist()
         self._home = resolve_physical(Path(os.path.abspath(os.path.expanduser("~"))))
@@ -82,11 +82,19 @@ class PolicyEngine:
         status = "none"
         allowlist = None
         if path.is_file():
-            if trust is None or trust.is_trusted(root):
-                allowlist = load_allowlist(path)
-                status = "trusted" if trust is not None else "applied"
-            else:
-                status = "untrusted"
+            # Parsing is safe (a data reader); an allowlist naming nothing needs no trust.
+            try:
+                found = load_allowlist(path)
+            except AllowlistError:
+                if trust is None:
+                    raise  # the user's own audit: say what is wrong
+                found, status = Allowlist(), "invalid"  # a session still starts
+            if found.entries:
+                if trust is None or trust.is_trusted(root):
+                    allowlist = found
+                    status = "trusted" if trust is not None else "applied"
+                else:
+                    status = "untrusted"
         engine = cls(root, extra_paths=extra_paths, allowlist=allowlist)
         engine.allowlist_status = status
         return engine
