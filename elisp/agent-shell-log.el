@@ -438,8 +438,14 @@ Does nothing unless `agent-shell-log-notify-on-wait' is non-nil.
 Displays BUFFER without selecting it, then raises a desktop
 notification when D-Bus is available, else shows a message."
   (when agent-shell-log-notify-on-wait
-    (unless (get-buffer-window buffer 'visible)
-      (display-buffer buffer '(nil (inhibit-same-window . t))))
+    (let ((window (or (get-buffer-window buffer 'visible)
+                      (display-buffer buffer '(nil (inhibit-same-window . t)))))
+          (node (with-current-buffer buffer
+                  (and agent-shell-log--nodes
+                       (gethash (alist-get 'id entry) agent-shell-log--nodes)))))
+      ;; Show the waiting step itself, not the top of a long log.
+      (when (and window node)
+        (set-window-point window (agent-shell-log--node-marker node))))
     (let ((text (format "Waiting for approval: %s"
                         (agent-shell-log--clean-title (alist-get 'title entry)))))
       (unless (agent-shell-log--desktop-notify text)
@@ -721,6 +727,9 @@ work as usual.
 \\{agent-shell-log-mode-map}"
   (setq buffer-read-only t)
   (setq-local buffer-undo-list t)
+  ;; Native fontification of every shell block would load sh-mode (which talks in
+  ;; the echo area) and cost time per entry; the blocks stay plain.
+  (setq-local org-src-fontify-natively nil)
   (setq agent-shell-log--nodes (make-hash-table :test #'equal)
         agent-shell-log--pending nil))
 

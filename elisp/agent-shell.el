@@ -48,14 +48,19 @@
   :group 'tools
   :prefix "agent-shell-")
 
-(defcustom agent-shell-api-base "https://api.deepseek.com/v1"
-  "Base URL of the OpenAI-compatible model API."
+(defcustom agent-shell-api-base
+  (or (getenv "AGENT_SHELL_API_BASE") "https://api.deepseek.com/v1")
+  "Base URL of the OpenAI-compatible model API.
+The default comes from the environment variable AGENT_SHELL_API_BASE
+when it is set, else DeepSeek's API."
   :type 'string
   :group 'agent-shell
   :package-version '(agent-shell . "0.1.0"))
 
-(defcustom agent-shell-model "deepseek-chat"
-  "Model name sent to the model API."
+(defcustom agent-shell-model (or (getenv "AGENT_SHELL_MODEL") "deepseek-chat")
+  "Model name sent to the model API.
+The default comes from the environment variable AGENT_SHELL_MODEL when
+it is set."
   :type 'string
   :group 'agent-shell
   :package-version '(agent-shell . "0.1.0"))
@@ -812,6 +817,8 @@ Call inside `agent-shell--editing'."
                 (format "[turn ended with an error: %s]" (alist-get 'message err))))
           ((and reason (not (equal reason "end_turn")))
            (agent-shell--notice (format "[turn ended: %s]" reason)))
+          ((alist-get 'summary update)
+           (agent-shell--notice (format "Done: %s" (alist-get 'summary update))))
           (t (agent-shell--editing (agent-shell--close-block))))
     (setq agent-shell--turn-id nil
           agent-shell--turn-start nil)

@@ -386,6 +386,24 @@
                      "agent-shell: Waiting for approval: 需要确认")))
     (kill-buffer "*test-log-other*")))
 
+(ert-deftest test-log/notify-shows-the-waiting-step ()
+  "The log window is scrolled to the WAIT entry, not left at the top."
+  (test-log--with-buffer buf
+    (switch-to-buffer (get-buffer-create "*test-log-other*"))
+    (delete-other-windows)
+    (let ((agent-shell-log-notify-on-wait t))
+      (dotimes (i 80)
+        (agent-shell-log-insert-entry
+         buf (test-log--entry (format "d%d" i) (format "step %d" i) :todo "DONE")))
+      (agent-shell-log-insert-entry buf (test-log--entry "w" "等待中的编辑" :todo "WAIT"))
+      (let ((window (get-buffer-window buf)))
+        (should window)
+        (with-current-buffer buf
+          (save-excursion
+            (goto-char (window-point window))
+            (should (looking-at-p "\\*+ WAIT .*等待中的编辑"))))))
+    (kill-buffer "*test-log-other*")))
+
 ;;; Text
 
 (ert-deftest test-log/chinese-round-trip ()

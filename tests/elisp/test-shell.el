@@ -149,6 +149,16 @@ The user's half-typed input and point stay where they were."
       (goto-char (point-min))
       (should-error (insert "x") :type 'text-read-only))))
 
+(ert-deftest test-shell/turn-end-shows-the-task-summary ()
+  "The summary given to task_complete is shown when the turn ends."
+  (test-shell--with-shell (sid)
+    (test-shell--emit (test-shell--update sid '((sessionUpdate . "turn_end")
+                                                (turnId . "t9")
+                                                (stopReason . "end_turn")
+                                                (summary . "修好了：add 现在返回 a + b"))))
+    (test-shell--wait "turn_end" (lambda () (string-search "修好了" (test-shell--transcript))))
+    (should (string-search "Done: 修好了：add 现在返回 a + b" (test-shell--transcript)))))
+
 (ert-deftest test-shell/point-in-transcript-is-kept ()
   "Output arriving while the user reads the transcript does not move point."
   (test-shell--with-shell (sid)

@@ -165,9 +165,12 @@ async def test_fail_fix_pass_extracts_exactly_one_experience_and_the_next_sessio
         assert "fail→fix→pass in this task" in log
         assert f"Memory: wrote {files[0].name}" in log
 
-        # A new session in the same project is told about it in its first request.
+        # A new session in the same project is told about it in its first request,
+        # and session/new already lists it for the client to show.
         before = len(rig.requests)
-        second = await rig.new_session()
+        opened = await rig.client.result("session/new", {"cwd": str(project)})
+        assert [m["title"] for m in opened["memories"]] == [TITLE]
+        second = opened["sessionId"]
         turn2 = await rig.turn(second, "calc 的 add 又坏了吗？")
         assert turn2.text == "以前修过：add 的减号。"
         system = rig.requests[before]["messages"][0]["content"]

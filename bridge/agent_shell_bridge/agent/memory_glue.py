@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .live import LiveSession
     from .turnstate import TurnState
 
-__all__ = ["extract_experience", "finish_task_memory", "inject_memories"]
+__all__ = ["extract_experience", "finish_task_memory", "inject_memories", "recent_memories"]
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +60,29 @@ async def inject_memories(live: LiveSession, prompt: str, parent: str) -> str:
             body=[src(block, "markdown")],
         )
     return block
+
+
+async def recent_memories(live: LiveSession) -> None:
+    """At session start, note the project's newest experiences for the client to show.
+
+    Nothing is injected yet: each task gets the ones relevant to its own words.
+    """
+    if live.memory is None:
+        return
+    index = live.memory
+    try:
+        await asyncio.to_thread(index.sync_root, live.root, live.project)
+        hits: list[MemoryHit] = await asyncio.to_thread(
+            lambda: index.search("", project=live.project, limit=INJECT_MAX)
+        )
+    except (BridgeError, OSError) as exc:
+        log.warning("memory listing failed: %s", exc)
+        return
+    live.state.memories = [
+        {"path": h.path, "title": h.title, "summary": h.summary, "score": h.score}
+        for h in hits
+        if h.project == live.project
+    ]
 
 
 async def extract_experience(

@@ -13,6 +13,7 @@ from pydantic import Field, field_validator
 
 from ..agent.live import LiveSession, open_session
 from ..agent.loop import run_turn
+from ..agent.memory_glue import recent_memories
 from ..agent.prompt import frame_tool_result
 from ..agent.reporter import text
 from ..config import BridgeConfig, ModelConfig
@@ -205,6 +206,7 @@ def register(d: Dispatcher[Runtime]) -> None:
             max_steps=p.max_steps or config.max_steps,
         )
         rt.sessions[state.id] = live
+        await recent_memories(live)
         live.checkpoint()
         if live.policy.allowlist_status == "invalid":
             await live.reporter.entry(
