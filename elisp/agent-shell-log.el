@@ -445,6 +445,7 @@ notification when D-Bus is available, else shows a message."
                        (gethash (alist-get 'id entry) agent-shell-log--nodes)))))
       ;; Show the waiting step itself, not the top of a long log.
       (when (and window node)
+        (set-window-start window (agent-shell-log--node-marker node))
         (set-window-point window (agent-shell-log--node-marker node))))
     (let ((text (format "Waiting for approval: %s"
                         (agent-shell-log--clean-title (alist-get 'title entry)))))
