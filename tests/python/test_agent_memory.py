@@ -168,6 +168,8 @@ async def test_fail_fix_pass_extracts_exactly_one_experience_and_the_next_sessio
         # A new session in the same project is told about it in its first request,
         # and session/new already lists it for the client to show.
         before = len(rig.requests)
+        # The task's summary counts every model call it caused, the extraction too.
+        assert f":MODEL_CALLS: {before}\n" in org_log(session)
         opened = await rig.client.result("session/new", {"cwd": str(project)})
         assert [m["title"] for m in opened["memories"]] == [TITLE]
         second = opened["sessionId"]

@@ -113,7 +113,8 @@ class LiveSession:
         self.read_cache[key] = sha
         return result
 
-    def account_usage(self, usage: Usage, turn: TurnState) -> None:
+    def account_usage(self, usage: Usage, turn: TurnState | None) -> None:
+        """Add one model call's reported usage to the session (and the turn, if any)."""
         totals = self.state.totals
         totals.model_calls += 1
         totals.input_tokens += usage.prompt_tokens
@@ -121,6 +122,8 @@ class LiveSession:
         totals.cached_tokens += usage.cached_tokens
         if self.model.settings.prices is not None:
             totals.cost += usage.cost(self.model.settings.prices)
+        if turn is None:
+            return
         turn.model_calls += 1
         turn.input_tokens += usage.prompt_tokens
         turn.output_tokens += usage.completion_tokens

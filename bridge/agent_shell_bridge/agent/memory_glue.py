@@ -86,7 +86,12 @@ async def recent_memories(live: LiveSession) -> None:
 
 
 async def extract_experience(
-    live: LiveSession, *, trigger: str, parent: str, messages: list[JSONObject]
+    live: LiveSession,
+    *,
+    trigger: str,
+    parent: str,
+    messages: list[JSONObject],
+    turn: TurnState | None = None,
 ) -> Path:
     """One model call that fills the experience template; the file is written and indexed."""
     today = date.today().isoformat()
@@ -100,6 +105,8 @@ async def extract_experience(
     async for event in live.model.stream_chat(request, None):
         if isinstance(event, Completion):
             completion = event
+    if completion is not None and completion.usage is not None:
+        live.account_usage(completion.usage, turn)  # extraction is part of the task's cost
     if completion is None or not completion.content.strip():
         raise MemoryError_("The model returned no experience text")
     exp = parse_extraction_reply(
@@ -150,7 +157,11 @@ async def finish_task_memory(live: LiveSession, turn: TurnState, start_index: in
     )
     try:
         return await extract_experience(
-            live, trigger=reason, parent=turn.task_entry, messages=live.state.messages[start_index:]
+            live,
+            trigger=reason,
+            parent=turn.task_entry,
+            messages=live.state.messages[start_index:],
+            turn=turn,
         )
     except BridgeError as exc:
         await live.reporter.entry(
