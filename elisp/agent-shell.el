@@ -40,6 +40,7 @@
 (require 'agent-shell-log)
 (require 'agent-shell-tools)
 (require 'agent-shell-plan)
+(require 'agent-shell-citations)
 
 ;;; Options
 
