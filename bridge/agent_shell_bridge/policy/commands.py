@@ -487,6 +487,13 @@ _READS_FILES = frozenset(
     }
 )  # fmt: skip
 _MAX_GLOB_MATCHES = 2000
+# Options whose value (joined with = or as the next word) names a file to read.
+_FILE_OPTIONS = frozenset(
+    {
+        "-f", "--file", "--from-file", "--to-file", "--exclude-from", "--include-from",
+        "--contents", "--ignore-file", "--files-from", "--files0-from", "--reference",
+    }
+)  # fmt: skip
 # Commands whose first operand is a pattern or a program, not a file.
 _FIRST_OPERAND_IS_CODE = frozenset({"grep", "egrep", "fgrep", "rg", "jq", "awk", "sed"})
 
@@ -498,21 +505,33 @@ def _reads_outside(name: str, args: Sequence[Word], ctx: Context) -> Finding | N
         for w in args
     ):
         operands = operands[1:]
+    # Files named through options: `--file=PATH`, `--to-file PATH`, `-f PATH` ….
+    for i, w in enumerate(args):
+        if w.text.startswith("--") and "=" in w.text:
+            option, value = w.text.split("=", 1)
+            if option in _FILE_OPTIONS or "/" in value or value.startswith(("~", ".")):
+                operands.append(Word(value, literal=w.literal, expansion=w.expansion))
+        elif w.text in _FILE_OPTIONS and i + 1 < len(args):
+            operands.append(args[i + 1])
     for w in operands:
-        if w.glob and not w.expansion and not w.substitution:
-            finding = _glob_outside(name, w, ctx)
-            if finding is not None:
-                return finding
-            continue
-        where, path = locate(w, ctx)
-        if where in ("outside", "wide") and path is not None:
-            if path == Path("/dev/null") or _inside_roots(path, ctx):
-                continue  # e.g. "." is the project root itself
-            return Finding.write(f"{name} reads {w.text!r}, outside the project ({path})")
-        if where == "inside" and path is not None and not _inside_roots(path, ctx):
-            return Finding.write(f"{name} reads {w.text!r}, a link leading out of the project")
-        if where == "unknown":
-            return Finding.write(f"{name} reads {w.text!r}, which cannot be located in advance")
+        finding = _outside_operand(name, w, ctx)
+        if finding is not None:
+            return finding
+    return None
+
+
+def _outside_operand(name: str, w: Word, ctx: Context) -> Finding | None:
+    if w.glob and not w.expansion and not w.substitution:
+        return _glob_outside(name, w, ctx)
+    where, path = locate(w, ctx)
+    if where in ("outside", "wide", "temp") and path is not None:
+        if path == Path("/dev/null") or _inside_roots(path, ctx):
+            return None  # e.g. "." is the project root itself
+        return Finding.write(f"{name} reads {w.text!r}, outside the project ({path})")
+    if where == "inside" and path is not None and not _inside_roots(path, ctx):
+        return Finding.write(f"{name} reads {w.text!r}, a link leading out of the project")
+    if where == "unknown":
+        return Finding.write(f"{name} reads {w.text!r}, which cannot be located in advance")
     return None
 
 
@@ -521,10 +540,8 @@ def _inside_roots(path: Path, ctx: Context) -> bool:
         real = resolve_physical(path)
     except PathNotAllowed:
         return False
-    anchors = (ctx.root, *ctx.extra)
-    return any(real.is_relative_to(r) for r in anchors) or (
-        real.is_relative_to(ctx.temp) and real != ctx.temp
-    )
+    # Not the temp directory: other programs' tickets and secrets live there too.
+    return any(real.is_relative_to(r) for r in (ctx.root, *ctx.extra))
 
 
 def _glob_outside(name: str, word: Word, ctx: Context) -> Finding | None:
@@ -773,6 +790,12 @@ def _git(name: str, args: list[Word], ctx: Context) -> Finding:
         return Finding.write("git reflog expire/delete rewrites history")
     if sub in read_subs:
         findings.append(Finding.read(f"git {sub} is read-only"))
+        if (sub == "diff" and "--no-index" in texts) or (
+            sub in ("blame", "annotate") and any(t.startswith(("--contents", "-S")) for t in texts)
+        ):
+            outside = _reads_outside(f"git {sub}", rest, ctx)
+            if outside is not None:
+                findings.append(outside)
     elif sub in ("branch", "tag"):
         listing = {
             "-l",
