@@ -586,3 +586,34 @@ async def test_whole_read_of_a_long_file_keeps_head_and_tail(serve_app: Any, pro
         assert "行 500" in ranged and "行 502" in ranged and "行 503" not in ranged
     finally:
         await stop()
+
+
+async def test_allow_for_the_session_covers_that_exact_command_only(
+    serve_app: Any, project: Path
+) -> None:
+    """Regression: one "allow for this session" let every later write command through."""
+
+    def run(command: str) -> dict[str, Any]:
+        return {"tool_calls": [{"name": "run_command", "arguments": {"command": command}}]}
+
+    rig, stop = await start_rig(
+        serve_app,
+        project,
+        [run("mkdir build"), run("touch build/x.txt"), run("mkdir  build"), {"text": "ok"}],
+    )
+    try:
+        sid = await rig.new_session()
+
+        def answer(params: dict[str, Any]) -> dict[str, Any]:
+            option = "allow_session" if "mkdir" in params["toolCall"]["title"] else "reject_once"
+            return {"outcome": {"outcome": "selected", "optionId": option}}
+
+        turn = await rig.turn(sid, "make dirs", answer=answer)
+        asked = [p["toolCall"]["rawInput"]["command"] for p in turn.permission_requests]
+        assert asked == ["mkdir build", "touch build/x.txt"]  # the repeat ran unasked
+        assert "Allow `mkdir build` for this session" in {
+            o["name"] for o in turn.permission_requests[0]["options"]
+        }
+        assert not (project / "build" / "x.txt").exists()
+    finally:
+        await stop()

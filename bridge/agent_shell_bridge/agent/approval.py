@@ -50,10 +50,12 @@ class PermissionRequest:
             {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"}
         ]
         if self.offers_session:
+            command = self.raw_input.get("command")
+            what = f"`{command}`" if isinstance(command, str) else f"{self.tool} edits"
             options.append(
                 {
                     "optionId": "allow_session",
-                    "name": f"Allow {self.tool} for this session",
+                    "name": f"Allow {what} for this session",
                     "kind": "allow_always",
                 }
             )

@@ -192,7 +192,7 @@ class ToolExecutor:
                 diff = plan.diff
             except ToolFailed as exc:
                 return _Prepared(spec, args, Verdict(Decision.DENY, Risk.WRITE, exc.message), paths)
-        if f"write:{spec.name}" in live.state.session_allow:
+        if _session_key(spec.name, None) in live.state.session_allow:
             verdict = Verdict(Decision.ALLOW, Risk.WRITE, "allowed for this session by the user")
         else:
             verdict = Verdict(Decision.CONFIRM, Risk.WRITE, "changes files in the project")
@@ -235,7 +235,7 @@ class ToolExecutor:
         if (
             verdict.decision is Decision.CONFIRM
             and verdict.risk is Risk.WRITE
-            and f"write:{spec.name}" in live.state.session_allow
+            and _session_key(spec.name, command) in live.state.session_allow
         ):
             verdict = Verdict(Decision.ALLOW, verdict.risk, "allowed for this session by the user")
         return _Prepared(spec, args, verdict, [], command=command, cwd=cwd)
@@ -361,7 +361,7 @@ class ToolExecutor:
                     {"error": "The user rejected this step.", "user_reason": why},
                 )
             if answer.option == "allow_session":
-                live.state.session_allow.append(f"write:{p.spec.name}")
+                live.state.session_allow.append(_session_key(p.spec.name, p.command))
             await live.reporter.change(
                 entry_id,
                 todo="APPROVED",
@@ -540,6 +540,15 @@ class ToolExecutor:
         if any(w in p.command for w in ("git checkout", "git switch")):
             live.branch_may_have_changed = True
         return payload
+
+
+def _session_key(tool: str, command: str | None) -> str:
+    """What "allow for this session" covers: one kind of edit, or one exact command.
+
+    A command grant never widens to other commands: allowing `mkdir build` must not
+    let `curl -d @~/.aws/credentials …` through later.
+    """
+    return f"command:{' '.join(command.split())}" if command is not None else f"write:{tool}"
 
 
 def _summary_for_client(payload: JSONObject) -> JSONObject:
