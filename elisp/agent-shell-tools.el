@@ -167,7 +167,7 @@ or nil."
   "Files under a root that the agent may never write.")
 
 (defconst agent-shell-tools--protected-dirs
-  '(".agent-shell/snapshots/" ".agent-shell/logs/")
+  '(".agent-shell/snapshots/" ".agent-shell/logs/" ".agent-shell/sessions/")
   "Directories under a root that the agent may never write into.")
 
 (defun agent-shell-tools--true-dir (dir)

@@ -26,6 +26,11 @@ MAX_PATH_CHARS = 4096
 _MAX_COMPONENT_BYTES = 255
 _MAX_SYMLINK_HOPS = 40
 _PROTECTED_FILES = frozenset({(".agent-shell", "allowlist.el"), (".agent-shell", "config.el")})
+# The bridge's own records: the audit trail, undo snapshots and session checkpoints
+# (which hold what the user allowed) must not be forged by the agent.
+_PROTECTED_DIRS = frozenset(
+    {(".agent-shell", "logs"), (".agent-shell", "snapshots"), (".agent-shell", "sessions")}
+)
 
 
 def resolve_physical(path: Path) -> Path:
@@ -109,6 +114,10 @@ class Confinement:
         for i in range(len(folded) - 1):
             if (folded[i], folded[i + 1]) in _PROTECTED_FILES:
                 return f"{rel[i]}/{rel[i + 1]} steers the agent and cannot be written by it"
+            if (folded[i], folded[i + 1]) in _PROTECTED_DIRS:
+                return (
+                    f"{rel[i]}/{rel[i + 1]}/ holds the bridge's records; the agent cannot write it"
+                )
         return None
 
     def check_syntax(self, path: str) -> None:

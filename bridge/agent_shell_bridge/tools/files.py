@@ -210,6 +210,10 @@ def _grep_python(pattern: str, path: Path, glob: str | None, root: Path) -> list
     for file in files:
         if any(part in SKIP_DIRS for part in file.parts):
             continue
+        # Like ripgrep, follow no symlinks: a link planted in the repository must not
+        # lead the search to files outside it.
+        if file.is_symlink() or not file.resolve().is_relative_to(root.resolve()):
+            continue
         try:
             text = file.read_text(encoding="utf-8")
         except (UnicodeDecodeError, OSError):

@@ -1,0 +1,29 @@
+"""Bridge-side file tools on real files: reads, the search fallback, headless edits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent_shell_bridge.tools import files
+
+
+def test_python_grep_fallback_does_not_follow_planted_symlinks(tmp_path: Path) -> None:
+    """Regression: without ripgrep, grep read through a symlink leading out of the repo."""
+    outside = tmp_path / "outside_secret"
+    outside.write_text("AWS_SECRET=hunter2\n", encoding="utf-8")
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "innocent.txt").symlink_to(outside)
+    (root / "notes.md").write_text("AWS_SECRET appears here too: 笔记\n", encoding="utf-8")
+    hits = files._grep_python("AWS_SECRET", root, None, root)
+    assert [h["path"] for h in hits] == ["notes.md"]
+    assert "hunter2" not in repr(hits)
+
+
+def test_read_text_numbers_lines_and_reports_hash(tmp_path: Path) -> None:
+    path = tmp_path / "中文.py"
+    path.write_text("# 你好\nx = 1\n", encoding="utf-8")
+    result = files.read_text(path, "中文.py", None, None)
+    assert result["text"] == "     1\t# 你好\n     2\tx = 1"
+    assert result["sha256"] == files.sha256_bytes(path.read_bytes())
+    assert result["total_lines"] == 2
