@@ -1367,26 +1367,40 @@ Elsewhere, indent as TAB would."
   "Review ROOT's `.agent-shell/allowlist.el' and let its commands run unasked.
 The bridge applies a project's allowlist only after you trust its
 current content, so a cloned repository cannot allow itself dangerous
-commands; any later change to the file needs trust again.  ROOT
-defaults to this session's project, else the current project."
+commands; any later change to the file needs trust again.  What is
+trusted is exactly the bytes shown: if the file changes before the
+bridge reads it, trust is refused.  ROOT defaults to this session's
+project, else the current project."
   (interactive)
   (let* ((root (file-name-as-directory
                 (or root agent-shell--root (agent-shell--project-root))))
-         (file (expand-file-name ".agent-shell/allowlist.el" root)))
-    (unless (file-regular-p file)
-      (user-error "No allowlist at %s" file))
-    (when (called-interactively-p 'interactive)
-      (display-buffer (find-file-noselect file)))
-    (when (or (not (called-interactively-p 'interactive))
+         (file (expand-file-name ".agent-shell/allowlist.el" root))
+         (bytes (progn
+                  (unless (and (file-regular-p file) (not (file-symlink-p file)))
+                    (user-error "No allowlist (or a symlink) at %s" file))
+                  (with-temp-buffer
+                    (set-buffer-multibyte nil)
+                    (insert-file-contents-literally file)
+                    (buffer-string))))
+         (interactive (called-interactively-p 'interactive)))
+    (when interactive
+      (with-current-buffer (get-buffer-create "*agent-shell allowlist review*")
+        (let ((inhibit-read-only t))
+          (erase-buffer)
+          (insert (decode-coding-string bytes 'utf-8))
+          (emacs-lisp-mode)
+          (setq buffer-read-only t))
+        (display-buffer (current-buffer))))
+    (when (or (not interactive)
               (yes-or-no-p (format "Trust %s as shown, letting its commands run unasked? "
                                    (abbreviate-file-name file))))
       (agent-shell--request
-       "policy/trust_allowlist" `((cwd . ,(directory-file-name root)))
+       "policy/trust_allowlist" `((cwd . ,(directory-file-name root))
+                                  (sha256 . ,(secure-hash 'sha256 bytes)))
        :on-success
        (lambda (result)
-         (message "Allowlist trusted: %d command%s"
-                  (length (alist-get 'commands result))
-                  (if (= 1 (length (alist-get 'commands result))) "" "s")))
+         (let ((n (length (alist-get 'commands result))))
+           (message "Allowlist trusted: %d command%s" n (if (= n 1) "" "s"))))
        :on-error
        (lambda (err) (message "Trusting the allowlist failed: %s" (alist-get 'message err)))))))
 

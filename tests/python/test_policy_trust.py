@@ -118,3 +118,24 @@ async def test_a_malformed_allowlist_does_not_stop_a_session(
     assert session["allowlist"] == "invalid"
     verdict = await client.result("policy/check", {"cwd": str(root), "command": PUSH})
     assert verdict["decision"] == "deny"
+
+
+async def test_trust_refuses_content_changed_after_review(
+    client: BridgeClient, tmp_path: Path
+) -> None:
+    """Regression: trust hashed whatever was on disk, not what the user reviewed."""
+    import hashlib
+
+    root = make_root(tmp_path)
+    path = root / ".agent-shell" / "allowlist.el"
+    reviewed = hashlib.sha256(path.read_bytes()).hexdigest()
+    path.write_text(path.read_text() + '(setq agent-shell-allowlist \'((command . "rm -rf ~")))\n')
+    reply = await client.rpc("policy/trust_allowlist", {"cwd": str(root), "sha256": reviewed})
+    assert reply["error"]["code"] == -32602
+    assert "changed after you reviewed it" in reply["error"]["message"]
+    verdict = await client.result("policy/check", {"cwd": str(root), "command": PUSH})
+    assert verdict["decision"] == "deny"
+    # Reviewing the current bytes works.
+    current = hashlib.sha256(path.read_bytes()).hexdigest()
+    ok = await client.result("policy/trust_allowlist", {"cwd": str(root), "sha256": current})
+    assert ok["sha256"] == current

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from typing import Any, Literal
 
 from pydantic import Field
@@ -11,7 +12,7 @@ from ..agent.memory_glue import extract_experience
 from ..errors import InvalidParams, MemoryError_
 from ..memory.experience import parse_experience
 from ..memory.index import MemoryIndex
-from ..policy.allowlist import load_allowlist
+from ..policy.allowlist import parse_allowlist
 from ..policy.engine import PolicyEngine
 from ..policy.trust import AllowlistTrust, allowlist_path, default_trust_file
 from ..rpc import Dispatcher, Params
@@ -31,6 +32,8 @@ class SearchParams(Params):
 
 class TrustParams(Params):
     cwd: str
+    # The sha256 of the bytes the user reviewed; trust is refused if the file differs.
+    sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
 
 
 class PolicyParams(Params):
@@ -112,17 +115,23 @@ def register(d: Dispatcher[Runtime]) -> None:
 
     @d.method("policy/trust_allowlist", TrustParams)
     async def trust_allowlist(rt: Runtime, p: TrustParams) -> dict[str, Any]:
-        """Trust the project's allowlist as it is now; live sessions pick it up."""
+        """Trust the project's allowlist as the user reviewed it; live sessions pick it up."""
         root = project_root(p.cwd)
         path = allowlist_path(root)
-        if not path.is_file():
-            raise InvalidParams(f"{path} does not exist")
-        allowlist = await asyncio.to_thread(load_allowlist, path)  # malformed: -32602
-        trust = AllowlistTrust(default_trust_file(rt.config.memory_dir))
+        if path.is_symlink() or not path.is_file():
+            raise InvalidParams(f"{path} does not exist or is a symlink")
+        content = await asyncio.to_thread(path.read_bytes)  # read once: hash and parse agree
+        digest = hashlib.sha256(content).hexdigest()
+        if p.sha256 is not None and p.sha256 != digest:
+            raise InvalidParams(
+                f"{path} changed after you reviewed it; review it again before trusting it"
+            )
         try:
-            digest = await asyncio.to_thread(trust.trust, root)
-        except FileNotFoundError as exc:
-            raise InvalidParams(str(exc)) from exc
+            allowlist = parse_allowlist(content.decode("utf-8"))  # malformed: -32602
+        except UnicodeDecodeError as exc:
+            raise InvalidParams(f"{path} is not UTF-8 text") from exc
+        trust = AllowlistTrust(default_trust_file(rt.config.memory_dir))
+        await asyncio.to_thread(trust.trust, root, content)
         for live in rt.sessions.values():
             if live.root == root:
                 live.policy = await asyncio.to_thread(

@@ -61,12 +61,9 @@ class AllowlistTrust:
             return False
         return self._load().get(str(root.resolve())) == _digest(path)
 
-    def trust(self, root: Path) -> str:
-        """Record the current content of ROOT's allowlist as trusted; return its hash."""
-        path = allowlist_path(root)
-        if path.is_symlink() or not path.is_file():
-            raise FileNotFoundError(f"{path} is missing or is a symlink")
-        digest = _digest(path)
+    def trust(self, root: Path, content: bytes) -> str:
+        """Record CONTENT (the allowlist bytes the user reviewed) as trusted for ROOT."""
+        digest = hashlib.sha256(content).hexdigest()
         records = self._load()
         records[str(root.resolve())] = digest
         self.path.parent.mkdir(parents=True, exist_ok=True)
