@@ -70,6 +70,10 @@ class SessionState:
     turn_in_progress: str | None = None
     # The current plan and its progress (agent/plan.py: Plan.to_json()).
     plan: JSONObject | None = None
+    # Settings chosen at session/new that a resume must keep (a dry run stays dry).
+    dry_run: bool = False
+    max_steps: int = 25
+    extra_allowed_paths: list[str] = field(default_factory=list)
 
     def to_json(self) -> JSONObject:
         return asdict(self)

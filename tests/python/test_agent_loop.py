@@ -617,3 +617,40 @@ async def test_allow_for_the_session_covers_that_exact_command_only(
         assert not (project / "build" / "x.txt").exists()
     finally:
         await stop()
+
+
+async def test_dry_run_runs_no_tests_and_survives_resume(serve_app: Any, project: Path) -> None:
+    """Regression: dry-run ran "read-only" test commands, and a resume dropped dry-run."""
+    marker = project / "RAN"
+    run = {"tool_calls": [{"name": "run_test", "arguments": {"command": f"touch {marker}; true"}}]}
+    rig, stop = await start_rig(serve_app, project, [run, {"text": "ok"}, run, {"text": "ok"}])
+    try:
+        sid = await rig.new_session(dry_run=True)
+        await rig.turn(sid, "test")
+        assert not marker.exists()
+        # Resuming the checkpoint in a fresh runtime keeps the session dry.
+        await rig.runtime.sessions.pop(sid).aclose()
+        resumed = await rig.client.result("session/resume", {"sessionId": sid, "cwd": str(project)})
+        assert resumed["dryRun"] is True
+        await rig.turn(sid, "test again")
+        assert not marker.exists()
+    finally:
+        await stop()
+
+
+async def test_a_refused_prompt_changes_nothing(serve_app: Any, project: Path) -> None:
+    """Regression: a prompt refused as busy still switched the running turn's mode."""
+    rig, stop = await start_rig(
+        serve_app, project, [{"text": "slow " * 40, "chunk_size": 5, "delay_ms": 100}]
+    )
+    try:
+        sid = await rig.new_session()
+        await rig.client.result("session/prompt", {"sessionId": sid, "prompt": "talk"})
+        reply = await rig.client.rpc(
+            "session/prompt", {"sessionId": sid, "prompt": "other", "mode": "ask"}
+        )
+        assert reply["error"]["code"] == -32002
+        assert rig.runtime.sessions[sid].state.mode == "act"
+        await rig.client.result("session/cancel", {"sessionId": sid})
+    finally:
+        await stop()

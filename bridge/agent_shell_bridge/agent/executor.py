@@ -288,8 +288,10 @@ class ToolExecutor:
                 "denied", {"error": message, "decision": "deny", "risk": verdict.risk.value}
             )
 
-        mutates = verdict.risk is not Risk.READ and p.spec.name != "task_complete"
-        if live.dry_run and mutates:
+        # Dry run: no process at all (a "read-only" test run still runs project code)
+        # and no write; the bridge's own file reads go ahead.
+        acts = p.command is not None or p.spec.risk is Risk.WRITE
+        if live.dry_run and acts:
             await live.reporter.entry(
                 f"[dry-run] {title}",
                 source="tool",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -264,12 +264,11 @@ def open_session(
     state: SessionState,
     config: BridgeConfig,
     *,
-    dry_run: bool,
-    max_steps: int,
     approver: Approver | None = None,
 ) -> LiveSession:
-    """Assemble the parts of a session (new or resumed)."""
+    """Assemble the parts of a session (new or resumed) from its state."""
     root = Path(state.root)
+    config = replace(config, extra_allowed_paths=tuple(Path(x) for x in state.extra_allowed_paths))
     base = root / ".agent-shell"
     log_path = log_path_for(root, state.id, datetime.now())
     writer = OrgLogWriter(log_path, title=f"agent-shell: {root.name} — session {state.id}")
@@ -303,6 +302,6 @@ def open_session(
         reporter=Reporter(runtime.hub, state.id, writer),
         approver=approver or ClientApprover(runtime.hub),
         memory=MemoryIndex(memory_dir) if memory_dir is not None else None,
-        dry_run=dry_run,
-        max_steps=max_steps,
+        dry_run=state.dry_run,
+        max_steps=state.max_steps,
     )

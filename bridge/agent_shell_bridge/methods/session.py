@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import secrets
 from collections.abc import Coroutine
@@ -17,7 +18,7 @@ from ..agent.memory_glue import recent_memories
 from ..agent.prompt import frame_tool_result
 from ..agent.reporter import text
 from ..config import BridgeConfig, ModelConfig
-from ..errors import InvalidParams, SessionNotFound
+from ..errors import InvalidParams, SessionBusy, SessionNotFound
 from ..rpc import Dispatcher, Params
 from ..runtime import Runtime
 from ..session import SessionState, SessionStore, new_session_id
@@ -58,6 +59,11 @@ class NewParams(Params):
     extra_allowed_paths: list[str] = Field(default_factory=list)
     dry_run: bool | None = None
     title: str | None = Field(None, max_length=200)
+
+    @field_validator("extra_allowed_paths")
+    @classmethod
+    def _expand(cls, value: list[str]) -> list[str]:
+        return [os.path.expanduser(x) for x in value]
 
 
 class TextContent(Params):
@@ -164,11 +170,7 @@ def session_of(rt: Runtime, session_id: str) -> LiveSession:
 
 
 def _config_for(rt: Runtime, p: NewParams | ResumeParams) -> BridgeConfig:
-    config = rt.config.with_model(p.model)
-    if isinstance(p, NewParams) and p.extra_allowed_paths:
-        extra = tuple(Path(x).expanduser() for x in p.extra_allowed_paths)
-        config = BridgeConfig(**{**config.__dict__, "extra_allowed_paths": extra})
-    return config
+    return rt.config.with_model(p.model)
 
 
 def _describe(live: LiveSession) -> dict[str, Any]:
@@ -196,15 +198,12 @@ def register(d: Dispatcher[Runtime]) -> None:
             mode=p.mode,
             model=config.model,
             title=p.title or "",
-        )
-        live = await asyncio.to_thread(
-            open_session,
-            rt,
-            state,
-            config,
             dry_run=rt.config.dry_run if p.dry_run is None else p.dry_run,
             max_steps=p.max_steps or config.max_steps,
+            extra_allowed_paths=p.extra_allowed_paths
+            or [str(x) for x in config.extra_allowed_paths],
         )
+        live = await asyncio.to_thread(open_session, rt, state, config)
         rt.sessions[state.id] = live
         await recent_memories(live)
         live.checkpoint()
@@ -236,14 +235,17 @@ def register(d: Dispatcher[Runtime]) -> None:
     @d.method("session/prompt", PromptParams)
     async def prompt(rt: Runtime, p: PromptParams) -> dict[str, Any]:
         live = session_of(rt, p.sessionId)
+        # Refuse before changing anything: a busy session keeps its mode and context.
+        if live.busy:
+            raise SessionBusy("A turn is already running in this session; cancel it first")
+        turn_mode, text = split_mode_prefix(p.text)
+        if not text.strip():
+            raise InvalidParams(f"nothing to do after /{turn_mode}")
         if p.mode is not None:
             live.state.mode = p.mode
         if p.context is not None:
             live.snapshot = p.context
         turn_id = "t" + secrets.token_hex(4)
-        turn_mode, text = split_mode_prefix(p.text)
-        if not text.strip():
-            raise InvalidParams(f"nothing to do after /{turn_mode}")
         turn = run_turn(live, text, turn_id)
         if turn_mode is not None and turn_mode != live.state.mode:
             turn = _in_mode(live, turn_mode, turn)
@@ -284,14 +286,8 @@ def register(d: Dispatcher[Runtime]) -> None:
             state.turn_in_progress = None
             state.messages = close_dangling_tool_calls(state.messages)
             config = _config_for(rt, p)
-            live = await asyncio.to_thread(
-                open_session,
-                rt,
-                state,
-                config,
-                dry_run=rt.config.dry_run,
-                max_steps=config.max_steps,
-            )
+            # dry-run, step limit and extra paths come back from the checkpoint.
+            live = await asyncio.to_thread(open_session, rt, state, config)
             if interrupted:
                 # The bridge died mid-turn; say so in history rather than pretend.
                 state.visible.append(
