@@ -444,12 +444,17 @@ Stage through magit when it is loaded, else through git add."
     (let ((via (if (and agent-shell-actions-use-magit (featurep 'magit)
                         (fboundp 'magit-stage-file))
                    (let ((default-directory root)
-                         (inhibit-message t))
+                         (inhibit-message t)
+                         ;; Pathspec magic such as ":(glob)*" must not widen
+                         ;; what the user approved.
+                         (process-environment (cons "GIT_LITERAL_PATHSPECS=1"
+                                                    process-environment)))
                      (condition-case err
                          (progn (magit-stage-file files) "magit")
                        (error (agent-shell-tools-error "Magit could not stage: %s"
                                                        (error-message-string err)))))
-                 (let ((result (apply #'agent-shell-tools-git root "add" "-A" "--" files)))
+                 (let ((result (apply #'agent-shell-tools-git root "--literal-pathspecs"
+                                     "add" "-A" "--" files)))
                    (unless (eql (car result) 0)
                      (agent-shell-tools-error "Git add failed for %s"
                                               (string-join files ", ")))
@@ -458,7 +463,8 @@ Stage through magit when it is loaded, else through git add."
         (via . ,via)
         (index . ,(vconcat
                    (split-string (cdr (agent-shell-tools-git
-                                       root "diff" "--cached" "--name-only" "-z"))
+                                       root "--literal-pathspecs"
+                                       "diff" "--cached" "--name-only" "-z"))
                                  "\0" t)))))))
 
 ;;; Undo a turn
@@ -481,10 +487,16 @@ Stage through magit when it is loaded, else through git add."
     (and last (not (member last undone)) last)))
 
 (defun agent-shell-actions--undo-plan (root entries)
-  "Return ((FILE FIRST-ENTRY LAST-ENTRY) ...) for ENTRIES of ROOT, one per file."
-  (let (plan)
+  "Return ((FILE FIRST-ENTRY LAST-ENTRY) ...) for ENTRIES of ROOT, one per file.
+Every entry must name a writable file under ROOT or the user's extra
+roots and record what the turn left (`sha256_after')."
+  (let ((context (agent-shell-actions--undo-context root))
+        plan)
     (dolist (entry entries)
-      (let* ((file (agent-shell-actions--index-path root entry 'path))
+      (unless (stringp (alist-get 'sha256_after entry))
+        (agent-shell-tools-error "Snapshot index entry for %S records no resulting content"
+                                 (alist-get 'path entry)))
+      (let* ((file (agent-shell-actions--index-path entry context))
              (cell (assoc file plan)))
         (if cell
             (setcar (cddr cell) entry)
@@ -504,9 +516,7 @@ Stage through magit when it is loaded, else through git add."
   "Put FILE of ROOT back as the index entry FIRST found it."
   (let ((buffer (find-buffer-visiting file)))
     (if (alist-get 'existed first)
-        (let ((snapshot (agent-shell-actions--index-path root first 'snapshot)))
-          (unless (file-exists-p snapshot)
-            (agent-shell-tools-error "Snapshot missing for %s: %s" file snapshot))
+        (let ((snapshot (agent-shell-actions--snapshot-file root first)))
           (copy-file snapshot file t t t)
           (when buffer
             (with-current-buffer buffer
@@ -520,17 +530,63 @@ Stage through magit when it is loaded, else through git add."
     (let ((project (project-current)))
       (and project (project-root project)))))
 
-(defun agent-shell-actions--index-path (root entry key)
-  "Return the file named by KEY of index ENTRY under ROOT, refusing escapes."
-  (let* ((name (alist-get key entry))
-         (base (if (eq key 'snapshot)
-                   (expand-file-name agent-shell-actions--snapshot-dir root)
-                 root))
-         (file (and (stringp name) (expand-file-name name base))))
-    (unless (and file (or (and (eq key 'path) (file-name-absolute-p name))
-                          (string-prefix-p (file-name-as-directory base) file)))
-      (agent-shell-tools-error "Snapshot index entry has a bad %s: %S" key name))
+(defvar agent-shell-extra-allowed-paths)
+
+(defun agent-shell-actions--undo-context (root)
+  "Return the tool context confining an undo in ROOT.
+Besides ROOT only the user's own `agent-shell-extra-allowed-paths'
+count, never anything the index itself names."
+  `((root . ,root)
+    (extra_roots . ,(mapcar #'expand-file-name
+                            (bound-and-true-p agent-shell-extra-allowed-paths)))))
+
+(defun agent-shell-actions--index-path (entry context)
+  "Return the file that index ENTRY names, resolved for writing.
+The name goes through `agent-shell-tools-resolve' in CONTEXT, so
+symlinks are followed before the check and protected files refused."
+  (let ((name (alist-get 'path entry)))
+    (unless (and (stringp name) (not (string-empty-p name)))
+      (agent-shell-tools-error "Snapshot index entry has a bad path: %S" name))
+    (condition-case err
+        (agent-shell-tools-resolve name context t)
+      (agent-shell-tool-error
+       (agent-shell-tools-error "Refusing snapshot index entry for %S: %s"
+                                name (cadr err))))))
+
+(defun agent-shell-actions--snapshot-file (root entry)
+  "Return the snapshot file of index ENTRY of ROOT, a regular file.
+It must lie inside ROOT's snapshot directory with no symlink on the way."
+  (let* ((name (alist-get 'snapshot entry))
+         (dir (file-name-as-directory
+               (agent-shell-tools-truename agent-shell-actions--snapshot-dir root)))
+         (file (and (stringp name) (not (file-name-absolute-p name))
+                    (agent-shell-tools--expand name dir))))
+    (unless (and file
+                 (string-prefix-p dir file)
+                 (equal (agent-shell-tools-truename file) file)
+                 (file-regular-p file))
+      (agent-shell-tools-error "Snapshot index entry has a bad snapshot: %S" name))
     file))
+
+(defun agent-shell-actions--check-index (root)
+  "Refuse to undo from ROOT's index unless agent-shell itself wrote it.
+The index and its directories must not be symlinks, and git must not
+track the index: a repository could otherwise ship one."
+  (let* ((index (agent-shell-actions--index-file root))
+         (expected (agent-shell-tools--expand
+                    (concat agent-shell-actions--snapshot-dir "index.jsonl")
+                    (agent-shell-tools-truename root))))
+    (unless (file-exists-p index)
+      (agent-shell-tools-error "No snapshot index in %s" root))
+    (unless (and (equal (agent-shell-tools-truename index) expected)
+                 (file-regular-p index))
+      (agent-shell-tools-error "The snapshot index of %s is a symlink or lies behind one" root))
+    (when (eql 0 (car (agent-shell-tools-git
+                       root "ls-files" "--error-unmatch" "--"
+                       (concat agent-shell-actions--snapshot-dir "index.jsonl"))))
+      (agent-shell-tools-error
+       "The snapshot index of %s is tracked by git, so it may come from the repository; not undoing from it"
+       root))))
 
 ;;;###autoload
 (defun agent-shell-undo-turn (root &optional turn-id confirm)
@@ -550,7 +606,10 @@ relative to ROOT."
 
 (defun agent-shell-actions--undo-turn (root turn-id confirm)
   "Undo TURN-ID in ROOT, asking first when CONFIRM; see `agent-shell-undo-turn'."
-  (let* ((root (file-name-as-directory (expand-file-name root)))
+  (when (agent-shell-tools-remote-p root)
+    (agent-shell-tools-error "Remote project roots are not supported: %s" root))
+  (let* ((root (file-name-as-directory (agent-shell-tools--expand root)))
+         (_ (agent-shell-actions--check-index root))
          (turn-id (or turn-id (agent-shell-actions-last-turn root)
                       (agent-shell-tools-error "No agent turn to undo in %s" root)))
          (entries (agent-shell-actions--turn-entries root turn-id))

@@ -102,15 +102,32 @@ The buffer of the selected window wins when it visits a file."
   (or (ignore-errors (add-log-current-defun))
       (and (fboundp 'which-function) (ignore-errors (which-function)))))
 
+(defun agent-shell-perception--inside-p (buffer context)
+  "Return non-nil when BUFFER visits a local file under the roots of CONTEXT."
+  (let ((file (buffer-file-name buffer)))
+    (and file (agent-shell-tools-inside-roots file context))))
+
 (defun agent-shell-perception-buffer-overview (args context)
-  "Handle `buffer_overview' with ARGS in CONTEXT."
+  "Handle `buffer_overview' with ARGS in CONTEXT.
+Only a buffer visiting a file under the roots is described; for any
+other buffer the answer says only that it is outside the project, so
+neither its file name nor its text reaches the model."
   (let* ((name (agent-shell-tools-arg args 'buffer 'string))
          (buffer (if name
                      (or (get-buffer name)
                          (agent-shell-tools-error "No buffer named `%s'" name))
                    (or (agent-shell-perception-user-buffer)
-                       (agent-shell-tools-error "The user has no file buffer open"))))
-         (pos (agent-shell-perception--buffer-point buffer)))
+                       (agent-shell-tools-error "The user has no file buffer open")))))
+    (if (agent-shell-perception--inside-p buffer context)
+        (agent-shell-perception--describe buffer context)
+      `((outside_project . t)
+        (message . ,(concat (if name "That buffer" "The user's current buffer")
+                            " does not visit a file inside the project;"
+                            " its details are not shared"))))))
+
+(defun agent-shell-perception--describe (buffer context)
+  "Return the overview of BUFFER, a file buffer under the roots of CONTEXT."
+  (let ((pos (agent-shell-perception--buffer-point buffer)))
     (with-current-buffer buffer
       (save-excursion
         (save-restriction
@@ -235,8 +252,9 @@ Return a plist with :staged, :changed and :untracked lists."
         (preferred (agent-shell-perception-user-buffer)))
     (cl-find-if (lambda (buffer)
                   (and (agent-shell-perception--user-buffer-p buffer)
+                       (not (agent-shell-tools-remote-p (buffer-file-name buffer)))
                        (agent-shell-tools--containing-root
-                        (file-truename (buffer-file-name buffer)) roots)))
+                        (agent-shell-tools-truename (buffer-file-name buffer)) roots)))
                 (if preferred (cons preferred (buffer-list)) (buffer-list)))))
 
 (defun agent-shell-perception--usable-backend (buffer root)
@@ -284,7 +302,10 @@ CONTEXT are dropped."
                (let* ((location (xref-item-location item))
                       (group (ignore-errors (xref-location-group location)))
                       (file (and (stringp group) (file-name-absolute-p group)
-                                 (file-exists-p group) (file-truename group))))
+                                 (not (agent-shell-tools-remote-p group))
+                                 (let ((file-name-handler-alist nil))
+                                   (file-exists-p group))
+                                 (agent-shell-tools-truename group))))
                  (when (and file (agent-shell-tools--containing-root file roots))
                    (let ((marker (ignore-errors
                                    (agent-shell-perception--without-prompts
@@ -416,8 +437,9 @@ ripgrep is not installed."
                   (lambda (buffer)
                     (and (agent-shell-perception--user-buffer-p buffer)
                          (eq (buffer-local-value 'major-mode buffer) 'org-mode)
+                         (not (agent-shell-tools-remote-p (buffer-file-name buffer)))
                          (agent-shell-tools--containing-root
-                          (file-truename (buffer-file-name buffer)) roots)))
+                          (agent-shell-tools-truename (buffer-file-name buffer)) roots)))
                   (buffer-list))))
     (or (and buffer (buffer-file-name buffer))
         (cl-find-if #'file-regular-p
@@ -462,7 +484,8 @@ ripgrep is not installed."
          (query (agent-shell-tools-arg args 'query 'string))
          (file (if name
                    (agent-shell-tools-resolve name context)
-                 (file-truename (agent-shell-perception--default-org-file context))))
+                 (agent-shell-tools-truename
+                  (agent-shell-perception--default-org-file context))))
          (visiting (find-buffer-visiting file)))
     (unless (file-regular-p file)
       (agent-shell-tools-error "No such org file: %s" (or name file)))

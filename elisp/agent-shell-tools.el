@@ -148,7 +148,9 @@ or nil."
   (let ((root (alist-get 'root context)))
     (unless (and (stringp root) (file-name-absolute-p root))
       (agent-shell-tools-error "Context has no absolute project root"))
-    (file-name-as-directory (expand-file-name root))))
+    (when (agent-shell-tools-remote-p root)
+      (agent-shell-tools-error "Remote project roots are not supported: %s" root))
+    (file-name-as-directory (agent-shell-tools--expand root))))
 
 (defun agent-shell-tools-bool (value)
   "Return t when VALUE is non-nil, else `:json-false'."
@@ -162,6 +164,27 @@ or nil."
 
 ;;; Paths
 
+;; File names that a model or a repository chooses must never reach a
+;; file name handler: "/sudo::/etc/passwd" would start sudo and
+;; "/ssh:host:/x" would start ssh while the name is merely being
+;; expanded.  Remote names are refused, and expansion and symlink
+;; resolution run with the handlers switched off.
+
+(defun agent-shell-tools-remote-p (file)
+  "Return non-nil when FILE is a remote (TRAMP) file name.
+Only the name is parsed; no connection is made."
+  (and (stringp file) (file-remote-p file) t))
+
+(defun agent-shell-tools--expand (file &optional dir)
+  "Return FILE expanded against DIR with no file name handler involved."
+  (let ((file-name-handler-alist nil))
+    (expand-file-name file dir)))
+
+(defun agent-shell-tools-truename (file &optional dir)
+  "Return the truename of FILE (expanded against DIR) with no handler involved."
+  (let ((file-name-handler-alist nil))
+    (file-truename (expand-file-name file dir))))
+
 (defconst agent-shell-tools--protected-files
   '(".agent-shell/allowlist.el" ".agent-shell/config.el")
   "Files under a root that the agent may never write.")
@@ -172,7 +195,7 @@ or nil."
 
 (defun agent-shell-tools--true-dir (dir)
   "Return DIR with symlinks resolved, as a directory name."
-  (file-name-as-directory (file-truename (expand-file-name dir))))
+  (file-name-as-directory (agent-shell-tools-truename dir)))
 
 (defun agent-shell-tools-roots (context)
   "Return the truenames of the root and the extra roots of CONTEXT."
@@ -182,6 +205,7 @@ or nil."
           (delq nil
                 (mapcar (lambda (dir)
                           (and (stringp dir) (file-name-absolute-p dir)
+                               (not (agent-shell-tools-remote-p dir))
                                (agent-shell-tools--true-dir dir)))
                         (cond ((vectorp extra) (append extra nil))
                               ((listp extra) extra)))))))
@@ -204,18 +228,30 @@ refuse `.git' internals and agent-shell's own protected files."
     (agent-shell-tools-error "Path must be a non-empty string"))
   (when (string-match-p "\0" path)
     (agent-shell-tools-error "Path contains a NUL byte"))
+  (when (agent-shell-tools-remote-p path)
+    (agent-shell-tools-error "Remote file names are not allowed: %s" path))
   (let* ((root (agent-shell-tools-context-root context))
          (roots (agent-shell-tools-roots context))
-         (expanded (expand-file-name path root))
-         (true (directory-file-name (file-truename expanded)))
+         (true (directory-file-name (agent-shell-tools-truename path root)))
          (home (agent-shell-tools--containing-root true roots)))
     (unless home
       (agent-shell-tools-error
        "Path `%s' is outside the project root; only files under %s may be used"
        path (abbreviate-file-name root)))
+    (when (agent-shell-tools-remote-p true)
+      (agent-shell-tools-error "Remote file names are not allowed: %s" path))
     (when for-write
       (agent-shell-tools--check-writable true home path))
     true))
+
+(defun agent-shell-tools-inside-roots (file context)
+  "Return the truename of FILE when it is local and under the roots of CONTEXT.
+Return nil for remote names, names outside the roots and non-strings."
+  (when (and (stringp file) (file-name-absolute-p file)
+             (not (agent-shell-tools-remote-p file)))
+    (let ((true (directory-file-name (agent-shell-tools-truename file))))
+      (and (agent-shell-tools--containing-root true (agent-shell-tools-roots context))
+           true))))
 
 (defun agent-shell-tools--check-writable (true home path)
   "Refuse writing TRUE (below root HOME) when it is protected.
@@ -237,7 +273,7 @@ PATH is the name the model used, for the message."
 (defun agent-shell-tools-relative (file context)
   "Return FILE relative to the project root of CONTEXT when inside it.
 Files elsewhere are returned as absolute names."
-  (let* ((true (file-truename file))
+  (let* ((true (agent-shell-tools-truename file))
          (root (car (agent-shell-tools-roots context))))
     (if (agent-shell-tools--within true root)
         (file-relative-name true root)

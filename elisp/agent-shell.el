@@ -965,10 +965,22 @@ string or nil.  This is `agent-shell-log-decision-function'."
 (defun agent-shell-context-snapshot (&optional root)
   "Return a cheap snapshot of the user's editing context for `session/prompt'.
 It names the file of the most recent file buffer, its point line and
-column, whether the region is active, and the project ROOT."
-  (let ((buffer (agent-shell--user-buffer)))
-    `((root . ,(or root agent-shell--root default-directory))
-      ,@(when buffer
+column, whether the region is active, and the project ROOT.  A file
+outside ROOT and `agent-shell-extra-allowed-paths' is not described:
+the snapshot only says that the user's buffer is outside the project."
+  (let* ((root (or root agent-shell--root default-directory))
+         (buffer (agent-shell--user-buffer))
+         (inside (and buffer
+                      (ignore-error agent-shell-tool-error
+                       (agent-shell-tools-inside-roots
+                       (buffer-file-name buffer)
+                       `((root . ,(expand-file-name root))
+                         (extra_roots . ,(mapcar #'expand-file-name
+                                                 agent-shell-extra-allowed-paths))))))))
+    `((root . ,root)
+      ,@(when (and buffer (not inside))
+          '((outside_project . t)))
+      ,@(when inside
           (with-current-buffer buffer
             `((file . ,(buffer-file-name buffer))
               (buffer . ,(buffer-name buffer))

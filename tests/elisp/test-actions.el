@@ -21,6 +21,8 @@
 (defconst test-actions--lines "第一行\nline two\nline three\nline four\n最后一行\n"
   "Five lines, some Chinese.")
 
+(defvar agent-shell-extra-allowed-paths)
+
 (defun test-actions--index (root)
   "Return the snapshot index entries of ROOT."
   (agent-shell-actions-read-index root))
@@ -271,7 +273,12 @@
                      (agent-shell-test-tool-error
                        (agent-shell-test-call "write_file" `((path . ,target) (content . "x"))
                                               (agent-shell-test-context root)))))
-            (should (equal (agent-shell-undo-turn root "turn-x") (list target)))
+            ;; Undo trusts only the user's own extra roots, not the index.
+            (should (string-match-p "outside the project"
+                                    (agent-shell-test-tool-error
+                                      (agent-shell-undo-turn root "turn-x"))))
+            (let ((agent-shell-extra-allowed-paths (list extra)))
+              (should (equal (agent-shell-undo-turn root "turn-x") (list target))))
             (should (equal (agent-shell-test-read extra "共享.txt") "旧\n")))
         (agent-shell-test-cleanup-buffers extra)
         (delete-directory extra t)))))
@@ -385,6 +392,82 @@
     (should (equal (agent-shell-test-read root "a.txt") "用户的修改\n"))
     (should (file-exists-p (expand-file-name "新/b.txt" root)))))
 
+;;; Undo from a hostile index
+
+(defun test-actions--write-index (root entries &optional snapshots)
+  "Write ENTRIES (alists) as ROOT's snapshot index, with SNAPSHOTS files.
+SNAPSHOTS is an alist (NAME . CONTENT) under the snapshot directory."
+  (let ((dir (expand-file-name ".agent-shell/snapshots/" root)))
+    (make-directory dir t)
+    (dolist (snap snapshots)
+      (agent-shell-test-write dir (car snap) (cdr snap)))
+    (agent-shell-test-write
+     dir "index.jsonl"
+     (mapconcat (lambda (e) (concat (json-serialize e :null-object :null) "\n"))
+                entries ""))))
+
+(defun test-actions--entry (path sha &rest more)
+  "Return an index entry of turn \"evil\" for PATH left with SHA, plus MORE."
+  (append `((op_id . "op-evil") (turn_id . "evil") (session_id . "s")
+            (path . ,path) (existed . t) (snapshot . "op-evil/x")
+            (sha256_before . :null) (sha256_after . ,(or sha :null)))
+          more))
+
+(ert-deftest test-actions/undo-turn-refuses-hostile-index ()
+  "Regression: undo wrote wherever the snapshot index said.
+An index naming a file outside the project (absolute or through a
+symlink), one recording no resulting content, or one whose snapshot is
+a symlink was obeyed: a repository could overwrite or delete any file."
+  (agent-shell-test-with-project (root nil)
+    (let* ((outside (file-name-as-directory
+                     (file-truename (make-temp-file "agent-shell-victim-" t))))
+           (victim (expand-file-name "victim.txt" outside))
+           (victim-sha (agent-shell-test-sha256 "秘密\n")))
+      (unwind-protect
+          (progn
+            (agent-shell-test-write outside "victim.txt" "秘密\n")
+            (make-symbolic-link outside (expand-file-name "link" root))
+            (dolist (case `((,(test-actions--entry victim victim-sha) . "outside the project")
+                            (,(test-actions--entry "link/victim.txt" victim-sha)
+                             . "outside the project")
+                            (,(test-actions--entry ".git/config" nil) . "no resulting content")
+                            (,(test-actions--entry "gone.txt" nil (cons 'existed :json-false))
+                             . "no resulting content")
+                            (,(test-actions--entry ".agent-shell/config.el"
+                                                   (agent-shell-test-sha256 "x"))
+                             . "own configuration")))
+              (test-actions--write-index root (list (car case)) '(("op-evil/x" . "PWNED\n")))
+              (should (string-match-p (cdr case)
+                                      (agent-shell-test-tool-error
+                                        (agent-shell-undo-turn root "evil")))))
+            (should (equal (agent-shell-test-read outside "victim.txt") "秘密\n"))
+            ;; A snapshot that is a symlink to a file elsewhere is refused.
+            (agent-shell-test-write root "in.txt" "mine\n")
+            (test-actions--write-index
+             root (list (test-actions--entry "in.txt" (agent-shell-test-sha256 "mine\n"))))
+            (let ((snap (expand-file-name ".agent-shell/snapshots/op-evil/x" root)))
+              (delete-file snap)
+              (make-symbolic-link victim snap))
+            (should (string-match-p "bad snapshot"
+                                    (agent-shell-test-tool-error
+                                      (agent-shell-undo-turn root "evil"))))
+            (should (equal (agent-shell-test-read root "in.txt") "mine\n")))
+        (delete-directory outside t)))))
+
+(ert-deftest test-actions/undo-turn-refuses-index-tracked-by-git ()
+  "Regression: a repository could ship its own snapshot index (git add -f).
+Undo now refuses any index that git tracks, even a well-formed one."
+  (agent-shell-test-with-project (root '(("a.txt" . "原来\n")))
+    (test-actions--write-index
+     root (list (test-actions--entry "a.txt" (agent-shell-test-sha256 "原来\n")))
+     '(("op-evil/x" . "PWNED\n")))
+    (agent-shell-test-git root "add" "-f" ".agent-shell/snapshots/index.jsonl")
+    (agent-shell-test-git root "commit" "-q" "-m" "ship an index")
+    (should (string-match-p "tracked by git"
+                            (agent-shell-test-tool-error
+                              (agent-shell-undo-turn root "evil"))))
+    (should (equal (agent-shell-test-read root "a.txt") "原来\n"))))
+
 ;;; magit_stage
 
 (ert-deftest test-actions/magit-stage-with-git ()
@@ -437,6 +520,24 @@
                                  "--eval" "(princ (list :magit (featurep 'magit)))")))
                    (buffer-string))))
     (should (string-match-p "(:magit nil)" output))))
+
+(ert-deftest test-actions/magit-stage-pathspec-magic-is-literal ()
+  "Regression: magit_stage honoured git pathspec magic.
+Staging \":(glob)*\" staged every file; it must stage only the file
+of that exact name, both through git and through magit."
+  (agent-shell-test-add-elpa-to-load-path)
+  (require 'magit)
+  (dolist (use-magit '(nil t))
+    (agent-shell-test-with-project (root '(("a.py" . "x = 1\n")))
+      (agent-shell-test-write root "a.py" "x = 2\n")
+      (agent-shell-test-write root "其他.txt" "其他\n")
+      (agent-shell-test-write root ":(glob)*" "literal\n")
+      (let ((agent-shell-actions-use-magit use-magit)
+            (process-environment (agent-shell-test-git-environment)))
+        (agent-shell-test-call "magit_stage" '((paths . [":(glob)*"]))
+                               (agent-shell-test-context root)))
+      (should (equal (agent-shell-test-git root "diff" "--cached" "--name-only")
+                     ":(glob)*\n")))))
 
 ;;; Scale
 

@@ -99,6 +99,73 @@
                (agent-shell-test-call "buffer_overview" '((buffer . "no such buffer"))
                                       (agent-shell-test-context root)))))))
 
+(ert-deftest test-perception/buffer-overview-hides-buffers-outside-project ()
+  "Regression: buffer_overview described any buffer, in or out of the project.
+Its file name and region text reached the model unasked.  Outside the
+roots the answer now only says so, for a named buffer and for the
+user's current one alike."
+  (agent-shell-test-with-project (root `(("app.py" . ,test-perception--python)))
+    (let* ((outside (file-name-as-directory
+                     (file-truename (make-temp-file "agent-shell-outside-" t))))
+           (secret (expand-file-name "私密-notes.txt" outside)))
+      (unwind-protect
+          (progn
+            (agent-shell-test-write outside "私密-notes.txt" "password=hunter2\n")
+            (let ((buffer (test-perception--visit outside "私密-notes.txt")))
+              (with-current-buffer buffer
+                (transient-mark-mode 1)
+                (set-mark (point-min))
+                (goto-char (point-max))
+                (activate-mark))
+              (dolist (args `(nil ((buffer . ,(buffer-name buffer)))))
+                (let* ((result (agent-shell-test-call "buffer_overview" args
+                                                      (agent-shell-test-context root)))
+                       (text (format "%S" result)))
+                  (should (eq (alist-get 'outside_project result) t))
+                  (should-not (string-search "hunter2" text))
+                  (should-not (string-search "私密" text))
+                  (should-not (alist-get 'file result))))
+              ;; The same file is described once it is under an extra root.
+              (let ((result (agent-shell-test-call
+                             "buffer_overview" nil
+                             (agent-shell-test-context root 'extra_roots (list outside)))))
+                (should (equal (alist-get 'file result) secret))
+                (should (equal (alist-get 'region_preview result) "password=hunter2\n")))
+              ;; A buffer visiting no file is outside too.
+              (with-temp-buffer
+                (rename-buffer "*草稿 scratch*" t)
+                (insert "draft secret")
+                (should (eq (alist-get 'outside_project
+                                       (agent-shell-test-call
+                                        "buffer_overview" `((buffer . ,(buffer-name)))
+                                        (agent-shell-test-context root)))
+                            t)))))
+        (agent-shell-test-cleanup-buffers outside)
+        (delete-directory outside t)))))
+
+(ert-deftest test-perception/remote-names-never-start-tramp ()
+  "Regression: a path such as \"/sudo::/etc/passwd\" started TRAMP (sudo, ssh).
+The file name was expanded and resolved with file name handlers on,
+before the confinement check.  Remote names are now refused up front
+and no process or TRAMP buffer appears."
+  (agent-shell-test-with-project (root nil)
+    (let ((before (process-list))
+          (buffers (buffer-list)))
+      (dolist (path '("/sudo::/etc/passwd" "/ssh:evil.invalid:/x" "/-:evil.invalid:/y"))
+        (should (string-match-p
+                 "Remote file names are not allowed"
+                 (agent-shell-test-tool-error
+                   (agent-shell-test-call "open_file" `((path . ,path))
+                                          (agent-shell-test-context root))))))
+      (should (string-match-p
+               "Remote"
+               (agent-shell-test-tool-error
+                 (agent-shell-test-call "project_status" nil
+                                        (agent-shell-test-context "/ssh:evil.invalid:/")))))
+      (should (equal (cl-set-difference (process-list) before) nil))
+      (should-not (cl-find-if (lambda (b) (string-match-p "tramp" (buffer-name b)))
+                              (cl-set-difference (buffer-list) buffers))))))
+
 ;;; project_status
 
 (ert-deftest test-perception/project-status-chinese-names ()

@@ -634,6 +634,31 @@ Only the user's own `agent-shell-extra-allowed-paths' may widen them."
         (should (equal (alist-get 'root snapshot) root))
         (should (json-serialize snapshot :false-object :json-false))))))
 
+(ert-deftest test-shell/context-snapshot-hides-outside-files ()
+  "Regression: the prompt context named any file the user had open.
+A file outside the project (and the extra allowed paths) sent its
+absolute path, line and mode to the model; now only a flag says the
+user's buffer is outside the project."
+  (agent-shell-test-with-project (root nil)
+    (let ((outside (file-name-as-directory
+                     (file-truename (make-temp-file "agent-shell-outside-" t)))))
+      (unwind-protect
+          (progn
+            (agent-shell-test-write outside "私人日记.txt" "一\n二\n")
+            (switch-to-buffer (find-file-noselect (expand-file-name "私人日记.txt" outside)))
+            (forward-line 1)
+            (let ((snapshot (agent-shell-context-snapshot root)))
+              (should (eq (alist-get 'outside_project snapshot) t))
+              (should-not (string-search "私人日记" (format "%S" snapshot)))
+              (should-not (alist-get 'line snapshot)))
+            (let* ((agent-shell-extra-allowed-paths (list outside))
+                   (snapshot (agent-shell-context-snapshot root)))
+              (should (equal (alist-get 'file snapshot)
+                             (expand-file-name "私人日记.txt" outside)))
+              (should (equal (alist-get 'line snapshot) 2))))
+        (agent-shell-test-cleanup-buffers outside)
+        (delete-directory outside t)))))
+
 ;;; Bridge death
 
 (ert-deftest test-shell/bridge-death-is-reported ()
