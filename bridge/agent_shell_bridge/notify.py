@@ -92,7 +92,8 @@ async def post_webhook(
     where = _redacted(url)
     try:
         response = await http.post(url, json=payload, timeout=_TIMEOUT)
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL, ValueError, OSError) as exc:
+        # InvalidURL is not an HTTPError; a bad URL must not break the turn's end either.
         logger.warning("webhook %s unreachable: %s", where, type(exc).__name__)
         return
     if response.is_error:

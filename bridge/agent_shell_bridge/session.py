@@ -98,16 +98,24 @@ class SessionStore:
         return self.directory / f"{session_id}.json"
 
     def save(self, state: SessionState) -> None:
+        self.write(state.id, self.encode(state))
+
+    @staticmethod
+    def encode(state: SessionState) -> bytes:
+        """Serialise now (on the caller's thread), so a later write sees one moment."""
         state.updated = now_iso()
+        return json.dumps(state.to_json(), ensure_ascii=False).encode("utf-8")
+
+    def write(self, session_id: str, data: bytes) -> None:
+        """Atomically replace the checkpoint (blocking: call it off the event loop)."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        data = json.dumps(state.to_json(), ensure_ascii=False).encode("utf-8")
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{state.id}.", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{session_id}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
                 fh.flush()
                 os.fsync(fh.fileno())
-            os.replace(tmp, self.path(state.id))
+            os.replace(tmp, self.path(session_id))
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise

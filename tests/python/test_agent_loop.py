@@ -654,3 +654,72 @@ async def test_a_refused_prompt_changes_nothing(serve_app: Any, project: Path) -
         await rig.client.result("session/cancel", {"sessionId": sid})
     finally:
         await stop()
+
+
+async def test_cancel_while_waiting_for_approval_closes_the_wait_step(
+    serve_app: Any, project: Path
+) -> None:
+    """Regression: a cancel during a permission request left a WAIT step forever."""
+    rig, stop = await start_rig(
+        serve_app,
+        project,
+        [{"tool_calls": [{"name": "run_command", "arguments": {"command": "mkdir build"}}]}],
+    )
+    try:
+        sid = await rig.new_session()
+
+        async def cancel_instead_of_answering(message: dict[str, Any], _stream: Any) -> None:
+            if message.get("method") == "session/request_permission":
+                await rig.client.result("session/cancel", {"sessionId": sid})
+
+        turn = await rig.turn(
+            sid, "build", on_message=cancel_instead_of_answering, answer=lambda _p: {}
+        )
+        assert turn.end["stopReason"] == "cancelled"
+        failed = [u for u in turn.tool_results() if u["status"] == "failed"]
+        assert failed and "cancelled" in failed[0]["rawOutput"]["error"]
+        log = Path(rig.runtime.sessions[sid].state.log_path).read_text(encoding="utf-8")
+        assert "** WAIT" not in log
+        assert "Cancelled before a decision was made." in log
+        assert not (project / "build").exists()
+    finally:
+        await stop()
+
+
+async def test_next_prompt_is_accepted_right_after_turn_end(serve_app: Any, project: Path) -> None:
+    """Regression: a slow webhook kept the session busy after turn_end."""
+    hold = asyncio.Event()
+
+    async def slow_receiver(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await hold.wait()
+        writer.close()
+        await writer.wait_closed()
+
+    receiver = await asyncio.start_server(slow_receiver, "127.0.0.1", 0)
+    port = receiver.sockets[0].getsockname()[1]
+    rig, stop = await start_rig(serve_app, project, [{"text": "one"}, {"text": "two"}])
+    try:
+        await rig.client.result(
+            "initialize", {"notify": {"webhook": f"http://127.0.0.1:{port}/", "kind": "slack"}}
+        )
+        sid = await rig.new_session()
+        first = await rig.turn(sid, "first")
+        assert first.end["stopReason"] == "end_turn"
+        second = await rig.turn(sid, "second")  # would be -32002 while the webhook hangs
+        assert second.text == "two"
+    finally:
+        hold.set()
+        await stop()
+        receiver.close()
+        await receiver.wait_closed()
+
+
+async def test_an_unparsable_webhook_url_is_refused_at_initialize(
+    serve_app: Any, project: Path
+) -> None:
+    rig, stop = await start_rig(serve_app, project, [])
+    try:
+        reply = await rig.client.rpc("initialize", {"notify": {"webhook": "http://[::1"}})
+        assert reply["error"]["code"] == -32602
+    finally:
+        await stop()

@@ -336,11 +336,13 @@ class ToolExecutor:
                 log_entry_id=entry_id,
                 diff=p.diff,
             )
-            await live.set_status("waiting")
             try:
                 answer = await live.approver.ask(request)
-            finally:
-                await live.set_status("running")
+            except asyncio.CancelledError:
+                # The turn was cancelled while the step waited: close the WAIT step
+                # in the log and tell the client, then let the cancel go on.
+                await asyncio.shield(self._cancelled_while_waiting(entry_id, call.id))
+                raise
             if answer.option == "cancelled":
                 await live.reporter.change(entry_id, todo="REJECTED", body=[text("Cancelled.")])
                 raise Cancelled("the turn was cancelled while waiting for approval")
@@ -419,6 +421,17 @@ class ToolExecutor:
         )
         return Outcome(status, payload)
 
+    async def _cancelled_while_waiting(self, entry_id: str, call_id: str) -> None:
+        await self.live.reporter.change(
+            entry_id, todo="REJECTED", body=[text("Cancelled before a decision was made.")]
+        )
+        await self.live.reporter.update(
+            "tool_call_update",
+            toolCallId=call_id,
+            status="failed",
+            rawOutput={"error": "cancelled while waiting for approval"},
+        )
+
     # -- execution ---------------------------------------------------------------
 
     async def _execute(self, call: ToolCall, turn: TurnState, p: _Prepared) -> JSONObject:
@@ -431,7 +444,9 @@ class ToolExecutor:
         if name in PLAN_TOOLS:
             return await handle_plan_tool(live, call, name, args, turn)
         if name == "request_log_view":
-            return live.outputs.view(args.ref, args.offset or 0, args.limit or 200)
+            return await asyncio.to_thread(
+                live.outputs.view, args.ref, args.offset or 0, args.limit or 200
+            )
         if name in ("run_command", "run_test"):
             return await self._run_process(name, p, turn)
         if p.spec.side is Side.EMACS and name in live.client_tools:
@@ -539,8 +554,6 @@ class ToolExecutor:
             payload["error"] = f"timed out after {timeout:g} s; the process group was killed"
         if not ok:
             payload["_failed"] = True
-        if any(w in p.command for w in ("git checkout", "git switch")):
-            live.branch_may_have_changed = True
         return payload
 
 

@@ -59,8 +59,10 @@ class LiveSession:
     max_steps: int = 25
     snapshot: JSONObject | None = None
     turn_task: asyncio.Task[None] | None = None
-    branch_may_have_changed: bool = False
-    status: str = "idle"
+    # A turn is open from session/prompt until its turn_end is published.
+    turn_open: bool = False
+    finishing: bool = False
+    background: set[asyncio.Task[None]] = field(default_factory=set)
     # How many messages the last reported prompt size already covers.
     counted_messages: int = 0
     # (path, start, end) → sha256 of reads whose text is still in the history.
@@ -76,7 +78,7 @@ class LiveSession:
 
     @property
     def busy(self) -> bool:
-        return self.turn_task is not None and not self.turn_task.done()
+        return self.turn_open
 
     def display_path(self, resolved: Path) -> str:
         try:
@@ -129,23 +131,44 @@ class LiveSession:
         turn.output_tokens += usage.completion_tokens
         turn.cached_tokens += usage.cached_tokens
 
-    async def set_status(self, status: str) -> None:
-        self.status = status
-
-    def checkpoint(self) -> None:
+    async def checkpoint(self) -> None:
+        """Save the session; encoded here, written and fsynced off the event loop."""
+        data = self.store.encode(self.state)
         try:
-            self.store.save(self.state)
+            await asyncio.shield(asyncio.to_thread(self.store.write, self.state.id, data))
         except OSError as exc:
             log.error("could not checkpoint session %s: %s", self.state.id, exc)
 
     def start_turn(self, coro: Any) -> None:
         if self.busy:
+            coro.close()
             raise SessionBusy("A turn is already running in this session; cancel it first")
+        self.turn_open = True
         self.turn_task = asyncio.create_task(coro, name=f"turn-{self.state.id}")
+        self.turn_task.add_done_callback(self._turn_closed)
 
-    async def cancel_turn(self) -> bool:
+    def _turn_closed(self, task: asyncio.Task[None]) -> None:
+        # However the task ended (even by an error before turn_end), the session is free.
+        self.turn_open = False
+        if not task.cancelled() and task.exception() is not None:
+            log.error("turn task failed", exc_info=task.exception())
+
+    def in_background(self, coro: Any) -> None:
+        """Run work that must not hold the turn open (a webhook); awaited at close."""
+        task: asyncio.Task[None] = asyncio.create_task(coro)
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+
+    async def cancel_turn(self, *, force: bool = False) -> bool:
+        """Cancel the running turn; a turn already finishing is waited for instead.
+
+        ``force`` (shutdown) cancels even the finishing steps.
+        """
         task = self.turn_task
         if task is None or task.done():
+            return False
+        if self.finishing and not force:
+            await asyncio.wait({task})
             return False
         task.cancel()
         try:
@@ -157,7 +180,13 @@ class LiveSession:
         return True
 
     async def aclose(self) -> None:
-        await self.cancel_turn()
+        await self.cancel_turn(force=True)
+        if self.background:
+            _, late = await asyncio.wait(self.background, timeout=5)
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.wait(late)
         await self.runner.kill_all()
         await self.model.aclose()
         if self.memory is not None:

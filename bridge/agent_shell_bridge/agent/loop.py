@@ -64,7 +64,6 @@ async def _model_step(live: LiveSession, turn: TurnState, memories: str) -> Comp
         },
         *state.messages,
     ]
-    await live.set_status("thinking")
     completion: Completion | None = None
     async for event in live.model.stream_chat(messages, _tools_for(state.mode)):
         if isinstance(event, TextDelta):
@@ -169,7 +168,7 @@ async def run_turn(
     state.turns += 1
     state.title = state.title or first_line[:80]
     state.turn_in_progress = turn_id
-    live.checkpoint()
+    await live.checkpoint()
     stop_reason = "end_turn"
     error: JSONObject | None = None
     executor = ToolExecutor(live)
@@ -192,7 +191,7 @@ async def run_turn(
             state.messages.append(completion.to_message())
             if completion.content:
                 state.visible.append({"role": "assistant", "text": completion.content})
-            live.checkpoint()
+            await live.checkpoint()
             if not completion.tool_calls:
                 if completion.finish_reason == "length":
                     stop_reason = "max_tokens"
@@ -203,7 +202,6 @@ async def run_turn(
             try:
                 while pending:
                     call = pending[0]
-                    await live.set_status(f"running {call.name}")
                     outcome = await executor.run(call, turn)
                     turn.tool_calls += 1
                     state.totals.tool_calls += 1
@@ -249,7 +247,7 @@ async def run_turn(
                             ),
                         }
                     )
-                live.checkpoint()
+                await live.checkpoint()
             if turn.completed is not None:
                 state.visible.append({"role": "assistant", "text": turn.completed})
                 break
@@ -271,11 +269,14 @@ async def run_turn(
 async def _finish(
     live: LiveSession, turn: TurnState, stop_reason: str, error: JSONObject | None, start_index: int
 ) -> None:
-    """Close the task in the log, decide about memory, checkpoint, and tell the client."""
-    state = live.state
+    """Close the task in the log, decide about memory, checkpoint, and tell the client.
 
-    # Shielded: a cancel arriving now must not leave the log or checkpoint half done.
-    async def closing() -> None:
+    A user's cancel arriving now waits for this to end (see LiveSession.cancel_turn):
+    the log, the checkpoint and the client's turn_end are never left half done.
+    """
+    state = live.state
+    live.finishing = True
+    try:
         if error is not None:
             await live.reporter.entry(
                 f"Error: {error['message']}",
@@ -316,8 +317,7 @@ async def _finish(
             properties={"STOP_REASON": stop_reason, "DURATION_MS": duration},
         )
         state.turn_in_progress = None
-        live.checkpoint()
-        await live.set_status("idle")
+        await live.checkpoint()
         end: JSONObject = {
             "turnId": turn.turn_id,
             "stopReason": stop_reason,
@@ -327,10 +327,11 @@ async def _finish(
             end["error"] = error
         if turn.completed is not None:
             end["summary"] = turn.completed
+        live.turn_open = False  # the client may send the next prompt from here on
         await live.reporter.update("turn_end", **end)
-        await _post_webhook(live, turn, stop_reason, error)
-
-    await asyncio.shield(closing())
+    finally:
+        live.finishing = False
+    live.in_background(_post_webhook(live, turn, stop_reason, error))
 
 
 async def _post_webhook(

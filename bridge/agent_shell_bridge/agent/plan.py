@@ -266,9 +266,9 @@ async def _send_update(live: LiveSession, plan: Plan) -> None:
     await live.reporter.update("plan", **plan_update(plan))
 
 
-def _store(live: LiveSession, plan: Plan) -> None:
+async def _store(live: LiveSession, plan: Plan) -> None:
     live.state.plan = plan.to_json()
-    live.checkpoint()
+    await live.checkpoint()
 
 
 async def _log_change(live: LiveSession, plan: Plan, **change: Any) -> None:
@@ -339,18 +339,13 @@ async def _propose(live: LiveSession, call: ToolCall, args: Any, turn: TurnState
         properties={"PLAN_ID": proposed.plan_id, "STEPS": len(proposed.steps)},
         body=[text(plan_checklist(proposed))],
     )
-    _store(live, proposed)
+    await _store(live, proposed)
     await _send_update(live, proposed)
-    await live.set_status("waiting")
-    try:
-        answer = await _ask_client(live, call, proposed)
-    finally:
-        await live.set_status("running")
-
+    answer = await _ask_client(live, call, proposed)
     if not answer.approved or answer.plan is None:
         proposed.outcome = "rejected"
         proposed.reason = answer.reason
-        _store(live, proposed)
+        await _store(live, proposed)
         await _send_update(live, proposed)
         await _log_change(
             live,
@@ -374,7 +369,7 @@ async def _propose(live: LiveSession, call: ToolCall, args: Any, turn: TurnState
     plan.edited = plan.shape() != proposed.shape()
     plan.reason = answer.reason
     plan.log_entry_id, plan.log_path = proposed.log_entry_id, proposed.log_path
-    _store(live, plan)
+    await _store(live, plan)
     await _send_update(live, plan)
     body = [text("Approved as edited by the user:"), text(plan_checklist(plan))]
     await _log_change(
@@ -464,7 +459,7 @@ async def _complete(live: LiveSession, call: ToolCall, args: Any, turn: TurnStat
     step.note = _line(args.note or detail)[:500]
     if all(s.status == "completed" for s in plan.steps):
         plan.outcome = "done"
-    _store(live, plan)
+    await _store(live, plan)
     await _send_update(live, plan)
 
     box = "X" if passed else " "

@@ -77,7 +77,8 @@ class Reporter:
     async def add(self, entry: LogEntry) -> None:
         async with self._lock:
             try:
-                await asyncio.to_thread(self.writer.add, entry)
+                # Shielded: a cancel must not release the lock while the write goes on.
+                await asyncio.shield(asyncio.to_thread(self.writer.add, entry))
             except OSError as exc:
                 # A full disk must not stop the turn; the client still shows the entry.
                 log.error("could not write the action log %s: %s", self.writer.path, exc)
@@ -101,7 +102,7 @@ class Reporter:
         upd = LogUpdate.model_validate(fields)
         async with self._lock:
             try:
-                await asyncio.to_thread(self.writer.update, upd)
+                await asyncio.shield(asyncio.to_thread(self.writer.update, upd))
             except OSError as exc:
                 log.error("could not update the action log %s: %s", self.writer.path, exc)
         await self.hub.notify("log/update", upd.model_dump(mode="json", exclude_none=True))

@@ -6,7 +6,8 @@ import os
 from dataclasses import replace
 from typing import Any, Literal
 
-from pydantic import Field
+import httpx
+from pydantic import Field, field_validator
 
 from .. import __version__
 from ..config import ModelConfig
@@ -20,6 +21,17 @@ PROTOCOL_VERSION = 1
 class NotifyConfig(Params):
     webhook: str = Field(max_length=2000, pattern=r"^https?://")
     kind: Literal["generic", "wecom", "slack"] = "generic"
+
+    @field_validator("webhook")
+    @classmethod
+    def _parsable(cls, value: str) -> str:
+        try:
+            url = httpx.URL(value)
+        except httpx.InvalidURL as exc:
+            raise ValueError(f"not a valid URL: {exc}") from exc
+        if not url.host:
+            raise ValueError("the URL has no host")
+        return value
 
 
 class InitializeParams(Params):

@@ -48,7 +48,7 @@ async def _in_mode(live: LiveSession, mode: Mode, turn: Coroutine[Any, Any, None
     finally:
         if live.state.mode == mode:  # unless session/set_mode changed it meanwhile
             live.state.mode = before
-            live.checkpoint()
+            await live.checkpoint()
 
 
 class NewParams(Params):
@@ -206,7 +206,7 @@ def register(d: Dispatcher[Runtime]) -> None:
         live = await asyncio.to_thread(open_session, rt, state, config)
         rt.sessions[state.id] = live
         await recent_memories(live)
-        live.checkpoint()
+        await live.checkpoint()
         if live.policy.allowlist_status == "invalid":
             await live.reporter.entry(
                 "Project allowlist not applied: it is malformed",
@@ -261,7 +261,7 @@ def register(d: Dispatcher[Runtime]) -> None:
     async def set_mode(rt: Runtime, p: ModeParams) -> dict[str, Any]:
         live = session_of(rt, p.sessionId)
         live.state.mode = p.mode
-        live.checkpoint()
+        await live.checkpoint()
         return {"mode": p.mode}
 
     @d.method("session/list", ListParams)
@@ -297,5 +297,5 @@ def register(d: Dispatcher[Runtime]) -> None:
                     }
                 )
             rt.sessions[state.id] = live
-            live.checkpoint()
+            await live.checkpoint()
         return {**_describe(live), "history": live.state.visible}
