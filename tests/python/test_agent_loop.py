@@ -210,7 +210,11 @@ async def test_history_is_compacted_past_seventy_percent_of_the_window(
         first = summary_calls[0]
         size = [len(json.dumps(b["messages"], ensure_ascii=False)) for b in bodies]
         assert size[first + 1] < size[first - 1]
-        assert "摘要：读了 big.py。" in bodies[first + 1]["messages"][0]["content"]
+        after = bodies[first + 1]["messages"]
+        # The summary is framed data after the system prompt, never part of it.
+        assert "摘要：读了 big.py。" not in after[0]["content"]
+        assert after[1]["role"] == "user"
+        assert after[1]["content"].startswith("[EARLIER_WORK summary]\n摘要：读了 big.py。")
         # The last 10 steps stay verbatim: the newest read results are still there.
         assert len(tool_messages(bodies[first + 1])) >= 9
         assert any("Compacted" in e["title"] for e in turn.log_entries())

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..model.types import Completion
 from ..types import JSONObject
+from .prompt import TOOL_RESULT_CLOSE
 from .reporter import src, text
 
 if TYPE_CHECKING:
@@ -76,6 +77,13 @@ def _is_failure(message: JSONObject) -> bool:
     )
 
 
+def _bounded_failure(framed: str) -> str:
+    """Cut a framed tool result but keep its closing marker, so the frame stays whole."""
+    if len(framed) <= MAX_FAILURE_CHARS:
+        return framed
+    return framed[:MAX_FAILURE_CHARS] + " …\n" + TOOL_RESULT_CLOSE
+
+
 def transcript_text(messages: list[JSONObject], limit: int = MAX_TRANSCRIPT) -> str:
     """A plain-text rendering of messages for summarisation and memory extraction."""
     parts: list[str] = []
@@ -106,7 +114,7 @@ async def maybe_compact(live: LiveSession, turn: TurnState) -> bool:
         return False
     old = [m for step in steps[:-KEEP_STEPS] for m in step]
     keep = [m for step in steps[-KEEP_STEPS:] for m in step]
-    failures = [str(m["content"])[:MAX_FAILURE_CHARS] for m in old if _is_failure(m)]
+    failures = [_bounded_failure(str(m["content"])) for m in old if _is_failure(m)]
     previous = live.state.summary
     request: list[JSONObject] = [
         {"role": "system", "content": COMPACTION_PROMPT},

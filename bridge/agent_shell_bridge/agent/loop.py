@@ -26,7 +26,7 @@ from ..types import JSONObject, Risk
 from .context import maybe_compact
 from .executor import Outcome, ToolExecutor, signature_of
 from .memory_glue import finish_task_memory, inject_memories
-from .prompt import frame_tool_result, system_prompt
+from .prompt import frame_tool_result, summary_messages, system_prompt
 from .reporter import src, text
 from .turnstate import TurnState
 
@@ -59,9 +59,9 @@ async def _model_step(live: LiveSession, turn: TurnState, memories: str) -> Comp
                 mode=state.mode,
                 snapshot=live.snapshot,
                 memories=memories,
-                summary=state.summary,
             ),
         },
+        *summary_messages(state.summary),
         *state.messages,
     ]
     completion: Completion | None = None
