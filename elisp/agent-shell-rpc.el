@@ -144,7 +144,7 @@ before the message is dispatched to `agent-shell-rpc-handle'.")
   (reconnect-attempt 0)
   on-exit on-ready
   ready stopping dead exit-reason
-  inbox draining
+  inbox draining drain-timer
   (warned nil)
   (duplicates 0)
   stdout-acc)
@@ -509,12 +509,13 @@ that dispatches messages has them all parsed before the first runs."
 
 (defun agent-shell-rpc--post (conn message callback)
   "POST the JSON-RPC MESSAGE to CONN's bridge.
+MESSAGE is a Lisp object, or a unibyte string already encoded.
 CALLBACK is called once as (CALLBACK STATUS BODY) with the HTTP
 status and the decoded JSON body (nil when empty), or as (CALLBACK
 nil REASON) when no complete response arrived.  Return the process,
 or nil when the connection could not be opened (CALLBACK has then
 been called already)."
-  (let* ((json (agent-shell-rpc--encode message))
+  (let* ((json (if (stringp message) message (agent-shell-rpc--encode message)))
          (request (concat (agent-shell-rpc--request-head
                            conn "POST" "/rpc"
                            `(("Content-Type" . "application/json")
@@ -546,18 +547,24 @@ been called already)."
        (funcall callback nil (error-message-string err))
        nil))))
 
-(defun agent-shell-rpc--post-quietly (conn message what)
-  "POST MESSAGE to CONN expecting no answer; warn about failures of WHAT."
+(defun agent-shell-rpc--post-quietly (conn message what &optional on-done)
+  "POST MESSAGE to CONN expecting no answer; warn about failures of WHAT.
+ON-DONE, when given, is called with t when the bridge accepted the
+message and with nil when it did not (after the warning)."
   (agent-shell-rpc--post
    conn message
    (lambda (status body)
-     (unless (and status (< status 300))
-       (display-warning
-        'agent-shell
-        (format "Sending %s to the bridge failed: %s" what
-                (or (alist-get 'message (alist-get 'error body))
-                    (and status (format "HTTP %s" status))
-                    body)))))))
+     (let ((ok (and status (< status 300))))
+       (unless ok
+         ;; BODY is the reason string when the connection itself failed.
+         (display-warning
+          'agent-shell
+          (format "Sending %s to the bridge failed: %s" what
+                  (or (and (consp body) (alist-get 'message (alist-get 'error body)))
+                      (and status (format "HTTP %s" status))
+                      body))))
+       (when on-done
+         (funcall on-done (and ok t)))))))
 
 ;;; Public API
 
@@ -598,14 +605,17 @@ PARAMS is serialised by `json-serialize' (arrays must be vectors)."
                                  (lambda (err)
                                    (message "agent-shell: %s failed: %s"
                                             method (alist-get 'message err))))))
-         (message `(:jsonrpc "2.0" :id ,id :method ,method
-                             :params ,(or params (make-hash-table)))))
+         ;; Encoded first: unserialisable PARAMS signal before anything
+         ;; (a pending entry, a timer) is registered.
+         (json (agent-shell-rpc--encode
+                `(:jsonrpc "2.0" :id ,id :method ,method
+                           :params ,(or params (make-hash-table))))))
     (puthash id pending (agent-shell-rpc-conn-pending conn))
     (setf (agent-shell-rpc--pending-timer pending)
           (run-at-time timeout nil #'agent-shell-rpc--request-timeout conn id timeout))
     (setf (agent-shell-rpc--pending-process pending)
           (agent-shell-rpc--post
-           conn message
+           conn json
            (lambda (status body)
              (agent-shell-rpc--request-answered conn id status body))))
     id))
@@ -716,14 +726,16 @@ on failure, or when no answer comes within TIMEOUT seconds."
    conn `(:jsonrpc "2.0" :method ,method :params ,(or params (make-hash-table)))
    method))
 
-(defun agent-shell-rpc-respond (conn id result)
+(defun agent-shell-rpc-respond (conn id result &optional on-done)
   "Answer the bridge's request ID on CONN with RESULT.
 RESULT is serialised by `json-serialize'; nil is the empty object,
-`:null' is null."
+`:null' is null.  ON-DONE, when given, is called with t once the
+bridge accepted the answer, or with nil when it could not be sent."
   (agent-shell-rpc--ensure-live conn)
   (agent-shell-rpc--post-quietly
    conn `(:jsonrpc "2.0" :id ,id :result ,result)
-   (format "the answer to request %s" id)))
+   (format "the answer to request %s" id)
+   on-done))
 
 (defun agent-shell-rpc-respond-error (conn id code message)
   "Answer the bridge's request ID on CONN with error CODE and MESSAGE."
@@ -767,18 +779,47 @@ warns once per unknown method and answers requests with -32601."
            (when (and id (agent-shell-rpc-live-p conn))
              (agent-shell-rpc-respond-error conn id -32603 text))))))))
 
+(defun agent-shell-rpc--dispatch-quittably (conn message)
+  "Dispatch MESSAGE from CONN with quitting allowed.
+A \[keyboard-quit] ends only this message's handler; a request is then
+answered with an error, so the bridge does not wait for it."
+  (condition-case nil
+      (let ((inhibit-quit nil))
+        (agent-shell-rpc--dispatch conn message))
+    (quit
+     (let ((id (alist-get 'id message))
+           (text (format "Cancelled by the user (C-g) while handling %s"
+                         (alist-get 'method message))))
+       (agent-shell-rpc--log conn "!!" text)
+       (message "agent-shell: %s" text)
+       (when (and id (agent-shell-rpc-live-p conn))
+         (agent-shell-rpc-respond-error conn id -32603 text))))))
+
 (defun agent-shell-rpc--enqueue (conn messages)
-  "Queue MESSAGES from CONN and dispatch in order unless already dispatching.
-A handler that waits (for example in `agent-shell-rpc-request-sync')
-lets the filter run again; messages arriving then are queued and
-dispatched after it, keeping the order."
+  "Queue MESSAGES from CONN; a timer dispatches them, in order.
+Handlers never run inside the process filter: there a long handler
+(an Emacs-side tool) would block reading and could not be quit."
   (setf (agent-shell-rpc-conn-inbox conn)
         (nconc (agent-shell-rpc-conn-inbox conn) messages))
+  (unless (or (agent-shell-rpc-conn-draining conn)
+              (agent-shell-rpc-conn-drain-timer conn))
+    (setf (agent-shell-rpc-conn-drain-timer conn)
+          (run-at-time 0 nil #'agent-shell-rpc--drain conn))))
+
+(defun agent-shell-rpc--drain (conn &optional notifications-only)
+  "Dispatch the queued messages of CONN, oldest first.
+A handler that waits (for example in `agent-shell-rpc-request-sync')
+lets new messages arrive; they are queued and dispatched after it,
+keeping the order.  With NOTIFICATIONS-ONLY, requests are dropped
+\(used once the bridge is gone and nobody could get their answers)."
+  (setf (agent-shell-rpc-conn-drain-timer conn) nil)
   (unless (agent-shell-rpc-conn-draining conn)
     (setf (agent-shell-rpc-conn-draining conn) t)
     (unwind-protect
         (while (agent-shell-rpc-conn-inbox conn)
-          (agent-shell-rpc--dispatch conn (pop (agent-shell-rpc-conn-inbox conn))))
+          (let ((message (pop (agent-shell-rpc-conn-inbox conn))))
+            (unless (and notifications-only (alist-get 'id message))
+              (agent-shell-rpc--dispatch-quittably conn message))))
       (setf (agent-shell-rpc-conn-draining conn) nil))))
 
 (defun agent-shell-rpc--event-id-number (id)
@@ -975,6 +1016,11 @@ or set `agent-shell-bridge-command'"))))))
     (let ((events (agent-shell-rpc-conn-events-process conn)))
       (setf (agent-shell-rpc-conn-events-process conn) nil)
       (when (processp events) (agent-shell-rpc--http-close events)))
+    (let ((timer (agent-shell-rpc-conn-drain-timer conn)))
+      (when timer
+        (cancel-timer timer)
+        ;; What arrived before the end is still shown; requests are moot.
+        (agent-shell-rpc--drain conn t)))
     (let* ((tail (agent-shell-rpc--stderr-tail conn))
            (text (if (agent-shell-rpc-conn-stopping conn)
                      "The bridge connection was stopped"
@@ -1068,10 +1114,27 @@ bridge's stderr when it does not come."
                                             (agent-shell-rpc-conn-pid conn)))
     (agent-shell-rpc--open-events conn)
     (when on-ready
-      (condition-case-unless-debug err
-          (funcall on-ready conn)
-        (error (message "agent-shell: :on-ready failed: %s" (error-message-string err)))))
+      (let ((done nil))
+        (unwind-protect
+            (progn
+              (condition-case-unless-debug err
+                  (funcall on-ready conn)
+                (error (message "agent-shell: :on-ready failed: %s"
+                                (error-message-string err))))
+              (setq done t))
+          ;; A quit (say, in a passphrase prompt) must not leave behind a
+          ;; bridge process that nobody holds.
+          (unless done
+            (agent-shell-rpc-kill conn "interrupted while starting")))))
     conn))
+
+(defun agent-shell-rpc-kill (conn &optional reason)
+  "End CONN's bridge at once, without asking it to shut down.
+For a bridge that never became usable.  Pending requests fail with
+REASON; the event stream is not reopened."
+  (when (and conn (not (agent-shell-rpc-conn-dead conn)))
+    (setf (agent-shell-rpc-conn-stopping conn) t)
+    (agent-shell-rpc--teardown conn (or reason "killed"))))
 
 (defun agent-shell-rpc-stop (conn)
   "Stop CONN's bridge: ask it to shut down, then kill it.

@@ -430,21 +430,47 @@ With ASK non-nil, read a directory."
        (agent-shell--notice message)
        (agent-shell--set-state 'dead)))))
 
+(defun agent-shell--initialize-failed (conn message)
+  "Give up on CONN, whose initialisation failed with MESSAGE.
+The waiting functions are told, and the bridge is ended, so that the
+next command starts a fresh one instead of waiting forever."
+  (when (eq conn agent-shell--connection)
+    (setq agent-shell--connection nil))
+  (when (eq conn agent-shell--initialized)
+    (setq agent-shell--initialized nil))
+  (agent-shell--fail-ready-queue message)
+  (message "agent-shell: %s" message)
+  (agent-shell-rpc-kill conn message))
+
 (defun agent-shell--initialize (conn)
   "Send `initialize' on CONN, then release the waiting functions.
 The params carry the API key, so this one message stays out of the
-events buffer."
-  (let ((agent-shell-log-events nil))
-   (agent-shell-rpc-request
-   conn "initialize" (agent-shell--initialize-params)
-   :on-success (lambda (result)
-                 (setq agent-shell--bridge-info result
-                       agent-shell--initialized conn)
-                 (agent-shell--run-ready-queue conn))
-   :on-error (lambda (err)
-               (agent-shell--fail-ready-queue
-                (format "The bridge refused to initialise: %s"
-                        (alist-get 'message err)))))))
+events buffer.  When the params cannot be made (the key lookup
+failed or was quit) or the bridge refuses them, CONN is ended."
+  (let ((done nil))
+    (unwind-protect
+        (let ((params (condition-case err
+                          (agent-shell--initialize-params)
+                        (error
+                         (agent-shell--initialize-failed
+                          conn (format "Preparing `initialize' failed: %s"
+                                       (error-message-string err)))
+                         nil))))
+          (when params
+            (let ((agent-shell-log-events nil))
+              (agent-shell-rpc-request
+               conn "initialize" params
+               :on-success (lambda (result)
+                             (setq agent-shell--bridge-info result
+                                   agent-shell--initialized conn)
+                             (agent-shell--run-ready-queue conn))
+               :on-error (lambda (err)
+                           (agent-shell--initialize-failed
+                            conn (format "The bridge refused to initialise: %s"
+                                         (alist-get 'message err)))))))
+          (setq done t))
+      (unless done
+        (agent-shell--initialize-failed conn "Starting the bridge was interrupted")))))
 
 (defun agent-shell--start-bridge ()
   "Start the bridge process; initialise it once it is ready.

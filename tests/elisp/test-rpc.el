@@ -434,6 +434,59 @@ The bridge and the message hook are cleaned up afterwards."
       (should (string-match-p "Deliberate failure" (cadr sig))))
     (should (agent-shell-rpc-live-p conn))))
 
+(defvar test-rpc--quit-probe nil
+  "The value of `inhibit-quit' seen by the quitting handler.")
+
+(cl-defmethod agent-shell-rpc-handle (_conn (_method (eql 'test-rpc/quit)) _params _id)
+  "Record whether quitting is allowed here, then quit as C-g would."
+  (setq test-rpc--quit-probe (list :inhibit-quit inhibit-quit))
+  (signal 'quit nil))
+
+(ert-deftest test-rpc/handlers-can-be-quit ()
+  "Regression: handlers (Emacs-side tools) ran in the process filter, where C-g is off.
+They now run from a timer with quitting allowed; a quit ends only that
+handler, the bridge's request is answered with an error, and later
+messages are still handled."
+  (test-rpc--with-bridge (conn)
+    (setq test-rpc--quit-probe nil)
+    (let ((sig (should-error (agent-shell-rpc-request-sync
+                              conn "debug/client_request" '((method . "test-rpc/quit")))
+                             :type 'agent-shell-rpc-error)))
+      (should (string-match-p "Cancelled by the user" (cadr sig))))
+    (should (equal test-rpc--quit-probe '(:inhibit-quit nil)))
+    (should-not quit-flag)
+    (let ((reply (agent-shell-rpc-request-sync
+                  conn "debug/client_request"
+                  `((method . "test-rpc/echo") (params (text . ,test-rpc--chinese))))))
+      (should (string= (alist-get 'echo (alist-get 'result reply)) test-rpc--chinese)))))
+
+(ert-deftest test-rpc/unserialisable-params-leave-nothing-pending ()
+  "Regression: a request whose params cannot be encoded stayed pending with a timer.
+The JSON is now made before the request is registered."
+  (test-rpc--with-bridge (conn)
+    (should-error (agent-shell-rpc-request conn "ping" `((bad . ,(make-marker)))))
+    (should (= (agent-shell-rpc-pending-count conn) 0))
+    (should-not (test-rpc--timers-of conn))))
+
+(ert-deftest test-rpc/failed-post-warns-instead-of-crashing ()
+  "Regression: a notification whose connection failed crashed its callback.
+The body is then a reason string, not a JSON object."
+  (let* ((server (make-network-process :name "test-rpc-closed" :server t
+                                       :host "127.0.0.1" :service t :noquery t))
+         (port (process-contact server :service))
+         (conn (agent-shell-rpc--make-conn :name "test-rpc-dead-port" :port port
+                                           :token "t"))
+         (done 'unset)
+         (warned nil))
+    (delete-process server)
+    (cl-letf (((symbol-function 'display-warning)
+               (lambda (_type text &rest _) (setq warned text))))
+      (agent-shell-rpc--post-quietly conn '(:jsonrpc "2.0" :method "x") "a test"
+                                     (lambda (ok) (setq done ok)))
+      (should (test-rpc--wait (lambda () warned) 5)))
+    (should (string-match-p "Sending a test to the bridge failed" warned))
+    (should (null done))))
+
 (ert-deftest test-rpc/request-timeout ()
   "A request the bridge does not answer in time fails with a clear message."
   (test-rpc--with-bridge (conn)

@@ -659,6 +659,51 @@ user's buffer is outside the project."
         (agent-shell-test-cleanup-buffers outside)
         (delete-directory outside t)))))
 
+;;; Starting the bridge
+
+(defun test-shell--live-bridges ()
+  "Return the live bridge server processes of this Emacs."
+  (cl-remove-if-not (lambda (p)
+                      (and (process-live-p p)
+                           (equal (last (process-command p) 3) '("serve" "--port" "0"))))
+                    (process-list)))
+
+(ert-deftest test-shell/failed-initialize-does-not-block-later-starts ()
+  "Regression: one refused `initialize' made every later start hang.
+The connection stayed live but uninitialised, so later callers queued
+forever in \"starting\".  Now the failed bridge is ended and the next
+start runs a fresh one."
+  (test-shell--bridge)
+  (agent-shell-rpc-stop agent-shell--connection)
+  (let ((failed nil) (called nil))
+    (let ((agent-shell-notify-webhook "http://"))
+      (agent-shell--with-bridge (lambda (_) (setq failed 'called)))
+      (let ((conn agent-shell--connection))
+        (should conn)
+        (test-shell--wait "the refused bridge to end"
+                          (lambda () (not (agent-shell-rpc-live-p conn))))))
+    (should-not failed)
+    (should-not agent-shell--ready-queue)
+    (agent-shell--with-bridge (lambda (conn) (setq called conn)))
+    (test-shell--wait "a fresh, initialised bridge" (lambda () called) 30)
+    (should (eq called agent-shell--initialized))
+    (should (= (length (test-shell--live-bridges)) 1))))
+
+(ert-deftest test-shell/quit-while-starting-leaves-no-bridge ()
+  "Regression: C-g in the key lookup (auth-source) orphaned the bridge process.
+The quit escaped `agent-shell--initialize' before the connection was
+recorded, leaving a running bridge nobody could reach or stop."
+  (test-shell--bridge)
+  (agent-shell-rpc-stop agent-shell--connection)
+  (should-not (test-shell--live-bridges))
+  (let ((agent-shell-api-key (lambda () (signal 'quit nil))))
+    (should (condition-case nil
+                (progn (agent-shell--with-bridge #'ignore) nil)
+              (quit t))))
+  (should-not (test-shell--live-bridges))
+  (should-not agent-shell--ready-queue)
+  (should-not (agent-shell--live-connection)))
+
 ;;; Bridge death
 
 (ert-deftest test-shell/bridge-death-is-reported ()
