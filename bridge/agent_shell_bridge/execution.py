@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Literal
 
+from .limits import HEAD_LINES, TAIL_LINES
+
 __all__ = [
     "HEAD_LINES",
     "TAIL_LINES",
@@ -38,8 +40,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-HEAD_LINES = 200
-TAIL_LINES = 100
 _MAX_LINE_CHARS = 4000
 _CHUNK = 64 * 1024
 _FLUSH_BYTES = 1 << 20

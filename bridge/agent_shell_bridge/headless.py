@@ -17,6 +17,7 @@ import os
 import socket
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +80,7 @@ async def run_task(args: argparse.Namespace) -> int:
     if args.max_steps:
         overrides["max_steps"] = args.max_steps
     overrides["dry_run"] = bool(args.dry_run)
-    config = BridgeConfig(**{**config.__dict__, **overrides})
+    config = replace(config, **overrides)
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))

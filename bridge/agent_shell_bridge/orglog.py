@@ -42,6 +42,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .limits import HEAD_LINES, TAIL_LINES
+
 __all__ = [
     "HEADER_TODO",
     "LogEntry",
@@ -70,8 +72,6 @@ HEADER_TODO = "#+TODO: WAIT | APPROVED REJECTED DONE FAILED"
 #: Caps shared with agent-shell-log.el.
 MAX_TITLE_CHARS = 300
 MAX_LINE_CHARS = 500
-HEAD_LINES = 200
-TAIL_LINES = 100
 
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _RESERVED_KEYS = frozenset({"SOURCE", "LOG_ID"})

@@ -17,6 +17,7 @@ import signal
 import socket
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +56,9 @@ def _main(args: argparse.Namespace) -> int:
     )
     config = BridgeConfig.from_env()
     if args.memory_dir is not None:
-        config = BridgeConfig(**{**config.__dict__, "memory_dir": args.memory_dir})
+        config = replace(config, memory_dir=args.memory_dir)
     if args.dry_run:
-        config = BridgeConfig(**{**config.__dict__, "dry_run": True})
+        config = replace(config, dry_run=True)
     asyncio.run(serve(config, port=args.port, watch_stdin=not args.no_stdin_watch))
     return 0
 

@@ -163,23 +163,15 @@ class ToolExecutor:
             return _Prepared(spec, args, Verdict(Decision.ALLOW, Risk.READ, "read-only"), paths)
 
         # Write risk: read before write, then confirm unless allowed for the session.
-        if spec.name in _EDITS:
-            resolved, display = paths[0]
-            if resolved.exists() and display not in live.state.read_hashes:
-                return _Prepared(
-                    spec,
-                    args,
-                    Verdict(
-                        Decision.DENY,
-                        Risk.WRITE,
-                        f"{display} exists and has not been read in this session; "
-                        "read_file it first, then edit",
-                    ),
-                    paths,
-                )
         diff = None
         if spec.name in _EDITS:
             resolved, display = paths[0]
+            if resolved.exists() and display not in live.state.read_hashes:
+                reason = (
+                    f"{display} exists and has not been read in this session; "
+                    "read_file it first, then edit"
+                )
+                return _Prepared(spec, args, Verdict(Decision.DENY, Risk.WRITE, reason), paths)
             try:
                 plan = await asyncio.to_thread(
                     files.plan_edit,
@@ -189,9 +181,9 @@ class ToolExecutor:
                     display,
                     live.state.read_hashes.get(display),
                 )
-                diff = plan.diff
             except ToolFailed as exc:
                 return _Prepared(spec, args, Verdict(Decision.DENY, Risk.WRITE, exc.message), paths)
+            diff = plan.diff
         if _session_key(spec.name, None) in live.state.session_allow:
             verdict = Verdict(Decision.ALLOW, Risk.WRITE, "allowed for this session by the user")
         else:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from ..errors import BridgeError, Cancelled, ModelError
+from ..errors import BridgeError, Cancelled
 from ..model.types import Completion, ReasoningDelta, StreamRestart, TextDelta
 from ..notify import NotifyEvent, post_webhook
 from ..orglog import Prices as LogPrices
@@ -253,10 +253,7 @@ async def run_turn(
                 break
     except (asyncio.CancelledError, Cancelled):
         stop_reason = "cancelled"
-    except ModelError as exc:
-        stop_reason = "error"
-        error = {"code": exc.code, "message": exc.message}
-    except BridgeError as exc:
+    except BridgeError as exc:  # ModelError included: the provider's message is kept
         stop_reason = "error"
         error = {"code": exc.code, "message": exc.message}
     except Exception as exc:

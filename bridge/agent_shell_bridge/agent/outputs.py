@@ -12,11 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InvalidParams
+from ..limits import HEAD_LINES, TAIL_LINES
 
 __all__ = ["HEAD_LINES", "TAIL_LINES", "Clipped", "OutputStore", "clip_lines"]
 
-HEAD_LINES = 200
-TAIL_LINES = 100
 MAX_LINE_CHARS = 2000
 _REF = re.compile(r"^out-[0-9]{1,9}$")
 

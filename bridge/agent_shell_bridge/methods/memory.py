@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ..agent.memory_glue import extract_experience
-from ..errors import InvalidParams, MemoryError_
+from ..errors import InvalidParams, MemoryError_, SessionBusy
 from ..memory.experience import parse_experience
 from ..memory.index import MemoryIndex
 from ..policy.allowlist import parse_allowlist
@@ -48,7 +48,7 @@ def register(d: Dispatcher[Runtime]) -> None:
     async def save(rt: Runtime, p: SaveParams) -> dict[str, Any]:
         live = session_of(rt, p.sessionId)
         if live.busy:
-            raise InvalidParams("A turn is running; save the memory when it has ended")
+            raise SessionBusy("A turn is running; save the memory when it has ended")
         if not live.state.messages:
             raise MemoryError_("Nothing to remember yet: this session has no conversation")
         parent = await live.reporter.entry(

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ToolFailed
+from ..limits import HEAD_LINES, TAIL_LINES
 from ..types import JSONObject
 
 __all__ = [
@@ -38,8 +39,6 @@ __all__ = [
 ]
 
 MAX_READ_LINES = 1000
-HEAD_LINES = 200
-TAIL_LINES = 100
 MAX_READ_BYTES = 512 * 1024
 MAX_LIST_ENTRIES = 500
 MAX_GREP_HITS = 200
