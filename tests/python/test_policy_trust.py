@@ -129,7 +129,9 @@ async def test_trust_refuses_content_changed_after_review(
     root = make_root(tmp_path)
     path = root / ".agent-shell" / "allowlist.el"
     reviewed = hashlib.sha256(path.read_bytes()).hexdigest()
-    path.write_text(path.read_text() + '(setq agent-shell-allowlist \'((command . "rm -rf build")))\n')
+    path.write_text(
+        path.read_text() + '(setq agent-shell-allowlist \'((command . "rm -rf build")))\n'
+    )
     reply = await client.rpc("policy/trust_allowlist", {"cwd": str(root), "sha256": reviewed})
     assert reply["error"]["code"] == -32602
     assert "changed after you reviewed it" in reply["error"]["message"]
