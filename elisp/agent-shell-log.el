@@ -65,6 +65,12 @@ It is called with ENTRY-ID (a string), DECISION (one of the symbols
 nil).  The entry's keyword changes only when the bridge answers with
 a `log/update'.")
 
+(defvar agent-shell-log-answerable-function nil
+  "Function telling whether a waiting step can still be answered, or nil.
+It is called with ENTRY-ID and returns non-nil when a request of the
+bridge waits for that step.  Waiting steps it rejects (left over from a
+bridge that has gone) are skipped by the decision keys.")
+
 ;;; Internals: rendering (keep in step with orglog.py)
 
 (defconst agent-shell-log--todo-line
@@ -428,6 +434,31 @@ appended to the entry; nothing else in the buffer is touched."
       (agent-shell-log-notify buffer (agent-shell-log--node-entry node)))
     node))
 
+(defun agent-shell-log-abandon-pending (buffer reason)
+  "Mark every step waiting in BUFFER as FAILED, noting REASON.
+For steps whose request went away with the bridge: they can no longer
+be answered, and must not hold the decision keys."
+  (when (buffer-live-p buffer)
+    (dolist (id (buffer-local-value 'agent-shell-log--pending buffer))
+      (agent-shell-log-apply-update
+       buffer `((id . ,id) (todo . "FAILED")
+                (properties . ((NOTE . ,reason))))))))
+
+(defun agent-shell-log--answerable-p (node)
+  "Return non-nil when NODE waits for a decision that can still be sent."
+  (and (equal (agent-shell-log--node-todo node) "WAIT")
+       (or (null agent-shell-log-answerable-function)
+           (funcall agent-shell-log-answerable-function
+                    (agent-shell-log--node-id node)))))
+
+(defun agent-shell-log-unsend (buffer id)
+  "Forget that a decision was sent for entry ID in BUFFER (it failed)."
+  (when (buffer-live-p buffer)
+    (with-current-buffer buffer
+      (when-let ((node (and agent-shell-log--nodes
+                            (gethash id agent-shell-log--nodes))))
+        (setf (agent-shell-log--node-sent node) nil)))))
+
 (defun agent-shell-log-pending (buffer)
   "Return the ids of BUFFER's entries waiting for a decision, oldest first."
   (copy-sequence (buffer-local-value 'agent-shell-log--pending buffer)))
@@ -481,12 +512,17 @@ notification when D-Bus is available, else shows a message."
   "Return the waiting node at point, else the oldest one not yet answered."
   (agent-shell-log--ensure-mode)
   (let ((here (agent-shell-log--node-at-point)))
-    (if (and here (equal (agent-shell-log--node-todo here) "WAIT"))
+    (if (and here (agent-shell-log--answerable-p here))
         here
       (or (cl-loop for id in agent-shell-log--pending
                    for node = (gethash id agent-shell-log--nodes)
-                   unless (agent-shell-log--node-sent node) return node)
-          (user-error (if agent-shell-log--pending
+                   when (and (not (agent-shell-log--node-sent node))
+                             (agent-shell-log--answerable-p node))
+                   return node)
+          (user-error (if (cl-some (lambda (id)
+                                     (agent-shell-log--node-sent
+                                      (gethash id agent-shell-log--nodes)))
+                                   agent-shell-log--pending)
                           "Decisions sent; waiting for the bridge to answer"
                         "No step is waiting for a decision"))))))
 
@@ -499,9 +535,15 @@ notification when D-Bus is available, else shows a message."
   "Send DECISION with REASON about NODE through the decision function."
   (unless (functionp agent-shell-log-decision-function)
     (user-error "No bridge is connected to receive the decision"))
-  (funcall agent-shell-log-decision-function
-           (agent-shell-log--node-id node) decision reason)
+  ;; Marked first: a failure to deliver, even one reported at once,
+  ;; clears the mark again through `agent-shell-log-unsend'.
   (setf (agent-shell-log--node-sent node) decision)
+  (let ((done nil))
+    (unwind-protect
+        (progn (funcall agent-shell-log-decision-function
+                        (agent-shell-log--node-id node) decision reason)
+               (setq done t))
+      (unless done (setf (agent-shell-log--node-sent node) nil))))
   (message "Sent %s for: %s" decision (agent-shell-log--title node)))
 
 (defun agent-shell-log-approve ()

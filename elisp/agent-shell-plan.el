@@ -345,6 +345,20 @@ A plan still under review is left alone: the user's edits win."
                              (forward-line 1))
                            (point)))))
 
+(defun agent-shell-plan-abandon (conn)
+  "Forget the plan requests of CONN, a bridge connection that has ended.
+Their buffers become read-only and say why; nobody waits for them."
+  (dolist (buffer (buffer-list))
+    (with-current-buffer buffer
+      (when (and (derived-mode-p 'agent-shell-plan-mode)
+                 agent-shell-plan--request
+                 (eq (plist-get agent-shell-plan--request :conn) conn))
+        (setq agent-shell-plan--request nil
+              buffer-read-only t)
+        (setq header-line-format
+              " The bridge stopped: this plan can no longer be approved or rejected")
+        (set-buffer-modified-p nil)))))
+
 (defun agent-shell-plan--kill-buffer ()
   "Reject a plan still waiting when its buffer is killed."
   (when agent-shell-plan--request

@@ -798,7 +798,7 @@ answered with an error, so the bridge does not wait for it."
 (defun agent-shell-rpc--enqueue (conn messages)
   "Queue MESSAGES from CONN; a timer dispatches them, in order.
 Handlers never run inside the process filter: there a long handler
-(an Emacs-side tool) would block reading and could not be quit."
+\(an Emacs-side tool) would block reading and could not be quit."
   (setf (agent-shell-rpc-conn-inbox conn)
         (nconc (agent-shell-rpc-conn-inbox conn) messages))
   (unless (or (agent-shell-rpc-conn-draining conn)

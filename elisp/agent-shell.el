@@ -513,6 +513,14 @@ the environment form of its --memory-dir option."
     (setq agent-shell--permissions
           (cl-remove-if (lambda (p) (eq (plist-get p :conn) conn))
                         agent-shell--permissions))
+    ;; Steps and plans that waited for the user can no longer be answered.
+    (dolist (buffer (buffer-list))
+      (when (and (buffer-live-p buffer)
+                 (eq (buffer-local-value 'major-mode buffer) 'agent-shell-log-mode)
+                 (agent-shell-log-pending buffer))
+        (agent-shell-log-abandon-pending
+         buffer "The bridge stopped before this step was decided")))
+    (agent-shell-plan-abandon conn)
     (let ((text (format "The agent-shell bridge stopped (%s).  \
 Run M-x agent-shell-start to restart it, or M-x agent-shell-resume \
 to reopen a session."
@@ -953,18 +961,46 @@ or C-c C-y / C-c C-n here" title))
     (_ "reject_once")))
 
 (defun agent-shell--answer-permission (permission decision reason)
-  "Answer PERMISSION (a plist) with DECISION and REASON."
-  (setq agent-shell--permissions (delq permission agent-shell--permissions))
-  (agent-shell-rpc-respond
-   (plist-get permission :conn) (plist-get permission :id)
-   `((outcome . ((outcome . "selected")
-                 (optionId . ,(agent-shell--option-id decision))))
-     ,@(and reason `((reason . ,reason)))))
-  (when-let ((buffer (agent-shell--session-buffer (plist-get permission :session))))
-    (with-current-buffer buffer
-      (unless (cl-find agent-shell--session-id agent-shell--permissions
-                       :key (lambda (p) (plist-get p :session)) :test #'equal)
-        (agent-shell--set-state (if agent-shell--turn-id 'thinking 'idle))))))
+  "Answer PERMISSION (a plist) with DECISION and REASON.
+The request stays pending until the bridge has accepted the answer,
+so a decision that could not be delivered can be given again."
+  (when (plist-get permission :sending)
+    (user-error "That decision is being sent"))
+  (plist-put permission :sending t)
+  (let ((done nil))
+    (unwind-protect
+        (progn
+          (agent-shell-rpc-respond
+           (plist-get permission :conn) (plist-get permission :id)
+           `((outcome . ((outcome . "selected")
+                         (optionId . ,(agent-shell--option-id decision))))
+             ,@(and reason `((reason . ,reason))))
+           (lambda (ok) (agent-shell--permission-answered permission ok)))
+          (setq done t))
+      (unless done
+        (plist-put permission :sending nil)))))
+
+(defun agent-shell--permission-answered (permission ok)
+  "Finish answering PERMISSION; OK is nil when the answer was not delivered."
+  (plist-put permission :sending nil)
+  (let ((buffer (agent-shell--session-buffer (plist-get permission :session))))
+    (if (not ok)
+        (progn
+          (agent-shell-log-unsend (and buffer (agent-shell--log-buffer-for
+                                               (plist-get permission :session)))
+                                  (plist-get permission :key))
+          (message "agent-shell: the decision did not reach the bridge; give it again"))
+      (setq agent-shell--permissions (delq permission agent-shell--permissions))
+      (when buffer
+        (with-current-buffer buffer
+          (unless (cl-find agent-shell--session-id agent-shell--permissions
+                           :key (lambda (p) (plist-get p :session)) :test #'equal)
+            (agent-shell--set-state (if agent-shell--turn-id 'thinking 'idle))))))))
+
+(defun agent-shell--permission-waiting-p (entry-id)
+  "Return non-nil when a permission request waits for log entry ENTRY-ID."
+  (cl-find (format "%s" entry-id) agent-shell--permissions
+           :key (lambda (p) (plist-get p :key)) :test #'equal))
 
 (defun agent-shell-log-decide (entry-id decision reason)
   "Answer the permission request of log entry ENTRY-ID with DECISION.
@@ -978,6 +1014,7 @@ string or nil.  This is `agent-shell-log-decision-function'."
     (agent-shell--answer-permission permission decision reason)))
 
 (setq agent-shell-log-decision-function #'agent-shell-log-decide)
+(setq agent-shell-log-answerable-function #'agent-shell--permission-waiting-p)
 
 ;;; Internals: context snapshot
 
@@ -1283,9 +1320,10 @@ On an entry header in the transcript, toggle the entry instead."
                        (message "agent-shell: %s mode" agent-shell--mode)))))))
 
 (defun agent-shell--oldest-permission ()
-  "Return this session's oldest pending permission request."
-  (or (cl-find agent-shell--session-id agent-shell--permissions
-               :key (lambda (p) (plist-get p :session)) :test #'equal)
+  "Return this session's oldest permission request not being answered."
+  (or (cl-find-if (lambda (p) (and (equal (plist-get p :session) agent-shell--session-id)
+                                   (not (plist-get p :sending))))
+                  agent-shell--permissions)
       (user-error "No step is waiting for a decision")))
 
 (defun agent-shell-approve ()

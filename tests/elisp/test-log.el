@@ -46,6 +46,7 @@
   `(let* ((agent-shell-log-notify-on-wait nil)
           (test-log--decisions nil)
           (agent-shell-log-decision-function #'test-log--record)
+          (agent-shell-log-answerable-function nil)
           (,var (agent-shell-log-buffer (format "test-%s" (random 1000000)))))
      (unwind-protect
          (progn (switch-to-buffer ,var) ,@body)
@@ -231,6 +232,20 @@
     (should (equal (test-log--heading buf "w1")
                    "** WAIT [2026-11-30 Mon 10:15] first"))
     (should (equal (test-log--last-message) "Sent approve for: first"))))
+
+(ert-deftest test-log/y-skips-steps-nobody-waits-for ()
+  "Regression: `y' took a WAIT step whose request had gone with an old bridge.
+Steps the answerable function rejects are now skipped, at point too."
+  (test-log--with-buffer buf
+    (test-log--waiting-buffer buf)
+    (let ((agent-shell-log-answerable-function (lambda (id) (not (equal id "w1")))))
+      (test-log--goto buf "w1")
+      (execute-kbd-macro (kbd "y"))
+      (should (equal (car test-log--decisions) '("w2" approve nil)))
+      (should-error (agent-shell-log-approve) :type 'user-error))
+    (agent-shell-log-abandon-pending buf "gone")
+    (should-not (agent-shell-log-pending buf))
+    (should (string-prefix-p "** FAILED" (test-log--heading buf "w1")))))
 
 (ert-deftest test-log/c-c-c-c-approves-and-n-rejects-with-reason ()
   "`C-c C-c' approves; `n' and `C-c C-k' reject with the reason typed."

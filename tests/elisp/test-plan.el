@@ -312,5 +312,24 @@ SID-VAR through the real event stream land in it."
         (should (= (line-number-at-pos (mark t)) 3))
         (switch-to-buffer shell)))))
 
+(ert-deftest test-plan/bridge-death-clears-plan-request ()
+  "Regression: a plan request outlived the bridge that sent it.
+The plan buffer still offered C-c C-c / C-c C-k, answering a dead
+connection.  Now the request is dropped and the buffer says why."
+  (let* ((sid (test-plan--sid))
+         (_box (test-plan--request sid))
+         (buffer (test-plan--pending-buffer sid)))
+    (unwind-protect
+        (progn
+          (signal-process (agent-shell-rpc-conn-process agent-shell--connection) 'SIGKILL)
+          (test-plan--wait "the request to be dropped"
+                           (lambda () (not (buffer-local-value 'agent-shell-plan--request
+                                                               buffer))))
+          (with-current-buffer buffer
+            (should buffer-read-only)
+            (should (string-match-p "bridge stopped" (format "%s" header-line-format)))
+            (should-error (agent-shell-plan-approve) :type 'user-error)))
+      (kill-buffer buffer))))
+
 (provide 'test-plan)
 ;;; test-plan.el ends here

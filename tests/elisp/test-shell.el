@@ -659,6 +659,96 @@ user's buffer is outside the project."
         (agent-shell-test-cleanup-buffers outside)
         (delete-directory outside t)))))
 
+(defun test-shell--ask-permission (sid entry &optional log-entry)
+  "Have the bridge ask SID's permission for log ENTRY; return the answer box.
+With LOG-ENTRY non-nil, also publish ENTRY as a WAIT step in the log."
+  (let ((box (list nil)))
+    (agent-shell-rpc-request
+     (test-shell--bridge) "debug/client_request"
+     `((method . "session/request_permission")
+       (params . ((sessionId . ,sid)
+                  (toolCall . ((toolCallId . ,entry) (title . ,(concat "write " entry))))
+                  (options . [((optionId . "allow_once") (name . "Allow")
+                               (kind . "allow_once"))])
+                  (logEntryId . ,entry) (risk . "write")))
+       (timeout_s . 20))
+     :timeout 25
+     :on-success (lambda (r) (setcar box (list :result r)))
+     :on-error (lambda (e) (setcar box (list :error e))))
+    (when log-entry
+      (test-shell--emit
+       `((method . "log/entry")
+         (params . ((id . ,entry) (session_id . ,sid) (todo . "WAIT")
+                    (title . ,(concat "write " entry))
+                    (timestamp . "2025-01-02T03:04:05+00:00") (source . "tool"))))))
+    (test-shell--wait "the permission request"
+                      (lambda () (agent-shell--permission-waiting-p entry)))
+    box))
+
+(ert-deftest test-shell/undelivered-approval-is-not-lost ()
+  "Regression: an approval whose POST failed was dropped from the pending list.
+The step then waited forever and could not be approved again.  Now it
+stays pending until the bridge accepts the answer."
+  (test-shell--with-shell (sid)
+    (let* ((entry (concat sid "-e1"))
+           (box (test-shell--ask-permission sid entry))
+           (conn agent-shell--connection)
+           (port (agent-shell-rpc-conn-port conn))
+           (closed (let ((server (make-network-process
+                                  :name "test-shell-closed" :server t :host "127.0.0.1"
+                                  :service t :noquery t)))
+                     (prog1 (process-contact server :service) (delete-process server)))))
+      (setf (agent-shell-rpc-conn-port conn) closed)
+      (unwind-protect
+          (let ((inhibit-message t)
+                (warning-minimum-log-level :emergency))
+            (execute-kbd-macro (kbd "C-c C-y")))
+        (setf (agent-shell-rpc-conn-port conn) port))
+      (should (agent-shell--permission-waiting-p entry))
+      (should-not (plist-get (agent-shell--permission-waiting-p entry) :sending))
+      (should (eq agent-shell--state 'waiting))
+      (should-not (car box))
+      (execute-kbd-macro (kbd "C-c C-y"))
+      (test-shell--wait "the answer" (lambda () (car box)))
+      (should (equal (alist-get 'optionId (alist-get 'outcome (alist-get 'result
+                                                                        (plist-get (car box) :result))))
+                     "allow_once"))
+      (test-shell--wait "the pending list to empty"
+                        (lambda () (not (agent-shell--permission-waiting-p entry)))))))
+
+(ert-deftest test-shell/stale-wait-does-not-block-after-restart ()
+  "Regression: a WAIT left in a reused log buffer by a dead bridge took `y'.
+After a restart, `y' picked that stale step (oldest first) and failed,
+so the new step could not be approved from the log.  Now the bridge's
+end marks its waiting steps FAILED, and `y' skips steps nobody waits for."
+  (test-shell--with-shell (sid)
+    (let ((log (agent-shell-log-buffer sid))
+          (first (concat sid "-old")))
+      (unwind-protect
+          (progn
+            (test-shell--ask-permission sid first t)
+            (test-shell--wait "the WAIT step" (lambda () (agent-shell-log-pending log)))
+            (signal-process (agent-shell-rpc-conn-process agent-shell--connection) 'SIGKILL)
+            (test-shell--wait "the bridge's end" (lambda () (eq agent-shell--state 'dead)))
+            (should-not (agent-shell-log-pending log))
+            (with-current-buffer log
+              (goto-char (point-min))
+              (should (re-search-forward "^\\* FAILED \\[.*\\] write .*-old" nil t))
+              (should (string-search "bridge stopped before this step was decided"
+                                     (buffer-string))))
+            ;; A fresh bridge; the same session's log buffer is reused.
+            (let* ((second (concat sid "-new"))
+                   (box (test-shell--ask-permission sid second t)))
+              (test-shell--wait "the new WAIT step"
+                                (lambda () (equal (agent-shell-log-pending log) (list second))))
+              (with-current-buffer log
+                (switch-to-buffer log)
+                (goto-char (point-min))
+                (execute-kbd-macro (kbd "y")))
+              (test-shell--wait "the answer" (lambda () (car box)))
+              (should (plist-get (car box) :result))))
+        (kill-buffer log)))))
+
 ;;; Starting the bridge
 
 (defun test-shell--live-bridges ()
