@@ -196,6 +196,38 @@ def _limits_preexec(limits: ExecLimits) -> Callable[[], None]:
     return apply
 
 
+_RUN_MARK = "AGENT_SHELL_RUN"
+
+
+def _kill_marked(run_id: str) -> int:
+    """SIGKILL every process of ours whose environment carries this run's mark.
+
+    Catches descendants that left the process group with setsid; reads /proc, so it
+    is a no-op where there is none. Returns how many were signalled.
+    """
+    if not run_id:
+        return 0
+    needle = f"{_RUN_MARK}={run_id}".encode()
+    killed = 0
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return 0
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                environ = fh.read()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry), signal.SIGKILL)
+                killed += 1
+    return killed
+
+
 def _signal_group(pgid: int, sig: int) -> bool:
     """Send ``sig`` to a group; False when the group no longer exists."""
     try:
@@ -250,6 +282,7 @@ class ProcessRunner:
         self._secrets = tuple(secrets)
         self._limits = limits
         self._groups: dict[int, asyncio.subprocess.Process] = {}
+        self._marks: dict[int, str] = {}
         self._killed: set[int] = set()
         # Bumped by kill_all, so a child spawned while it ran is killed as well.
         self._generation = 0
@@ -291,6 +324,7 @@ class ProcessRunner:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proc.wait(), _TERM_GRACE_S)
         _signal_group(pgid, signal.SIGKILL)
+        await asyncio.to_thread(_kill_marked, self._marks.get(pgid, ""))
         if proc is not None:
             await proc.wait()
 
@@ -320,11 +354,16 @@ class ProcessRunner:
         timed_out = False
         # Spawning is shielded: cancelling inside create_subprocess_exec would make
         # asyncio wait for pipes that the new group's other members keep open.
+        run_id = uuid.uuid4().hex
+        env = self._environment(extra_env)
+        # Descendants inherit this mark even when they leave the process group (setsid),
+        # so a kill can still find them.
+        env[_RUN_MARK] = run_id
         spawn = asyncio.ensure_future(
             asyncio.create_subprocess_exec(
                 *argv,
                 cwd=str(cwd),
-                env=self._environment(extra_env),
+                env=env,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
@@ -342,6 +381,7 @@ class ProcessRunner:
             raise
         pgid = proc.pid
         self._groups[pgid] = proc
+        self._marks[pgid] = run_id
         if generation != self._generation:
             self._killed.add(pgid)
             _signal_group(pgid, signal.SIGKILL)
@@ -353,7 +393,7 @@ class ProcessRunner:
         ]
         try:
             try:
-                await asyncio.wait_for(self._wait(proc, pgid, readers), timeout_s)
+                await asyncio.wait_for(self._wait(proc, pgid, readers, run_id), timeout_s)
             except TimeoutError:
                 timed_out = True
                 await self._terminate(proc, pgid, readers)
@@ -361,11 +401,13 @@ class ProcessRunner:
             await asyncio.shield(self._terminate(proc, pgid, readers))
             await asyncio.shield(asyncio.to_thread(log.close))
             self._groups.pop(pgid, None)
+            self._marks.pop(pgid, None)
             raise
         finally:
             if not log.closed:
                 await asyncio.to_thread(log.close)
         self._groups.pop(pgid, None)
+        self._marks.pop(pgid, None)
         cancelled = pgid in self._killed
         self._killed.discard(pgid)
         omitted = out.omitted + err.omitted
@@ -395,14 +437,19 @@ class ProcessRunner:
         await asyncio.to_thread(log.close)
 
     async def _wait(
-        self, proc: asyncio.subprocess.Process, pgid: int, readers: list[asyncio.Task[None]]
+        self,
+        proc: asyncio.subprocess.Process,
+        pgid: int,
+        readers: list[asyncio.Task[None]],
+        run_id: str,
     ) -> None:
         await _leader_exit(proc)
         # Background children may still hold the pipes open; give them a moment, then
-        # end the group so the command's call returns.
+        # end the group (and anything that left it) so the command's call returns.
         _done, pending = await asyncio.wait(readers, timeout=_DRAIN_AFTER_EXIT_S)
         if pending:
             _signal_group(pgid, signal.SIGKILL)
+            await asyncio.to_thread(_kill_marked, run_id)
         await asyncio.wait(readers)
         _signal_group(pgid, signal.SIGKILL)
         await proc.wait()
@@ -416,6 +463,7 @@ class ProcessRunner:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(proc.wait(), _TERM_GRACE_S)
         _signal_group(pgid, signal.SIGKILL)
+        await asyncio.to_thread(_kill_marked, self._marks.get(pgid, ""))
         await proc.wait()
         _done, pending = await asyncio.wait(readers, timeout=_TERM_GRACE_S)
         for task in pending:

@@ -225,3 +225,25 @@ def test_default_timeouts() -> None:
     assert default_timeout("command") == 60
     assert default_timeout("test") == 180
     assert default_timeout("build") == 300
+
+
+async def test_setsid_descendants_do_not_outlive_a_timeout(tmp_path: Path) -> None:
+    """Regression: a child that left the process group with setsid survived the kill."""
+    runner = ProcessRunner(tmp_path / "logs")
+    pidfile = tmp_path / "pid"
+    command = f"setsid sh -c 'echo $$ > {pidfile}; exec sleep 60' & wait"
+    result = await runner.run_shell(command, cwd=tmp_path, timeout_s=1)
+    assert result.timed_out
+    pid = int(pidfile.read_text())
+    deadline = time.monotonic() + 15  # PID 1 may reap orphans only now and then
+    while _process_alive(pid):
+        assert time.monotonic() < deadline, f"setsid child {pid} survived"
+        await asyncio.sleep(0.05)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
