@@ -452,6 +452,7 @@ class ProcessRunner:
             await asyncio.to_thread(_kill_marked, run_id)
         await asyncio.wait(readers)
         _signal_group(pgid, signal.SIGKILL)
+        await asyncio.to_thread(_kill_marked, run_id)  # nothing of the run outlives it
         await proc.wait()
         for task in readers:
             task.result()
