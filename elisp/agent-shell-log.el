@@ -667,10 +667,17 @@ On a link, such as the one to a full output, follow the link instead."
 
 (defun agent-shell-log--visit-step ()
   "Visit the PATH and LINE of the step at point."
-  (let* ((node (or (agent-shell-log--node-at-point) (user-error "No step at point")))
-         (props (agent-shell-log--node-props node))
+  (let* ((node (agent-shell-log--node-at-point))
+         ;; A past log opened from its file has no nodes: read the drawer.
+         (props (if node
+                    (agent-shell-log--node-props node)
+                  (unless (org-before-first-heading-p)
+                    (list (cons "PATH" (org-entry-get nil "PATH"))
+                          (cons "LINE" (org-entry-get nil "LINE"))))))
          (path (cdr (assoc "PATH" props)))
          (line (cdr (assoc "LINE" props))))
+    (unless (or node props)
+      (user-error "No step at point"))
     (unless (and (stringp path) (not (string-empty-p path)))
       (user-error "This step touched no file"))
     (find-file-other-window (expand-file-name path (agent-shell-log--root)))

@@ -222,6 +222,12 @@ KEY is the log entry id, or the request id when there is none.")
 (defvar-local agent-shell--root nil "This buffer's project root.")
 (defvar-local agent-shell--name nil "This buffer's session name.")
 (defvar-local agent-shell--mode nil "This buffer's mode, `act' or `ask'.")
+(defvar-local agent-shell--model nil
+  "The model of this buffer's session, as the bridge reported it.")
+(defvar-local agent-shell--stale-turns nil
+  "Ids of turns this buffer stopped waiting for (cancelled).")
+(defvar-local agent-shell--plan-entry nil
+  "Id of the transcript entry showing the current plan, or nil.")
 (defvar-local agent-shell--state 'starting "What the agent is doing.")
 (defvar-local agent-shell--state-detail nil "Tool name while running one.")
 (defvar-local agent-shell--usage nil "The last `usage' update, an alist.")
@@ -234,8 +240,8 @@ KEY is the log entry id, or the request id when there is none.")
 (defvar-local agent-shell--body-open nil
   "Non-nil when the open entry already has body text.")
 (defvar-local agent-shell--entries nil
-  "Entry id to plist (:start POS :folded BOOL :title STRING).
-Positions stay valid because the transcript only grows at its end.")
+  "Entry id to plist (:start MARKER :folded BOOL :title STRING).
+START is a marker because the plan entry is redrawn in place.")
 (defvar-local agent-shell--entry-counter 0 "Counter for entry ids.")
 (defvar-local agent-shell--tools nil "Tool call id to entry id.")
 (defvar-local agent-shell--history nil "Sent inputs, newest first.")
@@ -357,11 +363,33 @@ warning.  Nothing in the file is evaluated."
         (let ((pairs (cdr form)))
           (while pairs
             (let ((var (pop pairs)) (literal (agent-shell--literal (pop pairs))))
-              (if (and (memq var agent-shell--config-variables) literal)
-                  (push (cons var (cdr literal)) settings)
+              (cond
+               ((not (and (memq var agent-shell--config-variables) literal))
                 (display-warning
-                 'agent-shell (format "%s: ignoring setting of %S" file var))))))))
+                 'agent-shell (format "%s: ignoring setting of %S" file var)))
+               ((not (agent-shell--config-value-ok-p var (cdr literal)))
+                (display-warning
+                 'agent-shell (format "%s: ignoring %S: %S is not %s" file var
+                                      (cdr literal)
+                                      (agent-shell--config-expected var))))
+               (t (push (cons var (cdr literal)) settings))))))))
     (nreverse settings)))
+
+(defun agent-shell--config-value-ok-p (var value)
+  "Return non-nil when VALUE has the type project settings allow for VAR."
+  (pcase var
+    ('agent-shell-model (and (agent-shell--nonempty value) t))
+    ('agent-shell-context-window (or (null value) (and (integerp value) (> value 0))))
+    ('agent-shell-max-steps (and (integerp value) (> value 0)))
+    ('agent-shell-default-mode (memq value '(act ask)))))
+
+(defun agent-shell--config-expected (var)
+  "Describe the values project settings allow for VAR."
+  (pcase var
+    ('agent-shell-model "a non-empty string")
+    ('agent-shell-context-window "nil or a positive integer")
+    ('agent-shell-max-steps "a positive integer")
+    ('agent-shell-default-mode "the symbol act or ask (quoted: 'ask)")))
 
 (defun agent-shell--setting (settings var)
   "Return VAR's value from SETTINGS, else its global value."
@@ -634,7 +662,9 @@ Call inside `agent-shell--editing'."
                          'agent-shell-entry id 'agent-shell-header t
                          'face 'agent-shell-entry-face
                          'help-echo "TAB: show or hide")
-    (push (cons id (list :start start :folded t :title title)) agent-shell--entries)
+    ;; A marker: an entry shown again in place (the plan) moves later ones.
+    (push (cons id (list :start (copy-marker start) :folded t :title title))
+          agent-shell--entries)
     (setq agent-shell--block id
           agent-shell--body-open nil)
     id))
@@ -736,7 +766,7 @@ Call inside `agent-shell--editing'."
          (cost (alist-get 'costUsd usage)))
     (concat
      (format " %s │ %s │ %s │ %s tokens"
-             agent-shell-model
+             (or agent-shell--model agent-shell-model)
              (if (eq agent-shell--mode 'ask) "ask" "act")
              (agent-shell--state-text)
              (agent-shell--format-tokens total))
@@ -828,21 +858,78 @@ Call inside `agent-shell--editing'."
   (let* ((entries (alist-get 'entries update))
          (done (cl-count-if (lambda (e) (equal (alist-get 'status e) "completed"))
                             entries)))
-    (agent-shell--editing
-      (let ((id (agent-shell--new-entry
-                 "plan" "≡" (format "Plan (%d/%d done)" done (length entries)))))
-        (agent-shell--append-body
-         id (mapconcat (lambda (e)
-                         (format "[%s] %s"
-                                 (pcase (alist-get 'status e)
-                                   ("completed" "x") ("in_progress" "-")
-                                   ("failed" "!") (_ " "))
-                                 (alist-get 'content e)))
-                       entries "\n"))))
+    (let ((title (format "Plan (%d/%d done)" done (length entries)))
+          (body (mapconcat (lambda (e)
+                             (format "[%s] %s"
+                                     (pcase (alist-get 'status e)
+                                       ("completed" "x") ("in_progress" "-")
+                                       ("failed" "!") (_ " "))
+                                     (alist-get 'content e)))
+                           entries "\n")))
+      (unless (and agent-shell--plan-entry
+                   (agent-shell--entry agent-shell--plan-entry)
+                   (agent-shell--replace-entry agent-shell--plan-entry title body))
+        (agent-shell--editing
+          (let ((id (agent-shell--new-entry "plan" "≡" title)))
+            (setq agent-shell--plan-entry id)
+            (agent-shell--append-body id body)))))
     (agent-shell-plan-on-update agent-shell--name update)))
 
+(defun agent-shell--replace-entry (id title body)
+  "Show TITLE and BODY in the existing entry ID, in place; return non-nil.
+The entry keeps its place and folding; the transcript after it moves,
+and so do the undo positions of the user's input."
+  (when-let* ((plist (agent-shell--entry id))
+              (start (marker-position (plist-get plist :start)))
+              (end (min (or (next-single-property-change start 'agent-shell-entry)
+                            (point-max))
+                        agent-shell--output-marker)))
+    (let ((folded (plist-get plist :folded))
+          (title (replace-regexp-in-string "[\n\r\t]+" " " title))
+          (undo buffer-undo-list)
+          (size (buffer-size)))
+      (let ((inhibit-read-only t)
+            (inhibit-modification-hooks t)
+            (buffer-undo-list t))
+        (save-excursion
+          (goto-char start)
+          (insert (propertize (concat (agent-shell--fold-char folded) " ≡ " title)
+                              'read-only t 'front-sticky '(read-only)
+                              'agent-shell-entry id 'agent-shell-header t
+                              'face 'agent-shell-entry-face
+                              'help-echo "TAB: show or hide")
+                  (propertize (concat "\n" body)
+                              'read-only t 'front-sticky '(read-only)
+                              'agent-shell-entry id 'agent-shell-body id
+                              'invisible folded))
+          (delete-region (point) (+ (point) (- end start)))))
+      (unless (eq undo t)
+        (setq buffer-undo-list
+              (agent-shell--shift-undo undo start (- (buffer-size) size))))
+      (setf (plist-get (cdr (assoc id agent-shell--entries)) :title) title)
+      t)))
+
+(defun agent-shell--stale-turn-end-p (update)
+  "Return non-nil when the `turn_end' UPDATE is not for the current turn.
+A turn that was cancelled can report its end after the next turn
+began; that report must not end the new turn."
+  (let ((id (alist-get 'turnId update)))
+    (and (stringp id)
+         agent-shell--turn-id
+         (or (member id agent-shell--stale-turns)
+             (and (stringp agent-shell--turn-id)
+                  (not (equal id agent-shell--turn-id)))))))
+
 (defun agent-shell--on-turn-end (update)
-  "Finish the turn described by UPDATE."
+  "Finish the turn described by UPDATE, unless it is an older turn's."
+  (let ((stale (agent-shell--stale-turn-end-p update)))
+    (setq agent-shell--stale-turns
+          (delete (alist-get 'turnId update) agent-shell--stale-turns))
+    (unless stale
+      (agent-shell--finish-turn update))))
+
+(defun agent-shell--finish-turn (update)
+  "Finish the current turn as the `turn_end' UPDATE describes."
   (let* ((reason (alist-get 'stopReason update))
          (err (alist-get 'error update))
          (elapsed (and agent-shell--turn-start
@@ -889,11 +976,12 @@ Call inside `agent-shell--editing'."
       nil)))
 
 (defun agent-shell--log-buffer-for (session-id)
-  "Return the action log buffer of SESSION-ID."
+  "Return the action log buffer of SESSION-ID, or nil when it has no shell.
+Events of a session whose shell buffer is gone are dropped rather
+than shown in a stray buffer."
   (let ((shell (agent-shell--session-buffer session-id)))
-    (agent-shell-log-buffer
-     (or (and shell (buffer-local-value 'agent-shell--name shell))
-         session-id))))
+    (and shell
+         (agent-shell-log-buffer (buffer-local-value 'agent-shell--name shell)))))
 
 ;;; Internals: handlers of bridge messages
 
@@ -906,14 +994,14 @@ Call inside `agent-shell--editing'."
 
 (cl-defmethod agent-shell-rpc-handle (_conn (_m (eql log/entry)) params _id)
   "Add the `log/entry' PARAMS to the session's action log."
-  (agent-shell-log-insert-entry
-   (agent-shell--log-buffer-for (alist-get 'session_id params)) params)
+  (when-let ((log (agent-shell--log-buffer-for (alist-get 'session_id params))))
+    (agent-shell-log-insert-entry log params))
   nil)
 
 (cl-defmethod agent-shell-rpc-handle (_conn (_m (eql log/update)) params _id)
   "Apply the `log/update' PARAMS to the session's action log."
-  (agent-shell-log-apply-update
-   (agent-shell--log-buffer-for (alist-get 'session_id params)) params)
+  (when-let ((log (agent-shell--log-buffer-for (alist-get 'session_id params))))
+    (agent-shell-log-apply-update log params))
   nil)
 
 (defun agent-shell--run-tool (conn id params)
@@ -986,8 +1074,8 @@ so a decision that could not be delivered can be given again."
   (let ((buffer (agent-shell--session-buffer (plist-get permission :session))))
     (if (not ok)
         (progn
-          (agent-shell-log-unsend (and buffer (agent-shell--log-buffer-for
-                                               (plist-get permission :session)))
+          (agent-shell-log-unsend (agent-shell--log-buffer-for
+                                   (plist-get permission :session))
                                   (plist-get permission :key))
           (message "agent-shell: the decision did not reach the bridge; give it again"))
       (setq agent-shell--permissions (delq permission agent-shell--permissions))
@@ -1073,8 +1161,10 @@ the snapshot only says that the user's buffer is outside the project."
 (defun agent-shell--setup (name root session-id)
   "Prepare the current buffer for session SESSION-ID named NAME in ROOT."
   (agent-shell-mode)
-  (let ((inhibit-read-only t))
+  (let ((inhibit-read-only t)
+        (buffer-undo-list t))
     (erase-buffer))
+  (setq buffer-undo-list nil)
   (setq agent-shell--name name
         agent-shell--root root
         agent-shell--mode agent-shell-default-mode
@@ -1099,6 +1189,43 @@ the snapshot only says that the user's buffer is outside the project."
   "Return the shell buffer name of session NAME."
   (format "*agent-shell: %s*" name))
 
+(defun agent-shell--shell-root (buffer)
+  "Return the project root of the shell BUFFER, or nil when it is none."
+  (and (buffer-live-p buffer)
+       (eq (buffer-local-value 'major-mode buffer) 'agent-shell-mode)
+       (buffer-local-value 'agent-shell--root buffer)))
+
+(defun agent-shell--same-root-p (a b)
+  "Return non-nil when the directories A and B are the same."
+  (and a b (equal (file-truename (file-name-as-directory a))
+                  (file-truename (file-name-as-directory b)))))
+
+(defun agent-shell--name-for-root (root)
+  "Return the session name for ROOT, unique among other projects' shells.
+It is the directory name, or \"DIR<PARENT>\" (then a number) when a
+shell of another project already uses that name.  The log and plan
+buffers take the same name."
+  (let* ((dir (directory-file-name root))
+         (base (file-name-nondirectory dir))
+         (parent (file-name-nondirectory
+                  (directory-file-name (file-name-directory dir))))
+         (candidates (list base (format "%s<%s>" base parent)))
+         (n 2))
+    (or (cl-find-if
+         (lambda (name)
+           (let ((other (agent-shell--shell-root
+                         (get-buffer (agent-shell--buffer-name name)))))
+             (or (null other) (agent-shell--same-root-p other root))))
+         candidates)
+        (let (name)
+          (while (let ((other (agent-shell--shell-root
+                               (get-buffer (agent-shell--buffer-name
+                                            (setq name (format "%s<%s><%d>"
+                                                               base parent n)))))))
+                   (and other (not (agent-shell--same-root-p other root))))
+            (cl-incf n))
+          name))))
+
 (defun agent-shell--on-session (buffer result)
   "Attach BUFFER to the session RESULT of `session/new' or `session/resume'."
   (when (buffer-live-p buffer)
@@ -1106,6 +1233,9 @@ the snapshot only says that the user's buffer is outside the project."
       (agent-shell--attach (alist-get 'sessionId result))
       (when-let ((mode (alist-get 'mode result)))
         (setq agent-shell--mode (intern mode)))
+      (when-let ((model (agent-shell--nonempty (alist-get 'model result))))
+        (setq agent-shell--model model)
+        (force-mode-line-update))
       (when-let ((path (alist-get 'logPath result)))
         (setq agent-shell--log-path path)
         (agent-shell-log-set-file (agent-shell-log-buffer agent-shell--name) path))
@@ -1155,7 +1285,7 @@ or `default-directory'; with a prefix argument ASK, read it.  The
 bridge is started once per Emacs and reused."
   (interactive "P")
   (let* ((root (agent-shell--project-root ask))
-         (name (file-name-nondirectory (directory-file-name root)))
+         (name (agent-shell--name-for-root root))
          (buffer (get-buffer-create (agent-shell--buffer-name name))))
     (agent-shell-scaffold root)
     (with-current-buffer buffer
@@ -1211,7 +1341,11 @@ On an entry header in the transcript, toggle the entry instead."
       (agent-shell-send text)))))
 
 (defun agent-shell-send (text)
-  "Send TEXT as a prompt in the current shell buffer's session."
+  "Send TEXT as a prompt in the current shell buffer's session.
+When the prompt cannot be sent at all, nothing changes: no turn
+starts and TEXT stays (or is put back) in the input."
+  (unless (agent-shell--live-connection)
+    (user-error "The bridge is not running; M-x agent-shell-start restarts it"))
   (let ((buffer (current-buffer)))
     (unless (equal text (car agent-shell--history))
       (push text agent-shell--history))
@@ -1229,25 +1363,38 @@ On an entry header in the transcript, toggle the entry instead."
     (setq agent-shell--turn-id 'pending
           agent-shell--turn-start (current-time))
     (agent-shell--set-state 'thinking)
-    (agent-shell--request
-     "session/prompt"
-     `((sessionId . ,agent-shell--session-id)
-       (prompt . [((type . "text") (text . ,text))])
-       (context . ,(agent-shell-context-snapshot))
-       (mode . ,(symbol-name agent-shell--mode)))
-     :on-success (lambda (result)
-                   (when (buffer-live-p buffer)
-                     (with-current-buffer buffer
-                       (when (eq agent-shell--turn-id 'pending)
-                         (setq agent-shell--turn-id
-                               (or (alist-get 'turnId result) t))))))
-     :on-error (lambda (err)
+    (condition-case err
+        (agent-shell--send-prompt buffer text)
+      (error
+       (setq agent-shell--turn-id nil
+             agent-shell--turn-start nil)
+       (agent-shell--set-state 'idle)
+       (agent-shell--set-input text)
+       (agent-shell--notice (format "The prompt was not sent: %s"
+                                    (error-message-string err)))
+       (signal (car err) (cdr err))))))
+
+(defun agent-shell--send-prompt (buffer text)
+  "Send TEXT as `session/prompt' for the shell BUFFER (the current buffer)."
+  (agent-shell--request
+   "session/prompt"
+   `((sessionId . ,agent-shell--session-id)
+     (prompt . [((type . "text") (text . ,text))])
+     (context . ,(agent-shell-context-snapshot))
+     (mode . ,(symbol-name agent-shell--mode)))
+   :on-success (lambda (result)
                  (when (buffer-live-p buffer)
                    (with-current-buffer buffer
-                     (setq agent-shell--turn-id nil)
-                     (agent-shell--notice (format "The prompt failed: %s"
-                                                  (alist-get 'message err)))
-                     (agent-shell--set-state 'idle)))))))
+                     (when (eq agent-shell--turn-id 'pending)
+                       (setq agent-shell--turn-id
+                             (or (alist-get 'turnId result) t))))))
+   :on-error (lambda (err)
+               (when (buffer-live-p buffer)
+                 (with-current-buffer buffer
+                   (setq agent-shell--turn-id nil)
+                   (agent-shell--notice (format "The prompt failed: %s"
+                                                (alist-get 'message err)))
+                   (agent-shell--set-state 'idle))))))
 
 (defun agent-shell-newline ()
   "Insert a newline in the input without sending it."
@@ -1292,6 +1439,8 @@ On an entry header in the transcript, toggle the entry instead."
                    (when (buffer-live-p buffer)
                      (with-current-buffer buffer
                        (unless (eq agent-shell--turn-id 'pending)
+                         (when (stringp agent-shell--turn-id)
+                           (push agent-shell--turn-id agent-shell--stale-turns))
                          (setq agent-shell--turn-id nil))))))))
 
 (defun agent-shell-show-log ()
@@ -1398,9 +1547,15 @@ Elsewhere, indent as TAB would."
 
 (defun agent-shell-resume-session (conn root session-id)
   "Reopen SESSION-ID of ROOT on CONN in a shell buffer; return the buffer."
-  (let* ((name (file-name-nondirectory (directory-file-name root)))
+  (let* ((name (agent-shell--name-for-root root))
          (buffer (get-buffer-create (agent-shell--buffer-name name))))
     (with-current-buffer buffer
+      (when (and (derived-mode-p 'agent-shell-mode) agent-shell--session-id
+                 agent-shell--turn-id
+                 (not (yes-or-no-p
+                       (format "A turn is running in %s; cancel it and resume? "
+                               (buffer-name buffer)))))
+        (user-error "Not resumed; the running turn goes on"))
       (when agent-shell--session-id
         (agent-shell--kill-buffer))
       (agent-shell--setup name root nil)
@@ -1511,6 +1666,8 @@ project, else the current project."
     map)
   "Keymap of `agent-shell-mode'.")
 
+(autoload 'agent-shell-undo-turn "agent-shell-actions"
+  "Restore every file that the agent changed during a turn." t)
 (autoload 'agent-shell-save-memory "agent-shell-memory"
   "Extract an experience from the current session now." t)
 (autoload 'agent-shell-memory-browse "agent-shell-memory"

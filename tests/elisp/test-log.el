@@ -491,5 +491,34 @@ Steps the answerable function rejects are now skipped, at point too."
               (kill-buffer))))
       (delete-directory root t))))
 
+(ert-deftest test-log/past-log-visit-reads-the-drawer ()
+  "Regression: RET and `o' failed on a past log opened from its file.
+Such a buffer has no live nodes; the step's PATH and LINE now come
+from its properties drawer."
+  (let* ((root (file-name-as-directory (make-temp-file "agent-shell-log-past-" t)))
+         (dir (expand-file-name ".agent-shell/logs/" root))
+         (file (expand-file-name "2026-11-30-101454-s1.org" dir))
+         (target (expand-file-name "源码/main.py" root)))
+    (unwind-protect
+        (progn
+          (make-directory dir t)
+          (make-directory (file-name-directory target) t)
+          (with-temp-file target (insert "one\ntwo 二\nthree\n"))
+          (with-temp-file file
+            (insert "#+TODO: WAIT | APPROVED REJECTED DONE FAILED\n"
+                    "* DONE [2026-11-30 Mon 10:14] replace_region 源码/main.py\n"
+                    ":PROPERTIES:\n:SOURCE: tool\n:PATH: 源码/main.py\n:LINE: 2\n:END:\n"))
+          (let ((default-directory root))
+            (agent-shell-log-open-file file))
+          (with-current-buffer (get-file-buffer file)
+            (goto-char (point-min))
+            (re-search-forward "replace_region")
+            (execute-kbd-macro (kbd "o"))
+            (should (equal (buffer-file-name) target))
+            (should (looking-at "two 二"))
+            (kill-buffer)
+            (kill-buffer (get-file-buffer file))))
+      (delete-directory root t))))
+
 (provide 'test-log)
 ;;; test-log.el ends here

@@ -749,6 +749,199 @@ end marks its waiting steps FAILED, and `y' skips steps nobody waits for."
               (should (plist-get (car box) :result))))
         (kill-buffer log)))))
 
+;;; Turns, names and settings
+
+(ert-deftest test-shell/failed-send-leaves-no-running-turn ()
+  "Regression: a prompt that could not be sent left \"a turn is running\".
+The turn id and state were set and the input deleted before the
+request failed, so RET then refused every later prompt."
+  (test-shell--with-session (_root)
+    (agent-shell-stop-bridge)
+    (test-shell--wait "the bridge to stop" (lambda () (eq agent-shell--state 'dead)))
+    (goto-char (point-max))
+    (insert "你好 again")
+    (should-error (execute-kbd-macro (kbd "RET")) :type 'user-error)
+    (should-not agent-shell--turn-id)
+    (should (equal (agent-shell--input) "你好 again"))
+    (should-not (eq agent-shell--state 'thinking))))
+
+(ert-deftest test-shell/late-turn-end-of-cancelled-turn-is-ignored ()
+  "Regression: a late `turn_end' from a cancelled turn ended the next turn.
+A `turn_end' whose turnId is not the running turn's is now ignored."
+  (test-shell--with-shell (sid)
+    (setq agent-shell--turn-id "t-new")
+    (agent-shell--set-state 'thinking)
+    (test-shell--emit (test-shell--update sid '((sessionUpdate . "turn_end")
+                                                (turnId . "t-old")
+                                                (stopReason . "cancelled")))
+                      (test-shell--chunk sid "之后 after"))
+    (test-shell--wait "the chunk" (lambda () (string-search "之后" (test-shell--transcript))))
+    (should (equal agent-shell--turn-id "t-new"))
+    (should (eq agent-shell--state 'thinking))
+    (should-not (string-search "cancelled" (test-shell--transcript)))
+    ;; A cancelled turn remembered as stale is ignored even while the
+    ;; next prompt's id is not yet known.
+    (setq agent-shell--turn-id 'pending
+          agent-shell--stale-turns '("t-cancelled"))
+    (test-shell--emit (test-shell--update sid '((sessionUpdate . "turn_end")
+                                                (turnId . "t-cancelled")
+                                                (stopReason . "cancelled")))
+                      (test-shell--chunk sid " 再之后"))
+    (test-shell--wait "the second chunk" (lambda () (string-search "再之后" (test-shell--transcript))))
+    (should (eq agent-shell--turn-id 'pending))
+    (should-not agent-shell--stale-turns)
+    (test-shell--emit (test-shell--update sid '((sessionUpdate . "turn_end")
+                                                (turnId . "t-new")
+                                                (stopReason . "end_turn"))))
+    (test-shell--wait "idle" (lambda () (eq agent-shell--state 'idle)))
+    (should-not agent-shell--turn-id)))
+
+(ert-deftest test-shell/log-events-for-unknown-sessions-are-dropped ()
+  "Regression: log events for a killed shell created stray log buffers.
+A `log/entry' for a session without a shell buffer is now dropped."
+  (test-shell--with-shell (sid)
+    (let ((ghost (format "ghost-%s" sid)))
+      (test-shell--emit
+       `((method . "log/entry")
+         (params . ((id . "g1") (session_id . ,ghost) (title . "stray")
+                    (timestamp . "2025-01-02T03:04:05+00:00") (source . "tool"))))
+       (test-shell--chunk sid "marker"))
+      (test-shell--wait "the marker" (lambda () (string-search "marker" (test-shell--transcript))))
+      (should-not (get-buffer (format "*agent-shell-log: %s*" ghost))))))
+
+(ert-deftest test-shell/setup-erase-is-not-undoable ()
+  "Regression: the erase in `agent-shell--setup' was recorded in undo.
+Undo in a reused shell buffer could bring back the old transcript."
+  (with-temp-buffer
+    (insert "旧的内容 old transcript")
+    (buffer-enable-undo)
+    (let ((inhibit-read-only t)) (insert " more"))
+    (agent-shell--setup "undo-test" temporary-file-directory nil)
+    (should (null buffer-undo-list))
+    (goto-char (point-max))
+    (insert "typed")
+    (undo-boundary)
+    (let ((last-command nil)) (undo))
+    (should-not (string-search "旧的内容" (buffer-string)))))
+
+(ert-deftest test-shell/plan-updates-redraw-one-entry ()
+  "Regression: every `plan' update appended a new transcript entry.
+The plan is now one entry redrawn in place; what follows it stays."
+  (test-shell--with-shell (sid)
+    (let ((plan (lambda (status)
+                  (test-shell--update
+                   sid `((sessionUpdate . "plan")
+                         (entries . [((content . "第一步") (status . ,status))
+                                     ((content . "second") (status . "pending"))]))))))
+      (test-shell--emit (funcall plan "in_progress") (test-shell--chunk sid "中间的话"))
+      (test-shell--wait "the message" (lambda () (string-search "中间" (test-shell--transcript))))
+      (goto-char (point-max))
+      (insert "草稿")
+      (test-shell--emit (funcall plan "completed") (test-shell--chunk sid " end"))
+      (test-shell--wait "the end" (lambda () (string-search " end" (test-shell--transcript))))
+      (should (equal (cl-count-if (lambda (e) (string-prefix-p "plan-" (car e)))
+                                  agent-shell--entries)
+                     1))
+      (should (string-match-p "\\`▸ ≡ Plan (1/2 done)\n\\[x\\] 第一步\n\\[ \\] second\n中间的话 end\\'"
+                              (test-shell--transcript)))
+      (should (equal (agent-shell--input) "草稿"))
+      ;; TAB still folds the redrawn entry.
+      (goto-char (point-min))
+      (agent-shell-toggle-entry)
+      (search-forward "第一步")
+      (should-not (invisible-p (point))))))
+
+(ert-deftest test-shell/same-directory-names-get-separate-sessions ()
+  "Regression: two projects with the same directory name shared one shell.
+`agent-shell-start' in the second reused the first's buffer, session,
+log and plan buffers.  The second now gets its own, named after its
+parent directory too."
+  (let* ((parent-a (make-temp-file "agent-shell-a-" t))
+         (parent-b (make-temp-file "agent-shell-b-" t))
+         (root-a (file-name-as-directory (expand-file-name "proj" parent-a)))
+         (root-b (file-name-as-directory (expand-file-name "proj" parent-b)))
+         (buffers nil))
+    (make-directory root-a) (make-directory root-b)
+    (test-shell--bridge)
+    (unwind-protect
+        (let ((a (test-shell--start-session root-a))
+              (b (test-shell--start-session root-b)))
+          (setq buffers (list a b))
+          (should-not (eq a b))
+          (should (equal (buffer-name a) "*agent-shell: proj*"))
+          (should (equal (buffer-name b)
+                         (format "*agent-shell: proj<%s>*" (file-name-nondirectory parent-b))))
+          (should-not (equal (buffer-local-value 'agent-shell--session-id a)
+                             (buffer-local-value 'agent-shell--session-id b)))
+          (should-not (equal (buffer-local-value 'agent-shell--name a)
+                             (buffer-local-value 'agent-shell--name b)))
+          ;; Starting again in the first project reuses its own buffer.
+          (should (eq (test-shell--start-session root-a) a)))
+      (mapc #'kill-buffer (cl-remove-if-not #'buffer-live-p buffers))
+      (delete-directory parent-a t)
+      (delete-directory parent-b t))))
+
+(ert-deftest test-shell/config-types-checked-and-header-shows-session-model ()
+  "Regression: config.el values were not type-checked, and the header showed the global model.
+A string mode made starting fail with wrong-type-argument; now bad
+values are ignored with a warning.  The header line shows the model the
+session reported, not the global `agent-shell-model'."
+  (agent-shell-test-with-project (root nil)
+    (make-directory (expand-file-name ".agent-shell" root) t)
+    (agent-shell-test-write
+     root ".agent-shell/config.el"
+     "(setq agent-shell-default-mode \"ask\")
+(setq agent-shell-max-steps \"很多\" agent-shell-context-window -5)
+(setq agent-shell-model \"deepseek-reasoner\")\n")
+    (let ((warnings nil))
+      (cl-letf (((symbol-function 'display-warning)
+                 (lambda (_type text &rest _) (push text warnings))))
+        (should (equal (agent-shell-read-config root)
+                       '((agent-shell-model . "deepseek-reasoner")))))
+      (should (= (length warnings) 3))
+      (should (cl-some (lambda (w) (string-search "act or ask" w)) warnings)))
+    (test-shell--bridge)
+    (let ((shell (let ((inhibit-message t)) (test-shell--start-session root))))
+      (unwind-protect
+          (with-current-buffer shell
+            (should (eq agent-shell--mode agent-shell-default-mode))
+            (should-not (equal agent-shell-model "deepseek-reasoner"))
+            (should (string-prefix-p " deepseek-reasoner │" (agent-shell--header-line))))
+        (kill-buffer shell)))))
+
+(ert-deftest test-shell/resume-asks-before-cancelling-a-running-turn ()
+  "Regression: resuming into a buffer silently cancelled its running turn.
+Now the user is asked first, and a no leaves the session alone."
+  (test-shell--with-session (root)
+    (let ((sid agent-shell--session-id)
+          (asked nil))
+      (setq agent-shell--turn-id "t-running")
+      (cl-letf (((symbol-function 'yes-or-no-p) (lambda (prompt) (setq asked prompt) nil)))
+        (should-error (agent-shell-resume-session agent-shell--connection root "other")
+                      :type 'user-error))
+      (should (string-search "A turn is running" asked))
+      (should (equal agent-shell--session-id sid))
+      (should (equal agent-shell--turn-id "t-running"))
+      (setq agent-shell--turn-id nil))))
+
+(ert-deftest test-shell/readme-commands-exist-after-require ()
+  "Regression: `M-x agent-shell-undo-turn' did not exist after a checkout install.
+Every command the README names is a command right after
+\(require \='agent-shell), without loading anything else first."
+  (let ((output
+         (with-temp-buffer
+           (call-process (expand-file-name invocation-name invocation-directory)
+                         nil t nil "-Q" "--batch"
+                         "-L" (file-name-directory (locate-library "agent-shell"))
+                         "--eval"
+                         "(progn (require 'agent-shell)
+  (princ (cl-remove-if #'commandp
+   '(agent-shell-start agent-shell-resume agent-shell-log agent-shell-save-memory
+     agent-shell-memory-browse agent-shell-undo-turn agent-shell-toggle-mode
+     agent-shell-trust-allowlist agent-shell-stop-bridge))))")
+           (buffer-string))))
+    (should (equal (string-trim output) "nil"))))
+
 ;;; Starting the bridge
 
 (defun test-shell--live-bridges ()
