@@ -13,11 +13,13 @@
 ;; M-up / M-down to reorder items, rewrite text -- and answers with
 ;; C-c C-c (approve) or C-c C-k (reject, reason optional).  The plan
 ;; parsed back from the buffer is the answer, so the agent follows the
-;; plan as edited.  Later `plan' session updates (agent-shell.el calls
-;; `agent-shell-plan-on-update') tick the checkboxes.
+;; plan as edited.  Later `plan' session updates
+;; (agent-shell-transcript.el calls `agent-shell-plan-on-update') tick
+;; the checkboxes.
 ;;
-;; Works with agent-shell-rpc.el (answers to the bridge) and, when it is
-;; loaded, agent-shell.el (the session's name and a notice in its shell).
+;; Works with agent-shell-rpc.el (answers to the bridge) and, when they
+;; are loaded, agent-shell.el (the session's name) and
+;; agent-shell-transcript.el (a notice and the state in its shell).
 
 ;;; Code:
 
@@ -27,8 +29,8 @@
 (require 'agent-shell-rpc)
 
 (declare-function agent-shell--session-buffer "agent-shell" (session-id))
-(declare-function agent-shell--notice "agent-shell" (text))
-(declare-function agent-shell--set-state "agent-shell" (state &optional detail))
+(declare-function agent-shell--notice "agent-shell-transcript" (text))
+(declare-function agent-shell--set-state "agent-shell-transcript" (state &optional detail))
 (defvar agent-shell--name)
 (defvar agent-shell--turn-id)
 

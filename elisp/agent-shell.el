@@ -12,14 +12,18 @@
 ;; and hands inside Emacs.  This file ties the areas together:
 ;;
 ;; - options (model, key, limits, modes) and `agent-shell-start', which
-;;   finds the project root, prepares `.agent-shell/', starts or reuses
-;;   the one bridge process (agent-shell-rpc.el), initialises it and
-;;   opens a session in a shell buffer;
+;;   finds the project root, prepares `.agent-shell/' (both in
+;;   agent-shell-project.el), starts or reuses the one bridge process
+;;   (agent-shell-rpc.el), initialises it and opens a session in a
+;;   shell buffer;
 ;; - `agent-shell-mode', the shell buffer: a read-only transcript with a
 ;;   prompt at the end.  Assistant text streams in at a marker; thoughts,
 ;;   tool calls and plans are one-line entries that fold with TAB; the
-;;   header line shows model, state, tokens and context fill;
-;; - the wiring of bridge requests: `tool/call' runs an Emacs-side tool
+;;   header line shows model, state, tokens and context fill.  The
+;;   rendering lives in agent-shell-transcript.el; this file keeps the
+;;   input, its history and the commands;
+;; - the wiring of bridge requests: `session/update' is rendered in its
+;;   shell buffer, `tool/call' runs an Emacs-side tool
 ;;   (agent-shell-tools.el), `session/request_permission' waits for the
 ;;   user's key in the action log (agent-shell-log.el), `log/entry' and
 ;;   `log/update' feed that log.
@@ -33,14 +37,13 @@
 
 (require 'cl-lib)
 (require 'subr-x)
-(require 'project)
-(require 'auth-source)
-(require 'url-parse)
 (require 'agent-shell-rpc)
 (require 'agent-shell-log)
 (require 'agent-shell-tools)
 (require 'agent-shell-plan)
 (require 'agent-shell-citations)
+(require 'agent-shell-project)
+(require 'agent-shell-transcript)
 
 ;;; Options
 
@@ -145,13 +148,6 @@ A list (INPUT OUTPUT CACHED-INPUT), or nil to show no cost."
   :group 'agent-shell
   :package-version '(agent-shell . "0.1.0"))
 
-(defcustom agent-shell-tool-output-max-chars 4000
-  "Largest piece of tool output shown in the shell buffer per update.
-The action log and its files keep the full output."
-  :type 'integer
-  :group 'agent-shell
-  :package-version '(agent-shell . "0.1.0"))
-
 (defcustom agent-shell-notify-webhook nil
   "URL the bridge posts task completions and failures to, or nil for none.
 The message names the task, the failed step, the reason and the log file."
@@ -175,21 +171,6 @@ The message names the task, the failed step, the reason and the log file."
 
 (defface agent-shell-prompt-face '((t :inherit minibuffer-prompt))
   "Face of the input prompt."
-  :group 'agent-shell
-  :package-version '(agent-shell . "0.1.0"))
-
-(defface agent-shell-user-face '((t :inherit font-lock-keyword-face))
-  "Face of the user's messages in the transcript."
-  :group 'agent-shell
-  :package-version '(agent-shell . "0.1.0"))
-
-(defface agent-shell-entry-face '((t :inherit font-lock-comment-face))
-  "Face of thought, tool and plan entries."
-  :group 'agent-shell
-  :package-version '(agent-shell . "0.1.0"))
-
-(defface agent-shell-notice-face '((t :inherit font-lock-warning-face))
-  "Face of notices from agent-shell itself."
   :group 'agent-shell
   :package-version '(agent-shell . "0.1.0"))
 
@@ -226,188 +207,13 @@ KEY is the log entry id, or the request id when there is none.")
   "The model of this buffer's session, as the bridge reported it.")
 (defvar-local agent-shell--stale-turns nil
   "Ids of turns this buffer stopped waiting for (cancelled).")
-(defvar-local agent-shell--plan-entry nil
-  "Id of the transcript entry showing the current plan, or nil.")
-(defvar-local agent-shell--state 'starting "What the agent is doing.")
-(defvar-local agent-shell--state-detail nil "Tool name while running one.")
-(defvar-local agent-shell--usage nil "The last `usage' update, an alist.")
 (defvar-local agent-shell--turn-id nil "The running turn, or nil.")
 (defvar-local agent-shell--turn-start nil "When the running turn started.")
-(defvar-local agent-shell--output-marker nil "Where transcript output goes.")
 (defvar-local agent-shell--input-marker nil "Where the user's input starts.")
-(defvar-local agent-shell--block nil
-  "The open transcript block: nil, `message', or an entry id string.")
-(defvar-local agent-shell--body-open nil
-  "Non-nil when the open entry already has body text.")
-(defvar-local agent-shell--entries nil
-  "Entry id to plist (:start MARKER :folded BOOL :title STRING).
-START is a marker because the plan entry is redrawn in place.")
-(defvar-local agent-shell--entry-counter 0 "Counter for entry ids.")
-(defvar-local agent-shell--tools nil "Tool call id to entry id.")
 (defvar-local agent-shell--history nil "Sent inputs, newest first.")
 (defvar-local agent-shell--history-index -1 "Position while walking history.")
 (defvar-local agent-shell--history-draft nil "Input saved before walking.")
 (defvar-local agent-shell--log-path nil "The session's log file.")
-
-;;; Internals: key and project files
-
-(defun agent-shell--nonempty (value)
-  "Return VALUE when it is a non-empty string, else nil."
-  (and (stringp value) (not (string-empty-p value)) value))
-
-(defun agent-shell--api-host ()
-  "Return the host part of `agent-shell-api-base'."
-  (url-host (url-generic-parse-url agent-shell-api-base)))
-
-(defun agent-shell--auth-source-key ()
-  "Return the key stored in `auth-source' for the API host, or nil."
-  (when-let* ((host (agent-shell--api-host))
-              (found (car (auth-source-search :host host :require '(:secret)
-                                              :max 1)))
-              (secret (plist-get found :secret)))
-    (agent-shell--nonempty (if (functionp secret) (funcall secret) secret))))
-
-(defun agent-shell-api-key ()
-  "Return the model API key, or nil when none is configured.
-The order is `agent-shell-api-key', `auth-source' for the host of
-`agent-shell-api-base', then the environment variables
-AGENT_SHELL_API_KEY, DEEPSEEK_API_KEY and OPENAI_API_KEY."
-  (or (agent-shell--nonempty (if (functionp agent-shell-api-key)
-                                 (funcall agent-shell-api-key)
-                               agent-shell-api-key))
-      (agent-shell--auth-source-key)
-      (cl-some (lambda (var) (agent-shell--nonempty (getenv var)))
-               '("AGENT_SHELL_API_KEY" "DEEPSEEK_API_KEY" "OPENAI_API_KEY"))))
-
-(defconst agent-shell--config-variables
-  '(agent-shell-model agent-shell-context-window agent-shell-max-steps
-    agent-shell-default-mode)
-  "Variables a project's `.agent-shell/config.el' may set.
-The API base, the key and the extra allowed paths are absent on purpose:
-a cloned repository must not be able to send the user's key to a host
-of its choosing, nor widen what the agent may read and write.")
-
-(defconst agent-shell--config-template
-  ";; agent-shell project settings.  This file is DATA: it is read, never
-;; evaluated.  Only `setq' forms of literal values are understood, for
-;; the variables agent-shell-model, agent-shell-context-window,
-;; agent-shell-max-steps and agent-shell-default-mode.
-;;
-;; (setq agent-shell-default-mode 'ask)
-;; (setq agent-shell-max-steps 40)
-"
-  "Initial content of `.agent-shell/config.el'.")
-
-(defconst agent-shell--allowlist-template
-  ";; Commands the agent may run without asking, even when the policy
-;; would call them dangerous.  This file is DATA: it is read, never
-;; evaluated, and the agent cannot write it.
-;;
-;; (setq agent-shell-allowlist
-;;       '((command . \"make test\")
-;;         (command . \"docker compose up -d\")))
-"
-  "Initial content of `.agent-shell/allowlist.el'.")
-
-(defun agent-shell-scaffold (root)
-  "Create ROOT's `.agent-shell/' directory and files when missing.
-Return the directory.  Existing files are left alone."
-  (let ((dir (expand-file-name ".agent-shell/" root)))
-    (dolist (sub '("memory/" "logs/" "workspace/"))
-      (make-directory (expand-file-name sub dir) t))
-    (dolist (file `(("config.el" . ,agent-shell--config-template)
-                    ("allowlist.el" . ,agent-shell--allowlist-template)))
-      (let ((path (expand-file-name (car file) dir)))
-        (unless (file-exists-p path)
-          (with-temp-file path (insert (cdr file))))))
-    dir))
-
-(defun agent-shell--literal (form)
-  "Return (t . VALUE) when FORM is a literal, else nil.
-Literals are strings, numbers, nil, t, keywords and quoted data."
-  (cond ((or (stringp form) (numberp form) (keywordp form) (memq form '(nil t)))
-         (cons t form))
-        ((and (consp form) (eq (car form) 'quote) (consp (cdr form))
-              (null (cddr form)))
-         (cons t (cadr form)))))
-
-(defun agent-shell-read-data-file (file)
-  "Read FILE as a sequence of Lisp forms, without evaluating any of them.
-Return the list of forms; a syntax error ends the list with a warning."
-  (when (file-readable-p file)
-    (with-temp-buffer
-      (insert-file-contents file)
-      (set-syntax-table emacs-lisp-mode-syntax-table)
-      (goto-char (point-min))
-      (let ((read-circle nil) forms)
-        (condition-case err
-            (while (progn (forward-comment (buffer-size)) (not (eobp)))
-              (push (read (current-buffer)) forms))
-          (error (display-warning 'agent-shell
-                                  (format "%s: unreadable after %d forms: %s"
-                                          file (length forms)
-                                          (error-message-string err)))))
-        (nreverse forms)))))
-
-(defun agent-shell-read-config (root)
-  "Return ROOT's project settings as an alist (VARIABLE . VALUE).
-Only `(setq VARIABLE LITERAL ...)' forms naming a variable of
-`agent-shell--config-variables' count; anything else is ignored with a
-warning.  Nothing in the file is evaluated."
-  (let ((file (expand-file-name ".agent-shell/config.el" root))
-        settings)
-    (dolist (form (agent-shell-read-data-file file))
-      (if (not (and (consp form) (eq (car form) 'setq) (proper-list-p form)
-                    (cl-evenp (length (cdr form)))))
-          (display-warning 'agent-shell (format "%s: ignoring %S" file form))
-        (let ((pairs (cdr form)))
-          (while pairs
-            (let ((var (pop pairs)) (literal (agent-shell--literal (pop pairs))))
-              (cond
-               ((not (and (memq var agent-shell--config-variables) literal))
-                (display-warning
-                 'agent-shell (format "%s: ignoring setting of %S" file var)))
-               ((not (agent-shell--config-value-ok-p var (cdr literal)))
-                (display-warning
-                 'agent-shell (format "%s: ignoring %S: %S is not %s" file var
-                                      (cdr literal)
-                                      (agent-shell--config-expected var))))
-               (t (push (cons var (cdr literal)) settings))))))))
-    (nreverse settings)))
-
-(defun agent-shell--config-value-ok-p (var value)
-  "Return non-nil when VALUE has the type project settings allow for VAR."
-  (pcase var
-    ('agent-shell-model (and (agent-shell--nonempty value) t))
-    ('agent-shell-context-window (or (null value) (and (integerp value) (> value 0))))
-    ('agent-shell-max-steps (and (integerp value) (> value 0)))
-    ('agent-shell-default-mode (memq value '(act ask)))))
-
-(defun agent-shell--config-expected (var)
-  "Describe the values project settings allow for VAR."
-  (pcase var
-    ('agent-shell-model "a non-empty string")
-    ('agent-shell-context-window "nil or a positive integer")
-    ('agent-shell-max-steps "a positive integer")
-    ('agent-shell-default-mode "the symbol act or ask (quoted: 'ask)")))
-
-(defun agent-shell--setting (settings var)
-  "Return VAR's value from SETTINGS, else its global value."
-  (let ((cell (assq var settings)))
-    (if cell (cdr cell) (symbol-value var))))
-
-(defun agent-shell--project-root (&optional ask)
-  "Return the project root for a new session.
-With ASK non-nil, read a directory."
-  (file-name-as-directory
-   (expand-file-name
-    (cond (ask (read-directory-name "Project directory: " nil nil t))
-          ((when-let ((project (project-current nil)))
-             (if (fboundp 'project-root)
-                 (project-root project)
-               (car (with-no-warnings (project-roots project))))))
-          (agent-shell-workspace-root)
-          (t default-directory)))))
 
 ;;; Internals: the bridge
 
@@ -576,396 +382,6 @@ Signal a `user-error' when the bridge is not running."
     (unless conn
       (user-error "The bridge is not running; M-x agent-shell-start restarts it"))
     (apply #'agent-shell-rpc-request conn method params args)))
-
-;;; Internals: transcript
-
-(defun agent-shell--shift-undo (list pos delta)
-  "Shift buffer positions at or after POS in undo LIST by DELTA."
-  (cl-flet ((shift (n) (if (and (integerp n) (>= (abs n) pos))
-                           (if (< n 0) (- n delta) (+ n delta))
-                         n)))
-    (mapcar
-     (lambda (entry)
-       (pcase entry
-         ((pred integerp) (shift entry))
-         (`(,(and beg (pred integerp)) . ,(and end (pred integerp)))
-          (cons (shift beg) (shift end)))
-         (`(,(and text (pred stringp)) . ,(and where (pred integerp)))
-          (cons text (shift where)))
-         (`(nil ,prop ,val ,(and beg (pred integerp)) . ,(and end (pred integerp)))
-          (cl-list* nil prop val (shift beg) (shift end)))
-         (_ entry)))
-     list)))
-
-(defmacro agent-shell--editing (&rest body)
-  "Run BODY at the output marker with the transcript writable.
-Modification hooks are off and the insertion is kept out of the undo
-list, whose recorded input positions are shifted instead."
-  (declare (indent 0) (debug t))
-  (let ((start (make-symbol "start")) (undo (make-symbol "undo")))
-    `(let ((,start (marker-position agent-shell--output-marker))
-           (,undo buffer-undo-list))
-       (prog1 (let ((inhibit-read-only t)
-                    (inhibit-modification-hooks t)
-                    (buffer-undo-list t))
-                (save-excursion
-                  (goto-char agent-shell--output-marker)
-                  ,@body))
-         (unless (eq ,undo t)
-           (setq buffer-undo-list
-                 (agent-shell--shift-undo
-                  ,undo ,start
-                  (- (marker-position agent-shell--output-marker) ,start))))))))
-
-(defun agent-shell--insert (text &rest props)
-  "Insert TEXT with PROPS at point as read-only transcript text."
-  (insert (apply #'propertize text 'read-only t 'front-sticky '(read-only) props)))
-
-(defun agent-shell--fresh-line ()
-  "Start a new line at point unless already at the start of one."
-  (unless (or (bobp) (eq (char-before) ?\n))
-    (agent-shell--insert "\n")))
-
-(defun agent-shell--close-block ()
-  "End the open block, so that the next output begins on a new line."
-  (when agent-shell--block
-    (agent-shell--fresh-line)
-    (setq agent-shell--block nil
-          agent-shell--body-open nil)))
-
-(defun agent-shell--notice (text)
-  "Append TEXT to the transcript as a notice from agent-shell."
-  (agent-shell--editing
-    (agent-shell--close-block)
-    (agent-shell--insert (concat text "\n") 'face 'agent-shell-notice-face)))
-
-(defun agent-shell--append-message (text)
-  "Append TEXT to the assistant's message."
-  (agent-shell--editing
-    (unless (eq agent-shell--block 'message)
-      (agent-shell--close-block)
-      (setq agent-shell--block 'message))
-    (agent-shell--insert text 'agent-shell-role 'assistant)))
-
-(defun agent-shell--fold-char (folded)
-  "Return the arrow shown before an entry that is FOLDED or not."
-  (if folded "▸" "▾"))
-
-(defun agent-shell--new-entry (kind glyph title)
-  "Open a foldable entry of KIND with status GLYPH and TITLE; return its id.
-Call inside `agent-shell--editing'."
-  (agent-shell--close-block)
-  (let ((id (format "%s-%d" kind (cl-incf agent-shell--entry-counter)))
-        (start (point))
-        (title (replace-regexp-in-string "[\n\r\t]+" " " (or title ""))))
-    (agent-shell--insert (concat (agent-shell--fold-char t) " " glyph " " title)
-                         'agent-shell-entry id 'agent-shell-header t
-                         'face 'agent-shell-entry-face
-                         'help-echo "TAB: show or hide")
-    ;; A marker: an entry shown again in place (the plan) moves later ones.
-    (push (cons id (list :start (copy-marker start) :folded t :title title))
-          agent-shell--entries)
-    (setq agent-shell--block id
-          agent-shell--body-open nil)
-    id))
-
-(defun agent-shell--entry (id)
-  "Return entry ID's plist, or nil when it is gone."
-  (let ((plist (cdr (assoc id agent-shell--entries))))
-    (and plist
-         (equal (get-text-property (plist-get plist :start) 'agent-shell-entry) id)
-         plist)))
-
-(defun agent-shell--append-body (id text)
-  "Append TEXT to the body of entry ID, which must be the open block.
-Call inside `agent-shell--editing'."
-  (let ((plist (agent-shell--entry id)))
-    (insert (propertize (if agent-shell--body-open text (concat "\n" text))
-                        'read-only t 'front-sticky '(read-only)
-                        'agent-shell-entry id
-                        'agent-shell-body id
-                        'invisible (plist-get plist :folded)))
-    (setq agent-shell--body-open t)))
-
-(defun agent-shell--replace-char (pos string)
-  "Replace the character at POS with STRING, keeping its properties."
-  (let ((props (text-properties-at pos))
-        (inhibit-read-only t)
-        (inhibit-modification-hooks t)
-        (buffer-undo-list t))
-    (save-excursion
-      (goto-char pos)
-      (insert (apply #'propertize string props))
-      (delete-char 1))))
-
-(defun agent-shell--entry-body-bounds (id)
-  "Return (START . END) of entry ID's body, or nil when it has none."
-  (when-let* ((plist (agent-shell--entry id))
-              (start (next-single-property-change (plist-get plist :start)
-                                                  'agent-shell-header)))
-    (when (equal (get-text-property start 'agent-shell-body) id)
-      (cons start (or (next-single-property-change start 'agent-shell-body)
-                      (point-max))))))
-
-(defun agent-shell--set-folded (id folded)
-  "Fold entry ID when FOLDED is non-nil, else unfold it."
-  (when-let ((plist (agent-shell--entry id)))
-    (setf (plist-get (cdr (assoc id agent-shell--entries)) :folded) folded)
-    (agent-shell--replace-char (plist-get plist :start)
-                               (agent-shell--fold-char folded))
-    (when-let ((bounds (agent-shell--entry-body-bounds id)))
-      (let ((inhibit-read-only t) (inhibit-modification-hooks t)
-            (buffer-undo-list t))
-        (put-text-property (car bounds) (cdr bounds) 'invisible folded)))))
-
-(defun agent-shell--set-entry-glyph (id glyph)
-  "Show status GLYPH (one character) in entry ID's header."
-  (when-let ((plist (agent-shell--entry id)))
-    (agent-shell--replace-char (+ 2 (plist-get plist :start)) glyph)))
-
-(defun agent-shell--status-glyph (status)
-  "Return the one-character glyph of a tool STATUS string."
-  (pcase status
-    ("pending" "○")
-    ("in_progress" "◐")
-    ("completed" "●")
-    ("failed" "✗")
-    (_ "·")))
-
-;;; Internals: header line and state
-
-(defun agent-shell--set-state (state &optional detail)
-  "Set this buffer's STATE, with DETAIL (a tool name) for `running'."
-  (unless (and (eq state agent-shell--state)
-               (equal detail agent-shell--state-detail))
-    (setq agent-shell--state state
-          agent-shell--state-detail detail)
-    (force-mode-line-update)))
-
-(defun agent-shell--state-text ()
-  "Return the state as shown in the header line."
-  (pcase agent-shell--state
-    ('running (format "running %s" (or agent-shell--state-detail "tool")))
-    ('waiting "waiting for you")
-    ('dead "bridge stopped")
-    (state (symbol-name state))))
-
-(defun agent-shell--format-tokens (n)
-  "Return token count N in a short form."
-  (cond ((not (numberp n)) "0")
-        ((>= n 1000000) (format "%.1fM" (/ n 1e6)))
-        ((>= n 1000) (format "%.1fk" (/ n 1e3)))
-        (t (format "%d" n))))
-
-(defun agent-shell--header-line ()
-  "Return the header line of a shell buffer."
-  (let* ((usage agent-shell--usage)
-         (total (alist-get 'totalTokens usage))
-         (used (alist-get 'contextUsed usage))
-         (window (alist-get 'contextWindow usage))
-         (cost (alist-get 'costUsd usage)))
-    (concat
-     (format " %s │ %s │ %s │ %s tokens"
-             (or agent-shell--model agent-shell-model)
-             (if (eq agent-shell--mode 'ask) "ask" "act")
-             (agent-shell--state-text)
-             (agent-shell--format-tokens total))
-     (if (and (numberp used) (numberp window) (> window 0))
-         (format " │ context %d%%" (round (* 100.0 (/ (float used) window))))
-       "")
-     (if (numberp cost) (format " │ $%.4f" cost) ""))))
-
-;;; Internals: session updates
-
-(defun agent-shell--content-text (content)
-  "Return the displayable text of tool CONTENT items."
-  (mapconcat
-   (lambda (item)
-     (pcase (alist-get 'type item)
-       ("content" (or (alist-get 'text (alist-get 'content item)) ""))
-       ("diff" (format "diff %s" (alist-get 'path item)))
-       (_ (or (alist-get 'text item) ""))))
-   (if (vectorp content) (append content nil) content)
-   "\n"))
-
-(defun agent-shell--cap (text)
-  "Return TEXT cut to `agent-shell-tool-output-max-chars'."
-  (if (> (length text) agent-shell-tool-output-max-chars)
-      (concat (substring text 0 agent-shell-tool-output-max-chars)
-              (format "\n[… %d more characters in the action log]"
-                      (- (length text) agent-shell-tool-output-max-chars)))
-    text))
-
-(defun agent-shell--compact-json (value)
-  "Return VALUE as one line of JSON, or its printed form."
-  (condition-case nil
-      (json-serialize value :null-object nil :false-object :json-false)
-    (error (format "%S" value))))
-
-(defun agent-shell--on-tool-call (update)
-  "Render the tool call announced by UPDATE."
-  (let* ((call-id (alist-get 'toolCallId update))
-         (title (or (alist-get 'title update) (alist-get 'kind update) "tool"))
-         (status (alist-get 'status update))
-         (input (alist-get 'rawInput update)))
-    (agent-shell--editing
-      (let ((id (agent-shell--new-entry "tool" (agent-shell--status-glyph status)
-                                        title)))
-        (push (cons call-id id) agent-shell--tools)
-        (when input
-          (agent-shell--append-body
-           id (agent-shell--cap (agent-shell--compact-json input))))))
-    (unless (eq agent-shell--state 'waiting)
-      (agent-shell--set-state 'running title))))
-
-(defun agent-shell--on-tool-call-update (update)
-  "Render UPDATE to an earlier tool call."
-  (let* ((call-id (alist-get 'toolCallId update))
-         (id (cdr (assoc call-id agent-shell--tools)))
-         (plist (and id (agent-shell--entry id)))
-         (status (alist-get 'status update))
-         (content (alist-get 'content update))
-         (text (and content (agent-shell--content-text content))))
-    (when (and id status)
-      (agent-shell--set-entry-glyph id (agent-shell--status-glyph status)))
-    (when (and text (not (string-empty-p text)))
-      (agent-shell--editing
-        (unless (and id (equal agent-shell--block id))
-          (setq id (agent-shell--new-entry
-                    "tool" (agent-shell--status-glyph status)
-                    (format "%s — output"
-                            (or (plist-get plist :title) call-id)))))
-        (agent-shell--append-body id (agent-shell--cap text))))
-    (pcase status
-      ("in_progress" (unless (eq agent-shell--state 'waiting)
-                       (agent-shell--set-state
-                        'running (or (plist-get plist :title) "tool"))))
-      ((or "completed" "failed")
-       (unless (eq agent-shell--state 'waiting)
-         (agent-shell--set-state 'thinking))))))
-
-(defun agent-shell--on-thought (text)
-  "Append TEXT to the current thought entry, opening one if needed."
-  (agent-shell--editing
-    (let ((id (if (and (stringp agent-shell--block)
-                       (string-prefix-p "thought-" agent-shell--block))
-                  agent-shell--block
-                (agent-shell--new-entry "thought" "…" "Thinking"))))
-      (agent-shell--append-body id text))))
-
-(defun agent-shell--on-plan (update)
-  "Render the plan in UPDATE as a folded entry."
-  (let* ((entries (alist-get 'entries update))
-         (done (cl-count-if (lambda (e) (equal (alist-get 'status e) "completed"))
-                            entries)))
-    (let ((title (format "Plan (%d/%d done)" done (length entries)))
-          (body (mapconcat (lambda (e)
-                             (format "[%s] %s"
-                                     (pcase (alist-get 'status e)
-                                       ("completed" "x") ("in_progress" "-")
-                                       ("failed" "!") (_ " "))
-                                     (alist-get 'content e)))
-                           entries "\n")))
-      (unless (and agent-shell--plan-entry
-                   (agent-shell--entry agent-shell--plan-entry)
-                   (agent-shell--replace-entry agent-shell--plan-entry title body))
-        (agent-shell--editing
-          (let ((id (agent-shell--new-entry "plan" "≡" title)))
-            (setq agent-shell--plan-entry id)
-            (agent-shell--append-body id body)))))
-    (agent-shell-plan-on-update agent-shell--name update)))
-
-(defun agent-shell--replace-entry (id title body)
-  "Show TITLE and BODY in the existing entry ID, in place; return non-nil.
-The entry keeps its place and folding; the transcript after it moves,
-and so do the undo positions of the user's input."
-  (when-let* ((plist (agent-shell--entry id))
-              (start (marker-position (plist-get plist :start)))
-              (end (min (or (next-single-property-change start 'agent-shell-entry)
-                            (point-max))
-                        agent-shell--output-marker)))
-    (let ((folded (plist-get plist :folded))
-          (title (replace-regexp-in-string "[\n\r\t]+" " " title))
-          (undo buffer-undo-list)
-          (size (buffer-size)))
-      (let ((inhibit-read-only t)
-            (inhibit-modification-hooks t)
-            (buffer-undo-list t))
-        (save-excursion
-          (goto-char start)
-          (insert (propertize (concat (agent-shell--fold-char folded) " ≡ " title)
-                              'read-only t 'front-sticky '(read-only)
-                              'agent-shell-entry id 'agent-shell-header t
-                              'face 'agent-shell-entry-face
-                              'help-echo "TAB: show or hide")
-                  (propertize (concat "\n" body)
-                              'read-only t 'front-sticky '(read-only)
-                              'agent-shell-entry id 'agent-shell-body id
-                              'invisible folded))
-          (delete-region (point) (+ (point) (- end start)))))
-      (unless (eq undo t)
-        (setq buffer-undo-list
-              (agent-shell--shift-undo undo start (- (buffer-size) size))))
-      (setf (plist-get (cdr (assoc id agent-shell--entries)) :title) title)
-      t)))
-
-(defun agent-shell--stale-turn-end-p (update)
-  "Return non-nil when the `turn_end' UPDATE is not for the current turn.
-A turn that was cancelled can report its end after the next turn
-began; that report must not end the new turn."
-  (let ((id (alist-get 'turnId update)))
-    (and (stringp id)
-         agent-shell--turn-id
-         (or (member id agent-shell--stale-turns)
-             (and (stringp agent-shell--turn-id)
-                  (not (equal id agent-shell--turn-id)))))))
-
-(defun agent-shell--on-turn-end (update)
-  "Finish the turn described by UPDATE, unless it is an older turn's."
-  (let ((stale (agent-shell--stale-turn-end-p update)))
-    (setq agent-shell--stale-turns
-          (delete (alist-get 'turnId update) agent-shell--stale-turns))
-    (unless stale
-      (agent-shell--finish-turn update))))
-
-(defun agent-shell--finish-turn (update)
-  "Finish the current turn as the `turn_end' UPDATE describes."
-  (let* ((reason (alist-get 'stopReason update))
-         (err (alist-get 'error update))
-         (elapsed (and agent-shell--turn-start
-                       (float-time (time-since agent-shell--turn-start)))))
-    (agent-shell-citations-link agent-shell--output-marker agent-shell--root)
-    (cond (err (agent-shell--notice
-                (format "[turn ended with an error: %s]" (alist-get 'message err))))
-          ((and reason (not (equal reason "end_turn")))
-           (agent-shell--notice (format "[turn ended: %s]" reason)))
-          ((alist-get 'summary update)
-           (agent-shell--notice (format "Done: %s" (alist-get 'summary update))))
-          (t (agent-shell--editing (agent-shell--close-block))))
-    (setq agent-shell--turn-id nil
-          agent-shell--turn-start nil)
-    (agent-shell--set-state 'idle)
-    (when (and elapsed (> elapsed agent-shell-notify-threshold))
-      (funcall agent-shell-notify-function
-               (format "agent-shell %s: turn finished after %d s (%s)"
-                       agent-shell--name (round elapsed) (or reason "done"))))))
-
-(defun agent-shell--apply-update (update)
-  "Render one session UPDATE in the current shell buffer."
-  (pcase (alist-get 'sessionUpdate update)
-    ("agent_message_chunk"
-     (when (memq agent-shell--state '(idle starting))
-       (agent-shell--set-state 'thinking))
-     (agent-shell--append-message
-      (or (alist-get 'text (alist-get 'content update)) "")))
-    ("agent_thought_chunk"
-     (agent-shell--on-thought (or (alist-get 'text (alist-get 'content update)) "")))
-    ("tool_call" (agent-shell--on-tool-call update))
-    ("tool_call_update" (agent-shell--on-tool-call-update update))
-    ("plan" (agent-shell--on-plan update))
-    ("usage" (setq agent-shell--usage update) (force-mode-line-update))
-    ("turn_end" (agent-shell--on-turn-end update))
-    (kind (message "agent-shell: unknown session update %S" kind))))
 
 (defun agent-shell--session-buffer (session-id)
   "Return the live shell buffer of SESSION-ID, or nil."
@@ -1571,69 +987,6 @@ Elsewhere, indent as TAB would."
      :on-error (agent-shell--session-error buffer "Resuming the session"))
     (pop-to-buffer buffer)
     buffer))
-
-(defun agent-shell--insert-history (history)
-  "Render HISTORY, the list of past messages from `session/resume'."
-  (dolist (item history)
-    (let ((text (or (alist-get 'text item) "")))
-      (pcase (alist-get 'role item)
-        ("user"
-         (agent-shell--editing
-           (agent-shell--close-block)
-           (unless (bobp) (agent-shell--insert "\n"))
-           (agent-shell--insert (concat "> " text "\n\n")
-                                'face 'agent-shell-user-face 'agent-shell-role 'user))
-         (push text agent-shell--history))
-        ("assistant" (agent-shell--append-message text))
-        ("system" (agent-shell--notice text))
-        ("tool"
-         (agent-shell--editing
-           (let ((id (agent-shell--new-entry
-                      "tool" (agent-shell--status-glyph (alist-get 'status item))
-                      (or (alist-get 'title item) "tool"))))
-             (unless (string-empty-p text)
-               (agent-shell--append-body id (agent-shell--cap text))))))))))
-
-(defun agent-shell-trust-allowlist (&optional root)
-  "Review ROOT's `.agent-shell/allowlist.el' and let its commands run unasked.
-The bridge applies a project's allowlist only after you trust its
-current content, so a cloned repository cannot allow itself dangerous
-commands; any later change to the file needs trust again.  What is
-trusted is exactly the bytes shown: if the file changes before the
-bridge reads it, trust is refused.  ROOT defaults to this session's
-project, else the current project."
-  (interactive)
-  (let* ((root (file-name-as-directory
-                (or root agent-shell--root (agent-shell--project-root))))
-         (file (expand-file-name ".agent-shell/allowlist.el" root))
-         (bytes (progn
-                  (unless (and (file-regular-p file) (not (file-symlink-p file)))
-                    (user-error "No allowlist (or a symlink) at %s" file))
-                  (with-temp-buffer
-                    (set-buffer-multibyte nil)
-                    (insert-file-contents-literally file)
-                    (buffer-string))))
-         (interactive (called-interactively-p 'interactive)))
-    (when interactive
-      (with-current-buffer (get-buffer-create "*agent-shell allowlist review*")
-        (let ((inhibit-read-only t))
-          (erase-buffer)
-          (insert (decode-coding-string bytes 'utf-8))
-          (emacs-lisp-mode)
-          (setq buffer-read-only t))
-        (display-buffer (current-buffer))))
-    (when (or (not interactive)
-              (yes-or-no-p (format "Trust %s as shown, letting its commands run unasked? "
-                                   (abbreviate-file-name file))))
-      (agent-shell--request
-       "policy/trust_allowlist" `((cwd . ,(directory-file-name root))
-                                  (sha256 . ,(secure-hash 'sha256 bytes)))
-       :on-success
-       (lambda (result)
-         (let ((n (length (alist-get 'commands result))))
-           (message "Allowlist trusted: %d command%s" n (if (= n 1) "" "s"))))
-       :on-error
-       (lambda (err) (message "Trusting the allowlist failed: %s" (alist-get 'message err)))))))
 
 (defun agent-shell-stop-bridge ()
   "Stop the bridge process; every session's turn ends."

@@ -1,0 +1,242 @@
+;;; agent-shell-project.el --- Project root, key and `.agent-shell/' files  -*- lexical-binding: t; -*-
+
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; What agent-shell knows about a project before it opens a session:
+;;
+;; - the model API key, from `agent-shell-api-key', `auth-source' or
+;;   the environment (`agent-shell-api-key', the function);
+;; - the project root (`agent-shell--project-root');
+;; - the `.agent-shell/' directory and its files (`agent-shell-scaffold');
+;; - `.agent-shell/config.el' and `.agent-shell/allowlist.el', which are
+;;   data: `agent-shell-read-data-file' reads them with `read' and
+;;   evaluates nothing, and `agent-shell-read-config' keeps only literal
+;;   settings of `agent-shell--config-variables' with the right type;
+;; - `agent-shell-trust-allowlist', which shows the allowlist and asks
+;;   the bridge to trust exactly those bytes.
+;;
+;; agent-shell.el requires this file and defines the options read
+;; here; the trust request goes through its `agent-shell--request'.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'project)
+(require 'auth-source)
+(require 'url-parse)
+
+;; Defined in agent-shell.el.
+(defvar agent-shell-api-base)
+(defvar agent-shell-api-key)
+(defvar agent-shell-workspace-root)
+(defvar agent-shell--root)
+(declare-function agent-shell--request "agent-shell" (method params &rest args))
+
+;;; Internals: key and project files
+
+(defun agent-shell--nonempty (value)
+  "Return VALUE when it is a non-empty string, else nil."
+  (and (stringp value) (not (string-empty-p value)) value))
+
+(defun agent-shell--api-host ()
+  "Return the host part of `agent-shell-api-base'."
+  (url-host (url-generic-parse-url agent-shell-api-base)))
+
+(defun agent-shell--auth-source-key ()
+  "Return the key stored in `auth-source' for the API host, or nil."
+  (when-let* ((host (agent-shell--api-host))
+              (found (car (auth-source-search :host host :require '(:secret)
+                                              :max 1)))
+              (secret (plist-get found :secret)))
+    (agent-shell--nonempty (if (functionp secret) (funcall secret) secret))))
+
+(defun agent-shell-api-key ()
+  "Return the model API key, or nil when none is configured.
+The order is `agent-shell-api-key', `auth-source' for the host of
+`agent-shell-api-base', then the environment variables
+AGENT_SHELL_API_KEY, DEEPSEEK_API_KEY and OPENAI_API_KEY."
+  (or (agent-shell--nonempty (if (functionp agent-shell-api-key)
+                                 (funcall agent-shell-api-key)
+                               agent-shell-api-key))
+      (agent-shell--auth-source-key)
+      (cl-some (lambda (var) (agent-shell--nonempty (getenv var)))
+               '("AGENT_SHELL_API_KEY" "DEEPSEEK_API_KEY" "OPENAI_API_KEY"))))
+
+(defconst agent-shell--config-variables
+  '(agent-shell-model agent-shell-context-window agent-shell-max-steps
+    agent-shell-default-mode)
+  "Variables a project's `.agent-shell/config.el' may set.
+The API base, the key and the extra allowed paths are absent on purpose:
+a cloned repository must not be able to send the user's key to a host
+of its choosing, nor widen what the agent may read and write.")
+
+(defconst agent-shell--config-template
+  ";; agent-shell project settings.  This file is DATA: it is read, never
+;; evaluated.  Only `setq' forms of literal values are understood, for
+;; the variables agent-shell-model, agent-shell-context-window,
+;; agent-shell-max-steps and agent-shell-default-mode.
+;;
+;; (setq agent-shell-default-mode 'ask)
+;; (setq agent-shell-max-steps 40)
+"
+  "Initial content of `.agent-shell/config.el'.")
+
+(defconst agent-shell--allowlist-template
+  ";; Commands the agent may run without asking, even when the policy
+;; would call them dangerous.  This file is DATA: it is read, never
+;; evaluated, and the agent cannot write it.
+;;
+;; (setq agent-shell-allowlist
+;;       '((command . \"make test\")
+;;         (command . \"docker compose up -d\")))
+"
+  "Initial content of `.agent-shell/allowlist.el'.")
+
+(defun agent-shell-scaffold (root)
+  "Create ROOT's `.agent-shell/' directory and files when missing.
+Return the directory.  Existing files are left alone."
+  (let ((dir (expand-file-name ".agent-shell/" root)))
+    (dolist (sub '("memory/" "logs/" "workspace/"))
+      (make-directory (expand-file-name sub dir) t))
+    (dolist (file `(("config.el" . ,agent-shell--config-template)
+                    ("allowlist.el" . ,agent-shell--allowlist-template)))
+      (let ((path (expand-file-name (car file) dir)))
+        (unless (file-exists-p path)
+          (with-temp-file path (insert (cdr file))))))
+    dir))
+
+(defun agent-shell--literal (form)
+  "Return (t . VALUE) when FORM is a literal, else nil.
+Literals are strings, numbers, nil, t, keywords and quoted data."
+  (cond ((or (stringp form) (numberp form) (keywordp form) (memq form '(nil t)))
+         (cons t form))
+        ((and (consp form) (eq (car form) 'quote) (consp (cdr form))
+              (null (cddr form)))
+         (cons t (cadr form)))))
+
+(defun agent-shell-read-data-file (file)
+  "Read FILE as a sequence of Lisp forms, without evaluating any of them.
+Return the list of forms; a syntax error ends the list with a warning."
+  (when (file-readable-p file)
+    (with-temp-buffer
+      (insert-file-contents file)
+      (set-syntax-table emacs-lisp-mode-syntax-table)
+      (goto-char (point-min))
+      (let ((read-circle nil) forms)
+        (condition-case err
+            (while (progn (forward-comment (buffer-size)) (not (eobp)))
+              (push (read (current-buffer)) forms))
+          (error (display-warning 'agent-shell
+                                  (format "%s: unreadable after %d forms: %s"
+                                          file (length forms)
+                                          (error-message-string err)))))
+        (nreverse forms)))))
+
+(defun agent-shell-read-config (root)
+  "Return ROOT's project settings as an alist (VARIABLE . VALUE).
+Only `(setq VARIABLE LITERAL ...)' forms naming a variable of
+`agent-shell--config-variables' count; anything else is ignored with a
+warning.  Nothing in the file is evaluated."
+  (let ((file (expand-file-name ".agent-shell/config.el" root))
+        settings)
+    (dolist (form (agent-shell-read-data-file file))
+      (if (not (and (consp form) (eq (car form) 'setq) (proper-list-p form)
+                    (cl-evenp (length (cdr form)))))
+          (display-warning 'agent-shell (format "%s: ignoring %S" file form))
+        (let ((pairs (cdr form)))
+          (while pairs
+            (let ((var (pop pairs)) (literal (agent-shell--literal (pop pairs))))
+              (cond
+               ((not (and (memq var agent-shell--config-variables) literal))
+                (display-warning
+                 'agent-shell (format "%s: ignoring setting of %S" file var)))
+               ((not (agent-shell--config-value-ok-p var (cdr literal)))
+                (display-warning
+                 'agent-shell (format "%s: ignoring %S: %S is not %s" file var
+                                      (cdr literal)
+                                      (agent-shell--config-expected var))))
+               (t (push (cons var (cdr literal)) settings))))))))
+    (nreverse settings)))
+
+(defun agent-shell--config-value-ok-p (var value)
+  "Return non-nil when VALUE has the type project settings allow for VAR."
+  (pcase var
+    ('agent-shell-model (and (agent-shell--nonempty value) t))
+    ('agent-shell-context-window (or (null value) (and (integerp value) (> value 0))))
+    ('agent-shell-max-steps (and (integerp value) (> value 0)))
+    ('agent-shell-default-mode (memq value '(act ask)))))
+
+(defun agent-shell--config-expected (var)
+  "Describe the values project settings allow for VAR."
+  (pcase var
+    ('agent-shell-model "a non-empty string")
+    ('agent-shell-context-window "nil or a positive integer")
+    ('agent-shell-max-steps "a positive integer")
+    ('agent-shell-default-mode "the symbol act or ask (quoted: 'ask)")))
+
+(defun agent-shell--setting (settings var)
+  "Return VAR's value from SETTINGS, else its global value."
+  (let ((cell (assq var settings)))
+    (if cell (cdr cell) (symbol-value var))))
+
+(defun agent-shell--project-root (&optional ask)
+  "Return the project root for a new session.
+With ASK non-nil, read a directory."
+  (file-name-as-directory
+   (expand-file-name
+    (cond (ask (read-directory-name "Project directory: " nil nil t))
+          ((when-let ((project (project-current nil)))
+             (if (fboundp 'project-root)
+                 (project-root project)
+               (car (with-no-warnings (project-roots project))))))
+          (agent-shell-workspace-root)
+          (t default-directory)))))
+
+;;; Commands
+
+(defun agent-shell-trust-allowlist (&optional root)
+  "Review ROOT's `.agent-shell/allowlist.el' and let its commands run unasked.
+The bridge applies a project's allowlist only after you trust its
+current content, so a cloned repository cannot allow itself dangerous
+commands; any later change to the file needs trust again.  What is
+trusted is exactly the bytes shown: if the file changes before the
+bridge reads it, trust is refused.  ROOT defaults to this session's
+project, else the current project."
+  (interactive)
+  (let* ((root (file-name-as-directory
+                (or root agent-shell--root (agent-shell--project-root))))
+         (file (expand-file-name ".agent-shell/allowlist.el" root))
+         (bytes (progn
+                  (unless (and (file-regular-p file) (not (file-symlink-p file)))
+                    (user-error "No allowlist (or a symlink) at %s" file))
+                  (with-temp-buffer
+                    (set-buffer-multibyte nil)
+                    (insert-file-contents-literally file)
+                    (buffer-string))))
+         (interactive (called-interactively-p 'interactive)))
+    (when interactive
+      (with-current-buffer (get-buffer-create "*agent-shell allowlist review*")
+        (let ((inhibit-read-only t))
+          (erase-buffer)
+          (insert (decode-coding-string bytes 'utf-8))
+          (emacs-lisp-mode)
+          (setq buffer-read-only t))
+        (display-buffer (current-buffer))))
+    (when (or (not interactive)
+              (yes-or-no-p (format "Trust %s as shown, letting its commands run unasked? "
+                                   (abbreviate-file-name file))))
+      (agent-shell--request
+       "policy/trust_allowlist" `((cwd . ,(directory-file-name root))
+                                  (sha256 . ,(secure-hash 'sha256 bytes)))
+       :on-success
+       (lambda (result)
+         (let ((n (length (alist-get 'commands result))))
+           (message "Allowlist trusted: %d command%s" n (if (= n 1) "" "s"))))
+       :on-error
+       (lambda (err) (message "Trusting the allowlist failed: %s" (alist-get 'message err)))))))
+
+(provide 'agent-shell-project)
+;;; agent-shell-project.el ends here
