@@ -36,7 +36,7 @@
 (require 'agent-shell)
 (require 'agent-shell-memory)
 
-(declare-function agent-shell--notice "agent-shell" (text))
+(declare-function agent-shell--notice "agent-shell-transcript" (text))
 
 (defconst agent-shell-demo-task
   "Fix the failing test: glossary.export_json turns 智能体 into \\u escapes. \
