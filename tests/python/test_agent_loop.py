@@ -727,3 +727,114 @@ async def test_an_unparsable_webhook_url_is_refused_at_initialize(
         assert reply["error"]["code"] == -32602
     finally:
         await stop()
+
+
+async def test_a_prompt_right_after_a_prefixed_turn_cannot_start_two_turns(
+    serve_app: Any, project: Path
+) -> None:
+    """Regression: after a /ask turn, two quick prompts both started turns at once."""
+    slow = {"text": "slow " * 30, "chunk_size": 5, "delay_ms": 50}
+    rig, stop = await start_rig(serve_app, project, [{"text": "answer"}, slow, slow])
+    try:
+        sid = await rig.new_session()
+        replies: list[dict[str, Any]] = []
+
+        async def race_on_turn_end(message: dict[str, Any], _stream: Any) -> None:
+            update = (message.get("params") or {}).get("update") or {}
+            if update.get("sessionUpdate") == "turn_end":
+                for text in ("second", "third"):
+                    replies.append(
+                        await rig.client.rpc("session/prompt", {"sessionId": sid, "prompt": text})
+                    )
+
+        first = await rig.turn(sid, "/ask what is add?", on_message=race_on_turn_end)
+        assert first.end["stopReason"] == "end_turn"
+        assert "result" in replies[0]
+        assert replies[1]["error"]["code"] == -32002  # one turn at a time
+        live = rig.runtime.sessions[sid]
+        assert live.busy and live.state.mode == "act"  # the session's own mode is back
+        await rig.client.result("session/cancel", {"sessionId": sid})
+        assert not live.busy
+    finally:
+        await stop()
+
+
+async def test_allow_for_the_session_is_per_directory(serve_app: Any, project: Path) -> None:
+    """Regression: a command allowed in build/ also ran unasked at the project root."""
+    (project / "build").mkdir()
+
+    def run(cwd: str | None) -> dict[str, Any]:
+        args: dict[str, Any] = {"command": "touch made.txt"}
+        if cwd:
+            args["cwd"] = cwd
+        return {"tool_calls": [{"name": "run_command", "arguments": args}]}
+
+    rig, stop = await start_rig(serve_app, project, [run("build"), run(None), {"text": "ok"}])
+    try:
+        sid = await rig.new_session()
+
+        def answer(params: dict[str, Any]) -> dict[str, Any]:
+            first = not asked
+            asked.append(params)
+            option = "allow_session" if first else "reject_once"
+            return {"outcome": {"outcome": "selected", "optionId": option}}
+
+        asked: list[dict[str, Any]] = []
+        await rig.turn(sid, "touch twice", answer=answer)
+        assert len(asked) == 2  # the root run asked again
+        assert (project / "build" / "made.txt").exists()
+        assert not (project / "made.txt").exists()
+    finally:
+        await stop()
+
+
+async def test_cancel_during_memory_extraction_does_not_wait_for_it(
+    serve_app: Any, project: Path, tmp_path: Path
+) -> None:
+    """Regression: a cancel while the experience was being extracted waited for the model."""
+
+    def test_run() -> dict[str, Any]:
+        return {"tool_calls": [{"name": "run_test", "arguments": {"command": "test -e ok.txt"}}]}
+
+    slow_extraction = {
+        "match": {"system_contains": "experience"},
+        "text": "x" * 400,
+        "chunk_size": 1,
+        "delay_ms": 100,
+    }
+    rig, stop = await start_rig(
+        serve_app,
+        project,
+        [
+            slow_extraction,
+            test_run(),
+            {
+                "tool_calls": [
+                    {"name": "write_file", "arguments": {"path": "ok.txt", "content": "ok"}}
+                ]
+            },
+            test_run(),
+            {"tool_calls": [{"name": "task_complete", "arguments": {"summary": "done"}}]},
+        ],
+        memory_dir=tmp_path / "memory",
+    )
+    try:
+        sid = await rig.new_session()
+
+        async def cancel_when_extracting(message: dict[str, Any], _stream: Any) -> None:
+            params = message.get("params") or {}
+            if message.get("method") == "log/entry" and "extracting" in params.get("title", ""):
+                async with asyncio.timeout(10):  # until the extraction call is under way
+                    await rig.mock.recorder.wait_for(lambda rs: any(r.step == 0 for r in rs))
+                replies.append(await rig.client.result("session/cancel", {"sessionId": sid}))
+
+        replies: list[dict[str, Any]] = []
+        turn = await rig.turn(sid, "fix", on_message=cancel_when_extracting)
+        assert turn.end["stopReason"] == "end_turn"
+        assert replies == [{"cancelled": True}]
+        # The extraction stream was abandoned, not waited for.
+        extraction = [r for r in rig.mock.recorder.records if r.step == 0]
+        assert extraction and extraction[0].disconnected and not extraction[0].completed
+        assert any("Memory: skipped" in e["title"] for e in turn.log_entries())
+    finally:
+        await stop()

@@ -247,3 +247,20 @@ def _process_alive(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+async def test_setsid_descendants_do_not_outlive_a_finished_command(tmp_path: Path) -> None:
+    """A daemon detached from the group and the pipes is ended with its command."""
+    runner = ProcessRunner(tmp_path / "logs")
+    pidfile = tmp_path / "pid"
+    command = (
+        f"setsid sh -c 'echo $$ > {pidfile}; exec sleep 60' < /dev/null > /dev/null 2>&1 & "
+        f"while [ ! -s {pidfile} ]; do :; done; echo started"
+    )
+    result = await runner.run_shell(command, cwd=tmp_path, timeout_s=30)
+    assert result.exit_code == 0 and "started" in result.stdout
+    pid = int(pidfile.read_text())
+    deadline = time.monotonic() + 15  # PID 1 may reap orphans only now and then
+    while _process_alive(pid):
+        assert time.monotonic() < deadline, f"detached child {pid} survived"
+        await asyncio.sleep(0.05)

@@ -141,3 +141,5 @@ async def test_trust_refuses_content_changed_after_review(
     current = hashlib.sha256(path.read_bytes()).hexdigest()
     ok = await client.result("policy/trust_allowlist", {"cwd": str(root), "sha256": current})
     assert ok["sha256"] == current
+    verdict = await client.result("policy/check", {"cwd": str(root), "command": PUSH})
+    assert verdict["decision"] == "allow"

@@ -227,7 +227,7 @@ class ToolExecutor:
         if (
             verdict.decision is Decision.CONFIRM
             and verdict.risk is Risk.WRITE
-            and _session_key(spec.name, command) in live.state.session_allow
+            and _session_key(spec.name, command, cwd) in live.state.session_allow
         ):
             verdict = Verdict(Decision.ALLOW, verdict.risk, "allowed for this session by the user")
         return _Prepared(spec, args, verdict, [], command=command, cwd=cwd)
@@ -357,7 +357,7 @@ class ToolExecutor:
                     {"error": "The user rejected this step.", "user_reason": why},
                 )
             if answer.option == "allow_session":
-                live.state.session_allow.append(_session_key(p.spec.name, p.command))
+                live.state.session_allow.append(_session_key(p.spec.name, p.command, p.cwd))
             await live.reporter.change(
                 entry_id,
                 todo="APPROVED",
@@ -549,13 +549,17 @@ class ToolExecutor:
         return payload
 
 
-def _session_key(tool: str, command: str | None) -> str:
-    """What "allow for this session" covers: one kind of edit, or one exact command.
+def _session_key(tool: str, command: str | None, cwd: Path | None = None) -> str:
+    """What "allow for this session" covers: one kind of edit, or one exact command
+    in one directory.
 
-    A command grant never widens to other commands: allowing `mkdir build` must not
-    let `curl -d @~/.aws/credentials …` through later.
+    A command grant never widens to other commands or places: allowing `mkdir build`
+    must not let `curl -d @~/.aws/credentials …` through later, nor `rm -rf *` approved
+    in build/ run at the project root.
     """
-    return f"command:{' '.join(command.split())}" if command is not None else f"write:{tool}"
+    if command is None:
+        return f"write:{tool}"
+    return f"command:{cwd}:{' '.join(command.split())}"
 
 
 def _summary_for_client(payload: JSONObject) -> JSONObject:

@@ -30,7 +30,7 @@ from ..tools import files
 from ..types import JSONObject
 from .approval import Approver, ClientApprover
 from .outputs import OutputStore
-from .reporter import Reporter
+from .reporter import Reporter, finish_even_if_cancelled
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
@@ -61,8 +61,10 @@ class LiveSession:
     turn_task: asyncio.Task[None] | None = None
     # A turn is open from session/prompt until its turn_end is published.
     turn_open: bool = False
-    finishing: bool = False
+    # The turn task in its last, uncancellable steps (log, checkpoint, turn_end).
+    finishing_task: asyncio.Task[Any] | None = None
     background: set[asyncio.Task[None]] = field(default_factory=set)
+    checkpoint_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     # How many messages the last reported prompt size already covers.
     counted_messages: int = 0
     # (path, start, end) → sha256 of reads whose text is still in the history.
@@ -132,12 +134,15 @@ class LiveSession:
         turn.cached_tokens += usage.cached_tokens
 
     async def checkpoint(self) -> None:
-        """Save the session; encoded here, written and fsynced off the event loop."""
-        data = self.store.encode(self.state)
-        try:
-            await asyncio.shield(asyncio.to_thread(self.store.write, self.state.id, data))
-        except OSError as exc:
-            log.error("could not checkpoint session %s: %s", self.state.id, exc)
+        """Save the session: encoded and written in order, fsynced off the event loop."""
+        async with self.checkpoint_lock:  # an older snapshot never lands last
+            data = self.store.encode(self.state)
+            try:
+                await finish_even_if_cancelled(
+                    asyncio.to_thread(self.store.write, self.state.id, data)
+                )
+            except OSError as exc:
+                log.error("could not checkpoint session %s: %s", self.state.id, exc)
 
     def start_turn(self, coro: Any) -> None:
         if self.busy:
@@ -148,8 +153,10 @@ class LiveSession:
         self.turn_task.add_done_callback(self._turn_closed)
 
     def _turn_closed(self, task: asyncio.Task[None]) -> None:
-        # However the task ended (even by an error before turn_end), the session is free.
-        self.turn_open = False
+        # However the task ended (even by an error before turn_end), the session is free
+        # -- unless a newer turn has started meanwhile.
+        if task is self.turn_task:
+            self.turn_open = False
         if not task.cancelled() and task.exception() is not None:
             log.error("turn task failed", exc_info=task.exception())
 
@@ -167,8 +174,9 @@ class LiveSession:
         task = self.turn_task
         if task is None or task.done():
             return False
-        if self.finishing and not force:
-            await asyncio.wait({task})
+        finishing = self.finishing_task is task
+        if finishing and not force:
+            await asyncio.wait([task])
             return False
         task.cancel()
         try:
@@ -180,14 +188,15 @@ class LiveSession:
         return True
 
     async def aclose(self) -> None:
+        """Shut down: the turn and every child process first, then what can wait."""
         await self.cancel_turn(force=True)
-        if self.background:
-            _, late = await asyncio.wait(self.background, timeout=5)
+        await self.runner.kill_all()
+        if self.background:  # a webhook gets a moment, not the shutdown's deadline
+            _, late = await asyncio.wait(self.background, timeout=1)
             for task in late:
                 task.cancel()
             if late:
                 await asyncio.wait(late)
-        await self.runner.kill_all()
         await self.model.aclose()
         if self.memory is not None:
             await asyncio.to_thread(self.memory.close)

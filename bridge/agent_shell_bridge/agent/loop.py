@@ -143,11 +143,23 @@ def _guard_notes(turn: TurnState, name: str, signature: str, outcome: Outcome) -
 
 
 async def run_turn(
-    live: LiveSession, prompt: str, turn_id: str, *, quiet_memory: bool = False
+    live: LiveSession,
+    prompt: str,
+    turn_id: str,
+    *,
+    mode: str | None = None,
+    quiet_memory: bool = False,
 ) -> None:
-    """Run one user task to its end; every outcome ends with a ``turn_end`` update."""
+    """Run one user task to its end; every outcome ends with a ``turn_end`` update.
+
+    ``mode`` runs this one turn in another mode (a ``/ask`` or ``/act`` prefix); the
+    session's own mode is back before ``turn_end`` is sent.
+    """
     state = live.state
     started = time.monotonic()
+    restore_mode = None
+    if mode is not None and mode != state.mode:
+        restore_mode, state.mode = state.mode, mode
     first_line = prompt.strip().splitlines()[0] if prompt.strip() else "(empty prompt)"
     task_entry = await live.reporter.entry(
         first_line,
@@ -162,6 +174,8 @@ async def run_turn(
         body=[text(prompt)] if "\n" in prompt.strip() else [],
     )
     turn = TurnState(turn_id=turn_id, task_entry=task_entry, prompt=prompt, started_ms=started)
+    turn.restore_mode = restore_mode
+    turn.mode = state.mode
     start_index = len(state.messages)
     state.messages.append({"role": "user", "content": prompt})
     state.visible.append({"role": "user", "text": prompt, "turnId": turn_id})
@@ -268,25 +282,32 @@ async def _finish(
 ) -> None:
     """Close the task in the log, decide about memory, checkpoint, and tell the client.
 
-    A user's cancel arriving now waits for this to end (see LiveSession.cancel_turn):
-    the log, the checkpoint and the client's turn_end are never left half done.
+    Once the memory step is over, a user's cancel waits for the rest (see
+    LiveSession.cancel_turn): the log, the checkpoint and the client's turn_end are
+    never left half done.
     """
     state = live.state
-    live.finishing = True
-    try:
-        if error is not None:
+    # The memory step may take a model call: a cancel skips it rather than wait.
+    if error is not None:
+        await live.reporter.entry(
+            f"Error: {error['message']}",
+            source="bridge",
+            parent=turn.task_entry,
+            todo="FAILED",
+            properties={"CODE": int(error["code"])},
+        )
+    if stop_reason != "cancelled":
+        try:
+            await finish_task_memory(live, turn, start_index)
+        except asyncio.CancelledError:
             await live.reporter.entry(
-                f"Error: {error['message']}",
-                source="bridge",
-                parent=turn.task_entry,
-                todo="FAILED",
-                properties={"CODE": int(error["code"])},
+                "Memory: skipped, the turn was cancelled", source="memory", parent=turn.task_entry
             )
-        if stop_reason != "cancelled":
-            try:
-                await finish_task_memory(live, turn, start_index)
-            except Exception:
-                log.exception("memory step failed")
+        except Exception:
+            log.exception("memory step failed")
+    this_task = asyncio.current_task()
+    live.finishing_task = this_task
+    try:
         duration = int((time.monotonic() - turn.started_ms) * 1000)
         prices = live.config.prices
         await live.reporter.add(
@@ -314,6 +335,8 @@ async def _finish(
             properties={"STOP_REASON": stop_reason, "DURATION_MS": duration},
         )
         state.turn_in_progress = None
+        if turn.restore_mode is not None and state.mode == turn.mode:
+            state.mode = turn.restore_mode  # unless session/set_mode changed it meanwhile
         await live.checkpoint()
         end: JSONObject = {
             "turnId": turn.turn_id,
@@ -327,7 +350,8 @@ async def _finish(
         live.turn_open = False  # the client may send the next prompt from here on
         await live.reporter.update("turn_end", **end)
     finally:
-        live.finishing = False
+        if live.finishing_task is this_task:
+            live.finishing_task = None
     live.in_background(_post_webhook(live, turn, stop_reason, error))
 
 

@@ -11,16 +11,33 @@ import asyncio
 import itertools
 import logging
 import secrets
+from collections.abc import Coroutine
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from ..events import EventHub
 from ..orglog import LogEntry, LogUpdate, OrgLogWriter, SrcBlock, TextBlock
 from ..types import JSONObject
 
-__all__ = ["Reporter", "src", "text"]
+__all__ = ["Reporter", "finish_even_if_cancelled", "src", "text"]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+async def finish_even_if_cancelled(work: Coroutine[Any, Any, T]) -> T:
+    """Await WORK to its end even when the caller is cancelled meanwhile.
+
+    Used under a lock: releasing it while a writer thread still runs would let a
+    second write overlap the first. The cancel is delivered once the work is done.
+    """
+    future = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        await future
+        raise
 
 
 def text(body: str) -> TextBlock:
@@ -77,8 +94,7 @@ class Reporter:
     async def add(self, entry: LogEntry) -> None:
         async with self._lock:
             try:
-                # Shielded: a cancel must not release the lock while the write goes on.
-                await asyncio.shield(asyncio.to_thread(self.writer.add, entry))
+                await finish_even_if_cancelled(asyncio.to_thread(self.writer.add, entry))
             except OSError as exc:
                 # A full disk must not stop the turn; the client still shows the entry.
                 log.error("could not write the action log %s: %s", self.writer.path, exc)
@@ -102,7 +118,7 @@ class Reporter:
         upd = LogUpdate.model_validate(fields)
         async with self._lock:
             try:
-                await asyncio.shield(asyncio.to_thread(self.writer.update, upd))
+                await finish_even_if_cancelled(asyncio.to_thread(self.writer.update, upd))
             except OSError as exc:
                 log.error("could not update the action log %s: %s", self.writer.path, exc)
         await self.hub.notify("log/update", upd.model_dump(mode="json", exclude_none=True))

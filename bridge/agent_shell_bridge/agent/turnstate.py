@@ -53,6 +53,9 @@ class TurnState:
     completed: str | None = None
     last_failure: str = ""
     branch_at_start: str | None = None
+    # The mode this turn runs in, and the session's own mode to restore afterwards.
+    mode: str = "act"
+    restore_mode: str | None = None
 
     def record_edit(self, path: str) -> None:
         if path not in self.files_changed:

@@ -6,7 +6,6 @@ import asyncio
 import os
 import re
 import secrets
-from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,18 +36,6 @@ def split_mode_prefix(text: str) -> tuple[Mode | None, str]:
         return None, text
     mode: Mode = "ask" if match.group(1) == "ask" else "act"
     return mode, text[match.end() :]
-
-
-async def _in_mode(live: LiveSession, mode: Mode, turn: Coroutine[Any, Any, None]) -> None:
-    """Run one turn in MODE, then give the session its own mode back."""
-    before = live.state.mode
-    live.state.mode = mode
-    try:
-        await turn
-    finally:
-        if live.state.mode == mode:  # unless session/set_mode changed it meanwhile
-            live.state.mode = before
-            await live.checkpoint()
 
 
 class NewParams(Params):
@@ -246,10 +233,7 @@ def register(d: Dispatcher[Runtime]) -> None:
         if p.context is not None:
             live.snapshot = p.context
         turn_id = "t" + secrets.token_hex(4)
-        turn = run_turn(live, text, turn_id)
-        if turn_mode is not None and turn_mode != live.state.mode:
-            turn = _in_mode(live, turn_mode, turn)
-        live.start_turn(turn)
+        live.start_turn(run_turn(live, text, turn_id, mode=turn_mode))
         return {"turnId": turn_id, "mode": turn_mode or live.state.mode}
 
     @d.method("session/cancel", SessionRef)
