@@ -9,9 +9,11 @@ runs at once. ``resolve_path``/``check_path`` confine file tools to the project.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
+import stat
 import tempfile
 import unicodedata
 from collections.abc import Sequence
@@ -20,11 +22,20 @@ from typing import Literal
 
 from ..errors import PathNotAllowed
 from ..types import Decision, Risk, Verdict
-from .allowlist import Allowlist, AllowlistError, load_allowlist
-from .commands import DOWNLOADERS, Context, Finding, classify, consumes_code, effective_name, worst
+from .allowlist import Allowlist, AllowlistError, parse_allowlist
+from .commands import (
+    DOWNLOADERS,
+    Context,
+    Finding,
+    classify,
+    consumes_code,
+    effective_name,
+    reads_outside_file,
+    worst,
+)
 from .paths import Confinement, resolve_physical
 from .shell_parse import ParsedCommand, Redirect, SimpleCommand, parse_command
-from .trust import AllowlistTrust
+from .trust import AllowlistTrust, allowlist_path
 
 __all__ = ["MAX_COMMAND_CHARS", "PolicyEngine"]
 
@@ -78,21 +89,25 @@ class PolicyEngine:
         trusted its current content; ``allowlist_status`` says which case held.
         Without it (the user's own ``policy check`` audits) the file applies as is.
         """
-        path = root / ".agent-shell" / "allowlist.el"
+        path = allowlist_path(root)
         status = "none"
         allowlist = None
-        if path.is_file():
+        # Read once: what is parsed is exactly what is hashed for trust.
+        read = _read_allowlist(path)
+        if read is not None:
+            content, via_link = read
             # Parsing is safe (a data reader); an allowlist naming nothing needs no trust.
             try:
-                found = load_allowlist(path)
+                found = _parse_allowlist_bytes(path, content)
             except AllowlistError:
                 if trust is None:
                     raise  # the user's own audit: say what is wrong
                 found, status = Allowlist(), "invalid"  # a session still starts
             if found.entries:
-                if trust is None or trust.is_trusted(root):
-                    allowlist = found
-                    status = "trusted" if trust is not None else "applied"
+                if trust is None:
+                    allowlist, status = found, "applied"
+                elif not via_link and trust.is_trusted_content(root, content):
+                    allowlist, status = found, "trusted"
                 else:
                     status = "untrusted"
         engine = cls(root, extra_paths=extra_paths, allowlist=allowlist)
@@ -219,8 +234,9 @@ class PolicyEngine:
             return Finding.danger(f"redirection {op} to a computed target {target.text!r}")
         if target.text in _HARMLESS_TARGETS:
             return Finding.read(f"redirection to {target.text}")
-        if op in ("<",):
-            return Finding.read("input redirection")
+        if op == "<":
+            outside = reads_outside_file("input redirection", target, ctx)
+            return outside or Finding.read(f"input redirection from {target.text}")
         if target.text.startswith("/dev/"):
             return Finding.danger(f"redirection onto device {target.text}")
         if op not in _OUTPUT_OPS and op != "<":
@@ -243,6 +259,46 @@ class PolicyEngine:
             if name and name in called:
                 out.append(Finding.danger(f"function {name!r} calls itself (fork bomb)"))
         return out
+
+
+def _read_allowlist(path: Path) -> tuple[bytes, bool] | None:
+    """The allowlist's bytes and whether they came through a symlink; ``None`` if absent.
+
+    Opened without blocking (a FIFO planted there must not hang the bridge) and
+    checked to be a regular file on the open descriptor itself.
+    """
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+    via_link = False
+    try:
+        fd = os.open(path, flags | nofollow)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.EMLINK) or not path.is_symlink():
+            raise AllowlistError(f"cannot read allowlist {path}: {exc}") from exc
+        via_link = True
+        try:
+            fd = os.open(path, flags)
+        except (FileNotFoundError, NotADirectoryError):
+            return None  # a dangling link: no allowlist
+        except OSError as exc2:
+            raise AllowlistError(f"cannot read allowlist {path}: {exc2}") from exc2
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return None
+        try:
+            return fh.read(), via_link
+        except OSError as exc:
+            raise AllowlistError(f"cannot read allowlist {path}: {exc}") from exc
+
+
+def _parse_allowlist_bytes(path: Path, content: bytes) -> Allowlist:
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise AllowlistError(f"cannot read allowlist {path}: {exc}") from exc
+    return parse_allowlist(text)
 
 
 _TEXT_TOOLS = frozenset(

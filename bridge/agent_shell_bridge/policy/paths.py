@@ -4,7 +4,8 @@ Paths are resolved the way the kernel would follow them (``..``, symlinks, dangl
 links, links to not-yet-existing targets) before being compared component-wise with
 the allowed roots, so neither ``/proj-evil`` next to ``/proj`` nor a symlink inside
 the project pointing outside it passes. Writes are further refused for the files that
-steer the agent itself (``.agent-shell/allowlist.el`` and ``config.el``) and for
+steer the agent itself (``.agent-shell/allowlist.el`` and ``config.el``), for its
+records (``.agent-shell/{logs,snapshots,sessions}`` and the folder itself) and for
 anything under ``.git/``, whose hooks would run code; names are compared case-folded
 so a case-insensitive file system cannot be used to sneak past.
 """
@@ -20,17 +21,42 @@ from typing import Literal
 
 from ..errors import PathNotAllowed
 
-__all__ = ["MAX_PATH_CHARS", "Confinement", "resolve_physical"]
+__all__ = ["MAX_PATH_CHARS", "Confinement", "protected_reason_for_parts", "resolve_physical"]
 
 MAX_PATH_CHARS = 4096
 _MAX_COMPONENT_BYTES = 255
 _MAX_SYMLINK_HOPS = 40
-_PROTECTED_FILES = frozenset({(".agent-shell", "allowlist.el"), (".agent-shell", "config.el")})
+_PROTECTED_FILES = frozenset({"allowlist.el", "config.el"})
 # The bridge's own records: the audit trail, undo snapshots and session checkpoints
 # (which hold what the user allowed) must not be forged by the agent.
-_PROTECTED_DIRS = frozenset(
-    {(".agent-shell", "logs"), (".agent-shell", "snapshots"), (".agent-shell", "sessions")}
-)
+_PROTECTED_DIRS = frozenset({"logs", "snapshots", "sessions"})
+_AGENT_DIR = ".agent-shell"
+
+
+def protected_reason_for_parts(parts: Sequence[str]) -> str | None:
+    """Why writing or removing the path made of ``parts`` must be refused, or ``None``.
+
+    ``parts`` are the components below an allowed root. This one predicate serves
+    file tools and shell commands alike: anything under ``.git``, the agent's own
+    settings, its records (logs, snapshots, sessions) and the ``.agent-shell`` folder
+    itself, whose removal or replacement would take the records with it. Other
+    folders under ``.agent-shell`` (memory, workspace) stay writable.
+    """
+    folded = [p.casefold() for p in parts]
+    if ".git" in folded:
+        return "files under .git/ cannot be written (hooks there would run code)"
+    for i, part in enumerate(folded):
+        if part != _AGENT_DIR:
+            continue
+        if i + 1 == len(folded):
+            return f"{parts[i]}/ holds the agent's settings and records; it cannot be replaced"
+        if folded[i + 1] in _PROTECTED_FILES:
+            return f"{parts[i]}/{parts[i + 1]} steers the agent and cannot be written by it"
+        if folded[i + 1] in _PROTECTED_DIRS:
+            return (
+                f"{parts[i]}/{parts[i + 1]}/ holds the bridge's records; the agent cannot change it"
+            )
+    return None
 
 
 def resolve_physical(path: Path) -> Path:
@@ -108,17 +134,7 @@ class Confinement:
         """Why a write to ``resolved`` must be refused, or ``None``."""
         base = self.containing_root(resolved)
         rel = resolved.relative_to(base).parts if base is not None else resolved.parts
-        folded = [p.casefold() for p in rel]
-        if ".git" in folded:
-            return "files under .git/ cannot be written (hooks there would run code)"
-        for i in range(len(folded) - 1):
-            if (folded[i], folded[i + 1]) in _PROTECTED_FILES:
-                return f"{rel[i]}/{rel[i + 1]} steers the agent and cannot be written by it"
-            if (folded[i], folded[i + 1]) in _PROTECTED_DIRS:
-                return (
-                    f"{rel[i]}/{rel[i + 1]}/ holds the bridge's records; the agent cannot write it"
-                )
-        return None
+        return protected_reason_for_parts(rel)
 
     def check_syntax(self, path: str) -> None:
         if not isinstance(path, str) or path == "":

@@ -33,10 +33,6 @@ def default_trust_file(memory_dir: Path | None) -> Path:
     return Path(base) / "agent-shell" / "trusted-allowlists.json"
 
 
-def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 class AllowlistTrust:
     """A small JSON map from project root to the sha256 of its trusted allowlist."""
 
@@ -56,10 +52,23 @@ class AllowlistTrust:
         return {str(k): str(v) for k, v in data.items()}
 
     def is_trusted(self, root: Path) -> bool:
+        """Whether the allowlist now on disk for ``root`` is the one the user trusted."""
         path = allowlist_path(root)
         if not path.is_file() or path.is_symlink():
             return False
-        return self._load().get(str(root.resolve())) == _digest(path)
+        try:
+            content = path.read_bytes()
+        except OSError:
+            return False
+        return self.is_trusted_content(root, content)
+
+    def is_trusted_content(self, root: Path, content: bytes) -> bool:
+        """Whether ``content`` (allowlist bytes already read) is what the user trusted.
+
+        Callers that parse the allowlist hash the very bytes they parsed, so the file
+        cannot be swapped between the check and its use.
+        """
+        return self._load().get(str(root.resolve())) == hashlib.sha256(content).hexdigest()
 
     def trust(self, root: Path, content: bytes) -> str:
         """Record CONTENT (the allowlist bytes the user reviewed) as trusted for ROOT."""
