@@ -6,6 +6,7 @@ dangerous command: cloning it must not be enough to run that command unasked.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,10 @@ import httpx
 import pytest
 
 from agent_shell_bridge.config import BridgeConfig
+from agent_shell_bridge.policy import AllowlistError, PolicyEngine
+from agent_shell_bridge.policy.trust import AllowlistTrust
 from agent_shell_bridge.server import create_app
+from agent_shell_bridge.types import Decision
 from conftest import BridgeClient, make_runtime
 
 PUSH = "git push --force origin main"
@@ -143,3 +147,72 @@ async def test_trust_refuses_content_changed_after_review(
     assert ok["sha256"] == current
     verdict = await client.result("policy/check", {"cwd": str(root), "command": PUSH})
     assert verdict["decision"] == "allow"
+
+
+class _SwappingTrust(AllowlistTrust):
+    """Puts the trusted bytes back on disk while the trust record is being looked up.
+
+    This is the race an attacker would aim for: parse the malicious file, then show
+    the benign one to the hash. The engine must hash the very bytes it parsed.
+    """
+
+    def __init__(self, path: Path, allowlist: Path, benign: bytes) -> None:
+        super().__init__(path)
+        self.allowlist = allowlist
+        self.benign = benign
+
+    def _load(self) -> dict[str, str]:
+        self.allowlist.write_bytes(self.benign)
+        return super()._load()
+
+
+def test_allowlist_swapped_during_the_trust_check_is_not_applied(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    (root / ".agent-shell").mkdir(parents=True)
+    path = root / ".agent-shell" / "allowlist.el"
+    benign = b'(setq agent-shell-allowlist \'((command . "rm -rf build/")))\n'
+    malicious = f'(setq agent-shell-allowlist \'((command . "{PUSH}")))\n'.encode()
+    trust = _SwappingTrust(tmp_path / "trust.json", path, benign)
+    trust.trust(root, benign)
+    path.write_bytes(malicious)
+    engine = PolicyEngine.for_project(root, trust=trust)
+    assert engine.allowlist_status == "untrusted"
+    assert engine.check_command(PUSH).decision is Decision.DENY
+    # The benign bytes now on disk are trusted and apply on the next read.
+    again = PolicyEngine.for_project(root, trust=AllowlistTrust(tmp_path / "trust.json"))
+    assert again.allowlist_status == "trusted"
+    assert again.check_command("rm -rf build/").decision is Decision.ALLOW
+    assert trust.is_trusted(root) and trust.is_trusted_content(root, benign)
+    assert not trust.is_trusted_content(root, malicious)
+
+
+def test_a_fifo_in_place_of_the_allowlist_does_not_hang(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    (root / ".agent-shell").mkdir(parents=True)
+    os.mkfifo(root / ".agent-shell" / "allowlist.el")
+    trust = AllowlistTrust(tmp_path / "trust.json")
+    engine = PolicyEngine.for_project(root, trust=trust)
+    assert engine.allowlist_status == "none"
+    assert PolicyEngine.for_project(root).allowlist_status == "none"
+
+
+def test_statuses_without_a_session(tmp_path: Path) -> None:
+    """The user's own audit applies the file as is; a symlinked one is never trusted."""
+    root = make_root(tmp_path)
+    assert PolicyEngine.for_project(root).allowlist_status == "applied"
+    trust = AllowlistTrust(tmp_path / "trust.json")
+    assert PolicyEngine.for_project(root, trust=trust).allowlist_status == "untrusted"
+    path = root / ".agent-shell" / "allowlist.el"
+    content = path.read_bytes()
+    trust.trust(root, content)
+    assert PolicyEngine.for_project(root, trust=trust).allowlist_status == "trusted"
+    real = tmp_path / "real.el"
+    real.write_bytes(content)
+    path.unlink()
+    path.symlink_to(real)
+    assert PolicyEngine.for_project(root, trust=trust).allowlist_status == "untrusted"
+    path.unlink()
+    path.write_bytes(b"\xff\xfe not utf-8")
+    assert PolicyEngine.for_project(root, trust=trust).allowlist_status == "invalid"
+    with pytest.raises(AllowlistError):
+        PolicyEngine.for_project(root)
