@@ -129,8 +129,12 @@ def detect_test_command(root: Path) -> str | None:
     if (root / "Makefile").is_file() and _has_make_target(root / "Makefile", "test"):
         return "make test"
     python_markers = ("pytest.ini", "conftest.py", "tox.ini", "setup.cfg", "pyproject.toml")
-    if any((root / m).is_file() for m in python_markers) or any(root.glob("tests/test_*.py")):
-        return "pytest"
+    if any((root / m).is_file() for m in python_markers) or any(
+        any(root.glob(pattern))
+        for pattern in ("test_*.py", "*_test.py", "tests/test_*.py", "test/test_*.py")
+    ):
+        # `python -m pytest` also puts the root on sys.path, as a flat project needs.
+        return "python -m pytest"
     if (root / "go.mod").is_file():
         return "go test ./..."
     if (root / "Cargo.toml").is_file():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -836,5 +837,33 @@ async def test_cancel_during_memory_extraction_does_not_wait_for_it(
         extraction = [r for r in rig.mock.recorder.records if r.step == 0]
         assert extraction and extraction[0].disconnected and not extraction[0].completed
         assert any("Memory: skipped" in e["title"] for e in turn.log_entries())
+    finally:
+        await stop()
+
+
+async def test_agent_records_are_ignored_by_git(serve_app: Any, project: Path) -> None:
+    """Logs, snapshots, outputs and checkpoints never show up as untracked files."""
+    rig, stop = await start_rig(
+        serve_app,
+        project,
+        [
+            {"tool_calls": [{"name": "run_command", "arguments": {"command": "seq 1 500"}}]},
+            {"text": "ok"},
+        ],
+    )
+    try:
+        sid = await rig.new_session()
+        await rig.turn(sid, "count")
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=all"],
+            cwd=project,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert ".agent-shell/logs" not in status
+        assert ".agent-shell/outputs" not in status
+        assert ".agent-shell/sessions" not in status
+        assert ".agent-shell/.gitignore" in status  # the one file it adds, yours to commit
     finally:
         await stop()

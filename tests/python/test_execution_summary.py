@@ -92,8 +92,10 @@ def test_excerpts_are_bounded() -> None:
     ("files", "expected"),
     [
         ({"Makefile": "all:\n\ntest:\n\tpytest\n"}, "make test"),
-        ({"Makefile": "all:\n\techo\n", "pyproject.toml": ""}, "pytest"),
-        ({"tests/test_a.py": ""}, "pytest"),
+        ({"Makefile": "all:\n\techo\n", "pyproject.toml": ""}, "python -m pytest"),
+        ({"tests/test_a.py": ""}, "python -m pytest"),
+        # Regression: a flat project with test_calc.py at its root found no command.
+        ({"calc.py": "", "test_calc.py": ""}, "python -m pytest"),
         ({"go.mod": "module x\n"}, "go test ./..."),
         ({"Cargo.toml": "[package]\n"}, "cargo test"),
         ({"package.json": json.dumps({"scripts": {"test": "jest"}})}, "npm test"),

@@ -209,7 +209,9 @@ class ToolExecutor:
                 verdict = Verdict(
                     Decision.DENY,
                     Risk.READ,
-                    "no test command is configured or detectable; pass one in `command`",
+                    "no test command could be detected for this project (no Makefile test "
+                    "target, pytest files, go.mod, Cargo.toml or npm test script); pass one "
+                    "in `command`",
                 )
                 return _Prepared(spec, args, verdict, [])
             cwd = live.root
@@ -574,6 +576,14 @@ def _summary_for_client(payload: JSONObject) -> JSONObject:
         "summary",
     )
     return {k: payload[k] for k in keep if k in payload}
+
+
+def describe_call(call: ToolCall) -> str:
+    """The one-line title of a call (tool and main argument), as clients show it."""
+    try:
+        return _title(call.name, call.parsed_arguments())
+    except BridgeError:
+        return call.name
 
 
 def signature_of(call: ToolCall) -> str:

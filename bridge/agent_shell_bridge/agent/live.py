@@ -297,6 +297,30 @@ def _prices(config: BridgeConfig) -> Prices | None:
     return Prices(*config.prices)
 
 
+_GITIGNORE = """\
+# agent-shell's own records stay out of the repository; memory/, config.el and
+# allowlist.el are yours to commit (or not).
+logs/
+snapshots/
+outputs/
+sessions/
+workspace/
+"""
+
+
+def _ignore_records(base: Path) -> None:
+    """Give ``.agent-shell/`` a .gitignore for the bridge's records, unless one exists."""
+    ignore = base / ".gitignore"
+    if ignore.exists() or ignore.is_symlink():
+        return
+    base.mkdir(parents=True, exist_ok=True)
+    try:
+        with ignore.open("x", encoding="utf-8") as fh:
+            fh.write(_GITIGNORE)
+    except OSError as exc:  # a read-only checkout still gets a session
+        log.warning("could not write %s: %s", ignore, exc)
+
+
 def open_session(
     runtime: Runtime,
     state: SessionState,
@@ -308,6 +332,7 @@ def open_session(
     root = Path(state.root)
     config = replace(config, extra_allowed_paths=tuple(Path(x) for x in state.extra_allowed_paths))
     base = root / ".agent-shell"
+    _ignore_records(base)
     log_path = log_path_for(root, state.id, datetime.now())
     writer = OrgLogWriter(log_path, title=f"agent-shell: {root.name} — session {state.id}")
     state.log_path = str(log_path)

@@ -24,7 +24,7 @@ from ..orglog import SrcBlock, TaskUsage, TextBlock, summary_drawer_entry
 from ..tools.catalogue import CATALOGUE, tool_schemas
 from ..types import JSONObject, Risk
 from .context import maybe_compact
-from .executor import Outcome, ToolExecutor, signature_of
+from .executor import Outcome, ToolExecutor, describe_call, signature_of
 from .memory_glue import finish_task_memory, inject_memories
 from .prompt import frame_tool_result, summary_messages, system_prompt
 from .reporter import src, text
@@ -240,7 +240,7 @@ async def run_turn(
                         {
                             "role": "tool",
                             "toolCallId": call.id,
-                            "title": call.name,
+                            "title": describe_call(call),
                             "status": outcome.status,
                             "text": str(payload.get("error", ""))[:300],
                         }
@@ -263,7 +263,7 @@ async def run_turn(
                     )
                 await live.checkpoint()
             if turn.completed is not None:
-                state.visible.append({"role": "assistant", "text": turn.completed})
+                state.visible.append({"role": "assistant", "text": f"Done: {turn.completed}"})
                 break
     except (asyncio.CancelledError, Cancelled):
         stop_reason = "cancelled"
@@ -335,6 +335,9 @@ async def _finish(
             properties={"STOP_REASON": stop_reason, "DURATION_MS": duration},
         )
         state.turn_in_progress = None
+        if stop_reason != "end_turn":
+            why = f": {error['message']}" if error is not None else ""
+            state.visible.append({"role": "system", "text": f"[turn ended: {stop_reason}{why}]"})
         if turn.restore_mode is not None and state.mode == turn.mode:
             state.mode = turn.restore_mode  # unless session/set_mode changed it meanwhile
         await live.checkpoint()
