@@ -10,7 +10,7 @@ ELISP_TESTS := $(wildcard tests/elisp/test-*.el)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export AGENT_SHELL_TEST_BRIDGE := $(BRIDGE)
 
-.PHONY: test test-python test-elisp test-e2e lint demo bench deps venv system-deps clean
+.PHONY: test test-python test-elisp test-e2e lint compile demo bench deps venv system-deps clean
 
 test: deps test-python test-elisp
 
@@ -59,6 +59,10 @@ lint: deps
 	@rm -f bench/*.elc
 	$(EMACS) -Q --batch -L elisp -l tests/elisp/lint.el $(ELISP_FILES)
 	@rm -f elisp/*.elc
+
+# Byte-compiles the package in place, for a checkout loaded with use-package.
+compile: system-deps
+	$(EMACS) -Q --batch -L elisp -f batch-byte-compile $(ELISP_FILES)
 
 # Copies demo/project to a temporary git repository and opens Emacs there with
 # agent-shell started; without an API key a scripted mock model answers.
