@@ -69,7 +69,15 @@ The action log and its files keep the full output."
 ;;; Internals: state
 
 (defvar-local agent-shell--plan-entry nil
-  "Id of the transcript entry showing the current plan, or nil.")
+  "Id of the transcript entry showing the current plan, or nil.
+Reset when a turn starts, so that each turn's plan has its own entry.")
+(defvar-local agent-shell--plan-id nil
+  "The `planId' shown in `agent-shell--plan-entry', or nil.")
+(defvar-local agent-shell--waiting-notices nil
+  "Tool call id to (START END TITLE) of its \"Waiting for you\" notice.
+START and END are markers around the notice's text.")
+(defvar-local agent-shell--grants nil
+  "What the user allowed for the rest of this session, newest first.")
 (defvar-local agent-shell--state 'starting "What the agent is doing.")
 (defvar-local agent-shell--state-detail nil "Tool name while running one.")
 (defvar-local agent-shell--usage nil "The last `usage' update, an alist.")
@@ -129,8 +137,12 @@ list, whose recorded input positions are shifted instead."
   (insert (apply #'propertize text 'read-only t 'front-sticky '(read-only) props)))
 
 (defun agent-shell--fresh-line ()
-  "Start a new line at point unless already at the start of one."
-  (unless (or (bobp) (eq (char-before) ?\n))
+  "Start a new line at point unless already at the start of one.
+A newline hidden in a folded body does not count: the next line
+would show glued to the entry's header."
+  (unless (or (bobp)
+              (and (eq (char-before) ?\n)
+                   (not (get-text-property (1- (point)) 'invisible))))
     (agent-shell--insert "\n")))
 
 (defun agent-shell--close-block ()
@@ -141,10 +153,44 @@ list, whose recorded input positions are shifted instead."
           agent-shell--body-open nil)))
 
 (defun agent-shell--notice (text)
-  "Append TEXT to the transcript as a notice from agent-shell."
+  "Append TEXT to the transcript as a notice from agent-shell.
+Return (START . END), markers around TEXT."
   (agent-shell--editing
     (agent-shell--close-block)
-    (agent-shell--insert (concat text "\n") 'face 'agent-shell-notice-face)))
+    (let ((start (copy-marker (point))))
+      (agent-shell--insert text 'face 'agent-shell-notice-face)
+      (prog1 (cons start (copy-marker (point)))
+        (agent-shell--insert "\n" 'face 'agent-shell-notice-face)))))
+
+(defun agent-shell--replace-notice (range text)
+  "Show TEXT instead of the notice between the markers of RANGE."
+  (let ((start (car range)) (end (cdr range)))
+    (when (and (markerp start) (marker-buffer start)
+               (eq (marker-buffer start) (current-buffer))
+               (<= start end))
+      (agent-shell--editing
+        (goto-char end)
+        ;; Inserted after the old text, then the old text deleted: markers
+        ;; of later entries and the output marker move the right way.
+        (agent-shell--insert text 'face 'agent-shell-notice-face)
+        (delete-region start end)
+        (set-marker end (+ start (length text)))))))
+
+(defun agent-shell--note-waiting (call-id range title)
+  "Remember RANGE, the waiting notice of tool CALL-ID showing TITLE."
+  (when call-id
+    (setf (alist-get call-id agent-shell--waiting-notices nil nil #'equal)
+          (list (car range) (cdr range) title))))
+
+(defun agent-shell--resolve-waiting (call-id text)
+  "Replace the waiting notice of tool CALL-ID with TEXT, if it is still shown.
+TEXT is a format string whose one %s is the step's title."
+  (when-let ((cell (assoc call-id agent-shell--waiting-notices)))
+    (setq agent-shell--waiting-notices
+          (delq cell agent-shell--waiting-notices))
+    (pcase-let ((`(,start ,end ,title) (cdr cell)))
+      (agent-shell--replace-notice
+       (cons start end) (format text (or title "the step"))))))
 
 (defun agent-shell--append-message (text)
   "Append TEXT to the assistant's message."
@@ -194,6 +240,65 @@ Call inside `agent-shell--editing'."
                         'invisible (plist-get plist :folded)))
     (setq agent-shell--body-open t)))
 
+(defun agent-shell--entry-at (pos)
+  "Return the id of the entry on the transcript line of POS, or nil.
+Point at the end of a header line (after \\[move-end-of-line]) sits on
+the newline that ends it, or just after a folded body: the entry is
+found from the character before, then from the line start."
+  (when (< pos agent-shell--output-marker)
+    (or (get-text-property pos 'agent-shell-entry)
+        (and (> pos (point-min))
+             (eq (char-after pos) ?\n)
+             (get-text-property (1- pos) 'agent-shell-entry))
+        (save-excursion
+          (goto-char pos)
+          (get-text-property (line-beginning-position) 'agent-shell-entry)))))
+
+(defun agent-shell--header-end (id)
+  "Return the end of entry ID's header line."
+  (let ((start (plist-get (agent-shell--entry id) :start)))
+    (or (next-single-property-change start 'agent-shell-header)
+        (point-max))))
+
+(defun agent-shell--set-entry-title (id title)
+  "Show TITLE in entry ID's header, after the fold arrow and glyph."
+  (when-let ((plist (agent-shell--entry id)))
+    (let* ((title (replace-regexp-in-string "[\n\r\t]+" " " title))
+           (start (+ 4 (plist-get plist :start)))
+           (end (agent-shell--header-end id)))
+      (when (<= start end)
+        (let ((props (text-properties-at (plist-get plist :start))))
+          (agent-shell--editing
+            (goto-char end)
+            (insert (apply #'propertize title props))
+            (delete-region start end)))
+        (setf (plist-get (cdr (assoc id agent-shell--entries)) :title) title)))))
+
+(defun agent-shell--entry-add (id text)
+  "Add TEXT as new lines at the end of entry ID's body, wherever it is.
+Unlike `agent-shell--append-body', ID need not be the open block:
+an update that arrives after other output (a notice, a later entry)
+still lands in its own entry."
+  (let ((text (string-trim-right text "[\n]+")))
+    (when-let ((plist (and (not (string-empty-p text)) (agent-shell--entry id))))
+      (agent-shell--editing
+        (let* ((bounds (agent-shell--entry-body-bounds id))
+               (pos (if bounds (cdr bounds) (agent-shell--header-end id)))
+               (open (equal agent-shell--block id)))
+          (goto-char pos)
+          (insert-before-markers
+           (propertize (concat (if (eq (char-before) ?\n) "" "\n") text)
+                       'read-only t 'front-sticky '(read-only)
+                       'agent-shell-entry id 'agent-shell-body id
+                       'invisible (plist-get plist :folded)))
+          (if open
+              (setq agent-shell--body-open t)
+            ;; What follows the entry must still start on its own line.
+            (unless (or (eq (char-after) ?\n)
+                        (>= (point) agent-shell--output-marker))
+              (insert-before-markers
+               (propertize "\n" 'read-only t 'front-sticky '(read-only))))))))))
+
 (defun agent-shell--replace-char (pos string)
   "Replace the character at POS with STRING, keeping its properties."
   (let ((props (text-properties-at pos))
@@ -236,7 +341,7 @@ Call inside `agent-shell--editing'."
     ("pending" "○")
     ("in_progress" "◐")
     ("completed" "●")
-    ("failed" "✗")
+    ((or "failed" "denied" "rejected" "cancelled") "✗")
     (_ "·")))
 
 ;;; Internals: header line and state
@@ -265,32 +370,46 @@ Call inside `agent-shell--editing'."
         (t (format "%d" n))))
 
 (defun agent-shell--header-line ()
-  "Return the header line of a shell buffer."
+  "Return the header line of a shell buffer.
+It is the value of a `header-line-format' :eval form, hence a mode
+line construct: every % in it is doubled, so that the one of the
+context fill and any in the model name show as written."
   (let* ((usage agent-shell--usage)
          (total (alist-get 'totalTokens usage))
          (used (alist-get 'contextUsed usage))
          (window (alist-get 'contextWindow usage))
          (cost (alist-get 'costUsd usage)))
-    (concat
-     (format " %s │ %s │ %s │ %s tokens"
-             (or agent-shell--model agent-shell-model)
-             (if (eq agent-shell--mode 'ask) "ask" "act")
-             (agent-shell--state-text)
-             (agent-shell--format-tokens total))
-     (if (and (numberp used) (numberp window) (> window 0))
-         (format " │ context %d%%" (round (* 100.0 (/ (float used) window))))
-       "")
-     (if (numberp cost) (format " │ $%.4f" cost) ""))))
+    (string-replace
+     "%" "%%"
+     (concat
+      (format " %s │ %s │ %s │ %s tokens"
+              (or agent-shell--model agent-shell-model)
+              (if (eq agent-shell--mode 'ask) "ask" "act")
+              (agent-shell--state-text)
+              (agent-shell--format-tokens total))
+      (if (and (numberp used) (numberp window) (> window 0))
+          (format " │ context %d%%" (round (* 100.0 (/ (float used) window))))
+        "")
+      (if (numberp cost) (format " │ $%.4f" cost) "")
+      (if agent-shell--grants
+          (format " │ %d grant%s" (length agent-shell--grants)
+                  (if (cdr agent-shell--grants) "s" ""))
+        "")))))
 
 ;;; Internals: session updates
 
 (defun agent-shell--content-text (content)
-  "Return the displayable text of tool CONTENT items."
+  "Return the displayable text of tool CONTENT items.
+A diff item shows its unified diff, under a line naming its file."
   (mapconcat
    (lambda (item)
      (pcase (alist-get 'type item)
        ("content" (or (alist-get 'text (alist-get 'content item)) ""))
-       ("diff" (format "diff %s" (alist-get 'path item)))
+       ("diff" (let ((diff (alist-get 'diff item)))
+                 (if (and (stringp diff) (not (string-empty-p diff)))
+                     (concat (format "diff %s\n" (or (alist-get 'path item) ""))
+                             (string-trim-right diff "[\n]+"))
+                   (format "diff %s (no change)" (or (alist-get 'path item) "")))))
        (_ (or (alist-get 'text item) ""))))
    (if (vectorp content) (append content nil) content)
    "\n"))
@@ -303,11 +422,96 @@ Call inside `agent-shell--editing'."
                       (- (length text) agent-shell-tool-output-max-chars)))
     text))
 
+(defconst agent-shell--max-argument-chars 60
+  "Longest argument value shown in a tool entry's one-line arguments.")
+
 (defun agent-shell--compact-json (value)
   "Return VALUE as one line of JSON, or its printed form."
   (condition-case nil
       (json-serialize value :null-object nil :false-object :json-false)
     (error (format "%S" value))))
+
+(defun agent-shell--short-value (value)
+  "Return VALUE, an argument of a tool call, short and on one line."
+  (let ((text (replace-regexp-in-string
+               "[\n\r\t]+" "⏎"
+               (cond ((stringp value) value)
+                     ((eq value t) "true")
+                     ((eq value :json-false) "false")
+                     ((numberp value) (number-to-string value))
+                     (t (agent-shell--compact-json value))))))
+    (if (> (length text) agent-shell--max-argument-chars)
+        (format "%s… (%d chars)"
+                (substring text 0 agent-shell--max-argument-chars) (length text))
+      text)))
+
+(defun agent-shell--arguments-line (input)
+  "Return the tool arguments INPUT (an alist) as one short line."
+  (if (and (consp input) (consp (car input)) (symbolp (caar input)))
+      (mapconcat (lambda (cell)
+                   (format "%s: %s" (car cell) (agent-shell--short-value (cdr cell))))
+                 input "  ")
+    (agent-shell--short-value input)))
+
+(defun agent-shell--first-line (text max)
+  "Return the first line of TEXT, at most MAX characters."
+  (let ((line (car (split-string (format "%s" text) "\n" t "[ \t]+"))))
+    (truncate-string-to-width (or line "") max nil nil "…")))
+
+(defun agent-shell--tests-line (summary)
+  "Return the line describing a test SUMMARY (passed, failed, errors, ok)."
+  (let ((passed (alist-get 'passed summary))
+        (failed (alist-get 'failed summary))
+        (errors (alist-get 'errors summary))
+        (failures (alist-get 'failures summary)))
+    (concat
+     (format "tests: %s passed, %s failed" (or passed 0) (or failed 0))
+     (if (and (numberp errors) (> errors 0)) (format ", %d errors" errors) "")
+     (if (eq (alist-get 'ok summary) t) " — ok" " — not ok")
+     (if failures
+         (concat "\n  " (mapconcat (lambda (f) (agent-shell--first-line f 200))
+                                   (if (vectorp failures) (append failures nil) failures)
+                                   "\n  "))
+       ""))))
+
+(defun agent-shell--outcome-lines (raw)
+  "Return the lines describing a tool's RAW output summary, or nil."
+  (let ((exit (alist-get 'exit_code raw))
+        (timed-out (eq (alist-get 'timed_out raw) t))
+        (duration (alist-get 'duration_ms raw))
+        (summary (alist-get 'summary raw))
+        (err (alist-get 'error raw))
+        (reason (alist-get 'reason raw)))
+    (delq nil
+          (list
+           (and err (format "Error: %s" err))
+           (and reason (stringp reason) (format "Reason: %s" reason))
+           (and (or exit timed-out)
+                (concat (if (numberp exit) (format "exit %d" exit) "no exit code")
+                        (if timed-out " (timed out)" "")
+                        (if (numberp duration)
+                            (format " after %.1f s" (/ duration 1000.0))
+                          "")))
+           (and (consp summary) (agent-shell--tests-line summary))
+           (and (eq (alist-get 'truncated raw) t)
+                "(output truncated; the action log has all of it)")
+           (and (stringp (alist-get 'log_ref raw))
+                (format "full output: %s (action log)" (alist-get 'log_ref raw)))))))
+
+(defun agent-shell--failure-detail (status raw)
+  "Return the short reason shown on a tool entry's line, or nil.
+STATUS is the tool's status and RAW its output summary."
+  (let ((exit (alist-get 'exit_code raw))
+        (summary (alist-get 'summary raw))
+        (err (alist-get 'error raw)))
+    (cond ((and err (member status '("failed" "denied" "rejected")))
+           (agent-shell--first-line err 60))
+          ((and (numberp exit) (/= exit 0)) (format "exit %d" exit))
+          ((eq (alist-get 'timed_out raw) t) "timed out")
+          ((and (consp summary) (numberp (alist-get 'failed summary))
+                (> (alist-get 'failed summary) 0))
+           (format "%d failed" (alist-get 'failed summary)))
+          ((equal status "failed") "failed"))))
 
 (defun agent-shell--on-tool-call (update)
   "Render the tool call announced by UPDATE."
@@ -321,28 +525,56 @@ Call inside `agent-shell--editing'."
         (push (cons call-id id) agent-shell--tools)
         (when input
           (agent-shell--append-body
-           id (agent-shell--cap (agent-shell--compact-json input))))))
+           id (concat "args: " (agent-shell--arguments-line input))))))
     (unless (eq agent-shell--state 'waiting)
       (agent-shell--set-state 'running title))))
 
 (defun agent-shell--on-tool-call-update (update)
-  "Render UPDATE to an earlier tool call."
+  "Render UPDATE to an earlier tool call in the tool's own entry.
+The entry's body gets the output, the error or refusal, the exit
+code, the test summary and the diff; a failure's reason also shows
+on the entry's line."
   (let* ((call-id (alist-get 'toolCallId update))
          (id (cdr (assoc call-id agent-shell--tools)))
          (plist (and id (agent-shell--entry id)))
          (status (alist-get 'status update))
+         (raw (alist-get 'rawOutput update))
+         (raw (and (consp raw) raw))
          (content (alist-get 'content update))
-         (text (and content (agent-shell--content-text content))))
+         (text (string-join
+                (delq nil
+                      (append
+                       (agent-shell--outcome-lines raw)
+                       (let ((c (and content (agent-shell--content-text content))))
+                         (and c (not (string-empty-p c)) (list (agent-shell--cap c))))))
+                "\n"))
+         (detail (and status (agent-shell--failure-detail status raw))))
+    (when status
+      (pcase status
+        ("failed" (agent-shell--resolve-waiting
+                   call-id (concat "Not run: %s"
+                                   (if-let ((e (alist-get 'error raw)))
+                                       (concat " — " (string-replace
+                                                      "%" "%%"
+                                                      (agent-shell--first-line e 80)))
+                                     ""))))
+        (_ (agent-shell--resolve-waiting call-id "Approved: %s"))))
     (when (and id status)
       (agent-shell--set-entry-glyph id (agent-shell--status-glyph status)))
-    (when (and text (not (string-empty-p text)))
-      (agent-shell--editing
-        (unless (and id (equal agent-shell--block id))
-          (setq id (agent-shell--new-entry
-                    "tool" (agent-shell--status-glyph status)
-                    (format "%s — output"
-                            (or (plist-get plist :title) call-id)))))
-        (agent-shell--append-body id (agent-shell--cap text))))
+    (when (and plist detail)
+      (let ((base (or (plist-get plist :base-title) (plist-get plist :title))))
+        (setf (plist-get (cdr (assoc id agent-shell--entries)) :base-title) base)
+        (agent-shell--set-entry-title id (concat base " — " detail))))
+    (unless (string-empty-p text)
+      (if plist
+          (agent-shell--entry-add id text)
+        ;; An update for a call this buffer never saw (a resumed turn).
+        (agent-shell--editing
+          (let ((new (agent-shell--new-entry
+                      "tool" (agent-shell--status-glyph status)
+                      (concat (or call-id "tool") (if detail (concat " — " detail) "")))))
+            (push (cons call-id new) agent-shell--tools)
+            (agent-shell--append-body new text)))))
     (pcase status
       ("in_progress" (unless (eq agent-shell--state 'waiting)
                        (agent-shell--set-state
@@ -373,6 +605,12 @@ Call inside `agent-shell--editing'."
                                        ("failed" "!") (_ " "))
                                      (alist-get 'content e)))
                            entries "\n")))
+      ;; Another plan gets its own entry; the earlier one stays as it was.
+      (let ((plan-id (alist-get 'planId update)))
+        (when (and plan-id agent-shell--plan-id
+                   (not (equal plan-id agent-shell--plan-id)))
+          (setq agent-shell--plan-entry nil))
+        (when plan-id (setq agent-shell--plan-id plan-id)))
       (unless (and agent-shell--plan-entry
                    (agent-shell--entry agent-shell--plan-entry)
                    (agent-shell--replace-entry agent-shell--plan-entry title body))
@@ -474,8 +712,17 @@ began; that report must not end the new turn."
     ("turn_end" (agent-shell--on-turn-end update))
     (kind (message "agent-shell: unknown session update %S" kind))))
 
+(defun agent-shell--start-turn-entries ()
+  "Forget the plan entry of the turn before, for a new turn.
+Its plan keeps its entry; a plan of the new turn gets a new one."
+  (setq agent-shell--plan-entry nil
+        agent-shell--plan-id nil))
+
 (defun agent-shell--insert-history (history)
-  "Render HISTORY, the list of past messages from `session/resume'."
+  "Render HISTORY, the list of past messages from `session/resume'.
+Each item is (role, text, toolCallId?, title?, status?).  Every message
+starts on its own line, and the transcript ends on a fresh line so
+that the prompt does not stick to the last answer."
   (dolist (item history)
     (let ((text (or (alist-get 'text item) "")))
       (pcase (alist-get 'role item)
@@ -485,16 +732,25 @@ began; that report must not end the new turn."
            (unless (bobp) (agent-shell--insert "\n"))
            (agent-shell--insert (concat "> " text "\n\n")
                                 'face 'agent-shell-user-face 'agent-shell-role 'user))
+         (agent-shell--start-turn-entries)
          (push text agent-shell--history))
-        ("assistant" (agent-shell--append-message text))
+        ("assistant"
+         (agent-shell--editing (agent-shell--close-block))
+         (agent-shell--append-message text)
+         (agent-shell--editing (agent-shell--close-block)))
         ("system" (agent-shell--notice text))
         ("tool"
          (agent-shell--editing
            (let ((id (agent-shell--new-entry
                       "tool" (agent-shell--status-glyph (alist-get 'status item))
                       (or (alist-get 'title item) "tool"))))
+             (when-let ((call-id (alist-get 'toolCallId item)))
+               (push (cons call-id id) agent-shell--tools))
              (unless (string-empty-p text)
-               (agent-shell--append-body id (agent-shell--cap text))))))))))
+               (agent-shell--append-body id (agent-shell--cap text)))))))))
+  (agent-shell--editing
+    (agent-shell--close-block)
+    (agent-shell--fresh-line)))
 
 (provide 'agent-shell-transcript)
 ;;; agent-shell-transcript.el ends here

@@ -214,6 +214,8 @@ KEY is the log entry id, or the request id when there is none.")
 (defvar-local agent-shell--history-index -1 "Position while walking history.")
 (defvar-local agent-shell--history-draft nil "Input saved before walking.")
 (defvar-local agent-shell--log-path nil "The session's log file.")
+(defvar-local agent-shell--turn-prompts nil
+  "Turn id to the prompt that started it, newest first.")
 
 ;;; Internals: the bridge
 
@@ -451,11 +453,43 @@ than shown in a stray buffer."
                               :params params))))
     (when-let ((buffer (agent-shell--session-buffer session)))
       (with-current-buffer buffer
-        (agent-shell--notice
-         (format "Waiting for you: %s — y/n in the log (C-c C-l), \
+        (agent-shell--note-waiting
+         (alist-get 'toolCallId (alist-get 'toolCall params))
+         (agent-shell--notice
+          (format "Waiting for you: %s — y/n in the log (C-c C-l), \
 or C-c C-y / C-c C-n here" title))
+         title)
         (agent-shell--set-state 'waiting))))
   nil)
+
+(defun agent-shell--grant-text (params)
+  "Return the scope of an `allow_session' answer to permission PARAMS."
+  (let* ((call (alist-get 'toolCall params))
+         (input (alist-get 'rawInput call))
+         (command (and (consp input) (alist-get 'command input)))
+         (title (or (alist-get 'title call) "this step")))
+    (if (stringp command)
+        (format "the command `%s' in the same directory" command)
+      (format "%s on any file" (car (split-string title " " t))))))
+
+(defun agent-shell--show-decision (permission decision reason)
+  "Show in the shell buffer that PERMISSION was answered with DECISION.
+The waiting notice becomes the decision; REASON goes with a rejection.
+An `approve-session' decision is remembered as a grant."
+  (let* ((params (plist-get permission :params))
+         (call-id (alist-get 'toolCallId (alist-get 'toolCall params))))
+    (agent-shell--resolve-waiting
+     call-id
+     (pcase decision
+       ('approve "Approved: %s")
+       ('approve-session "Approved for this session: %s")
+       (_ (concat "Rejected: %s"
+                  (if reason (concat " — " (string-replace "%" "%%" reason)) "")))))
+    (when (eq decision 'approve-session)
+      (let ((what (agent-shell--grant-text params)))
+        (push what agent-shell--grants)
+        (agent-shell--notice (format "Allowed for this session: %s" what))
+        (force-mode-line-update)))))
 
 (defun agent-shell--option-id (decision)
   "Return the permission option id of DECISION."
@@ -471,6 +505,7 @@ so a decision that could not be delivered can be given again."
   (when (plist-get permission :sending)
     (user-error "That decision is being sent"))
   (plist-put permission :sending t)
+  (plist-put permission :decision (cons decision reason))
   (let ((done nil))
     (unwind-protect
         (progn
@@ -497,6 +532,8 @@ so a decision that could not be delivered can be given again."
       (setq agent-shell--permissions (delq permission agent-shell--permissions))
       (when buffer
         (with-current-buffer buffer
+          (let ((decision (plist-get permission :decision)))
+            (agent-shell--show-decision permission (car decision) (cdr decision)))
           (unless (cl-find agent-shell--session-id agent-shell--permissions
                            :key (lambda (p) (plist-get p :session)) :test #'equal)
             (agent-shell--set-state (if agent-shell--turn-id 'thinking 'idle))))))))
@@ -744,7 +781,7 @@ On an entry header in the transcript, toggle the entry instead."
   (interactive)
   (cond
    ((< (point) agent-shell--input-marker)
-    (if (get-text-property (point) 'agent-shell-entry)
+    (if (agent-shell--entry-at (point))
         (agent-shell-toggle-entry)
       (goto-char (point-max))))
    (t
@@ -776,6 +813,7 @@ starts and TEXT stays (or is put back) in the input."
       (agent-shell--insert (concat "> " text "\n\n") 'face 'agent-shell-user-face
                            'agent-shell-role 'user))
     (agent-shell-citations-mark agent-shell--output-marker)
+    (agent-shell--start-turn-entries)
     (setq agent-shell--turn-id 'pending
           agent-shell--turn-start (current-time))
     (agent-shell--set-state 'thinking)
@@ -801,6 +839,8 @@ starts and TEXT stays (or is put back) in the input."
    :on-success (lambda (result)
                  (when (buffer-live-p buffer)
                    (with-current-buffer buffer
+                     (when-let ((turn (alist-get 'turnId result)))
+                       (push (cons turn text) agent-shell--turn-prompts))
                      (when (eq agent-shell--turn-id 'pending)
                        (setq agent-shell--turn-id
                              (or (alist-get 'turnId result) t))))))
@@ -909,9 +949,10 @@ starts and TEXT stays (or is put back) in the input."
 
 (defun agent-shell-toggle-entry ()
   "Show or hide the body of the thought, tool or plan entry at point.
-Elsewhere, indent as TAB would."
+Anywhere on an entry's line counts, its end too.  Elsewhere, indent
+as TAB would."
   (interactive)
-  (let ((id (get-text-property (point) 'agent-shell-entry)))
+  (let ((id (agent-shell--entry-at (point))))
     (if (not id)
         (indent-for-tab-command)
       (let ((plist (agent-shell--entry id)))

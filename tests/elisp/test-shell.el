@@ -942,6 +942,238 @@ Every command the README names is a command right after
            (buffer-string))))
     (should (equal (string-trim output) "nil"))))
 
+;;; Review fixes: the transcript
+
+(defun test-shell--tool (sid id title input)
+  "Return a `tool_call' update for SID: call ID titled TITLE with INPUT."
+  (test-shell--update sid `((sessionUpdate . "tool_call") (toolCallId . ,id)
+                            (title . ,title) (kind . "execute") (status . "pending")
+                            (rawInput . ,input))))
+
+(defun test-shell--tool-done (sid id status &rest fields)
+  "Return a `tool_call_update' for SID's call ID with STATUS and FIELDS (alist pairs)."
+  (test-shell--update sid `((sessionUpdate . "tool_call_update") (toolCallId . ,id)
+                            (status . ,status) ,@fields)))
+
+(defun test-shell--entry-text (title)
+  "Return the text of the entry whose header contains TITLE, unfolded."
+  (goto-char (point-min))
+  (search-forward title)
+  (let* ((id (agent-shell--entry-at (point)))
+         (start (plist-get (agent-shell--entry id) :start))
+         (bounds (agent-shell--entry-body-bounds id)))
+    (buffer-substring-no-properties start (if bounds (cdr bounds)
+                                            (agent-shell--header-end id)))))
+
+(ert-deftest test-shell/tool-entry-shows-outcome ()
+  "Regression: a tool entry's body held only the raw JSON arguments.
+Its exit code, error, test summary and diff never showed, and a
+failure looked like a success on the entry's line."
+  (test-shell--with-shell (sid)
+    (test-shell--emit
+     (test-shell--tool sid "t1" "run_test pytest -q" '((command . "pytest -q")
+                                                       (timeout_s . 60)))
+     (test-shell--tool-done sid "t1" "failed"
+                            '(rawOutput . ((exit_code . 1) (duration_ms . 1500)
+                                           (log_ref . "out-3")
+                                           (summary . ((passed . 3) (failed . 1)
+                                                       (errors . 0) (ok . :json-false)
+                                                       (failures . ["test_add 失败"]))))))
+     (test-shell--tool sid "t2" "read_file 缺失.py" '((path . "缺失.py")))
+     (test-shell--tool-done sid "t2" "failed"
+                            '(rawOutput . ((error . "No such file: 缺失.py"))))
+     (test-shell--tool sid "t3" "write_file 新.py"
+                       `((path . "新.py") (content . ,(make-string 500 ?x))))
+     (test-shell--tool-done sid "t3" "completed"
+                            '(content . [((type . "diff") (path . "新.py")
+                                          (diff . "--- /dev/null\n+++ b/新.py\n@@ -0,0 +1 @@\n+print(\"新\")\n"))])
+                            '(rawOutput . ((path . "新.py")))))
+    (test-shell--wait "the last update"
+                      (lambda () (string-search "+print" (test-shell--transcript))))
+    (let ((transcript (test-shell--transcript)))
+      (should (string-match-p "^▸ ✗ run_test pytest -q — exit 1$" transcript))
+      (should (string-match-p "^▸ ✗ read_file 缺失\\.py — No such file: 缺失\\.py$" transcript))
+      (should (string-match-p "^▸ ● write_file 新\\.py$" transcript))
+      (should-not (string-search "— output" transcript))
+      (should-not (string-search "{\"" transcript)))
+    (let ((run (test-shell--entry-text "run_test")))
+      (should (string-search "args: command: pytest -q  timeout_s: 60" run))
+      (should (string-search "exit 1 after 1.5 s" run))
+      (should (string-search "tests: 3 passed, 1 failed — not ok" run))
+      (should (string-search "test_add 失败" run))
+      (should (string-search "out-3" run)))
+    (should (string-search "Error: No such file: 缺失.py"
+                           (test-shell--entry-text "read_file")))
+    (let ((write (test-shell--entry-text "write_file")))
+      (should (string-search "xxx… (500 chars)" write))
+      (should (string-search "--- /dev/null\n+++ b/新.py" write))
+      (should (string-search "+print(\"新\")" write)))
+    ;; The body is folded until TAB.
+    (goto-char (point-min))
+    (search-forward "+print")
+    (should (invisible-p (point)))))
+
+(ert-deftest test-shell/tool-diff-is-capped ()
+  "A long diff in a tool update is cut to `agent-shell-tool-output-max-chars'."
+  (test-shell--with-shell (sid)
+    (let ((agent-shell-tool-output-max-chars 100))
+      (test-shell--emit
+       (test-shell--tool sid "d1" "replace_region big.py" '((path . "big.py")))
+       (test-shell--tool-done sid "d1" "completed"
+                              `(content . [((type . "diff") (path . "big.py")
+                                            (diff . ,(concat "+" (make-string 400 ?y))))])))
+      (test-shell--wait "the diff" (lambda () (string-search "more characters"
+                                                             (test-shell--transcript))))
+      (should-not (string-search (make-string 200 ?y) (test-shell--transcript))))))
+
+(ert-deftest test-shell/second-plan-gets-its-own-entry ()
+  "Regression: a later turn's plan overwrote the earlier turn's plan entry.
+`agent-shell--plan-entry' was never reset; now each turn, and each
+new planId, starts a new entry."
+  (test-shell--with-shell (sid)
+    (let ((plan (lambda (plan-id content)
+                  (test-shell--update
+                   sid `((sessionUpdate . "plan") (planId . ,plan-id)
+                         (entries . [((content . ,content) (status . "pending"))]))))))
+      (test-shell--emit (funcall plan "p1" "第一个计划"))
+      (test-shell--wait "plan 1" (lambda () (agent-shell--entry agent-shell--plan-entry)))
+      (test-shell--emit (funcall plan "p2" "第二个计划"))
+      (test-shell--wait "plan 2" (lambda () (string-search "第二个计划" (test-shell--transcript))))
+      (should (string-search "第一个计划" (test-shell--transcript)))
+      ;; A new turn also starts a new entry, even for a plan without planId.
+      (agent-shell--start-turn-entries)
+      (test-shell--emit (test-shell--update
+                         sid '((sessionUpdate . "plan")
+                               (entries . [((content . "third") (status . "pending"))]))))
+      (test-shell--wait "plan 3" (lambda () (string-search "third" (test-shell--transcript))))
+      (should (string-search "第二个计划" (test-shell--transcript)))
+      (should (= 3 (cl-count-if (lambda (e) (string-prefix-p "plan-" (car e)))
+                                agent-shell--entries))))))
+
+(ert-deftest test-shell/header-line-keeps-percent ()
+  "Regression: the header line showed \"context 12\" without its %.
+The :eval result is a mode line construct; every % is now doubled."
+  (test-shell--with-shell (_sid)
+    (setq agent-shell--usage '((totalTokens . 1200) (contextUsed . 12000)
+                               (contextWindow . 100000))
+          agent-shell--model "model-100%")
+    ;; `format-mode-line' shows nothing in batch; check the construct:
+    ;; every % doubled, so each pair shows as one %.
+    (let ((construct (agent-shell--header-line)))
+      (should-not (string-search "%" (replace-regexp-in-string "%%" "" construct)))
+      (let ((shown (replace-regexp-in-string "%%" "%" construct)))
+        (should (string-search "context 12%" shown))
+        (should (string-search "model-100% │" shown))))))
+
+(ert-deftest test-shell/tab-at-end-of-tool-line ()
+  "Regression: TAB at the end of a folded tool line said \"Text is read-only\".
+The entry is now found from the line, not only from point."
+  (test-shell--with-shell (sid)
+    (test-shell--emit (test-shell--tool sid "e1" "grep 中文" '((pattern . "中文")))
+                      (test-shell--chunk sid "after"))
+    (test-shell--wait "the message" (lambda () (string-search "after" (test-shell--transcript))))
+    (goto-char (point-min))
+    (execute-kbd-macro (kbd "C-e"))
+    (execute-kbd-macro (kbd "TAB"))
+    (should-not (plist-get (agent-shell--entry (agent-shell--entry-at (point-min))) :folded))
+    (goto-char (point-min))
+    (end-of-line)
+    (execute-kbd-macro (kbd "RET"))
+    (should (plist-get (agent-shell--entry (agent-shell--entry-at (point-min))) :folded))))
+
+(ert-deftest test-shell/resumed-history-renders-cleanly ()
+  "Regression: a resumed session glued the prompt to the last answer.
+Failed and rejected tools showed `·', and two answers ran together."
+  (test-shell--with-shell (_sid)
+    (agent-shell--insert-history
+     '(((role . "user") (text . "修一下"))
+       ((role . "tool") (toolCallId . "h1") (title . "run_test pytest -q")
+        (status . "failed") (text . ""))
+       ((role . "tool") (toolCallId . "h2") (title . "write_file a.py")
+        (status . "rejected") (text . ""))
+       ((role . "tool") (toolCallId . "h3") (title . "run_command rm -rf /")
+        (status . "denied") (text . ""))
+       ((role . "tool") (toolCallId . "h4") (title . "read_file a.py")
+        (status . "completed") (text . ""))
+       ((role . "assistant") (text . "改好了。"))
+       ((role . "assistant") (text . "Done: 修好了"))))
+    (let ((transcript (test-shell--transcript)))
+      (should (string-search "▸ ✗ run_test pytest -q\n" transcript))
+      (should (string-search "▸ ✗ write_file a.py\n" transcript))
+      (should (string-search "▸ ✗ run_command rm -rf /\n" transcript))
+      (should (string-search "▸ ● read_file a.py\n" transcript))
+      (should (string-search "改好了。\nDone: 修好了\n" transcript))
+      (should (string-suffix-p "\n" transcript)))
+    (should (equal (buffer-substring-no-properties
+                    agent-shell--output-marker agent-shell--input-marker)
+                   "> "))
+    (should (eq (char-before agent-shell--output-marker) ?\n))))
+
+(ert-deftest test-shell/approval-resolves-waiting-notice ()
+  "Regression: after approval the \"Waiting for you\" line stayed forever.
+The diff that followed opened a second \"— output\" entry.  Now the
+notice turns into the decision and the diff joins the tool's entry."
+  (test-shell--with-shell (sid)
+    (test-shell--emit (test-shell--tool sid "w1" "replace_region calc.py"
+                                        '((path . "calc.py"))))
+    (test-shell--wait "the tool" (lambda () (string-search "calc.py" (test-shell--transcript))))
+    (let ((box (list nil)))
+      (agent-shell-rpc-request
+       (test-shell--bridge) "debug/client_request"
+       `((method . "session/request_permission")
+         (params . ((sessionId . ,sid)
+                    (toolCall . ((toolCallId . "w1") (title . "replace_region calc.py")
+                                 (rawInput . ((path . "calc.py")))))
+                    (options . [((optionId . "allow_once") (name . "Allow")
+                                 (kind . "allow_once"))])
+                    (logEntryId . ,(concat sid "-w1")) (risk . "write")))
+         (timeout_s . 20))
+       :timeout 25
+       :on-success (lambda (r) (setcar box r)))
+      (test-shell--wait "waiting" (lambda () (eq agent-shell--state 'waiting)))
+      (should (string-search "Waiting for you: replace_region calc.py"
+                             (test-shell--transcript)))
+      (execute-kbd-macro (kbd "C-c C-y"))
+      (test-shell--wait "the answer" (lambda () (car box)))
+      (test-shell--wait "the notice resolved"
+                        (lambda () (string-search "Approved: replace_region calc.py"
+                                                  (test-shell--transcript))))
+      (should-not (string-search "Waiting for you" (test-shell--transcript)))
+      (test-shell--emit (test-shell--tool-done
+                         sid "w1" "completed"
+                         '(content . [((type . "diff") (path . "calc.py")
+                                       (diff . "-a = 1\n+a = 2 # 改"))])))
+      (test-shell--wait "the diff" (lambda () (string-search "+a = 2" (test-shell--transcript))))
+      (should-not (string-search "— output" (test-shell--transcript)))
+      (should (string-search "+a = 2 # 改" (test-shell--entry-text "replace_region")))
+      (should (string-match-p "\\`▸ ● replace_region calc\\.py\nargs: path: calc\\.py\ndiff calc\\.py\n-a = 1\n\\+a = 2 # 改\nApproved: replace_region calc\\.py\n\\'"
+                              (test-shell--transcript))))))
+
+(ert-deftest test-shell/session-grant-is-shown ()
+  "Regression: approving with `a' (for the session) left no trace.
+The shell now says what was allowed and the header counts grants."
+  (test-shell--with-shell (sid)
+    (let ((box (list nil)) (entry (concat sid "-g1")))
+      (agent-shell-rpc-request
+       (test-shell--bridge) "debug/client_request"
+       `((method . "session/request_permission")
+         (params . ((sessionId . ,sid)
+                    (toolCall . ((toolCallId . "g1") (title . "write_file 新.py")
+                                 (rawInput . ((path . "新.py")))))
+                    (options . [((optionId . "allow_session") (name . "Allow")
+                                 (kind . "allow_always"))])
+                    (logEntryId . ,entry) (risk . "write")))
+         (timeout_s . 20))
+       :timeout 25
+       :on-success (lambda (r) (setcar box r)))
+      (test-shell--wait "waiting" (lambda () (agent-shell--permission-waiting-p entry)))
+      (agent-shell-log-decide entry 'approve-session nil)
+      (test-shell--wait "the answer" (lambda () (car box)))
+      (test-shell--wait "the grant" (lambda () agent-shell--grants))
+      (should (string-search "Allowed for this session: write_file on any file"
+                             (test-shell--transcript)))
+      (should (string-search "│ 1 grant" (agent-shell--header-line))))))
+
 ;;; Starting the bridge
 
 (defun test-shell--live-bridges ()
