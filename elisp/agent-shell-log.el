@@ -323,20 +323,47 @@ Known names keep their place; new ones go last."
   (let ((buffer (get-buffer-create (format "*agent-shell-log: %s*" name))))
     (with-current-buffer buffer
       (unless (derived-mode-p 'agent-shell-log-mode)
-        (let ((inhibit-read-only t))
-          (erase-buffer)
-          (insert "#+TITLE: agent-shell log: "
-                  (agent-shell-log--one-line name agent-shell-log--max-title-chars)
-                  "\n#+STARTUP: overview\n" agent-shell-log--todo-line "\n\n"))
+        (agent-shell-log--reset name)
         (agent-shell-log-mode)))
     buffer))
 
+(defun agent-shell-log--reset (name)
+  "Empty the current log buffer, titled for session NAME, keeping its mode."
+  (let ((inhibit-read-only t))
+    (erase-buffer)
+    (insert "#+TITLE: agent-shell log: "
+            (agent-shell-log--one-line name agent-shell-log--max-title-chars)
+            "\n#+STARTUP: overview\n" agent-shell-log--todo-line "\n\n"))
+  (setq agent-shell-log--nodes (make-hash-table :test #'equal)
+        agent-shell-log--pending nil))
+
 (defun agent-shell-log-set-file (buffer path)
-  "Remember PATH as the on-disk log of BUFFER, for the review commands."
+  "Remember PATH as the on-disk log of BUFFER, for the review commands.
+When BUFFER shows another log file's entries (a session that ended
+in the same project), it starts empty for the new one: each session
+has its own file on disk, and its own live log."
   (with-current-buffer buffer
-    (setq agent-shell-log--file (and path (expand-file-name path)))
+    (let ((file (and path (expand-file-name path))))
+      (when (and file agent-shell-log--file
+                 (not (equal file agent-shell-log--file))
+                 (derived-mode-p 'agent-shell-log-mode))
+        (agent-shell-log--reset
+         (if (string-match "\\`\\*agent-shell-log: \\(.*\\)\\*\\'" (buffer-name))
+             (match-string 1 (buffer-name))
+           (buffer-name))))
+      (setq agent-shell-log--file file))
     (when-let ((root (agent-shell-log--root)))
       (setq default-directory (file-name-as-directory root)))))
+
+(defun agent-shell-log--unfold-before (pos)
+  "Make the newline just before POS visible, keeping the rest folded.
+A folded entry (after `org-overview', or a sparse tree from `!')
+hides its subtree up to and including that newline; a heading
+inserted at POS would then show glued to the folded heading."
+  (when (> pos (point-min))
+    (remove-overlays (1- pos) pos 'invisible 'outline)
+    (when (fboundp 'org-fold-region)
+      (org-fold-region (1- pos) pos nil))))
 
 (defun agent-shell-log-insert-entry (buffer entry)
   "Insert ENTRY, the parsed params of a `log/entry' notification, in BUFFER.
@@ -365,10 +392,16 @@ shown is ignored, so a replayed notification does no harm."
                         :props props :body body
                         :has-body (not (string-empty-p body-text))
                         :last-descendant id))
+            ;; A heading must start a line, even after a damaged entry.
+            (when (and (> pos (point-min)) (not (eq (char-before pos) ?\n)))
+              (agent-shell-log--insert pos "\n" (get-text-property (1- pos)
+                                                                    'agent-shell-log-id))
+              (setq pos (point)))
             (agent-shell-log--insert
              pos (concat (agent-shell-log--render-head entry level todo props)
                          body-text)
              id)
+            (agent-shell-log--unfold-before pos)
             (setf (agent-shell-log--node-marker node) (copy-marker pos t))
             (puthash id node agent-shell-log--nodes)
             ;; Ancestors whose subtree ended where the entry went now end with it.
@@ -463,6 +496,29 @@ be answered, and must not hold the decision keys."
   "Return the ids of BUFFER's entries waiting for a decision, oldest first."
   (copy-sequence (buffer-local-value 'agent-shell-log--pending buffer)))
 
+(defconst agent-shell-log--display-action
+  '((display-buffer-reuse-window
+     agent-shell-log--display-in-other-window
+     display-buffer-below-selected
+     display-buffer-pop-up-window)
+    (inhibit-same-window . t))
+  "How a waiting step shows its log: never in the selected window.
+An existing window that shows no shell or log buffer is reused; else
+the selected window is split and the log goes below.")
+
+(defun agent-shell-log--display-in-other-window (buffer alist)
+  "Show BUFFER in a window of the frame other than the selected one.
+Windows showing an agent-shell buffer (a shell, another log) are
+left alone; ALIST is the display action's."
+  (when-let ((window (cl-find-if
+                      (lambda (w)
+                        (not (or (eq w (selected-window))
+                                 (window-dedicated-p w)
+                                 (string-prefix-p "*agent-shell"
+                                                  (buffer-name (window-buffer w))))))
+                      (window-list nil 'nomini))))
+    (window--display-buffer buffer window 'reuse alist)))
+
 (defun agent-shell-log-notify (buffer entry)
   "Draw attention to ENTRY, a step in BUFFER waiting for approval.
 Does nothing unless `agent-shell-log-notify-on-wait' is non-nil.
@@ -470,7 +526,7 @@ Displays BUFFER without selecting it, then raises a desktop
 notification when D-Bus is available, else shows a message."
   (when agent-shell-log-notify-on-wait
     (let ((window (or (get-buffer-window buffer 'visible)
-                      (display-buffer buffer '(nil (inhibit-same-window . t)))))
+                      (display-buffer buffer agent-shell-log--display-action)))
           (node (with-current-buffer buffer
                   (and agent-shell-log--nodes
                        (gethash (alist-get 'id entry) agent-shell-log--nodes)))))
@@ -702,10 +758,32 @@ On a link, such as the one to a full output, follow the link instead."
                (lambda (a b) (string> (file-name-nondirectory a)
                                       (file-name-nondirectory b)))))))
 
+(defconst agent-shell-log--peek-bytes 4096
+  "Bytes read from the start of a log file to find its first task.")
+
+(defun agent-shell-log--first-task (file)
+  "Return the title of the first heading of log FILE, or nil.
+Only the first `agent-shell-log--peek-bytes' bytes are read."
+  (with-temp-buffer
+    (let ((coding-system-for-read 'utf-8))
+      (ignore-errors (insert-file-contents file nil 0 agent-shell-log--peek-bytes)))
+    (goto-char (point-min))
+    (let ((case-fold-search nil))
+      (and (re-search-forward
+            "^\\* \\(?:[A-Z]+ \\)?\\(?:\\[[^]\n]*\\] *\\)?\\(.*\\)$" nil t)
+           (let ((title (string-trim (match-string-no-properties 1))))
+             (and (not (string-empty-p title)) title))))))
+
+(defun agent-shell-log--file-label (file)
+  "Return the completion label of log FILE: its name and first task."
+  (let ((task (agent-shell-log--first-task file)))
+    (concat (file-name-nondirectory file)
+            (if task (concat "  " (truncate-string-to-width task 70 nil nil "…")) ""))))
+
 (defun agent-shell-log-open-file (file)
   "Open FILE, the current or a past action log, read-only.
 Interactively, choose among the logs in <root>/.agent-shell/logs/,
-newest first."
+newest first, each shown with the title of its first task."
   (interactive
    (let* ((root (or (and (derived-mode-p 'agent-shell-log-mode)
                          (agent-shell-log--root))
@@ -714,17 +792,22 @@ newest first."
                                 default-directory)))
           (files (or (agent-shell-log--log-files root)
                      (user-error "No action logs under %s" root)))
-          (names (mapcar #'file-name-nondirectory files))
+          (labels (mapcar (lambda (f) (cons (agent-shell-log--file-label f) f))
+                          files))
+          (names (mapcar #'car labels))
           (current (and (derived-mode-p 'agent-shell-log-mode) agent-shell-log--file
-                        (file-name-nondirectory agent-shell-log--file)))
+                        (car (rassoc (expand-file-name agent-shell-log--file)
+                                     (mapcar (lambda (c) (cons (car c)
+                                                               (expand-file-name (cdr c))))
+                                             labels)))))
           (table (lambda (string pred action)
                    (if (eq action 'metadata)
                        '(metadata (display-sort-function . identity)
                                   (cycle-sort-function . identity))
                      (complete-with-action action names string pred))))
           (choice (completing-read "Action log: " table nil t nil nil
-                                   (if (member current names) current (car names)))))
-     (list (expand-file-name choice (expand-file-name ".agent-shell/logs/" root)))))
+                                   (or current (car names)))))
+     (list (cdr (assoc choice labels)))))
   (find-file-read-only file)
   ;; The review keys (steps, WAIT, visit, failures) work on past logs too.
   (unless (derived-mode-p 'agent-shell-log-mode)
@@ -736,8 +819,10 @@ newest first."
 ;;;###autoload
 (defun agent-shell-log (&optional pick)
   "Show the action log of the current session.
-Outside an agent-shell buffer, or with a prefix argument PICK, choose
-one of the project's logs, newest first, with `agent-shell-log-open-file'."
+In a shell buffer this is the live log of its session.  With a
+prefix argument PICK (\\[universal-argument]), or outside a shell buffer, pick
+a past log of the project instead: the logs are offered newest first,
+each with its first task, through `agent-shell-log-open-file'."
   (interactive "P")
   (if (and (not pick) (derived-mode-p 'agent-shell-mode))
       (agent-shell-show-log)

@@ -385,6 +385,80 @@ Steps the answerable function rejects are now skipped, at point too."
           (kill-buffer))
       (delete-directory root t))))
 
+;;; Review fixes
+
+(ert-deftest test-log/heading-after-sparse-tree-starts-a-line ()
+  "Regression: after `!' a new heading showed glued to the folded one before.
+The sparse tree hid the previous subtree with its final newline, so
+the next appended heading displayed as \"…...* [2026-…] Mem\"."
+  (test-log--with-buffer buf
+    (test-log--replay buf)
+    (agent-shell-log-insert-entry buf (test-log--entry "t1" "最后一个任务" :todo "DONE"))
+    (goto-char (point-max))
+    (execute-kbd-macro (kbd "!"))
+    (agent-shell-log-insert-entry buf (test-log--entry "m1" "Memory 记忆"))
+    (agent-shell-log-insert-entry buf (test-log--entry "m2" "第二条"))
+    (dolist (id '("m1" "m2"))
+      (test-log--goto buf id)
+      (should (bolp))
+      (should (eq (char-before) ?\n))
+      ;; The newline that ends the folded entry before is shown.
+      (should-not (org-invisible-p (1- (point))))
+      (should-not (org-invisible-p (point))))
+    ;; The earlier entry stays folded.
+    (test-log--goto buf "t1")
+    (forward-line 1)
+    (should (org-invisible-p (point)))))
+
+(ert-deftest test-log/new-session-starts-a-fresh-log ()
+  "Regression: a new session of the same project appended to the old log buffer.
+Its entries went under the previous session's; now a log buffer that
+gets another session's file starts empty."
+  (test-log--with-buffer buf
+    (agent-shell-log-set-file buf "/tmp/proj/.agent-shell/logs/2026-11-30-a.org")
+    (agent-shell-log-insert-entry buf (test-log--entry "old" "旧会话的任务" :todo "WAIT"))
+    ;; The same session attaching again (a resume) keeps its entries.
+    (agent-shell-log-set-file buf "/tmp/proj/.agent-shell/logs/2026-11-30-a.org")
+    (should (equal (test-log--ids buf) '("old")))
+    (agent-shell-log-set-file buf "/tmp/proj/.agent-shell/logs/2026-11-30-b.org")
+    (should-not (test-log--ids buf))
+    (should-not (agent-shell-log-pending buf))
+    (with-current-buffer buf
+      (should (derived-mode-p 'agent-shell-log-mode))
+      (should (string-prefix-p "#+TITLE: agent-shell log: test-" (buffer-string)))
+      (should-not (string-search "旧会话" (buffer-string))))
+    (agent-shell-log-insert-entry buf (test-log--entry "new" "新会话"))
+    (should (equal (test-log--ids buf) '("new")))))
+
+(ert-deftest test-log/picker-names-each-log-by-its-first-task ()
+  "Regression: the past-log picker offered bare file names.
+Each log is now offered with its first task's title, newest first."
+  (let* ((root (make-temp-file "agent-shell-log" t))
+         (logs (expand-file-name ".agent-shell/logs/" root)))
+    (unwind-protect
+        (progn
+          (make-directory logs t)
+          (with-temp-file (expand-file-name "2026-11-29-090000-a.org" logs)
+            (insert "#+TITLE: x\n#+TODO: WAIT | DONE\n\n* [2026-11-29 Sun 09:00] 修复 add 函数\n:PROPERTIES:\n:END:\n"))
+          (with-temp-file (expand-file-name "2026-11-30-101500-b.org" logs)
+            (insert "#+TITLE: x\n\n* DONE [2026-11-30 Mon 10:15] Write the README\n"
+                    (make-string 5000 ?y) "\n* [2026-11-30 Mon 10:20] later\n"))
+          (with-temp-file (expand-file-name "2026-11-30-110000-c.org" logs)
+            (insert "#+TITLE: empty\n"))
+          (let (offered)
+            (cl-letf (((symbol-function 'completing-read)
+                       (lambda (_prompt table &rest _)
+                         (setq offered (all-completions "" table))
+                         (car offered)))
+                      ((symbol-function 'find-file-read-only) #'ignore))
+              (let ((default-directory root))
+                (call-interactively #'agent-shell-log-open-file)))
+            (should (equal offered
+                           '("2026-11-30-110000-c.org"
+                             "2026-11-30-101500-b.org  Write the README"
+                             "2026-11-29-090000-a.org  修复 add 函数")))))
+      (delete-directory root t))))
+
 ;;; Attention
 
 (ert-deftest test-log/notify-displays-without-selecting ()
@@ -418,6 +492,27 @@ Steps the answerable function rejects are now skipped, at point too."
             (goto-char (window-point window))
             (should (looking-at-p "\\*+ WAIT .*等待中的编辑"))))))
     (kill-buffer "*test-log-other*")))
+
+(ert-deftest test-log/notify-keeps-the-shell-window ()
+  "Regression: a waiting step's log replaced the shell's window.
+With the user in a file and the shell in the other window, the log
+took the least recently used window: the shell's.  Now it splits."
+  (test-log--with-buffer buf
+    (let ((shell (get-buffer-create "*agent-shell: 测试*"))
+          (file (get-buffer-create "*test-log-file*"))
+          (agent-shell-log-notify-on-wait t))
+      (switch-to-buffer file)
+      (delete-other-windows)
+      (set-window-buffer (split-window-right) shell)
+      (let ((selected (selected-window)))
+        (agent-shell-log-insert-entry buf (test-log--entry "q2" "需要确认" :todo "WAIT"))
+        (should (eq (selected-window) selected))
+        (should (eq (window-buffer selected) file))
+        (should (get-buffer-window shell))
+        (should (get-buffer-window buf)))
+      (delete-other-windows)
+      (kill-buffer shell)
+      (kill-buffer file))))
 
 ;;; Text
 
