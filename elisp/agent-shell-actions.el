@@ -31,6 +31,7 @@
 (declare-function magit-stage-file "magit-apply" (file))
 (declare-function project-current "project" (&optional maybe-prompt directory))
 (declare-function project-root "project" (project))
+(declare-function agent-shell--notice "agent-shell-transcript" (text))
 
 ;;; Options
 
@@ -209,7 +210,9 @@ text.  Return (DIFF ADDED REMOVED)."
   (let* ((agent-shell-tools-process-coding coding)
          (result (agent-shell-tools-run
                   (file-name-directory new-file) "diff" "-u"
-                  "--label" (concat "a/" label) "--label" (concat "b/" label)
+                  ;; A new file's old name is /dev/null, as git writes it.
+                  "--label" (if old-file (concat "a/" label) "/dev/null")
+                  "--label" (concat "b/" label)
                   (or old-file null-device) new-file))
          (text (if (memql (car result) '(0 1)) (cdr result) ""))
          (added 0)
@@ -454,7 +457,7 @@ Stage through magit when it is loaded, else through git add."
                        (error (agent-shell-tools-error "Magit could not stage: %s"
                                                        (error-message-string err)))))
                  (let ((result (apply #'agent-shell-tools-git root "--literal-pathspecs"
-                                     "add" "-A" "--" files)))
+                                      "add" "-A" "--" files)))
                    (unless (eql (car result) 0)
                      (agent-shell-tools-error "Git add failed for %s"
                                               (string-join files ", ")))
@@ -588,6 +591,55 @@ track the index: a repository could otherwise ship one."
        "The snapshot index of %s is tracked by git, so it may come from the repository; not undoing from it"
        root))))
 
+(defun agent-shell-actions--shell-for-root (root)
+  "Return the live agent-shell buffer whose project is ROOT, or nil."
+  (let ((root (file-truename (file-name-as-directory root))))
+    (cl-find-if (lambda (buffer)
+                  (and (eq (buffer-local-value 'major-mode buffer) 'agent-shell-mode)
+                       (let ((other (buffer-local-value 'agent-shell--root buffer)))
+                         (and (stringp other)
+                              (equal (file-truename (file-name-as-directory other))
+                                     root)))))
+                (buffer-list))))
+
+(defun agent-shell-actions--prompt-from-logs (root turn-id)
+  "Return the task title of TURN-ID in ROOT's action logs, or nil.
+The task heading of a turn carries its id in the :TURN: property."
+  (let ((dir (expand-file-name ".agent-shell/logs/" root))
+        (case-fold-search nil))
+    (when (file-directory-p dir)
+      (cl-loop
+       for file in (sort (directory-files dir t "\\`[^.].*\\.org\\'") #'string>)
+       thereis
+       (with-temp-buffer
+         (let ((coding-system-for-read 'utf-8))
+           (ignore-errors (insert-file-contents file)))
+         (goto-char (point-min))
+         (and (re-search-forward (concat "^:TURN: " (regexp-quote turn-id) "[ \t]*$")
+                                 nil t)
+              (re-search-backward
+               "^\\*+ \\(?:[A-Z]+ \\)?\\(?:\\[[^]\n]*\\] *\\)?\\(.*\\)$" nil t)
+              (let ((title (string-trim (match-string-no-properties 1))))
+                (and (not (string-empty-p title)) title))))))))
+
+(defun agent-shell-actions--turn-prompt (root turn-id)
+  "Return the prompt that started TURN-ID in ROOT, or nil when unknown.
+The shell buffer of ROOT remembers its turns' prompts; a turn of an
+earlier session is found by its task heading in the action logs."
+  (let ((shell (agent-shell-actions--shell-for-root root)))
+    (or (and shell
+             (cdr (assoc turn-id (buffer-local-value 'agent-shell--turn-prompts
+                                                     shell))))
+        (agent-shell-actions--prompt-from-logs root turn-id))))
+
+(defun agent-shell-actions--turn-label (turn-id prompt)
+  "Return TURN-ID described with its PROMPT's first line when known."
+  (if prompt
+      (format "%s (“%s”)" turn-id
+              (truncate-string-to-width
+               (car (split-string prompt "\n" t "[ \t]+")) 60 nil nil "…"))
+    turn-id))
+
 ;;;###autoload
 (defun agent-shell-undo-turn (root &optional turn-id confirm)
   "Restore every file that the agent changed during turn TURN-ID in ROOT.
@@ -624,17 +676,25 @@ relative to ROOT."
          (mapconcat (lambda (file)
                       (alist-get 'path (nth 1 (assoc file plan))))
                     edited ", "))))
-    (when (or (not confirm)
-              (yes-or-no-p (format "Undo agent turn %s (%s)? " turn-id
-                                   (string-join rels ", "))))
-      (dolist (step (reverse plan))
-        (agent-shell-actions--restore root (nth 0 step) (nth 1 step)))
-      (agent-shell-actions--append-index
-       root `((undo_of . ,turn-id) (paths . ,(vconcat rels))
-              (time . ,(agent-shell-actions--now))))
-      (when confirm
-        (message "Restored %d file(s) from turn %s" (length rels) turn-id))
-      rels)))
+    (let ((label (agent-shell-actions--turn-label
+                  turn-id (agent-shell-actions--turn-prompt root turn-id))))
+      (when (or (not confirm)
+                (yes-or-no-p (format "Undo agent turn %s, restoring %s? " label
+                                     (string-join rels ", "))))
+        (dolist (step (reverse plan))
+          (agent-shell-actions--restore root (nth 0 step) (nth 1 step)))
+        (agent-shell-actions--append-index
+         root `((undo_of . ,turn-id) (paths . ,(vconcat rels))
+                (time . ,(agent-shell-actions--now))))
+        (when confirm
+          (message "Restored %d file(s) from turn %s" (length rels) label))
+        (when-let ((shell (agent-shell-actions--shell-for-root root)))
+          (with-current-buffer shell
+            (when (fboundp 'agent-shell--notice)
+              (agent-shell--notice
+               (format "Undid turn %s: restored %d file(s): %s"
+                       label (length rels) (string-join rels ", "))))))
+        rels))))
 
 (provide 'agent-shell-actions)
 ;;; agent-shell-actions.el ends here

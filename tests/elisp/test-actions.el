@@ -382,6 +382,54 @@
     (should (equal (agent-shell-undo-turn root "turn-0") '("earlier.txt")))
     (should-not (file-exists-p (expand-file-name "earlier.txt" root)))))
 
+(ert-deftest test-actions/new-file-diff-names-dev-null ()
+  "Regression: the diff of a created file named it a/PATH on both sides.
+A new file's old name is now /dev/null, so diff tools see a creation."
+  (agent-shell-test-with-project (root nil)
+    (let ((diff (alist-get 'diff (agent-shell-test-call
+                                  "write_file" '((path . "新.py") (content . "print(\"新\")\n"))
+                                  (agent-shell-test-context root)))))
+      (should (string-prefix-p "--- /dev/null\n+++ b/新.py\n" diff))
+      (should (string-search "+print(\"新\")" diff)))
+    (let ((diff (alist-get 'diff (agent-shell-test-call
+                                  "write_file" '((path . "新.py") (content . "print(2)\n"))
+                                  (agent-shell-test-context root)))))
+      (should (string-prefix-p "--- a/新.py\n+++ b/新.py\n" diff)))))
+
+(ert-deftest test-actions/undo-turn-names-the-prompt-and-tells-the-shell ()
+  "Regression: undo-turn asked about a bare turn id and left no trace in the shell.
+The question now quotes the turn's prompt (from the shell, else from
+the action log's task heading), and the shell gets a notice."
+  (agent-shell-test-with-project (root `(("a.txt" . ,test-actions--lines)))
+    (require 'agent-shell)
+    (test-actions--make-turn root "turn-1")
+    (test-actions--make-turn root "turn-2")
+    ;; turn-1 is known only from an action log of an earlier session.
+    (agent-shell-test-write
+     root ".agent-shell/logs/2026-11-30-090000-s1.org"
+     "#+TODO: WAIT | DONE\n* [2026-11-30 Mon 09:00] 把第一行改掉\n:PROPERTIES:\n:SOURCE: user\n:TURN: turn-1\n:END:\n")
+    (let ((shell (get-buffer-create "*agent-shell: undo-test*"))
+          (questions nil))
+      (unwind-protect
+          (progn
+            (with-current-buffer shell
+              (agent-shell--setup "undo-test" root nil)
+              (push (cons "turn-2" "再改一次 a.txt\n第二行") agent-shell--turn-prompts))
+            (cl-letf (((symbol-function 'yes-or-no-p)
+                       (lambda (prompt) (push prompt questions) t)))
+              (agent-shell-undo-turn root "turn-2" t)
+              (should (string-search "turn-2 (“再改一次 a.txt”)" (car questions)))
+              (should (string-search "a.txt" (car questions)))
+              (with-current-buffer shell
+                (should (string-search
+                         "Undid turn turn-2 (“再改一次 a.txt”): restored 2 file(s): a.txt, 新/b.txt"
+                         (buffer-substring-no-properties
+                          (point-min) agent-shell--output-marker))))
+              (agent-shell-undo-turn root "turn-1" t)
+              (should (string-search "turn-1 (“把第一行改掉”)" (car questions)))))
+        (with-current-buffer shell (setq agent-shell--session-id nil))
+        (kill-buffer shell)))))
+
 (ert-deftest test-actions/undo-turn-refuses-when-edited-since ()
   "A file edited after the turn blocks the undo and is named in the refusal."
   (agent-shell-test-with-project (root `(("a.txt" . ,test-actions--lines)))
