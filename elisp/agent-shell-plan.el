@@ -331,7 +331,8 @@ A plan still under review is left alone: the user's edits win."
     (message "Plan rejected")))
 
 (defun agent-shell-plan-delete-step ()
-  "Delete the step at point together with its sub-items."
+  "Delete the step at point together with its sub-items.
+The progress cookie of the Steps heading is updated."
   (interactive)
   (let ((start (save-excursion
                  (forward-line 0)
@@ -345,7 +346,12 @@ A plan still under review is left alone: the user's edits win."
                            (forward-line 1)
                            (while (looking-at-p "[ \t]+[^ \t\n]")
                              (forward-line 1))
-                           (point)))))
+                           (point)))
+    ;; The Steps heading's [n/m] counts what is left.
+    (save-excursion
+      (goto-char (min start (point-max)))
+      (unless (org-before-first-heading-p)
+        (org-update-statistics-cookies nil)))))
 
 (defun agent-shell-plan-abandon (conn)
   "Forget the plan requests of CONN, a bridge connection that has ended.

@@ -197,6 +197,29 @@ With ASK non-nil, read a directory."
 
 ;;; Commands
 
+(defconst agent-shell--allowlist-review-buffer "*agent-shell allowlist review*"
+  "Name of the buffer showing an allowlist while the user decides.")
+
+(defun agent-shell--review-allowlist (file bytes)
+  "Show BYTES, the content of allowlist FILE, and ask whether to trust it.
+The review buffer goes away once the question is answered (or quit)."
+  (let ((review (get-buffer-create agent-shell--allowlist-review-buffer)))
+    (unwind-protect
+        (progn
+          (with-current-buffer review
+            (let ((inhibit-read-only t))
+              (erase-buffer)
+              (insert (decode-coding-string bytes 'utf-8))
+              (emacs-lisp-mode)
+              (setq buffer-read-only t)))
+          (display-buffer review)
+          (yes-or-no-p (format "Trust %s as shown, letting its commands run unasked? "
+                               (abbreviate-file-name file))))
+      (when (buffer-live-p review)
+        (dolist (window (get-buffer-window-list review nil t))
+          (quit-window nil window))
+        (kill-buffer review)))))
+
 (defun agent-shell-trust-allowlist (&optional root)
   "Review ROOT's `.agent-shell/allowlist.el' and let its commands run unasked.
 The bridge applies a project's allowlist only after you trust its
@@ -217,17 +240,8 @@ project, else the current project."
                     (insert-file-contents-literally file)
                     (buffer-string))))
          (interactive (called-interactively-p 'interactive)))
-    (when interactive
-      (with-current-buffer (get-buffer-create "*agent-shell allowlist review*")
-        (let ((inhibit-read-only t))
-          (erase-buffer)
-          (insert (decode-coding-string bytes 'utf-8))
-          (emacs-lisp-mode)
-          (setq buffer-read-only t))
-        (display-buffer (current-buffer))))
     (when (or (not interactive)
-              (yes-or-no-p (format "Trust %s as shown, letting its commands run unasked? "
-                                   (abbreviate-file-name file))))
+              (agent-shell--review-allowlist file bytes))
       (agent-shell--request
        "policy/trust_allowlist" `((cwd . ,(directory-file-name root))
                                   (sha256 . ,(secure-hash 'sha256 bytes)))

@@ -228,6 +228,23 @@ SID-VAR through the real event stream land in it."
           (should-not (car box)))
       (kill-buffer buffer))))
 
+(ert-deftest test-plan/delete-step-updates-cookie ()
+  "Regression: after C-c C-d the Steps heading still counted the deleted step.
+The [n/m] cookie now follows the steps that are left."
+  (let* ((sid (test-plan--sid))
+         (box (test-plan--request sid))
+         (buffer (test-plan--pending-buffer sid)))
+    (unwind-protect
+        (progn
+          (switch-to-buffer buffer)
+          (should (string-search "* Steps [0/3]" (buffer-string)))
+          (goto-char (point-min))
+          (re-search-forward "^- \\[ \\]")
+          (execute-kbd-macro (kbd "C-c C-d"))
+          (should (string-search "* Steps [0/2]" (buffer-string)))
+          (should-not (car box)))
+      (kill-buffer buffer))))
+
 ;;; Progress
 
 (ert-deftest test-plan/updates-tick-checkboxes ()

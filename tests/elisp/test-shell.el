@@ -571,6 +571,27 @@ Only the user's own `agent-shell-extra-allowed-paths' may widen them."
       (test-shell--wait "the allowlist to be trusted"
                         (lambda () (equal (funcall check) "allow"))))))
 
+(ert-deftest test-shell/allowlist-review-buffer-goes-away ()
+  "Regression: the *agent-shell allowlist review* buffer stayed after answering.
+It is shown while the question is asked and killed after the answer,
+also when the question is quit."
+  (let ((file "/tmp/项目/.agent-shell/allowlist.el")
+        (bytes (encode-coding-string "((command . \"make 测试\"))\n" 'utf-8))
+        (seen nil))
+    (cl-letf (((symbol-function 'yes-or-no-p)
+               (lambda (_prompt)
+                 (setq seen (with-current-buffer agent-shell--allowlist-review-buffer
+                              (buffer-string)))
+                 t)))
+      (should (agent-shell--review-allowlist file bytes)))
+    (should (string-search "make 测试" seen))
+    (should-not (get-buffer agent-shell--allowlist-review-buffer))
+    (cl-letf (((symbol-function 'yes-or-no-p) (lambda (_prompt) (signal 'quit nil))))
+      (should (condition-case nil
+                  (progn (agent-shell--review-allowlist file bytes) nil)
+                (quit t))))
+    (should-not (get-buffer agent-shell--allowlist-review-buffer))))
+
 (ert-deftest test-shell/scaffold-keeps-existing-files ()
   "The scaffold fills in what is missing and leaves existing files alone."
   (agent-shell-test-with-project (root nil)
