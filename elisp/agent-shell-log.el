@@ -499,12 +499,13 @@ be answered, and must not hold the decision keys."
 (defconst agent-shell-log--display-action
   '((display-buffer-reuse-window
      agent-shell-log--display-in-other-window
-     display-buffer-below-selected
-     display-buffer-pop-up-window)
+     display-buffer-pop-up-window
+     display-buffer-below-selected)
     (inhibit-same-window . t))
   "How a waiting step shows its log: never in the selected window.
 An existing window that shows no shell or log buffer is reused; else
-the selected window is split and the log goes below.")
+a window is split off (beside or below, as `split-window-sensibly'
+decides, else below the selected one).  Never the shell's window.")
 
 (defun agent-shell-log--display-in-other-window (buffer alist)
   "Show BUFFER in a window of the frame other than the selected one.
