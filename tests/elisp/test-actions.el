@@ -22,6 +22,10 @@
   "Five lines, some Chinese.")
 
 (defvar agent-shell-extra-allowed-paths)
+(defvar agent-shell--turn-prompts)
+(defvar agent-shell--output-marker)
+(defvar agent-shell--session-id)
+(declare-function agent-shell--setup "agent-shell" (name root session-id))
 
 (defun test-actions--index (root)
   "Return the snapshot index entries of ROOT."

@@ -972,7 +972,8 @@ Every command the README names is a command right after
                             (rawInput . ,input))))
 
 (defun test-shell--tool-done (sid id status &rest fields)
-  "Return a `tool_call_update' for SID's call ID with STATUS and FIELDS (alist pairs)."
+  "Return a `tool_call_update' for SID's call ID with STATUS and FIELDS.
+FIELDS are alist pairs added to the update."
   (test-shell--update sid `((sessionUpdate . "tool_call_update") (toolCallId . ,id)
                             (status . ,status) ,@fields)))
 
@@ -1074,7 +1075,7 @@ new planId, starts a new entry."
 (ert-deftest test-shell/header-line-keeps-percent ()
   "Regression: the header line showed \"context 12\" without its %.
 The :eval result is a mode line construct; every % is now doubled."
-  (test-shell--with-shell (_sid)
+  (test-shell--with-shell (sid)
     (setq agent-shell--usage '((totalTokens . 1200) (contextUsed . 12000)
                                (contextWindow . 100000))
           agent-shell--model "model-100%")
@@ -1105,7 +1106,7 @@ The entry is now found from the line, not only from point."
 (ert-deftest test-shell/resumed-history-renders-cleanly ()
   "Regression: a resumed session glued the prompt to the last answer.
 Failed and rejected tools showed `·', and two answers ran together."
-  (test-shell--with-shell (_sid)
+  (test-shell--with-shell (sid)
     (agent-shell--insert-history
      '(((role . "user") (text . "修一下"))
        ((role . "tool") (toolCallId . "h1") (title . "run_test pytest -q")
