@@ -27,3 +27,12 @@ def test_read_text_numbers_lines_and_reports_hash(tmp_path: Path) -> None:
     assert result["text"] == "     1\t# 你好\n     2\tx = 1"
     assert result["sha256"] == files.sha256_bytes(path.read_bytes())
     assert result["total_lines"] == 2
+
+
+def test_diff_of_a_new_file_starts_from_dev_null(tmp_path: Path) -> None:
+    class Args:
+        content = "新文件\n"
+
+    plan = files.plan_edit("write_file", Args(), tmp_path / "new.txt", "new.txt", None)
+    assert plan.diff.startswith("--- /dev/null\n+++ b/new.txt\n")
+    assert "+新文件" in plan.diff

@@ -232,12 +232,12 @@ def _rel(path: Path, root: Path) -> str:
         return str(path)
 
 
-def unified_diff(old: str, new: str, display: str) -> str:
+def unified_diff(old: str, new: str, display: str, *, created: bool = False) -> str:
     lines = list(
         difflib.unified_diff(
             old.splitlines(keepends=True),
             new.splitlines(keepends=True),
-            fromfile=f"a/{display}",
+            fromfile="/dev/null" if created else f"a/{display}",
             tofile=f"b/{display}",
         )
     )
@@ -336,7 +336,7 @@ class PlannedEdit:
 
     @property
     def diff(self) -> str:
-        return unified_diff(self.old, self.new, self.display)
+        return unified_diff(self.old, self.new, self.display, created=self.old_bytes is None)
 
 
 def plan_edit(name: str, args: Any, path: Path, display: str, expected: str | None) -> PlannedEdit:
