@@ -64,7 +64,7 @@ def test_e2e_demo_launcher_runs_the_scripted_walkthrough(tmp_path: Path) -> None
         tmux.keys("demo", "C-x", "o")  # back to the shell
         tmux.type("demo", FOLLOW_UP)
         tmux.keys("demo", "Enter")
-        tmux.wait_screen("demo", r"end of the\s+script")
+        tmux.wait_screen("demo", r"end\s+of\s+the\s+script")
         tmux.shot("demo", "follow-up-recalls-memory")
 
         tmux.keys("demo", "C-x", "C-c")

@@ -95,7 +95,7 @@ def test_e2e_tmux_fix_deny_approve_remember_and_recall(tmp_path: Path) -> None:
             start_shell(tmux, "second")
             tmux.type("second", FOLLOW_UP)
             tmux.keys("second", "Enter")
-            screen = tmux.wait_screen("second", r"end of the\s+script")
+            screen = tmux.wait_screen("second", r"end\s+of\s+the\s+script")
             assert "ensure_ascii=False" in screen
             tmux.shot("second", "second-session-recalls")
             check_second_session(mock, seen, summary)
