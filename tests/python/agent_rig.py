@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -168,6 +169,23 @@ async def start_rig(
         await mock.stop()
 
     return rig, stop
+
+
+@asynccontextmanager
+async def running_rig(
+    serve_app: Any,
+    root: Path,
+    steps: list[dict[str, Any]],
+    *,
+    memory_dir: Path | None = None,
+    **config: Any,
+) -> AsyncIterator[AgentRig]:
+    """``start_rig`` as a context manager: the rig is stopped however the test ends."""
+    rig, stop = await start_rig(serve_app, root, steps, memory_dir=memory_dir, **config)
+    try:
+        yield rig
+    finally:
+        await stop()
 
 
 def tool_messages(request_body: dict[str, Any]) -> list[str]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agent_rig import allow_once, make_project, reject, start_rig, tool_messages
+from agent_rig import allow_once, make_project, reject, running_rig, start_rig, tool_messages
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def project(tmp_path: Path) -> Path:
 
 async def test_agent_loop_runs_parallel_tool_calls_in_order(serve_app: Any, project: Path) -> None:
     """Two calls in one response both run, in order, each answered by its id."""
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app,
         project,
         [
@@ -46,8 +46,7 @@ async def test_agent_loop_runs_parallel_tool_calls_in_order(serve_app: Any, proj
             },
             {"text": "文件里有问候语。"},
         ],
-    )
-    try:
+    ) as rig:
         sid = await rig.new_session()
         turn = await rig.turn(sid, "看看 中文.py")
         assert turn.end["stopReason"] == "end_turn"
@@ -61,30 +60,25 @@ async def test_agent_loop_runs_parallel_tool_calls_in_order(serve_app: Any, proj
             "[TOOL_RESULT name=read_file id=call_a status=completed]"
         )
         assert [u["status"] for u in turn.tool_results()] == ["completed", "completed"]
-    finally:
-        await stop()
 
 
 async def test_agent_loop_warns_after_three_identical_calls(serve_app: Any, project: Path) -> None:
     call = {"name": "list_directory", "arguments": {"path": "."}}
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app, project, [{"tool_calls": [call]}] * 3 + [{"text": "done"}]
-    )
-    try:
+    ) as rig:
         sid = await rig.new_session()
         await rig.turn(sid, "list")
         results = [tool_messages(r)[-1] for r in rig.requests[1:4]]
         assert "repeating yourself" not in results[0]
         assert "repeating yourself" not in results[1]
         assert "repeating yourself" in results[2]
-    finally:
-        await stop()
 
 
 async def test_agent_loop_demands_new_approach_after_two_failures(
     serve_app: Any, project: Path
 ) -> None:
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app,
         project,
         [
@@ -92,49 +86,40 @@ async def test_agent_loop_demands_new_approach_after_two_failures(
             {"tool_calls": [{"name": "read_file", "arguments": {"path": "missing-2.py"}}]},
             {"text": "giving up"},
         ],
-    )
-    try:
+    ) as rig:
         sid = await rig.new_session()
         await rig.turn(sid, "read")
         first, second = tool_messages(rig.requests[1])[-1], tool_messages(rig.requests[2])[-1]
         assert "status=failed" in first and "change your approach" not in first
         assert "change your approach" in second
-    finally:
-        await stop()
 
 
 async def test_agent_loop_stops_at_the_step_limit(serve_app: Any, project: Path) -> None:
     step = {"tool_calls": [{"name": "project_status", "arguments": {}}]}
-    rig, stop = await start_rig(serve_app, project, [step] * 5, max_steps=2)
-    try:
+    async with running_rig(serve_app, project, [step] * 5, max_steps=2) as rig:
         sid = await rig.new_session()
         turn = await rig.turn(sid, "loop forever")
         assert turn.end["stopReason"] == "max_turn_requests"
         assert len(rig.requests) == 2
-    finally:
-        await stop()
 
 
 async def test_agent_loop_ends_on_task_complete(serve_app: Any, project: Path) -> None:
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app,
         project,
         [{"tool_calls": [{"name": "task_complete", "arguments": {"summary": "全部完成"}}]}],
-    )
-    try:
+    ) as rig:
         sid = await rig.new_session()
         turn = await rig.turn(sid, "finish")
         assert turn.end["stopReason"] == "end_turn"
         assert turn.end["summary"] == "全部完成"
         assert len(rig.requests) == 1
-    finally:
-        await stop()
 
 
 async def test_long_output_is_cut_and_paged_with_request_log_view(
     serve_app: Any, project: Path
 ) -> None:
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app,
         project,
         [
@@ -149,8 +134,7 @@ async def test_long_output_is_cut_and_paged_with_request_log_view(
             },
             {"text": "seen"},
         ],
-    )
-    try:
+    ) as rig:
         sid = await rig.new_session()
         turn = await rig.turn(sid, "count")
         assert turn.end["stopReason"] == "end_turn"
@@ -165,8 +149,6 @@ async def test_long_output_is_cut_and_paged_with_request_log_view(
         view = json.loads(tool_messages(rig.requests[2])[-1].split("\n", 1)[1].rsplit("\n", 1)[0])
         assert view["text"] == "501\n502\n503"
         assert view["total_lines"] == 1000
-    finally:
-        await stop()
 
 
 async def test_history_is_compacted_past_seventy_percent_of_the_window(
@@ -189,15 +171,14 @@ async def test_history_is_compacted_past_seventy_percent_of_the_window(
         "match": {"system_contains": "Summarise the earlier part"},
         "text": "摘要：读了 big.py。",
     }
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app,
         project,
         # Steps with a match are served only to matching requests, wherever they stand.
         [summary] * 6 + [*reads, {"text": "done"}],
         context_window=8_000,
         max_steps=60,
-    )
-    try:
+    ) as rig:
         sid = await rig.new_session()
         turn = await rig.turn(sid, "read a lot")
         assert turn.end["stopReason"] == "end_turn"
@@ -219,15 +200,12 @@ async def test_history_is_compacted_past_seventy_percent_of_the_window(
         # The last 10 steps stay verbatim: the newest read results are still there.
         assert len(tool_messages(bodies[first + 1])) >= 9
         assert any("Compacted" in e["title"] for e in turn.log_entries())
-    finally:
-        await stop()
 
 
 async def test_cancel_mid_stream_closes_the_model_connection(serve_app: Any, project: Path) -> None:
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app, project, [{"text": "slow answer " * 50, "chunk_size": 4, "delay_ms": 200}]
-    )
-    try:
+    ) as rig:
         sid = await rig.new_session()
 
         async def cancel_on_first_chunk(message: dict[str, Any], _stream: Any) -> None:
@@ -241,19 +219,16 @@ async def test_cancel_mid_stream_closes_the_model_connection(serve_app: Any, pro
         assert turn.end["stopReason"] == "cancelled"
         async with asyncio.timeout(5):
             await rig.mock.recorder.wait_for(lambda rs: rs and rs[0].disconnected)
-    finally:
-        await stop()
 
 
 async def test_cancel_mid_tool_kills_the_command(serve_app: Any, project: Path) -> None:
     marker = project / "survived.txt"
     command = f"sleep 30; touch {marker}"
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app,
         project,
         [{"tool_calls": [{"name": "run_command", "arguments": {"command": command}}]}],
-    )
-    try:
+    ) as rig:
         sid = await rig.new_session()
 
         async def cancel_when_running(message: dict[str, Any], _stream: Any) -> None:
@@ -274,14 +249,12 @@ async def test_cancel_mid_tool_kills_the_command(serve_app: Any, project: Path) 
         )
         assert state["messages"][-1]["role"] == "tool"
         assert "cancelled" in state["messages"][-1]["content"]
-    finally:
-        await stop()
 
 
 async def test_rejected_edit_leaves_the_file_and_tells_the_model(
     serve_app: Any, project: Path
 ) -> None:
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app,
         project,
         [
@@ -296,8 +269,7 @@ async def test_rejected_edit_leaves_the_file_and_tells_the_model(
             },
             {"text": "ok"},
         ],
-    )
-    try:
+    ) as rig:
         sid = await rig.new_session()
         turn = await rig.turn(sid, "rewrite", answer=reject("不要覆盖整个文件"))
         assert (project / "calc.py").read_text() == "def add(a, b):\n    return a - b\n"
@@ -310,12 +282,10 @@ async def test_rejected_edit_leaves_the_file_and_tells_the_model(
         assert "-    return a - b" in turn.permission_requests[0]["diff"]
         result = tool_messages(rig.requests[2])[-1]
         assert "status=rejected" in result and "不要覆盖整个文件" in result
-    finally:
-        await stop()
 
 
 async def test_write_without_reading_first_is_refused(serve_app: Any, project: Path) -> None:
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app,
         project,
         [
@@ -326,21 +296,18 @@ async def test_write_without_reading_first_is_refused(serve_app: Any, project: P
             },
             {"text": "ok"},
         ],
-    )
-    try:
+    ) as rig:
         sid = await rig.new_session()
         turn = await rig.turn(sid, "overwrite")
         assert turn.permission_requests == []
         assert "has not been read" in tool_messages(rig.requests[1])[-1]
         assert (project / "calc.py").read_text().startswith("def add")
-    finally:
-        await stop()
 
 
 async def test_edit_refused_when_the_user_changed_the_file_after_the_read(
     serve_app: Any, project: Path
 ) -> None:
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app,
         project,
         [
@@ -360,8 +327,7 @@ async def test_edit_refused_when_the_user_changed_the_file_after_the_read(
             },
             {"text": "ok"},
         ],
-    )
-    try:
+    ) as rig:
         sid = await rig.new_session()
 
         def user_edits(message: dict[str, Any], _stream: Any) -> None:
@@ -375,12 +341,10 @@ async def test_edit_refused_when_the_user_changed_the_file_after_the_read(
         await rig.turn(sid, "fix", on_message=user_edits)
         assert (project / "calc.py").read_text() == "# the user's edit\n"
         assert "changed since you read it" in tool_messages(rig.requests[2])[-1]
-    finally:
-        await stop()
 
 
 async def test_approved_edit_is_snapshotted_and_applied(serve_app: Any, project: Path) -> None:
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app,
         project,
         [
@@ -401,8 +365,7 @@ async def test_approved_edit_is_snapshotted_and_applied(serve_app: Any, project:
             },
             {"text": "fixed"},
         ],
-    )
-    try:
+    ) as rig:
         sid = await rig.new_session()
         turn = await rig.turn(sid, "fix", answer=allow_once)
         assert (project / "calc.py").read_text() == "def add(a, b):\n    return a + b  # 修复\n"
@@ -414,14 +377,12 @@ async def test_approved_edit_is_snapshotted_and_applied(serve_app: Any, project:
             c for u in turn.tool_results() for c in u.get("content", []) if c["type"] == "diff"
         ]
         assert diffs and "+    return a + b  # 修复" in diffs[0]["diff"]
-    finally:
-        await stop()
 
 
 async def test_ask_mode_offers_no_write_tools_and_refuses_writes(
     serve_app: Any, project: Path
 ) -> None:
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app,
         project,
         [
@@ -432,8 +393,7 @@ async def test_ask_mode_offers_no_write_tools_and_refuses_writes(
             },
             {"text": "calc.py:1-2 defines add"},
         ],
-    )
-    try:
+    ) as rig:
         sid = await rig.new_session(mode="ask")
         turn = await rig.turn(sid, "what does add do?")
         offered = {t["function"]["name"] for t in rig.requests[0]["tools"]}
@@ -442,39 +402,33 @@ async def test_ask_mode_offers_no_write_tools_and_refuses_writes(
         assert not (project / "new.py").exists()
         assert "ask mode" in tool_messages(rig.requests[1])[-1]
         assert turn.permission_requests == []
-    finally:
-        await stop()
 
 
 async def test_dry_run_records_commands_without_running_them(serve_app: Any, project: Path) -> None:
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app,
         project,
         [
             {"tool_calls": [{"name": "run_command", "arguments": {"command": "touch made.txt"}}]},
             {"text": "ok"},
         ],
-    )
-    try:
+    ) as rig:
         sid = await rig.new_session(dry_run=True)
         turn = await rig.turn(sid, "make a file")
         assert not (project / "made.txt").exists()
         assert "dry-run" in tool_messages(rig.requests[1])[-1]
         assert any(e["title"].startswith("[dry-run]") for e in turn.log_entries())
-    finally:
-        await stop()
 
 
 async def test_model_api_key_never_reaches_a_child_process(serve_app: Any, project: Path) -> None:
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app,
         project,
         [
             {"tool_calls": [{"name": "run_command", "arguments": {"command": "env"}}]},
             {"text": "ok"},
         ],
-    )
-    try:
+    ) as rig:
         sid = await rig.new_session()
         await rig.turn(sid, "env")
         output = tool_messages(rig.requests[1])[-1]
@@ -484,8 +438,6 @@ async def test_model_api_key_never_reaches_a_child_process(serve_app: Any, proje
         for path in logs:
             if path.is_file():
                 assert b"sk-rig-secret" not in path.read_bytes(), path
-    finally:
-        await stop()
 
 
 async def test_task_failure_is_posted_to_the_webhook(serve_app: Any, project: Path) -> None:
@@ -537,8 +489,7 @@ async def test_task_failure_is_posted_to_the_webhook(serve_app: Any, project: Pa
 
 async def test_rereading_an_unchanged_file_is_not_sent_twice(serve_app: Any, project: Path) -> None:
     read = {"tool_calls": [{"name": "read_file", "arguments": {"path": "中文.py"}}]}
-    rig, stop = await start_rig(serve_app, project, [read, read, read, {"text": "ok"}])
-    try:
+    async with running_rig(serve_app, project, [read, read, read, {"text": "ok"}]) as rig:
         sid = await rig.new_session()
 
         def user_edits_after_second_read(message: dict[str, Any], _stream: Any) -> None:
@@ -557,15 +508,13 @@ async def test_rereading_an_unchanged_file_is_not_sent_twice(serve_app: Any, pro
         assert "早上好 🚀" in first
         assert '"unchanged": true' in second and "早上好" not in second
         assert "改过了" in third  # changed on disk: sent again in full
-    finally:
-        await stop()
 
 
 async def test_whole_read_of_a_long_file_keeps_head_and_tail(serve_app: Any, project: Path) -> None:
     (project / "long.txt").write_text(
         "".join(f"行 {i}\n" for i in range(1, 1001)), encoding="utf-8"
     )
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app,
         project,
         [
@@ -580,8 +529,7 @@ async def test_whole_read_of_a_long_file_keeps_head_and_tail(serve_app: Any, pro
             },
             {"text": "ok"},
         ],
-    )
-    try:
+    ) as rig:
         sid = await rig.new_session()
         await rig.turn(sid, "read long")
         whole = tool_messages(rig.requests[1])[-1]
@@ -589,8 +537,6 @@ async def test_whole_read_of_a_long_file_keeps_head_and_tail(serve_app: Any, pro
         assert "行 201\\n" not in whole and "lines 201-900 (700 lines) omitted" in whole
         ranged = tool_messages(rig.requests[2])[-1]
         assert "行 500" in ranged and "行 502" in ranged and "行 503" not in ranged
-    finally:
-        await stop()
 
 
 async def test_allow_for_the_session_covers_that_exact_command_only(
@@ -601,12 +547,11 @@ async def test_allow_for_the_session_covers_that_exact_command_only(
     def run(command: str) -> dict[str, Any]:
         return {"tool_calls": [{"name": "run_command", "arguments": {"command": command}}]}
 
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app,
         project,
         [run("mkdir build"), run("touch build/x.txt"), run("mkdir  build"), {"text": "ok"}],
-    )
-    try:
+    ) as rig:
         sid = await rig.new_session()
 
         def answer(params: dict[str, Any]) -> dict[str, Any]:
@@ -620,16 +565,13 @@ async def test_allow_for_the_session_covers_that_exact_command_only(
             o["name"] for o in turn.permission_requests[0]["options"]
         }
         assert not (project / "build" / "x.txt").exists()
-    finally:
-        await stop()
 
 
 async def test_dry_run_runs_no_tests_and_survives_resume(serve_app: Any, project: Path) -> None:
     """Regression: dry-run ran "read-only" test commands, and a resume dropped dry-run."""
     marker = project / "RAN"
     run = {"tool_calls": [{"name": "run_test", "arguments": {"command": f"touch {marker}; true"}}]}
-    rig, stop = await start_rig(serve_app, project, [run, {"text": "ok"}, run, {"text": "ok"}])
-    try:
+    async with running_rig(serve_app, project, [run, {"text": "ok"}, run, {"text": "ok"}]) as rig:
         sid = await rig.new_session(dry_run=True)
         await rig.turn(sid, "test")
         assert not marker.exists()
@@ -639,16 +581,13 @@ async def test_dry_run_runs_no_tests_and_survives_resume(serve_app: Any, project
         assert resumed["dryRun"] is True
         await rig.turn(sid, "test again")
         assert not marker.exists()
-    finally:
-        await stop()
 
 
 async def test_a_refused_prompt_changes_nothing(serve_app: Any, project: Path) -> None:
     """Regression: a prompt refused as busy still switched the running turn's mode."""
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app, project, [{"text": "slow " * 40, "chunk_size": 5, "delay_ms": 100}]
-    )
-    try:
+    ) as rig:
         sid = await rig.new_session()
         await rig.client.result("session/prompt", {"sessionId": sid, "prompt": "talk"})
         reply = await rig.client.rpc(
@@ -657,20 +596,17 @@ async def test_a_refused_prompt_changes_nothing(serve_app: Any, project: Path) -
         assert reply["error"]["code"] == -32002
         assert rig.runtime.sessions[sid].state.mode == "act"
         await rig.client.result("session/cancel", {"sessionId": sid})
-    finally:
-        await stop()
 
 
 async def test_cancel_while_waiting_for_approval_closes_the_wait_step(
     serve_app: Any, project: Path
 ) -> None:
     """Regression: a cancel during a permission request left a WAIT step forever."""
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app,
         project,
         [{"tool_calls": [{"name": "run_command", "arguments": {"command": "mkdir build"}}]}],
-    )
-    try:
+    ) as rig:
         sid = await rig.new_session()
 
         async def cancel_instead_of_answering(message: dict[str, Any], _stream: Any) -> None:
@@ -687,8 +623,6 @@ async def test_cancel_while_waiting_for_approval_closes_the_wait_step(
         assert "** WAIT" not in log
         assert "Cancelled before a decision was made." in log
         assert not (project / "build").exists()
-    finally:
-        await stop()
 
 
 async def test_next_prompt_is_accepted_right_after_turn_end(serve_app: Any, project: Path) -> None:
@@ -722,12 +656,9 @@ async def test_next_prompt_is_accepted_right_after_turn_end(serve_app: Any, proj
 async def test_an_unparsable_webhook_url_is_refused_at_initialize(
     serve_app: Any, project: Path
 ) -> None:
-    rig, stop = await start_rig(serve_app, project, [])
-    try:
+    async with running_rig(serve_app, project, []) as rig:
         reply = await rig.client.rpc("initialize", {"notify": {"webhook": "http://[::1"}})
         assert reply["error"]["code"] == -32602
-    finally:
-        await stop()
 
 
 async def test_a_prompt_right_after_a_prefixed_turn_cannot_start_two_turns(
@@ -735,8 +666,7 @@ async def test_a_prompt_right_after_a_prefixed_turn_cannot_start_two_turns(
 ) -> None:
     """Regression: after a /ask turn, two quick prompts both started turns at once."""
     slow = {"text": "slow " * 30, "chunk_size": 5, "delay_ms": 50}
-    rig, stop = await start_rig(serve_app, project, [{"text": "answer"}, slow, slow])
-    try:
+    async with running_rig(serve_app, project, [{"text": "answer"}, slow, slow]) as rig:
         sid = await rig.new_session()
         replies: list[dict[str, Any]] = []
 
@@ -756,8 +686,6 @@ async def test_a_prompt_right_after_a_prefixed_turn_cannot_start_two_turns(
         assert live.busy and live.state.mode == "act"  # the session's own mode is back
         await rig.client.result("session/cancel", {"sessionId": sid})
         assert not live.busy
-    finally:
-        await stop()
 
 
 async def test_allow_for_the_session_is_per_directory(serve_app: Any, project: Path) -> None:
@@ -770,8 +698,7 @@ async def test_allow_for_the_session_is_per_directory(serve_app: Any, project: P
             args["cwd"] = cwd
         return {"tool_calls": [{"name": "run_command", "arguments": args}]}
 
-    rig, stop = await start_rig(serve_app, project, [run("build"), run(None), {"text": "ok"}])
-    try:
+    async with running_rig(serve_app, project, [run("build"), run(None), {"text": "ok"}]) as rig:
         sid = await rig.new_session()
 
         def answer(params: dict[str, Any]) -> dict[str, Any]:
@@ -785,8 +712,6 @@ async def test_allow_for_the_session_is_per_directory(serve_app: Any, project: P
         assert len(asked) == 2  # the root run asked again
         assert (project / "build" / "made.txt").exists()
         assert not (project / "made.txt").exists()
-    finally:
-        await stop()
 
 
 async def test_cancel_during_memory_extraction_does_not_wait_for_it(
@@ -803,7 +728,7 @@ async def test_cancel_during_memory_extraction_does_not_wait_for_it(
         "chunk_size": 1,
         "delay_ms": 100,
     }
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app,
         project,
         [
@@ -818,8 +743,7 @@ async def test_cancel_during_memory_extraction_does_not_wait_for_it(
             {"tool_calls": [{"name": "task_complete", "arguments": {"summary": "done"}}]},
         ],
         memory_dir=tmp_path / "memory",
-    )
-    try:
+    ) as rig:
         sid = await rig.new_session()
 
         async def cancel_when_extracting(message: dict[str, Any], _stream: Any) -> None:
@@ -837,21 +761,18 @@ async def test_cancel_during_memory_extraction_does_not_wait_for_it(
         extraction = [r for r in rig.mock.recorder.records if r.step == 0]
         assert extraction and extraction[0].disconnected and not extraction[0].completed
         assert any("Memory: skipped" in e["title"] for e in turn.log_entries())
-    finally:
-        await stop()
 
 
 async def test_agent_records_are_ignored_by_git(serve_app: Any, project: Path) -> None:
     """Logs, snapshots, outputs and checkpoints never show up as untracked files."""
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app,
         project,
         [
             {"tool_calls": [{"name": "run_command", "arguments": {"command": "seq 1 500"}}]},
             {"text": "ok"},
         ],
-    )
-    try:
+    ) as rig:
         sid = await rig.new_session()
         await rig.turn(sid, "count")
         status = subprocess.run(
@@ -865,5 +786,3 @@ async def test_agent_records_are_ignored_by_git(serve_app: Any, project: Path) -
         assert ".agent-shell/outputs" not in status
         assert ".agent-shell/sessions" not in status
         assert ".agent-shell/.gitignore" in status  # the one file it adds, yours to commit
-    finally:
-        await stop()
