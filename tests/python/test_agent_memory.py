@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agent_rig import AgentRig, make_project, start_rig
+from agent_rig import AgentRig, make_project, running_rig
 from agent_shell_bridge.memory.experience import parse_experience, slugify
 from agent_shell_bridge.memory.extract import EXTRACTION_SYSTEM_PROMPT
 
@@ -126,10 +126,9 @@ async def test_fail_fix_pass_extracts_exactly_one_experience_and_the_next_sessio
     serve_app: Any, project: Path, tmp_path: Path
 ) -> None:
     next_answer = {"text": "以前修过：add 的减号。"}
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app, project, [*FIX_STEPS, EXTRACT, next_answer], memory_dir=tmp_path / "memdb"
-    )
-    try:
+    ) as rig:
         session = await rig.client.result("session/new", {"cwd": str(project)})
         turn = await rig.turn(session["sessionId"], "修一下 add，make test 失败了")
         assert turn.end["stopReason"] == "end_turn"
@@ -181,14 +180,12 @@ async def test_fail_fix_pass_extracts_exactly_one_experience_and_the_next_sessio
         assert SUMMARY in system
         assert len(extraction_requests(rig)) == 1  # a text answer extracts nothing
         assert memory_files(project) == files
-    finally:
-        await stop()
 
 
 async def test_trivial_task_is_archived_without_a_model_call(
     serve_app: Any, project: Path, tmp_path: Path
 ) -> None:
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app,
         project,
         [
@@ -197,8 +194,7 @@ async def test_trivial_task_is_archived_without_a_model_call(
             EXTRACT,
         ],
         memory_dir=tmp_path / "memdb",
-    )
-    try:
+    ) as rig:
         session = await rig.client.result("session/new", {"cwd": str(project)})
         turn = await rig.turn(session["sessionId"], "这个项目是做什么的？")
         assert turn.text == "这是一个计算器演示项目。"
@@ -211,14 +207,12 @@ async def test_trivial_task_is_archived_without_a_model_call(
         assert "routine task archived" in log
         titles = [e["title"] for e in turn.log_entries()]
         assert "Memory: archived from the log, no extraction" in titles
-    finally:
-        await stop()
 
 
 async def test_dependency_manifest_change_triggers_extraction(
     serve_app: Any, project: Path, tmp_path: Path
 ) -> None:
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app,
         project,
         [
@@ -240,8 +234,7 @@ async def test_dependency_manifest_change_triggers_extraction(
             EXTRACT,
         ],
         memory_dir=tmp_path / "memdb",
-    )
-    try:
+    ) as rig:
         session = await rig.client.result("session/new", {"cwd": str(project)})
         turn = await rig.turn(session["sessionId"], "加一个 httpx 依赖")
         assert turn.end["stopReason"] == "end_turn"
@@ -259,21 +252,18 @@ async def test_dependency_manifest_change_triggers_extraction(
         )
         log = org_log(session)
         assert ":DECISION: extract" in log and "stack change: pyproject.toml changed" in log
-    finally:
-        await stop()
 
 
 async def test_memory_save_and_search_over_json_rpc_survive_index_loss_and_edits(
     serve_app: Any, project: Path, tmp_path: Path
 ) -> None:
     memdb = tmp_path / "memdb"
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app,
         project,
         [{"text": "add 用了减号。"}, EXTRACT],
         memory_dir=memdb,
-    )
-    try:
+    ) as rig:
         sid = await rig.new_session()
         await rig.turn(sid, "add 为什么不对？")
         assert extraction_requests(rig) == []  # a question is archived, not extracted
@@ -316,32 +306,24 @@ async def test_memory_save_and_search_over_json_rpc_survive_index_loss_and_edits
         # Deleting the file removes it from the results.
         path.unlink()
         assert await search("zebracorn") == []
-    finally:
-        await stop()
 
 
 async def test_memory_save_refuses_an_unknown_session(serve_app: Any, project: Path) -> None:
-    rig, stop = await start_rig(serve_app, project, [])
-    try:
+    async with running_rig(serve_app, project, []) as rig:
         reply = await rig.client.rpc("memory/save", {"sessionId": "no-such-session"})
         assert reply["error"]["code"] == -32001
         assert extraction_requests(rig) == []
-    finally:
-        await stop()
 
 
 async def test_memory_save_returns_the_experience_title_not_the_file_slug(
     serve_app: Any, project: Path, tmp_path: Path
 ) -> None:
     """Regression: ``memory/save`` answered with the slug (``修复-calc.py-里-…``)."""
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app, project, [{"text": "好的。"}, EXTRACT], memory_dir=tmp_path / "memdb"
-    )
-    try:
+    ) as rig:
         sid = await rig.new_session()
         await rig.turn(sid, "记住这个")
         saved = await rig.client.result("memory/save", {"sessionId": sid})
         assert saved["title"] == TITLE
         assert Path(saved["path"]).name.endswith(f"--{slugify(TITLE)}.md")
-    finally:
-        await stop()

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from agent_rig import make_project, start_rig, tool_messages
+from agent_rig import make_project, running_rig, tool_messages
 from agent_shell_bridge.methods.session import split_mode_prefix
 
 
@@ -33,12 +33,11 @@ async def test_modes_ask_prefix_refuses_writes_in_an_act_session(
     serve_app: Any, project: Path
 ) -> None:
     write = {"name": "write_file", "arguments": {"path": "new.py", "content": "x = 1\n"}}
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app,
         project,
         [{"tool_calls": [write]}, {"text": "calc.py:1-2 定义了 add"}, {"text": "下一轮"}],
-    )
-    try:
+    ) as rig:
         sid = await rig.new_session(mode="act")
         turn = await rig.turn(sid, "/ask 解释 add 是做什么的")
         assert last_user(rig.requests[0]) == "解释 add 是做什么的"
@@ -52,15 +51,12 @@ async def test_modes_ask_prefix_refuses_writes_in_an_act_session(
         # The next turn, without a prefix, is in the session's own mode again.
         await rig.turn(sid, "now act")
         assert "write_file" in offered(rig.requests[2])
-    finally:
-        await stop()
 
 
 async def test_modes_act_prefix_offers_writes_in_an_ask_session(
     serve_app: Any, project: Path
 ) -> None:
-    rig, stop = await start_rig(serve_app, project, [{"text": "ok"}, {"text": "again"}])
-    try:
+    async with running_rig(serve_app, project, [{"text": "ok"}, {"text": "again"}]) as rig:
         sid = await rig.new_session(mode="ask")
         turn = await rig.turn(sid, "/act\n改一下 calc.py")
         assert turn.end["stopReason"] == "end_turn"
@@ -70,8 +66,6 @@ async def test_modes_act_prefix_offers_writes_in_an_ask_session(
         assert "write_file" not in offered(rig.requests[1])
         listed = await rig.client.result("session/list", {"cwd": str(project)})
         assert [s["mode"] for s in listed["sessions"] if s["sessionId"] == sid] == ["ask"]
-    finally:
-        await stop()
 
 
 def test_modes_split_prefix() -> None:
@@ -84,11 +78,8 @@ def test_modes_split_prefix() -> None:
 
 
 async def test_modes_prefix_without_a_task_is_invalid(serve_app: Any, project: Path) -> None:
-    rig, stop = await start_rig(serve_app, project, [])
-    try:
+    async with running_rig(serve_app, project, []) as rig:
         sid = await rig.new_session()
         reply = await rig.client.rpc("session/prompt", {"sessionId": sid, "prompt": "/ask   "})
         assert reply["error"]["code"] == -32602
         assert "/ask" in reply["error"]["message"]
-    finally:
-        await stop()

@@ -13,7 +13,15 @@ from typing import Any
 
 import pytest
 
-from agent_rig import AgentRig, EventStream, make_project, reject, start_rig, tool_messages
+from agent_rig import (
+    AgentRig,
+    EventStream,
+    make_project,
+    reject,
+    running_rig,
+    start_rig,
+    tool_messages,
+)
 from agent_shell_bridge.agent.plan import Plan, PlanStep, parse_plan_answer, plan_checklist
 
 STEPS = [
@@ -153,12 +161,11 @@ async def test_plan_step_with_failing_verification_is_failed(serve_app: Any, pro
         {"title": "exit zero but a failure", "verify": "echo '== 1 failed, 3 passed in 0.1s =='"},
         {"title": "passes", "verify": "echo '3 passed in 0.1s'"},
     ]
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app,
         project,
         [propose(steps), complete(1, "c1"), complete(2, "c2"), complete(3, "c3"), {"text": "ok"}],
-    )
-    try:
+    ) as rig:
         sid = await rig.new_session()
         turn = await rig.turn(
             sid, "do it", on_message=plan_answerer(rig, {"outcome": "approved"}, [])
@@ -176,8 +183,6 @@ async def test_plan_step_with_failing_verification_is_failed(serve_app: Any, pro
         assert last["outcome"] == "approved"  # not done: two steps failed
         log = Path(checkpoint(project, sid)["log_path"]).read_text(encoding="utf-8")
         assert "- [ ] 2. exit zero but a failure: FAILED" in log
-    finally:
-        await stop()
 
 
 async def test_plan_verification_goes_through_the_policy(serve_app: Any, project: Path) -> None:
@@ -186,12 +191,11 @@ async def test_plan_verification_goes_through_the_policy(serve_app: Any, project
         {"title": "dangerous", "verify": "rm -rf /"},
         {"title": "needs approval", "verify": 'python3 -c \'open("made.txt", "w")\''},
     ]
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app,
         project,
         [propose(steps), complete(1, "c1"), complete(2, "c2"), {"text": "ok"}],
-    )
-    try:
+    ) as rig:
         sid = await rig.new_session()
         turn = await rig.turn(
             sid,
@@ -207,15 +211,12 @@ async def test_plan_verification_goes_through_the_policy(serve_app: Any, project
         assert len(turn.permission_requests) == 1
         assert turn.permission_requests[0]["toolCall"]["title"].startswith("run_test python3")
         assert not (project / "made.txt").exists()
-    finally:
-        await stop()
 
 
 async def test_plan_rejected_is_not_followed(serve_app: Any, project: Path) -> None:
-    rig, stop = await start_rig(
+    async with running_rig(
         serve_app, project, [propose(STEPS), complete(1, "c1"), {"text": "好的"}]
-    )
-    try:
+    ) as rig:
         sid = await rig.new_session()
         turn = await rig.turn(
             sid,
@@ -230,8 +231,6 @@ async def test_plan_rejected_is_not_followed(serve_app: Any, project: Path) -> N
         assert checkpoint(project, sid)["plan"]["outcome"] == "rejected"
         log = Path(checkpoint(project, sid)["log_path"]).read_text(encoding="utf-8")
         assert "REJECTED" in log and "Rejected: 太冒险了" in log
-    finally:
-        await stop()
 
 
 @pytest.mark.parametrize("approve", [True, False])
@@ -239,8 +238,7 @@ async def test_plan_without_a_plan_editor_asks_permission(
     serve_app: Any, project: Path, approve: bool
 ) -> None:
     """A client answering -32601 is asked through session/request_permission instead."""
-    rig, stop = await start_rig(serve_app, project, [propose(STEPS), {"text": "ok"}])
-    try:
+    async with running_rig(serve_app, project, [propose(STEPS), {"text": "ok"}]) as rig:
         sid = await rig.new_session()
         turn = await rig.turn(
             sid,
@@ -258,20 +256,15 @@ async def test_plan_without_a_plan_editor_asks_permission(
         else:
             assert outcome["outcome"] == "rejected"
             assert "--approve writes" in outcome["user_reason"]
-    finally:
-        await stop()
 
 
 async def test_plan_tools_are_refused_in_ask_mode(serve_app: Any, project: Path) -> None:
-    rig, stop = await start_rig(serve_app, project, [propose(STEPS), {"text": "ok"}])
-    try:
+    async with running_rig(serve_app, project, [propose(STEPS), {"text": "ok"}]) as rig:
         sid = await rig.new_session(mode="ask")
         await rig.turn(sid, "plan it")
         offered = {t["function"]["name"] for t in rig.requests[0]["tools"]}
         assert "propose_plan" not in offered and "complete_step" not in offered
         assert "ask mode" in tool_messages(rig.requests[1])[-1]
-    finally:
-        await stop()
 
 
 def test_plan_answer_malformed_counts_as_rejection() -> None:
