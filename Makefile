@@ -56,7 +56,10 @@ lint: deps
 	$(EMACS) -Q --batch -L elisp \
 	  --eval '(setq byte-compile-error-on-warn t)' \
 	  -f batch-byte-compile $(ELISP_FILES) bench/agent-shell-bench.el
-	@rm -f bench/*.elc
+	$(EMACS) -Q --batch -L elisp -L tests/elisp \
+	  --eval '(setq byte-compile-error-on-warn t)' \
+	  -f batch-byte-compile $(wildcard tests/elisp/*.el)
+	@rm -f bench/*.elc tests/elisp/*.elc
 	$(EMACS) -Q --batch -L elisp -l tests/elisp/lint.el $(ELISP_FILES)
 	@rm -f elisp/*.elc
 

@@ -25,6 +25,16 @@
   '(("中文.py" . "# 中文注释\nprint(\"你好，世界\")\n"))
   "Files every test project gets in addition to its own.")
 
+(defun agent-shell-test-wait (what predicate &optional timeout)
+  "Wait until PREDICATE returns non-nil, or fail saying WHAT after TIMEOUT s.
+Process output is accepted meanwhile; there is no fixed sleep."
+  (let ((deadline (+ (float-time) (or timeout 10)))
+        value)
+    (while (and (not (setq value (funcall predicate)))
+                (< (float-time) deadline))
+      (accept-process-output nil 0.02))
+    (or value (ert-fail (format "Timed out waiting for %s" what)))))
+
 (defun agent-shell-test-git-environment ()
   "Return `process-environment' for running git in test fixtures."
   (append '("GIT_CONFIG_GLOBAL=/dev/null" "GIT_CONFIG_NOSYSTEM=1"

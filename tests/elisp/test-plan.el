@@ -27,14 +27,7 @@
 
 (defvar test-plan--counter 0 "Counter for session ids.")
 
-(defun test-plan--wait (what predicate &optional timeout)
-  "Wait until PREDICATE returns non-nil, or fail saying WHAT after TIMEOUT s."
-  (let ((deadline (+ (float-time) (or timeout 10)))
-        value)
-    (while (and (not (setq value (funcall predicate)))
-                (< (float-time) deadline))
-      (accept-process-output nil 0.02))
-    (or value (ert-fail (format "Timed out waiting for %s" what)))))
+(defalias 'test-plan--wait #'agent-shell-test-wait)
 
 (defun test-plan--bridge ()
   "Return an initialised connection to the real bridge, starting it if needed."

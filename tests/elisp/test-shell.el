@@ -14,6 +14,7 @@
 ;;; Code:
 
 (require 'ert)
+(require 'warnings)
 (require 'cl-lib)
 (require 'agent-shell)
 (require 'agent-shell-test-helpers)
@@ -35,14 +36,7 @@
                (text . "你好，世界！Streaming works.") (chunk_size . 1))]))
   "Script of the mock model.")
 
-(defun test-shell--wait (what predicate &optional timeout)
-  "Wait until PREDICATE returns non-nil, or fail saying WHAT after TIMEOUT s."
-  (let ((deadline (+ (float-time) (or timeout 10)))
-        value)
-    (while (and (not (setq value (funcall predicate)))
-                (< (float-time) deadline))
-      (accept-process-output nil 0.02))
-    (or value (ert-fail (format "Timed out waiting for %s" what)))))
+(defalias 'test-shell--wait #'agent-shell-test-wait)
 
 (defun test-shell--start-mock ()
   "Start the scripted mock model once; return its API base."
@@ -325,7 +319,7 @@ The user's half-typed input and point stay where they were."
 
 (ert-deftest test-shell/input-history-and-newline ()
   "M-p and M-n walk sent inputs and restore the draft; C-j inserts a newline."
-  (test-shell--with-shell (_sid)
+  (test-shell--with-shell (sid)
     (setq agent-shell--history '("third" "second" "first"))
     (goto-char (point-max))
     (insert "draft")
@@ -342,7 +336,7 @@ The user's half-typed input and point stay where they were."
 
 (ert-deftest test-shell/toggle-mode-asks-bridge ()
   "C-c C-t switches the session between act and ask through `session/set_mode'."
-  (test-shell--with-session (_root)
+  (test-shell--with-session (root)
     (should (eq agent-shell--mode 'act))
     (execute-kbd-macro (kbd "C-c C-t"))
     (test-shell--wait "ask mode" (lambda () (eq agent-shell--mode 'ask)))
@@ -352,7 +346,7 @@ The user's half-typed input and point stay where they were."
 
 (ert-deftest test-shell/kill-buffer-cancels-turn ()
   "Killing the shell buffer during a turn sends `session/cancel'; the turn ends cancelled."
-  (test-shell--with-session (_root)
+  (test-shell--with-session (root)
     (let ((sid agent-shell--session-id)
           (seen nil))
       (cl-flet ((watch (_conn msg)
@@ -776,7 +770,7 @@ end marks its waiting steps FAILED, and `y' skips steps nobody waits for."
   "Regression: a prompt that could not be sent left \"a turn is running\".
 The turn id and state were set and the input deleted before the
 request failed, so RET then refused every later prompt."
-  (test-shell--with-session (_root)
+  (test-shell--with-session (root)
     (agent-shell-stop-bridge)
     (test-shell--wait "the bridge to stop" (lambda () (eq agent-shell--state 'dead)))
     (goto-char (point-max))
@@ -1245,7 +1239,7 @@ recorded, leaving a running bridge nobody could reach or stop."
 
 (ert-deftest test-shell/bridge-death-is-reported ()
   "When the bridge dies the shell buffer says so and how to restart."
-  (test-shell--with-shell (_sid)
+  (test-shell--with-shell (sid)
     (let ((proc (agent-shell-rpc-conn-process agent-shell--connection)))
       (signal-process proc 'SIGKILL)
       (test-shell--wait "the notice" (lambda () (eq agent-shell--state 'dead)))
