@@ -44,6 +44,7 @@
 (require 'agent-shell-citations)
 (require 'agent-shell-project)
 (require 'agent-shell-transcript)
+(require 'agent-shell-commands)
 
 ;;; Options
 
@@ -697,6 +698,8 @@ buffers take the same name."
          (substitute-command-keys
           "This project's allowlist is not applied until you trust it: \
 \\[agent-shell-trust-allowlist]")))
+      (when-let ((loaded (agent-shell-instructions--on-session result)))
+        (agent-shell--notice loaded))
       (let ((memories (alist-get 'memories result)))
         (when memories
           (agent-shell--notice
@@ -850,6 +853,10 @@ starts and TEXT stays (or is put back) in the input."
                    (setq agent-shell--turn-id nil)
                    (agent-shell--notice (format "The prompt failed: %s"
                                                 (alist-get 'message err)))
+                   ;; Refused prompts (an unknown /command, say) come back to
+                   ;; be fixed, unless the user already typed something new.
+                   (when (string-empty-p (agent-shell--input))
+                     (agent-shell--set-input text))
                    (agent-shell--set-state 'idle))))))
 
 (defun agent-shell-newline ()
@@ -949,12 +956,14 @@ starts and TEXT stays (or is put back) in the input."
 
 (defun agent-shell-toggle-entry ()
   "Show or hide the body of the thought, tool or plan entry at point.
-Anywhere on an entry's line counts, its end too.  Elsewhere, indent
-as TAB would."
+Anywhere on an entry's line counts, its end too.  On a /command
+name at the prompt, complete it; elsewhere, indent as TAB would."
   (interactive)
   (let ((id (agent-shell--entry-at (point))))
     (if (not id)
-        (indent-for-tab-command)
+        (if (agent-shell-commands-completion-at-point)
+            (completion-at-point)
+          (indent-for-tab-command))
       (let ((plist (agent-shell--entry id)))
         (agent-shell--set-folded id (not (plist-get plist :folded)))))))
 
@@ -1083,6 +1092,8 @@ full the context window is.
   (setq-local header-line-format '(:eval (agent-shell--header-line)))
   (setq-local truncate-lines nil)
   (setq-local word-wrap t)
+  (add-hook 'completion-at-point-functions
+            #'agent-shell-commands-completion-at-point nil t)
   (add-hook 'kill-buffer-hook #'agent-shell--kill-buffer nil t))
 
 (provide 'agent-shell)
