@@ -44,6 +44,7 @@
 (require 'agent-shell-citations)
 (require 'agent-shell-project)
 (require 'agent-shell-transcript)
+(require 'agent-shell-lifecycle)
 
 ;;; Options
 
@@ -263,6 +264,7 @@ KEY is the log entry id, or the request id when there is none.")
   (agent-shell--each-shell
    (lambda ()
      (when (eq agent-shell--state 'starting)
+       (agent-shell--unqueue)
        (agent-shell--notice message)
        (agent-shell--set-state 'dead)))))
 
@@ -357,16 +359,9 @@ the environment form of its --memory-dir option."
         (agent-shell-log-abandon-pending
          buffer "The bridge stopped before this step was decided")))
     (agent-shell-plan-abandon conn)
-    (let ((text (format "The agent-shell bridge stopped (%s).  \
-Run M-x agent-shell-start to restart it, or M-x agent-shell-resume \
-to reopen a session."
-                        (string-trim (format "%s" reason)))))
+    (let ((text (agent-shell--dead-bridge-text reason)))
       (agent-shell--fail-ready-queue text)
-      (agent-shell--each-shell
-       (lambda ()
-         (unless (eq agent-shell--state 'dead)
-           (agent-shell--notice text)
-           (agent-shell--set-state 'dead))))
+      (agent-shell--each-shell (lambda () (agent-shell--connection-lost text)))
       (message "%s" text))))
 
 (defun agent-shell--each-shell (fn)
@@ -382,7 +377,9 @@ to reopen a session."
 Signal a `user-error' when the bridge is not running."
   (let ((conn (agent-shell--live-connection)))
     (unless conn
-      (user-error "The bridge is not running; M-x agent-shell-start restarts it"))
+      (user-error (substitute-command-keys
+                   "The bridge is not running; \\<agent-shell-mode-map>\\[agent-shell-restart] \
+in the shell buffer restarts it and resumes the session")))
     (apply #'agent-shell-rpc-request conn method params args)))
 
 (defun agent-shell--session-buffer (session-id)
@@ -411,9 +408,11 @@ than shown in a stray buffer."
   nil)
 
 (cl-defmethod agent-shell-rpc-handle (_conn (_m (eql log/entry)) params _id)
-  "Add the `log/entry' PARAMS to the session's action log."
+  "Add the `log/entry' PARAMS to the session's action log.
+The experiences recalled for a turn are also named in its shell buffer."
   (when-let ((log (agent-shell--log-buffer-for (alist-get 'session_id params))))
     (agent-shell-log-insert-entry log params))
+  (agent-shell--show-recalled params)
   nil)
 
 (cl-defmethod agent-shell-rpc-handle (_conn (_m (eql log/update)) params _id)
@@ -703,7 +702,8 @@ buffers take the same name."
            (format "Recalled %d experience%s: %s" (length memories)
                    (if (cdr memories) "s" "")
                    (mapconcat (lambda (m) (or (alist-get 'title m) "?"))
-                              memories "; "))))))))
+                              memories "; ")))))
+      (agent-shell--send-queued))))
 
 (defun agent-shell--session-new-params (root &optional settings)
   "Return the params of `session/new' for ROOT.
@@ -725,6 +725,7 @@ SETTINGS are ROOT's project settings, read when not given."
   (lambda (err)
     (when (buffer-live-p buffer)
       (with-current-buffer buffer
+        (agent-shell--unqueue)
         (agent-shell--notice (format "%s failed: %s" what (alist-get 'message err)))
         (agent-shell--set-state 'dead)))))
 
@@ -735,15 +736,28 @@ SETTINGS are ROOT's project settings, read when not given."
   "Start an agent session for the current project.
 The root is the current project's, else `agent-shell-workspace-root'
 or `default-directory'; with a prefix argument ASK, read it.  The
-bridge is started once per Emacs and reused."
+bridge is started once per Emacs and reused.
+
+A shell buffer of the project that is still starting is shown as it
+is.  One whose bridge stopped is never erased: its session is resumed
+in place with `agent-shell-restart', keeping the transcript and the
+unsent input."
   (interactive "P")
   (let* ((root (agent-shell--project-root ask))
          (name (agent-shell--name-for-root root))
          (buffer (get-buffer-create (agent-shell--buffer-name name))))
     (agent-shell-scaffold root)
     (with-current-buffer buffer
-      (unless (and (derived-mode-p 'agent-shell-mode) agent-shell--session-id
-                   (agent-shell--live-connection))
+      (cond
+       ((not (derived-mode-p 'agent-shell-mode)) nil)
+       ((eq agent-shell--state 'starting) (setq root nil))
+       ((and agent-shell--session-id (agent-shell--live-connection)
+             (not (eq agent-shell--state 'dead)))
+        (setq root nil))
+       ((agent-shell--has-content-p)
+        (agent-shell-restart)
+        (setq root nil)))
+      (when root
         (agent-shell--setup name root nil)
         (let ((settings (agent-shell-read-config root)))
           (setq agent-shell--mode
@@ -757,6 +771,12 @@ bridge is started once per Emacs and reused."
             :on-error (agent-shell--session-error buffer "Starting the session")))))))
     (pop-to-buffer buffer)
     buffer))
+
+(defun agent-shell--has-content-p ()
+  "Return non-nil when this shell buffer shows a transcript or holds input."
+  (and (markerp agent-shell--output-marker)
+       (or (> agent-shell--output-marker (point-min))
+           (not (string-empty-p (agent-shell--input))))))
 
 (defun agent-shell--ensure-shell ()
   "Signal a `user-error' unless in a shell buffer with a session."
@@ -785,34 +805,49 @@ On an entry header in the transcript, toggle the entry instead."
         (agent-shell-toggle-entry)
       (goto-char (point-max))))
    (t
-    (agent-shell--ensure-shell)
+    (unless (derived-mode-p 'agent-shell-mode)
+      (user-error "Not in an agent-shell buffer"))
     (let ((text (string-trim (agent-shell--input))))
       (when (string-empty-p text)
         (user-error "Nothing to send"))
-      (when agent-shell--turn-id
-        (user-error "A turn is running; C-c C-k cancels it"))
-      (agent-shell-send text)))))
+      (if (eq agent-shell--state 'starting)
+          (agent-shell--queue-prompt text)
+        (agent-shell--ensure-shell)
+        (when agent-shell--turn-id
+          (user-error "A turn is running; C-c C-k cancels it"))
+        (agent-shell-send text))))))
 
 (defun agent-shell-send (text)
   "Send TEXT as a prompt in the current shell buffer's session.
 When the prompt cannot be sent at all, nothing changes: no turn
 starts and TEXT stays (or is put back) in the input."
   (unless (agent-shell--live-connection)
-    (user-error "The bridge is not running; M-x agent-shell-start restarts it"))
+    (user-error (substitute-command-keys
+                 "The bridge is not running; \\<agent-shell-mode-map>\\[agent-shell-restart] \
+restarts it and resumes this session (the transcript and input stay)")))
+  (agent-shell--show-prompt text)
+  (agent-shell--dispatch-prompt text))
+
+(defun agent-shell--show-prompt (text)
+  "Move TEXT from the input to the transcript as the user's prompt."
+  (unless (equal text (car agent-shell--history))
+    (push text agent-shell--history))
+  (setq agent-shell--history-index -1
+        agent-shell--history-draft nil)
+  (let ((inhibit-read-only t))
+    (delete-region agent-shell--input-marker (point-max)))
+  (setq buffer-undo-list nil)
+  (agent-shell--editing
+    (agent-shell--close-block)
+    (unless (bobp) (agent-shell--insert "\n"))
+    (agent-shell--insert (concat "> " text "\n\n") 'face 'agent-shell-user-face
+                         'agent-shell-role 'user))
+  (agent-shell-citations-mark agent-shell--output-marker))
+
+(defun agent-shell--dispatch-prompt (text)
+  "Start a turn with TEXT, already shown in the transcript.
+When it cannot be sent, no turn runs and TEXT goes back to the input."
   (let ((buffer (current-buffer)))
-    (unless (equal text (car agent-shell--history))
-      (push text agent-shell--history))
-    (setq agent-shell--history-index -1
-          agent-shell--history-draft nil)
-    (let ((inhibit-read-only t))
-      (delete-region agent-shell--input-marker (point-max)))
-    (setq buffer-undo-list nil)
-    (agent-shell--editing
-      (agent-shell--close-block)
-      (unless (bobp) (agent-shell--insert "\n"))
-      (agent-shell--insert (concat "> " text "\n\n") 'face 'agent-shell-user-face
-                           'agent-shell-role 'user))
-    (agent-shell-citations-mark agent-shell--output-marker)
     (agent-shell--start-turn-entries)
     (setq agent-shell--turn-id 'pending
           agent-shell--turn-start (current-time))
@@ -1015,7 +1050,12 @@ as TAB would."
         (user-error "Not resumed; the running turn goes on"))
       (when agent-shell--session-id
         (agent-shell--kill-buffer))
-      (agent-shell--setup name root nil)
+      (let ((typed (and (derived-mode-p 'agent-shell-mode)
+                        (markerp agent-shell--input-marker)
+                        (agent-shell--input))))
+        (agent-shell--setup name root nil)
+        ;; Unsent input survives: only the transcript is redrawn.
+        (when typed (agent-shell--set-input typed)))
       (agent-shell--set-state 'starting))
     (agent-shell-rpc-request
      conn "session/resume" `((sessionId . ,session-id)
@@ -1057,6 +1097,7 @@ as TAB would."
     (define-key map (kbd "C-c C-y") #'agent-shell-approve)
     (define-key map (kbd "C-c C-n") #'agent-shell-reject)
     (define-key map (kbd "C-c C-s") #'agent-shell-save-memory)
+    (define-key map (kbd "C-c C-r") #'agent-shell-restart)
     map)
   "Keymap of `agent-shell-mode'.")
 
@@ -1076,8 +1117,11 @@ waits for your approval, answer with y/n in the action log
 \(\\[agent-shell-show-log]) or with \\[agent-shell-approve] / \\[agent-shell-reject] here.
 
 The header line shows the model, the mode (act or ask), the state
-\(idle, thinking, running TOOL, waiting for you), tokens used and how
-full the context window is.
+\(starting, idle, thinking, running TOOL, waiting for you, bridge
+stopped), tokens used and how full the context window is.  A prompt
+sent while the session starts is queued and goes out once it is
+ready.  When the bridge stops, \[agent-shell-restart] restarts it and
+resumes the session in place, keeping the transcript and the input.
 
 \\{agent-shell-mode-map}"
   (setq-local header-line-format '(:eval (agent-shell--header-line)))
