@@ -35,6 +35,11 @@
 
 ;;; Code:
 
+;; Before anything is defined: the unrelated package of the same name
+;; must not be half overwritten (see agent-shell-coexist.el).
+(require 'agent-shell-coexist)
+(agent-shell-coexist-check)
+
 (require 'cl-lib)
 (require 'subr-x)
 (require 'agent-shell-rpc)
@@ -1130,4 +1135,5 @@ resumes the session in place, keeping the transcript and the input.
   (add-hook 'kill-buffer-hook #'agent-shell--kill-buffer nil t))
 
 (provide 'agent-shell)
+(agent-shell-coexist-watch)
 ;;; agent-shell.el ends here
