@@ -73,7 +73,7 @@ wins" sign))
     (error "%s" (agent-shell-coexist--message sign))))
 
 (defun agent-shell-coexist-watch ()
-  "Watch later loads for xenodium's agent-shell.
+  "Refuse xenodium's agent-shell in any file loaded from now on.
 agent-shell.el calls this once it has loaded."
   (add-hook 'after-load-functions #'agent-shell-coexist--after-load))
 

@@ -1,4 +1,4 @@
-;;; agent-shell.el --- A coding agent that lives inside Emacs  -*- lexical-binding: t; -*-
+;;; agent-shell.el --- Coding agent with a Python bridge, org action log and memory  -*- lexical-binding: t; -*-
 
 ;; SPDX-License-Identifier: GPL-3.0-or-later
 
@@ -778,7 +778,7 @@ unsent input."
     buffer))
 
 (defun agent-shell--has-content-p ()
-  "Return non-nil when this shell buffer shows a transcript or holds input."
+  "Return non-nil when this shell buffer has a transcript or input."
   (and (markerp agent-shell--output-marker)
        (or (> agent-shell--output-marker (point-min))
            (not (string-empty-p (agent-shell--input))))))
