@@ -79,6 +79,7 @@
        (agent-shell-lint--report file (line-number-at-pos) "unreadable form")))))
 
 (defvar package-lint-main-file)
+(declare-function package-lint-buffer "package-lint" (&optional buffer))
 
 (defun agent-shell-lint--required-emacs ()
   "Return the Emacs version the current buffer's Package-Requires names, or nil."
@@ -86,6 +87,9 @@
     (goto-char (point-min))
     (and (re-search-forward "^;; Package-Requires:.*(emacs \"\\([0-9.]+\\)\")" nil t)
          (match-string-no-properties 1))))
+
+(defvar agent-shell-lint--package-lint-version "?"
+  "Version of the package-lint in use.")
 
 (defconst agent-shell-lint--accepted
   `(("\\`This makes the package uninstallable in all released Emacs versions\\.\\'"
@@ -102,9 +106,6 @@ runs this lint, satisfies the required %s"
   "Package-lint findings accepted for a reason, as (REGEXP REASON-FUNCTION).
 REASON-FUNCTION is called in the linted buffer and returns the reason
 to print, or nil when the finding is not acceptable there.")
-
-(defvar agent-shell-lint--package-lint-version "?"
-  "Version of the package-lint in use.")
 
 (defun agent-shell-lint--accepted-p (file issue)
   "Return non-nil when package-lint ISSUE in FILE is accepted; say why."
@@ -136,7 +137,7 @@ elpa-package-lint; pass its directory with -L)")
   "Run package-lint on FILE, whose package's main file is MAIN."
   (with-current-buffer (find-file-noselect file)
     (let ((package-lint-main-file (and main (not (equal main file)) main)))
-      (dolist (issue (funcall 'package-lint-buffer))
+      (dolist (issue (package-lint-buffer))
         (when (and (memq (nth 2 issue) '(error warning))
                    (not (agent-shell-lint--accepted-p file issue)))
           (agent-shell-lint--report file (nth 0 issue) (nth 3 issue)))))))

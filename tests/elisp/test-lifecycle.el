@@ -295,5 +295,34 @@ existed.  Now the turn ends as soon as the bridge is gone."
 Use ensure_ascii=False" (test-shell--transcript)))
     (should-not (string-search "wrote an experience" (test-shell--transcript)))))
 
+;;; The scaffold
+
+(ert-deftest test-lifecycle/scaffold-ignores-records-not-settings ()
+  "The scaffolded `.agent-shell/.gitignore' keeps records out of git, settings in.
+Checked with real git: logs, sessions, snapshots, outputs and the
+workspace are ignored; config.el, allowlist.el, memory and the ignore
+file itself show up to be committed."
+  (agent-shell-test-with-project (root nil)
+    (agent-shell-scaffold root)
+    (dolist (file '("logs/s.org" "sessions/s.json" "snapshots/a/1.txt" "outputs/s/out-1.txt"
+                    "workspace/tmp.txt" "memory/2026-12-01--修复.md"))
+      (agent-shell-test-write root (concat ".agent-shell/" file) "x\n"))
+    (let ((status (agent-shell-test-git root "status" "--porcelain" "-uall")))
+      (dolist (kept '(".agent-shell/.gitignore" ".agent-shell/config.el"
+                      ".agent-shell/allowlist.el" ".agent-shell/memory/2026-12-01--修复.md"))
+        (should (string-search kept status)))
+      (dolist (ignored '("logs/" "sessions/" "snapshots/" "outputs/" "workspace/"))
+        (should-not (string-search (concat ".agent-shell/" ignored) status))))))
+
+(ert-deftest test-lifecycle/scaffold-ignore-file-matches-the-bridge ()
+  "Emacs and the bridge write the same `.agent-shell/.gitignore', whoever comes first."
+  (let* ((live (expand-file-name "../bridge/agent_shell_bridge/agent/live.py"
+                                 (file-name-directory (locate-library "agent-shell"))))
+         (source (with-temp-buffer
+                   (insert-file-contents live)
+                   (buffer-string))))
+    (should (string-match "_GITIGNORE = \"\"\"\\\\\n\\(\\(?:.\\|\n\\)*?\\)\"\"\"" source))
+    (should (equal (match-string 1 source) agent-shell--gitignore-template))))
+
 (provide 'test-lifecycle)
 ;;; test-lifecycle.el ends here
