@@ -88,6 +88,23 @@ it is sent (and answered) once the session is ready."
             (should (string-search "back in the input" (test-shell--transcript))))
         (kill-buffer shell)))))
 
+(ert-deftest test-lifecycle/prompt-typed-while-resuming-is-queued ()
+  "A prompt sent while `session/resume' is under way is queued and answered."
+  (test-shell--with-session (root)
+    (let ((sid agent-shell--session-id))
+      (with-current-buffer (agent-shell-resume-session (test-shell--bridge) root sid)
+        (should (eq agent-shell--state 'starting))
+        (goto-char (point-max))
+        (insert "after-resume please")
+        (execute-kbd-macro (kbd "RET"))
+        (should agent-shell--queued-prompt)
+        (test-shell--wait "the queued prompt's answer"
+                          (lambda () (string-search "答复 after-resume: ok."
+                                                    (test-shell--transcript)))
+                          30)
+        (test-shell--wait "turn end" (lambda () (eq agent-shell--state 'idle)) 20)
+        (should (equal agent-shell--session-id sid))))))
+
 ;;; A dropped bridge
 
 (ert-deftest test-lifecycle/kill-9-ends-the-turn-and-cancels-running-steps ()
