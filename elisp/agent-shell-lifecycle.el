@@ -149,7 +149,7 @@ input.  The transcript and the input are kept."
   (setq agent-shell--turn-id nil
         agent-shell--turn-start nil)
   (agent-shell--cancel-running-tools "cancelled: the bridge stopped")
-  (dolist (cell agent-shell--waiting-notices)
+  (dolist (cell (copy-sequence agent-shell--waiting-notices))
     (agent-shell--resolve-waiting
      (car cell) "Not decided: %s — the bridge stopped"))
   (agent-shell--resolve-plan-notice "Plan not answered: the bridge stopped")

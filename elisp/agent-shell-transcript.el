@@ -128,9 +128,12 @@ break (never text in the buffer) goes before the prompt until it has."
            (glued (and (> pos (point-min))
                        (not (and (eq (char-before pos) ?\n)
                                  (not (get-text-property (1- pos) 'invisible)))))))
-      (if (overlayp agent-shell--prompt-gap)
+      (if (and (overlayp agent-shell--prompt-gap) (overlay-buffer agent-shell--prompt-gap))
           (move-overlay agent-shell--prompt-gap pos pos)
-        (setq agent-shell--prompt-gap (make-overlay pos pos nil nil nil)))
+        ;; One of a transcript erased by `agent-shell-mode' may be left over.
+        (remove-overlays (point-min) (point-max) 'agent-shell-prompt-gap t)
+        (setq agent-shell--prompt-gap (make-overlay pos pos nil nil nil))
+        (overlay-put agent-shell--prompt-gap 'agent-shell-prompt-gap t))
       (overlay-put agent-shell--prompt-gap 'before-string (and glued "\n")))))
 
 (defmacro agent-shell--editing (&rest body)

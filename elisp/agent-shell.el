@@ -630,6 +630,7 @@ the snapshot only says that the user's buffer is outside the project."
   (agent-shell--insert-prompt)
   ;; Created after the prompt, so that it stays before it.
   (setq agent-shell--output-marker (copy-marker (point-min) t))
+  (agent-shell--update-prompt-gap)
   (goto-char (point-max))
   (when session-id
     (agent-shell--attach session-id)))

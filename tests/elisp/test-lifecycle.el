@@ -206,7 +206,15 @@ existed.  Now the turn ends as soon as the bridge is gone."
     (test-shell--wait "turn end" (lambda () (string-search "[turn ended: cancelled]"
                                                            (test-shell--transcript))))
     (should-not (string-match-p "\n\n> \\'" (test-lifecycle--shown-text)))
-    (should (string-match-p "\n> \\'" (test-lifecycle--shown-text)))))
+    (should (string-match-p "\n> \\'" (test-lifecycle--shown-text)))
+    ;; A transcript drawn again (a resume) leaves no line break of the old one.
+    (test-shell--emit
+     (test-shell--update sid '((sessionUpdate . "tool_call") (toolCallId . "g2")
+                               (title . "run_command make") (status . "in_progress"))))
+    (test-shell--wait "tool call" (lambda () (string-search "g2" (format "%S" agent-shell--tools))))
+    (agent-shell--setup sid temporary-file-directory sid)
+    (should-not (cl-some (lambda (o) (overlay-get o 'before-string))
+                         (overlays-in (point-min) (point-max))))))
 
 (ert-deftest test-lifecycle/cancelled-turn-leaves-no-spinner ()
   "Regression: a step still running when its turn was cancelled kept its spinner."
