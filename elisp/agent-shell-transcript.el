@@ -35,7 +35,6 @@
 (defvar agent-shell-notify-threshold)
 (defvar agent-shell--name)
 (defvar agent-shell--root)
-(defvar agent-shell--session-id)
 (defvar agent-shell--mode)
 (defvar agent-shell--model)
 (defvar agent-shell--turn-id)
@@ -524,32 +523,7 @@ A diff item shows its unified diff, under a line naming its file."
                 "(output truncated; the action log has all of it)")
            (and (stringp (alist-get 'log_ref raw))
                 (concat "full output: "
-                        (agent-shell--output-button (alist-get 'log_ref raw))))))))
-
-(defun agent-shell--output-button (ref)
-  "Return REF, a tool's `log_ref', as a button that opens the full output."
-  (make-text-button (copy-sequence ref) nil
-                    'agent-shell-output ref
-                    'action #'agent-shell--open-output-button
-                    'follow-link t
-                    'help-echo "RET or mouse-1: open the full output"))
-
-(defun agent-shell--open-output-button (button)
-  "Open the full output named by BUTTON."
-  (agent-shell-open-output (button-get button 'agent-shell-output)))
-
-(defun agent-shell-open-output (ref)
-  "Open the full output REF (such as \"out-2\") of this buffer's session.
-The bridge keeps it in the project's `.agent-shell/outputs/SESSION/'."
-  (interactive (list (read-string "Output (out-N): ")))
-  (unless (string-match-p "\\`out-[0-9]+\\'" ref)
-    (user-error "Not an output reference: %s" ref))
-  (let ((file (expand-file-name
-               (format ".agent-shell/outputs/%s/%s.txt" agent-shell--session-id ref)
-               agent-shell--root)))
-    (unless (file-readable-p file)
-      (user-error "The full output %s is not in %s" ref (file-name-directory file)))
-    (find-file-read-only-other-window file)))
+                        (agent-shell-citations-output-button (alist-get 'log_ref raw))))))))
 
 (defun agent-shell--failure-detail (status raw)
   "Return the short reason shown on a tool entry's line, or nil.
