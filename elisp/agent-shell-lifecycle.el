@@ -16,7 +16,7 @@
 ;;   stopped), the running turn ends at once: tool lines still running
 ;;   are marked cancelled, steps and plans waiting for the user say they
 ;;   can no longer be answered;
-;; - `agent-shell-restart' (\\`C-c C-r' in a shell buffer) starts a
+;; - `agent-shell-restart' (C-c C-r in a shell buffer) starts a
 ;;   bridge again and resumes the buffer's session in place: the
 ;;   transcript and the unsent input stay.
 ;;

@@ -1126,7 +1126,7 @@ The header line shows the model, the mode (act or ask), the state
 \(starting, idle, thinking, running TOOL, waiting for you, bridge
 stopped), tokens used and how full the context window is.  A prompt
 sent while the session starts is queued and goes out once it is
-ready.  When the bridge stops, \[agent-shell-restart] restarts it and
+ready.  When the bridge stops, \\[agent-shell-restart] restarts it and
 resumes the session in place, keeping the transcript and the input.
 
 \\{agent-shell-mode-map}"
