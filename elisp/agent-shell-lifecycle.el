@@ -55,8 +55,9 @@
 
 (defvar-local agent-shell--queued-prompt nil
   "A prompt sent while the session was starting, or nil.
-It is a cons (TEXT . NOTICE): NOTICE is the range of the transcript
-notice saying that TEXT waits.")
+It is a list (TEXT NOTICE START): NOTICE is the range of the
+transcript notice saying that TEXT waits, START a marker where the
+prompt's lines begin.")
 
 (defvar-local agent-shell--plan-notice nil
   "Range of the \"Plan waiting for you\" notice in this shell buffer, or nil.")
@@ -69,17 +70,33 @@ The prompt shows in the transcript at once; the header line says
 that it is queued."
   (when agent-shell--queued-prompt
     (user-error "A prompt is already queued; it is sent when the session is ready"))
-  (agent-shell--show-prompt text)
-  (setq agent-shell--queued-prompt
-        (cons text (agent-shell--notice
-                    "(queued: sent as soon as the session is ready)")))
+  (let ((start (copy-marker agent-shell--output-marker)))
+    (agent-shell--show-prompt text)
+    (setq agent-shell--queued-prompt
+          (list text
+                (agent-shell--notice "(queued: sent as soon as the session is ready)")
+                start)))
   (force-mode-line-update))
+
+(defun agent-shell--before-queued (fn)
+  "Call FN with the transcript's output going before a queued prompt.
+A resumed session's history arrives after the prompt was queued; it
+belongs above it."
+  (let ((start (nth 2 agent-shell--queued-prompt)))
+    (if (not (and (markerp start) (eq (marker-buffer start) (current-buffer))))
+        (funcall fn)
+      (let ((end (copy-marker agent-shell--output-marker t)))
+        (set-marker agent-shell--output-marker start)
+        (unwind-protect (funcall fn)
+          (set-marker agent-shell--output-marker end)
+          (set-marker end nil)
+          (agent-shell--update-prompt-gap))))))
 
 (defun agent-shell--send-queued ()
   "Send the queued prompt of this shell buffer, if any."
   (when-let ((queued agent-shell--queued-prompt))
     (setq agent-shell--queued-prompt nil)
-    (agent-shell--replace-notice (cdr queued) "(sent)")
+    (agent-shell--replace-notice (nth 1 queued) "(sent)")
     (condition-case err
         (agent-shell--dispatch-prompt (car queued))
       (error (message "agent-shell: the queued prompt was not sent: %s"
@@ -91,7 +108,7 @@ Text already typed after it stays, on the next line."
   (when-let ((queued agent-shell--queued-prompt))
     (setq agent-shell--queued-prompt nil)
     (agent-shell--replace-notice
-     (cdr queued) "(not sent: the session did not start; it is back in the input)")
+     (nth 1 queued) "(not sent: the session did not start; it is back in the input)")
     (let ((typed (agent-shell--input)))
       (agent-shell--set-input (if (string-empty-p typed)
                                   (car queued)

@@ -1069,7 +1069,9 @@ as TAB would."
      :on-success (lambda (result)
                    (when (buffer-live-p buffer)
                      (with-current-buffer buffer
-                       (agent-shell--insert-history (alist-get 'history result))
+                       (agent-shell--before-queued
+                        (lambda ()
+                          (agent-shell--insert-history (alist-get 'history result))))
                        (agent-shell--on-session buffer result))))
      :on-error (agent-shell--session-error buffer "Resuming the session"))
     (pop-to-buffer buffer)

@@ -92,6 +92,13 @@ it is sent (and answered) once the session is ready."
   "A prompt sent while `session/resume' is under way is queued and answered."
   (test-shell--with-session (root)
     (let ((sid agent-shell--session-id))
+      (goto-char (point-max))
+      (insert "before-resume please")
+      (execute-kbd-macro (kbd "RET"))
+      (test-shell--wait "the answer" (lambda () (and (eq agent-shell--state 'idle)
+                                                     (string-search "答复 before-resume: ok."
+                                                                    (test-shell--transcript))))
+                        20)
       (with-current-buffer (agent-shell-resume-session (test-shell--bridge) root sid)
         (should (eq agent-shell--state 'starting))
         (goto-char (point-max))
@@ -103,7 +110,11 @@ it is sent (and answered) once the session is ready."
                                                     (test-shell--transcript)))
                           30)
         (test-shell--wait "turn end" (lambda () (eq agent-shell--state 'idle)) 20)
-        (should (equal agent-shell--session-id sid))))))
+        (should (equal agent-shell--session-id sid))
+        ;; The resumed history comes first, then the queued prompt and its answer.
+        (should (string-match-p
+                 "> before-resume please\n\\(?:.\\|\n\\)*> after-resume please\n\\(?:.\\|\n\\)*答复 after-resume: ok\\."
+                 (test-shell--transcript)))))))
 
 ;;; A dropped bridge
 

@@ -40,7 +40,7 @@
               ,@(mapcar (lambda (word)
                           `((match . ((last_user_contains . ,word)))
                             (text . ,(format "答复 %s: ok." word))))
-                        '("at-once" "before-restart" "before-start" "after-start" "after-resume"))]))
+                        '("at-once" "before-restart" "before-start" "after-start" "before-resume" "after-resume"))]))
   "Script of the mock model.")
 
 (defalias 'test-shell--wait #'agent-shell-test-wait)
