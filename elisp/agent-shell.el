@@ -1054,6 +1054,14 @@ as TAB would."
                        (format "A turn is running in %s; cancel it and resume? "
                                (buffer-name buffer)))))
         (user-error "Not resumed; the running turn goes on"))
+      (when (and (derived-mode-p 'agent-shell-mode)
+                 (not agent-shell--turn-id)
+                 (not (equal agent-shell--session-id session-id))
+                 (agent-shell--has-content-p)
+                 (not (yes-or-no-p
+                       (format "Show session %s in %s instead of its transcript \
+\(kept in its log)? " session-id (buffer-name buffer)))))
+        (user-error "Not resumed; the transcript stays"))
       (when agent-shell--session-id
         (agent-shell--kill-buffer))
       (let ((typed (and (derived-mode-p 'agent-shell-mode)

@@ -116,6 +116,19 @@ it is sent (and answered) once the session is ready."
                  "> before-resume please\n\\(?:.\\|\n\\)*> after-resume please\n\\(?:.\\|\n\\)*答复 after-resume: ok\\."
                  (test-shell--transcript)))))))
 
+(ert-deftest test-lifecycle/resuming-another-session-asks-before-erasing ()
+  "Resuming another session into a shell with a transcript asks first; no keeps it."
+  (test-shell--with-session (root)
+    (let ((sid agent-shell--session-id)
+          (asked nil))
+      (agent-shell--notice "a transcript worth keeping 保留")
+      (cl-letf (((symbol-function 'yes-or-no-p) (lambda (prompt) (setq asked prompt) nil)))
+        (should-error (agent-shell-resume-session (test-shell--bridge) root "s-other")
+                      :type 'user-error))
+      (should (string-search "instead of its transcript" asked))
+      (should (equal agent-shell--session-id sid))
+      (should (string-search "a transcript worth keeping 保留" (test-shell--transcript))))))
+
 ;;; A dropped bridge
 
 (ert-deftest test-lifecycle/kill-9-ends-the-turn-and-cancels-running-steps ()
