@@ -65,15 +65,20 @@ async def test_commands_fixit_expands_arguments_with_chinese(
 async def test_commands_header_mode_runs_the_turn_in_ask_mode(
     serve_app: Any, project: Path, config_dir: Path
 ) -> None:
-    async with running_rig(serve_app, project, [{"text": "ok"}], user_config_dir=config_dir) as rig:
+    async with running_rig(
+        serve_app, project, [{"text": "ok"}, {"text": "again"}], user_config_dir=config_dir
+    ) as rig:
         sid = await rig.new_session(mode="act")
-        reply = await rig.client.result(
-            "session/prompt", {"sessionId": sid, "prompt": "/explain add"}
-        )
-        assert reply["mode"] == "ask"
+        await rig.turn(sid, "/explain add")
+        assert last_user(rig.requests[0]) == "Explain add in detail."
+        assert "write_file" not in offered(rig.requests[0])
+        assert "Mode: ask." in rig.requests[0]["messages"][0]["content"]
+        # An explicit prefix and a command together: still the command's text.
         await rig.turn(sid, "/ask /explain add")
         assert last_user(rig.requests[-1]) == "Explain add in detail."
-        assert "write_file" not in offered(rig.requests[-1])
+        # The session's own mode is back afterwards.
+        state = await rig.client.result("session/resume", {"sessionId": sid, "cwd": str(project)})
+        assert state["mode"] == "act"
 
 
 async def test_commands_unknown_and_malformed_are_refused_before_the_model(
