@@ -74,6 +74,8 @@ class SessionState:
     dry_run: bool = False
     max_steps: int = 25
     extra_allowed_paths: list[str] = field(default_factory=list)
+    # Notes for the model's next request (agent/notes.py), e.g. "the user undid turn t1".
+    pending_notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> JSONObject:
         return asdict(self)
