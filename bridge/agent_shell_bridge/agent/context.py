@@ -222,7 +222,11 @@ async def _stub(live: LiveSession, message: JSONObject) -> JSONObject:
     ref = payload.get("log_ref")
     if not isinstance(ref, str):
         full = payload.get("text")
-        saved = full if isinstance(full, str) else json.dumps(payload or content, ensure_ascii=False, indent=1)
+        saved = (
+            full
+            if isinstance(full, str)
+            else json.dumps(payload or content, ensure_ascii=False, indent=1)
+        )
         ref, _ = await asyncio.to_thread(live.outputs.save, saved)
     stub: JSONObject = {"compacted": True, "ref": ref, "chars": len(content)}
     for key in ("path", "exit_code", "total_lines"):
@@ -284,22 +288,27 @@ class _Plan:
     pinned: JSONObject | None
 
 
-def _plan(steps: list[list[JSONObject]], budget: int) -> _Plan:
-    """Newest steps first while they fit ``budget`` characters; the newest always."""
+def _plan(steps: list[list[JSONObject]], budget: int, newest_budget: int) -> _Plan:
+    """Newest steps first while they fit ``budget`` characters; the newest always.
+
+    Large results in kept steps become stubs, except the newest step's: the model has
+    not seen them yet, so they go only if the request could not fit ``newest_budget``.
+    """
     kept_steps: list[list[tuple[JSONObject, bool]]] = []
     used = 0
     for age, step in enumerate(reversed(steps)):
         sizes = [_chars([m]) for m in step]
-        whole = sum(sizes)
-        large = [m.get("role") == "tool" and n > STUB_OVER_CHARS for m, n in zip(step, sizes)]
-        # The newest step's results have not been seen yet: stubbed only if they must be.
-        stubbed = [] if age == 0 and whole <= budget else large
-        if not stubbed:
-            stubbed = [False] * len(step)
-        size = sum(_stub_size() if s else n for s, n in zip(stubbed, sizes))
+        large = [
+            m.get("role") == "tool" and n > STUB_OVER_CHARS
+            for m, n in zip(step, sizes, strict=True)
+        ]
+        if age == 0 and sum(sizes) <= newest_budget:
+            large = [False] * len(step)
+        size = sum(_stub_size() if s else n for s, n in zip(large, sizes, strict=True))
+        stubbed = large
         if age > 0 and used + size > budget:
             break
-        kept_steps.insert(0, list(zip(step, stubbed)))
+        kept_steps.insert(0, list(zip(step, stubbed, strict=True)))
         used += size
     old = [m for step in steps[: len(steps) - len(kept_steps)] for m in step]
     pinned = None
@@ -372,8 +381,10 @@ async def compact(
         _bounded_failure(str(m["content"])) for m in state.messages if _is_failure(m)
     ]
     failure_chars = min(failures_budget, sum(len(f) + 5 for f in known_failures))
-    budget = target - overhead_chars - SUMMARY_EXPECTED_CHARS - failure_chars
-    plan = _plan(steps, budget)
+    summary_room = SUMMARY_EXPECTED_CHARS + failure_chars
+    budget = target - overhead_chars - summary_room
+    newest_budget = int(window.limit * ratio) - overhead_chars - summary_room
+    plan = _plan(steps, budget, newest_budget)
     if not plan.old and not any(stub for _, stub in plan.kept):
         return False
     before = overhead_chars + _chars(state.messages) + len(state.summary)
@@ -437,19 +448,22 @@ async def fit_request(
     Raises :class:`ContextTooLarge` when even a hard compaction leaves it too big.
     """
     window = window_of(live)
+    rearm_at = int(window.tokens * KEEP_SHARE)
     messages = build()
     chars = request_chars(messages, tools)
-    if estimate(live, chars) <= window.threshold:
+    if estimate(live, chars) <= rearm_at:
         live.compaction_armed = True
+    if estimate(live, chars) <= window.threshold:
         return messages, chars
     overhead = request_chars(messages[:1], tools)
     if live.compaction_armed:
-        live.compaction_armed = False  # once per crossing, not step after step
-        if await compact(
-            live, turn, share=KEEP_SHARE, reason="threshold", overhead_chars=overhead
-        ):
+        # Once per crossing, not step after step: the next threshold compaction waits
+        # until the conversation is back within the share a compaction aims for.
+        live.compaction_armed = False
+        if await compact(live, turn, share=KEEP_SHARE, reason="threshold", overhead_chars=overhead):
             messages = build()
             chars = request_chars(messages, tools)
+            live.compaction_armed = estimate(live, chars) <= rearm_at
     if estimate(live, chars) > window.limit:
         if await compact(live, turn, share=HARD_SHARE, reason="window", overhead_chars=overhead):
             messages = build()

@@ -24,7 +24,9 @@ from typing import Any
 __all__ = ["context_limit_of", "is_context_overflow", "requested_tokens_of"]
 
 _STATUSES = frozenset({400, 413})
-_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error", "string_above_max_length"})
+_CODES = frozenset(
+    {"context_length_exceeded", "exceed_context_size_error", "string_above_max_length"}
+)
 _TEXT = re.compile(
     r"maximum context length"
     r"|context[ _]length[ _]exceeded"
