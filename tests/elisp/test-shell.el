@@ -1029,6 +1029,22 @@ failure looked like a success on the entry's line."
     (search-forward "+print")
     (should (invisible-p (point)))))
 
+(ert-deftest test-shell/tests-line-without-counts-says-no-summary ()
+  "Regression: output in an unknown format showed \"0 passed, 0 failed\".
+The bridge sends null counts when it found no summary; unittest's
+counts (3 run, 1 failure) show as they are."
+  (let ((unknown (agent-shell--tests-line
+                  '((passed) (failed) (errors) (runner) (ok . :json-false)
+                    (failures . ["Traceback (most recent call last):"])))))
+    (should (string-prefix-p "tests: no summary — not ok" unknown))
+    (should-not (string-search "0 passed" unknown)))
+  (should (equal (agent-shell--tests-line
+                  '((passed . 2) (failed . 1) (errors . 0) (runner . "unittest")
+                    (ok . :json-false)))
+                 "tests: 2 passed, 1 failed — not ok"))
+  (should (equal (agent-shell--tests-line '((passed . 0) (failed . 0) (ok . t)))
+                 "tests: 0 passed, 0 failed — ok")))
+
 (ert-deftest test-shell/tool-diff-is-capped ()
   "A long diff in a tool update is cut to `agent-shell-tool-output-max-chars'."
   (test-shell--with-shell (sid)

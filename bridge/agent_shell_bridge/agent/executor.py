@@ -540,6 +540,7 @@ class ToolExecutor:
                 "passed": summary.passed,
                 "failed": summary.failed,
                 "errors": summary.errors,
+                "runner": summary.runner,
                 "failures": summary.failures[:20],
                 "ok": ok,
             }
