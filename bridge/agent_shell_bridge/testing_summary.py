@@ -107,8 +107,7 @@ def _unittest(text: str, summary: TestSummary) -> None:
     for m in _UNITTEST_RE.finditer(text):
         ran = int(m.group(1))
         detail = dict(
-            (k.strip(), int(v))
-            for k, v in re.findall(r"([a-z ]+)=(\d+)", m.group(3) or "")
+            (k.strip(), int(v)) for k, v in re.findall(r"([a-z ]+)=(\d+)", m.group(3) or "")
         )
         failed = detail.get("failures", 0) + detail.get("unexpected successes", 0)
         errors = detail.get("errors", 0)

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from agent_rig import allow_once, make_project, running_rig, tool_messages
-
 from agent_shell_bridge.execution import ProcessRunner
 from agent_shell_bridge.testing_summary import detect_test_command, summarize_test_output
 
@@ -135,7 +134,7 @@ async def test_real_pytest_run_is_summarised(tmp_path: Path) -> None:
     assert not summary.ok(result.exit_code) and not summary.ok(0)
 
 
-UNITTEST_MIXED = '''\
+UNITTEST_MIXED = """\
 import unittest
 
 
@@ -156,7 +155,7 @@ class T(unittest.TestCase):
     @unittest.expectedFailure
     def test_expected(self):
         self.assertEqual(1, 2)
-'''
+"""
 
 
 async def _run(argv: list[str], cwd: Path) -> str:
@@ -208,7 +207,7 @@ async def test_real_ert_run_is_counted(tmp_path: Path) -> None:
         ";;; t.el --- -*- lexical-binding: t -*-\n"
         "(require 'ert)\n"
         "(ert-deftest t-ok () (should (= 1 1)))\n"
-        "(ert-deftest t-ok-too () (should (string= \"中文\" \"中文\")))\n"
+        '(ert-deftest t-ok-too () (should (string= "中文" "中文")))\n'
         "(ert-deftest t-bad () (should (= 1 2)))\n",
         encoding="utf-8",
     )
