@@ -221,10 +221,12 @@ KEY is the log entry id, or the request id when there is none.")
 
 (defun agent-shell--model-params ()
   "Return the `model' object of `initialize', with the key resolved."
-  (let ((key (agent-shell-api-key)))
+  (let* ((found (agent-shell--api-key-and-source))
+         (key (car found)))
     `((api_base . ,agent-shell-api-base)
       (model . ,agent-shell-model)
       ,@(and key `((api_key . ,key)))
+      (api_key_source . ,(cdr found))
       ,@(and agent-shell-context-window
              `((context_window . ,agent-shell-context-window)))
       (trust_env . ,(if agent-shell-trust-env t :json-false))
@@ -692,6 +694,7 @@ buffers take the same name."
       (when-let ((path (alist-get 'logPath result)))
         (setq agent-shell--log-path path)
         (agent-shell-log-set-file (agent-shell-log-buffer agent-shell--name) path))
+      (mapc #'agent-shell--notice (alist-get 'notices result))
       (when (equal (alist-get 'allowlist result) "untrusted")
         (agent-shell--notice
          (substitute-command-keys

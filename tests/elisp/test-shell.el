@@ -614,11 +614,18 @@ also when the question is quit."
           (auth-source-forget-all-cached)
           (let ((agent-shell-api-key (lambda () "fn-key")))
             (should (equal (agent-shell-api-key) "fn-key")))
+          (let ((agent-shell-api-key (lambda () "fn-key")))
+            (should (equal (cdr (agent-shell--api-key-and-source)) "option")))
           (let ((agent-shell-api-key nil))
             (should (equal (agent-shell-api-key) "auth-key"))
+            (should (equal (agent-shell--api-key-and-source) '("auth-key" . "auth-source")))
             (with-temp-file netrc (insert ""))
             (auth-source-forget-all-cached)
-            (should (equal (agent-shell-api-key) "env-key"))))
+            (should (equal (agent-shell-api-key) "env-key"))
+            (should (equal (agent-shell--api-key-and-source)
+                           '("env-key" . "env:DEEPSEEK_API_KEY")))
+            (let ((process-environment (cons "DEEPSEEK_API_KEY=" process-environment)))
+              (should (equal (agent-shell--api-key-and-source) '(nil . "none"))))))
       (delete-file netrc)
       (auth-source-forget-all-cached))))
 
@@ -630,10 +637,22 @@ also when the question is quit."
   (let ((agent-shell-log-events t))
     (test-shell--bridge)
     (should (eq (alist-get 'has_key (alist-get 'model agent-shell--bridge-info)) t))
+    (should (equal (alist-get 'key_source (alist-get 'model agent-shell--bridge-info))
+                   "option"))
     (test-shell--sync "ping" nil)
     (with-current-buffer "*agent-shell events*"
       (should (string-search "ping" (buffer-string)))
       (should-not (string-search "sk-test-shell-secret" (buffer-string))))))
+
+(ert-deftest test-shell/session-notices-are-shown ()
+  "The bridge's session notices (no API key found, and how to set one) show at start."
+  (test-shell--with-shell (sid)
+    (agent-shell--on-session
+     (current-buffer)
+     `((sessionId . ,sid)
+       (notices . ["No API key found for https://api.deepseek.com/v1: set agent-shell-api-key"])))
+    (should (string-search "No API key found for https://api.deepseek.com/v1"
+                           (test-shell--transcript)))))
 
 (ert-deftest test-shell/context-snapshot ()
   "The prompt context names the user's file, line and region state."

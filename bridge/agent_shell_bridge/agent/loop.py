@@ -26,6 +26,7 @@ from ..types import JSONObject, Risk
 from .context import after_provider_refusal, calibrate, fit_request, request_chars
 from .executor import Outcome, ToolExecutor, describe_call, signature_of
 from .memory_glue import finish_task_memory, inject_memories
+from .model_help import explain_model_error
 from .notes import deliver_notes
 from .prompt import frame_tool_result, summary_messages, system_prompt
 from .reporter import src, text
@@ -299,7 +300,7 @@ async def run_turn(
         stop_reason = "cancelled"
     except BridgeError as exc:  # ModelError included: the provider's message is kept
         stop_reason = "error"
-        error = {"code": exc.code, "message": exc.message}
+        error = {"code": exc.code, "message": explain_model_error(exc, live.config)}
     except Exception as exc:
         log.exception("turn %s failed", turn_id)
         stop_reason = "error"

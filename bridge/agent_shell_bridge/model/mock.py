@@ -36,6 +36,7 @@ EXHAUSTED_TEXT = "(mock model: script exhausted)"
 CREATED = 1_700_000_000  # fixed so recorded streams are reproducible
 _DEFAULT_ERRORS = {
     "400": ("invalid_request_error", "mock: the request was rejected"),
+    "401": ("authentication_error", "mock: Authentication Fails, your api key is invalid"),
     "429": ("rate_limit_error", "mock: rate limit reached, slow down"),
     "500": ("server_error", "mock: internal server error"),
     "503": ("server_error", "mock: the server is overloaded"),

@@ -22,7 +22,7 @@ from .mock_overflow import OverflowStyle
 
 __all__ = ["Fault", "MockMatch", "MockScript", "MockStep", "MockToolCall", "load_script"]
 
-Fault = Literal["429", "500", "503", "529", "400", "cut", "error_in_stream", "slow"]
+Fault = Literal["429", "500", "503", "529", "400", "401", "cut", "error_in_stream", "slow"]
 Style = Literal["openai", "ollama", "vllm"]
 
 
