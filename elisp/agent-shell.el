@@ -387,6 +387,21 @@ Signal a `user-error' when the bridge is not running."
       (user-error "The bridge is not running; M-x agent-shell-start restarts it"))
     (apply #'agent-shell-rpc-request conn method params args)))
 
+(defun agent-shell--report-undo (turn-id paths)
+  "Tell the bridge that the user undid TURN-ID, restoring PATHS.
+The bridge records it in the action log and tells the model in its
+next request.  Call it in the shell buffer; without a live session
+there is nobody to tell."
+  (let ((conn (agent-shell--live-connection)))
+    (when (and conn (stringp agent-shell--session-id))
+      (agent-shell-rpc-request
+       conn "session/undo_turn_done"
+       `((sessionId . ,agent-shell--session-id) (turnId . ,turn-id)
+         (paths . ,(vconcat paths)))
+       :on-error (lambda (err)
+                   (message "agent-shell: the bridge did not record the undo: %s"
+                            (alist-get 'message err)))))))
+
 (defun agent-shell--session-buffer (session-id)
   "Return the live shell buffer of SESSION-ID, or nil."
   (let ((buffer (gethash session-id agent-shell--sessions)))

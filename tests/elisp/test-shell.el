@@ -654,6 +654,33 @@ also when the question is quit."
     (should (string-search "No API key found for https://api.deepseek.com/v1"
                            (test-shell--transcript)))))
 
+(ert-deftest test-shell/undo-turn-reaches-the-bridge-log ()
+  "Regression: undo-turn left no trace in the action log nor for the model.
+The shell of the project reports the undo to the bridge, which logs it
+and keeps a note for the model's next request."
+  (agent-shell-test-with-project (root '(("a.txt" . "一\n")))
+    (let* ((result (test-shell--sync "session/new"
+                                     `((cwd . ,(directory-file-name root)))))
+           (sid (alist-get 'sessionId result))
+           (log (alist-get 'logPath result))
+           (shell (get-buffer-create "*agent-shell: undo-bridge*")))
+      (unwind-protect
+          (progn
+            (with-current-buffer shell
+              (agent-shell--setup "undo-bridge" root sid))
+            (agent-shell-test-call "write_file" '((path . "新.txt") (content . "新\n"))
+                                   (agent-shell-test-context root 'turn_id "t-undo-1"))
+            (should (equal (agent-shell-undo-turn root "t-undo-1") '("新.txt")))
+            (test-shell--wait
+             "the undo in the action log"
+             (lambda ()
+               (with-temp-buffer
+                 (insert-file-contents log)
+                 (and (search-forward ":UNDO_OF: t-undo-1" nil t)
+                      (search-forward "新.txt" nil t))))))
+        (with-current-buffer shell (setq agent-shell--session-id nil))
+        (kill-buffer shell)))))
+
 (ert-deftest test-shell/context-snapshot ()
   "The prompt context names the user's file, line and region state."
   (agent-shell-test-with-project (root '(("src/a.py" . "one\ntwo\nthree\n")))
