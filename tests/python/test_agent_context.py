@@ -245,6 +245,20 @@ async def test_refusal_that_compaction_cannot_fix_stops_the_turn(
         assert [r.status for r in rig.mock.recorder.records] == [400]
 
 
+async def test_refusal_with_nothing_to_compact_is_not_retried(
+    serve_app: Any, project: Path
+) -> None:
+    """No limit named, nothing to compact: the retry would fail alike, so none is made."""
+    refusal = {"fault": "400", "error_message": "prompt is too long"}
+    async with running_rig(serve_app, project, [refusal, {"text": "never"}]) as rig:
+        sid = await rig.new_session()
+        turn = await rig.turn(sid, "hello")
+        assert turn.end["stopReason"] == "error"
+        assert turn.end["error"]["code"] == -32014
+        assert "over the model's context length" in turn.end["error"]["message"]
+        assert len(rig.requests) == 1
+
+
 async def test_request_over_the_window_is_never_sent(serve_app: Any, project: Path) -> None:
     """A prompt larger than the window stops the turn before any request."""
     async with running_rig(serve_app, project, [{"text": "never"}], context_window=4_000) as rig:

@@ -385,11 +385,11 @@ async def compact(
     budget = target - overhead_chars - summary_room
     newest_budget = int(window.limit * ratio) - overhead_chars - summary_room
     plan = _plan(steps, budget, newest_budget)
-    if not plan.old and not any(stub for _, stub in plan.kept):
-        return False
+    summarised = [m for m in plan.old if m is not plan.pinned]
+    if not summarised and not any(stub for _, stub in plan.kept):
+        return False  # nothing would change
     before = overhead_chars + _chars(state.messages) + len(state.summary)
     summary = previous
-    summarised = [m for m in plan.old if m is not plan.pinned]
     if summarised:
         limit = int(window.tokens * KEEP_SHARE * ratio) - len(COMPACTION_PROMPT)
         made = await _summarise(live, turn, plan.old, previous, limit)
@@ -488,13 +488,19 @@ async def after_provider_refusal(
     exc: ModelContextLimit,
     chars: int,
     overhead_chars: int,
-) -> None:
-    """A provider refused the request as too long: learn its limit and compact hard."""
-    if exc.limit is not None and exc.limit < live.config.context_window:
+) -> bool:
+    """A provider refused the request as too long: learn its limit and compact hard.
+
+    False when nothing was learnt and nothing compacted: a retry would be refused too.
+    """
+    learnt = False
+    if exc.limit is not None and exc.limit < window_of(live).tokens:
         live.provider_limit = exc.limit
+        learnt = True
     requested = requested_tokens_of(exc.message)
     if requested is not None:
         calibrate(live, chars, requested)
+        learnt = True
     else:  # count more cautiously from now on
         live.chars_per_token = max(1.0, live.chars_per_token * 0.75)
     await live.reporter.entry(
@@ -504,4 +510,7 @@ async def after_provider_refusal(
         properties={"CONTEXT_LIMIT": exc.limit or "unknown", "HTTP_STATUS": exc.status},
         body=[text(exc.message)],
     )
-    await compact(live, turn, share=HARD_SHARE, reason="provider", overhead_chars=overhead_chars)
+    compacted = await compact(
+        live, turn, share=HARD_SHARE, reason="provider", overhead_chars=overhead_chars
+    )
+    return compacted or learnt
