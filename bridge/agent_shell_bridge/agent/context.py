@@ -48,6 +48,7 @@ __all__ = [
     "fit_request",
     "request_chars",
     "split_steps",
+    "transcript_budget",
     "transcript_text",
 ]
 
@@ -172,6 +173,11 @@ def _failure_section(failures: list[str], budget_chars: int) -> str:
     dropped = len(unique) - len(kept)
     lead = [f"({dropped} earlier failures left out for space)"] if dropped else []
     return "\n---\n".join(lead + kept)
+
+
+def transcript_budget(live: LiveSession) -> int:
+    """Characters of transcript a side request (summary, memory) may carry: half the window."""
+    return min(MAX_TRANSCRIPT, int(window_of(live).tokens * KEEP_SHARE * live.chars_per_token))
 
 
 def transcript_text(messages: list[JSONObject], limit: int = MAX_TRANSCRIPT) -> str:
