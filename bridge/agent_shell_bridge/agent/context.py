@@ -311,17 +311,20 @@ def _plan(steps: list[list[JSONObject]], budget: int, newest_budget: int) -> _Pl
         if age == 0 and sum(sizes) <= newest_budget:
             large = [False] * len(step)
         size = sum(_stub_size() if s else n for s, n in zip(large, sizes, strict=True))
-        stubbed = large
         if age > 0 and used + size > budget:
             break
-        kept_steps.insert(0, list(zip(step, stubbed, strict=True)))
+        kept_steps.insert(0, list(zip(step, large, strict=True)))
         used += size
     old = [m for step in steps[: len(steps) - len(kept_steps)] for m in step]
+    kept = [pair for step in kept_steps for pair in step]
     pinned = None
     users = [m for m in old if m.get("role") == "user"]
-    if users and _chars([users[-1]]) <= max(budget // 2, 2_000):
+    if (
+        users
+        and not any(m.get("role") == "user" for m, _ in kept)
+        and _chars([users[-1]]) <= max(budget // 2, 2_000)
+    ):
         pinned = users[-1]  # the task at hand stays in the user's own words
-    kept = [pair for step in kept_steps for pair in step]
     return _Plan(old, kept, pinned)
 
 
