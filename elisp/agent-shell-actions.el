@@ -32,6 +32,7 @@
 (declare-function project-current "project" (&optional maybe-prompt directory))
 (declare-function project-root "project" (project))
 (declare-function agent-shell--notice "agent-shell-transcript" (text))
+(declare-function agent-shell--report-undo "agent-shell" (turn-id paths))
 
 ;;; Options
 
@@ -693,7 +694,9 @@ relative to ROOT."
             (when (fboundp 'agent-shell--notice)
               (agent-shell--notice
                (format "Undid turn %s: restored %d file(s): %s"
-                       label (length rels) (string-join rels ", "))))))
+                       label (length rels) (string-join rels ", "))))
+            (when (fboundp 'agent-shell--report-undo)
+              (agent-shell--report-undo turn-id rels))))
         rels))))
 
 (provide 'agent-shell-actions)

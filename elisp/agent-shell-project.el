@@ -53,17 +53,33 @@
               (secret (plist-get found :secret)))
     (agent-shell--nonempty (if (functionp secret) (funcall secret) secret))))
 
+(defun agent-shell--api-key-and-source ()
+  "Return (KEY . SOURCE) for the model API key.
+SOURCE says where KEY was found, never what it is: \"option\",
+\"auth-source\", \"env:NAME\", or \"none\" with KEY nil.  The
+order is `agent-shell-api-key', `auth-source' for the host of
+`agent-shell-api-base', then the environment variables
+AGENT_SHELL_API_KEY, DEEPSEEK_API_KEY and OPENAI_API_KEY."
+  (let ((option (agent-shell--nonempty (if (functionp agent-shell-api-key)
+                                           (funcall agent-shell-api-key)
+                                         agent-shell-api-key))))
+    (if option
+        (cons option "option")
+      (let ((stored (agent-shell--auth-source-key)))
+        (if stored
+            (cons stored "auth-source")
+          (or (cl-some (lambda (var)
+                         (let ((value (agent-shell--nonempty (getenv var))))
+                           (and value (cons value (concat "env:" var)))))
+                       '("AGENT_SHELL_API_KEY" "DEEPSEEK_API_KEY" "OPENAI_API_KEY"))
+              (cons nil "none")))))))
+
 (defun agent-shell-api-key ()
   "Return the model API key, or nil when none is configured.
 The order is `agent-shell-api-key', `auth-source' for the host of
 `agent-shell-api-base', then the environment variables
 AGENT_SHELL_API_KEY, DEEPSEEK_API_KEY and OPENAI_API_KEY."
-  (or (agent-shell--nonempty (if (functionp agent-shell-api-key)
-                                 (funcall agent-shell-api-key)
-                               agent-shell-api-key))
-      (agent-shell--auth-source-key)
-      (cl-some (lambda (var) (agent-shell--nonempty (getenv var)))
-               '("AGENT_SHELL_API_KEY" "DEEPSEEK_API_KEY" "OPENAI_API_KEY"))))
+  (car (agent-shell--api-key-and-source)))
 
 (defconst agent-shell--config-variables
   '(agent-shell-model agent-shell-context-window agent-shell-max-steps

@@ -485,13 +485,17 @@ A diff item shows its unified diff, under a line naming its file."
     (truncate-string-to-width (or line "") max nil nil "…")))
 
 (defun agent-shell--tests-line (summary)
-  "Return the line describing a test SUMMARY (passed, failed, errors, ok)."
+  "Return the line describing a test SUMMARY (passed, failed, errors, ok).
+Output in a format the bridge does not know has no counts: that reads
+\"no summary\", never zeros."
   (let ((passed (alist-get 'passed summary))
         (failed (alist-get 'failed summary))
         (errors (alist-get 'errors summary))
         (failures (alist-get 'failures summary)))
     (concat
-     (format "tests: %s passed, %s failed" (or passed 0) (or failed 0))
+     (if (or (numberp passed) (numberp failed) (numberp errors))
+         (format "tests: %s passed, %s failed" (or passed 0) (or failed 0))
+       "tests: no summary")
      (if (and (numberp errors) (> errors 0)) (format ", %d errors" errors) "")
      (if (eq (alist-get 'ok summary) t) " — ok" " — not ok")
      (if failures

@@ -228,10 +228,12 @@ KEY is the log entry id, or the request id when there is none.")
 
 (defun agent-shell--model-params ()
   "Return the `model' object of `initialize', with the key resolved."
-  (let ((key (agent-shell-api-key)))
+  (let* ((found (agent-shell--api-key-and-source))
+         (key (car found)))
     `((api_base . ,agent-shell-api-base)
       (model . ,agent-shell-model)
       ,@(and key `((api_key . ,key)))
+      (api_key_source . ,(cdr found))
       ,@(and agent-shell-context-window
              `((context_window . ,agent-shell-context-window)))
       (trust_env . ,(if agent-shell-trust-env t :json-false))
@@ -387,6 +389,21 @@ Signal a `user-error' when the bridge is not running."
                    "The bridge is not running; \\<agent-shell-mode-map>\\[agent-shell-restart] \
 in the shell buffer restarts it and resumes the session")))
     (apply #'agent-shell-rpc-request conn method params args)))
+
+(defun agent-shell--report-undo (turn-id paths)
+  "Tell the bridge that the user undid TURN-ID, restoring PATHS.
+The bridge records it in the action log and tells the model in its
+next request.  Call it in the shell buffer; without a live session
+there is nobody to tell."
+  (let ((conn (agent-shell--live-connection)))
+    (when (and conn (stringp agent-shell--session-id))
+      (agent-shell-rpc-request
+       conn "session/undo_turn_done"
+       `((sessionId . ,agent-shell--session-id) (turnId . ,turn-id)
+         (paths . ,(vconcat paths)))
+       :on-error (lambda (err)
+                   (message "agent-shell: the bridge did not record the undo: %s"
+                            (alist-get 'message err)))))))
 
 (defun agent-shell--session-buffer (session-id)
   "Return the live shell buffer of SESSION-ID, or nil."
@@ -698,6 +715,7 @@ buffers take the same name."
       (when-let ((path (alist-get 'logPath result)))
         (setq agent-shell--log-path path)
         (agent-shell-log-set-file (agent-shell-log-buffer agent-shell--name) path))
+      (mapc #'agent-shell--notice (alist-get 'notices result))
       (when (equal (alist-get 'allowlist result) "untrusted")
         (agent-shell--notice
          (substitute-command-keys

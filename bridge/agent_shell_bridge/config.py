@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["KEY_ENV_VARS", "BridgeConfig", "ModelConfig", "key_from_env"]
+__all__ = ["KEY_ENV_VARS", "BridgeConfig", "ModelConfig", "key_from_env", "key_source_from_env"]
 
 KEY_ENV_VARS = ("AGENT_SHELL_API_KEY", "DEEPSEEK_API_KEY", "OPENAI_API_KEY")
 
@@ -26,6 +26,14 @@ def key_from_env(env: Mapping[str, str]) -> str | None:
     return None
 
 
+def key_source_from_env(env: Mapping[str, str]) -> str:
+    """Where :func:`key_from_env` found the key (``env:NAME``), or ``none``."""
+    for name in KEY_ENV_VARS:
+        if env.get(name, "").strip():
+            return f"env:{name}"
+    return "none"
+
+
 class ModelConfig(BaseModel):
     """Model settings as they arrive on the wire (``initialize`` or ``session/new``)."""
 
@@ -34,6 +42,11 @@ class ModelConfig(BaseModel):
     api_base: str | None = None
     model: str | None = None
     api_key: str | None = Field(default=None, repr=False)
+    # Where the client found the key: a label, never the key ("option", "auth-source",
+    # "env:DEEPSEEK_API_KEY", "none").
+    api_key_source: str | None = Field(
+        default=None, pattern=r"^(option|auth-source|env:[A-Z][A-Z0-9_]{0,63}|none)$"
+    )
     context_window: int | None = Field(default=None, ge=1024)
     trust_env: bool | None = None
     price_input_per_mtok: float | None = None
@@ -48,6 +61,8 @@ class BridgeConfig:
     api_base: str = "https://api.deepseek.com/v1"
     model: str = "deepseek-chat"
     api_key: str | None = field(default=None, repr=False)
+    # Where the key came from, for error messages (never the key itself).
+    api_key_source: str = "none"
     context_window: int = 64_000
     trust_env: bool = False
     prices: tuple[float, float, float] | None = None
@@ -71,6 +86,7 @@ class BridgeConfig:
             api_base=env.get("AGENT_SHELL_API_BASE", cls.api_base),
             model=env.get("AGENT_SHELL_MODEL", cls.model),
             api_key=key_from_env(env),
+            api_key_source=key_source_from_env(env),
             memory_dir=Path(memory_dir).expanduser() if memory_dir else None,
         )
 
@@ -87,11 +103,15 @@ class BridgeConfig:
                 if wire.price_cached_input_per_mtok is not None
                 else wire.price_input_per_mtok,
             )
+        source = self.api_key_source
+        if wire.api_key:
+            source = wire.api_key_source or "client"
         return replace(
             self,
             api_base=wire.api_base or self.api_base,
             model=wire.model or self.model,
             api_key=wire.api_key or self.api_key,
+            api_key_source=source,
             context_window=wire.context_window or self.context_window,
             trust_env=self.trust_env if wire.trust_env is None else wire.trust_env,
             prices=prices,

@@ -15,8 +15,10 @@ translated with ``raise Mapped(...) from exc`` so no stack trace reaches the wir
     ├── ToolFailed                   -32005  a tool ran and failed
     ├── ModelError                   -32010  the model API failed
     │   ├── ModelHTTPError           -32011  non-retryable HTTP status
+    │   │   └── ModelContextLimit    -32014  the provider refused the request as too long
     │   ├── ModelStreamError         -32012  error object or cut inside a stream
-    │   └── ModelUnavailable         -32013  retries exhausted / connection refused
+    │   ├── ModelUnavailable         -32013  retries exhausted / connection refused
+    │   └── ContextTooLarge          -32015  no compaction makes the request fit the window
     ├── MemoryError_                 -32020  memory index or experience file problem
     ├── Cancelled                    -32030  the operation was cancelled
     ├── ClientGone                   -32031  no client to answer an Emacs-side request
@@ -33,11 +35,13 @@ __all__ = [
     "BridgeError",
     "Cancelled",
     "ClientGone",
+    "ContextTooLarge",
     "Forbidden",
     "InvalidParams",
     "InvalidRequest",
     "MemoryError_",
     "MethodNotFound",
+    "ModelContextLimit",
     "ModelError",
     "ModelHTTPError",
     "ModelStreamError",
@@ -118,6 +122,27 @@ class ModelHTTPError(ModelError):
     def __init__(self, message: str, *, status: int, data: Any = None) -> None:
         super().__init__(message, data=data)
         self.status = status
+
+
+class ModelContextLimit(ModelHTTPError):
+    """The provider said the request is over the model's context length.
+
+    ``limit`` is the window the provider named in its message, when it named one.
+    """
+
+    code = -32014
+
+    def __init__(
+        self, message: str, *, status: int, limit: int | None = None, data: Any = None
+    ) -> None:
+        super().__init__(message, status=status, data=data)
+        self.limit = limit
+
+
+class ContextTooLarge(ModelError):
+    """Even after compaction the next request would not fit the model's window."""
+
+    code = -32015
 
 
 class ModelStreamError(ModelError):

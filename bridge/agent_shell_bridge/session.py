@@ -76,6 +76,8 @@ class SessionState:
     extra_allowed_paths: list[str] = field(default_factory=list)
     # Nested AGENTS.md files already in force (labels such as "src/AGENTS.md").
     active_instructions: list[str] = field(default_factory=list)
+    # Notes for the model's next request (agent/notes.py), e.g. "the user undid turn t1".
+    pending_notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> JSONObject:
         return asdict(self)

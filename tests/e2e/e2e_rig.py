@@ -291,6 +291,15 @@ def check_first_task(root: Path, mock: MockModel | None) -> OrgEntry:
         extraction = [b for b in bodies if EXTRACTION_MARK in system_text(b)]
         assert len(extraction) == 1
         assert "rm -rf ~" in json.dumps(extraction[0], ensure_ascii=False)  # transcript sent
+        # The first run_test (unittest: 3 run, 1 failure) reached the model with its counts.
+        runs = [
+            str(m["content"])
+            for b in bodies
+            for m in b["messages"]
+            if m["role"] == "tool" and "name=run_test" in str(m["content"])
+        ]
+        assert runs, "no run_test result reached the model"
+        assert '"passed": 2, "failed": 1, "errors": 0, "runner": "unittest"' in runs[0]
     return OrgEntry(0, None, summary.removeprefix("summary:").strip())
 
 

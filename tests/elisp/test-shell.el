@@ -621,11 +621,18 @@ also when the question is quit."
           (auth-source-forget-all-cached)
           (let ((agent-shell-api-key (lambda () "fn-key")))
             (should (equal (agent-shell-api-key) "fn-key")))
+          (let ((agent-shell-api-key (lambda () "fn-key")))
+            (should (equal (cdr (agent-shell--api-key-and-source)) "option")))
           (let ((agent-shell-api-key nil))
             (should (equal (agent-shell-api-key) "auth-key"))
+            (should (equal (agent-shell--api-key-and-source) '("auth-key" . "auth-source")))
             (with-temp-file netrc (insert ""))
             (auth-source-forget-all-cached)
-            (should (equal (agent-shell-api-key) "env-key"))))
+            (should (equal (agent-shell-api-key) "env-key"))
+            (should (equal (agent-shell--api-key-and-source)
+                           '("env-key" . "env:DEEPSEEK_API_KEY")))
+            (let ((process-environment (cons "DEEPSEEK_API_KEY=" process-environment)))
+              (should (equal (agent-shell--api-key-and-source) '(nil . "none"))))))
       (delete-file netrc)
       (auth-source-forget-all-cached))))
 
@@ -637,10 +644,49 @@ also when the question is quit."
   (let ((agent-shell-log-events t))
     (test-shell--bridge)
     (should (eq (alist-get 'has_key (alist-get 'model agent-shell--bridge-info)) t))
+    (should (equal (alist-get 'key_source (alist-get 'model agent-shell--bridge-info))
+                   "option"))
     (test-shell--sync "ping" nil)
     (with-current-buffer "*agent-shell events*"
       (should (string-search "ping" (buffer-string)))
       (should-not (string-search "sk-test-shell-secret" (buffer-string))))))
+
+(ert-deftest test-shell/session-notices-are-shown ()
+  "The bridge's session notices (no API key found, and how to set one) show at start."
+  (test-shell--with-shell (sid)
+    (agent-shell--on-session
+     (current-buffer)
+     `((sessionId . ,sid)
+       (notices . ["No API key found for https://api.deepseek.com/v1: set agent-shell-api-key"])))
+    (should (string-search "No API key found for https://api.deepseek.com/v1"
+                           (test-shell--transcript)))))
+
+(ert-deftest test-shell/undo-turn-reaches-the-bridge-log ()
+  "Regression: undo-turn left no trace in the action log nor for the model.
+The shell of the project reports the undo to the bridge, which logs it
+and keeps a note for the model's next request."
+  (agent-shell-test-with-project (root '(("a.txt" . "一\n")))
+    (let* ((result (test-shell--sync "session/new"
+                                     `((cwd . ,(directory-file-name root)))))
+           (sid (alist-get 'sessionId result))
+           (log (alist-get 'logPath result))
+           (shell (get-buffer-create "*agent-shell: undo-bridge*")))
+      (unwind-protect
+          (progn
+            (with-current-buffer shell
+              (agent-shell--setup "undo-bridge" root sid))
+            (agent-shell-test-call "write_file" '((path . "新.txt") (content . "新\n"))
+                                   (agent-shell-test-context root 'turn_id "t-undo-1"))
+            (should (equal (agent-shell-undo-turn root "t-undo-1") '("新.txt")))
+            (test-shell--wait
+             "the undo in the action log"
+             (lambda ()
+               (with-temp-buffer
+                 (insert-file-contents log)
+                 (and (search-forward ":UNDO_OF: t-undo-1" nil t)
+                      (search-forward "新.txt" nil t))))))
+        (with-current-buffer shell (setq agent-shell--session-id nil))
+        (kill-buffer shell)))))
 
 (ert-deftest test-shell/context-snapshot ()
   "The prompt context names the user's file, line and region state."
@@ -1035,6 +1081,22 @@ failure looked like a success on the entry's line."
     (goto-char (point-min))
     (search-forward "+print")
     (should (invisible-p (point)))))
+
+(ert-deftest test-shell/tests-line-without-counts-says-no-summary ()
+  "Regression: output in an unknown format showed \"0 passed, 0 failed\".
+The bridge sends null counts when it found no summary; unittest's
+counts (3 run, 1 failure) show as they are."
+  (let ((unknown (agent-shell--tests-line
+                  '((passed) (failed) (errors) (runner) (ok . :json-false)
+                    (failures . ["Traceback (most recent call last):"])))))
+    (should (string-prefix-p "tests: no summary — not ok" unknown))
+    (should-not (string-search "0 passed" unknown)))
+  (should (equal (agent-shell--tests-line
+                  '((passed . 2) (failed . 1) (errors . 0) (runner . "unittest")
+                    (ok . :json-false)))
+                 "tests: 2 passed, 1 failed — not ok"))
+  (should (equal (agent-shell--tests-line '((passed . 0) (failed . 0) (ok . t)))
+                 "tests: 0 passed, 0 failed — ok")))
 
 (ert-deftest test-shell/tool-diff-is-capped ()
   "A long diff in a tool update is cut to `agent-shell-tool-output-max-chars'."

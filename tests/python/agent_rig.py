@@ -147,9 +147,11 @@ async def start_rig(
     steps: list[dict[str, Any]],
     *,
     memory_dir: Path | None = None,
+    mock_options: dict[str, Any] | None = None,
     **config: Any,
 ) -> tuple[AgentRig, Callable[[], Any]]:
-    mock = MockServer(MockScript.model_validate({"steps": steps}))
+    """``mock_options`` are script-level settings of the scripted model (``context_limit``)."""
+    mock = MockServer(MockScript.model_validate({"steps": steps, **(mock_options or {})}))
     await mock.start()
     rt = make_runtime()
     rt.config = BridgeConfig(
@@ -178,10 +180,13 @@ async def running_rig(
     steps: list[dict[str, Any]],
     *,
     memory_dir: Path | None = None,
+    mock_options: dict[str, Any] | None = None,
     **config: Any,
 ) -> AsyncIterator[AgentRig]:
     """``start_rig`` as a context manager: the rig is stopped however the test ends."""
-    rig, stop = await start_rig(serve_app, root, steps, memory_dir=memory_dir, **config)
+    rig, stop = await start_rig(
+        serve_app, root, steps, memory_dir=memory_dir, mock_options=mock_options, **config
+    )
     try:
         yield rig
     finally:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from agent_rig import allow_once, make_project, running_rig, tool_messages
 from agent_shell_bridge.execution import ProcessRunner
 from agent_shell_bridge.testing_summary import detect_test_command, summarize_test_output
 
@@ -130,3 +132,157 @@ async def test_real_pytest_run_is_summarised(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert (summary.passed, summary.failed) == (1, 1)
     assert not summary.ok(result.exit_code) and not summary.ok(0)
+
+
+UNITTEST_MIXED = """\
+import unittest
+
+
+class T(unittest.TestCase):
+    def test_ok(self):
+        pass
+
+    def test_fail(self):
+        self.assertEqual(1, 2)
+
+    def test_error(self):
+        raise RuntimeError("出错了")
+
+    @unittest.skip("later")
+    def test_skip(self):
+        pass
+
+    @unittest.expectedFailure
+    def test_expected(self):
+        self.assertEqual(1, 2)
+"""
+
+
+async def _run(argv: list[str], cwd: Path) -> str:
+    result = await ProcessRunner(cwd / ".logs").run_argv(argv, cwd=cwd, timeout_s=60)
+    return result.stdout + "\n" + result.stderr
+
+
+async def test_real_unittest_runs_are_counted(tmp_path: Path) -> None:
+    """Regression: the demo's unittest run (3 tests, 1 failure) read "0 passed, 0 failed"."""
+    demo = Path(__file__).resolve().parents[2] / "demo" / "project"
+    for name in ("glossary.py", "test_glossary.py", "terms.txt"):
+        (tmp_path / name).write_bytes((demo / name).read_bytes())
+    summary = summarize_test_output(await _run(["python3", "-m", "unittest", "-v"], tmp_path))
+    assert (summary.passed, summary.failed, summary.errors, summary.runner) == (
+        2,
+        1,
+        0,
+        "unittest",
+    )
+    assert any(line.startswith("FAIL: test_chinese_stays_readable") for line in summary.failures)
+
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    (mixed / "test_mixed.py").write_text(UNITTEST_MIXED, encoding="utf-8")
+    summary = summarize_test_output(await _run(["python3", "-m", "unittest"], mixed))
+    # Ran 5: 1 failure, 1 error, 1 skipped, 1 expected failure -> 1 passed.
+    assert (summary.passed, summary.failed, summary.errors) == (1, 1, 1)
+    assert not summary.ok(0)
+
+    (mixed / "test_mixed.py").write_text(
+        "import unittest\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        pass\n"
+        "    def test_b(self):\n        pass\n",
+        encoding="utf-8",
+    )
+    summary = summarize_test_output(await _run(["python3", "-m", "unittest"], mixed))
+    assert (summary.passed, summary.failed, summary.errors) == (2, 0, 0) and summary.ok(0)
+
+
+def test_unittest_summary_lines() -> None:
+    text = "Ran 7 tests in 0.010s\n\nFAILED (failures=1, errors=2)\n"
+    summary = summarize_test_output(text)
+    assert (summary.passed, summary.failed, summary.errors) == (4, 1, 2)
+    ok = summarize_test_output("...\n---\nRan 3 tests in 0.001s\n\nOK (skipped=1)\n")
+    assert (ok.passed, ok.failed, ok.errors) == (2, 0, 0)
+
+
+async def test_real_ert_run_is_counted(tmp_path: Path) -> None:
+    (tmp_path / "t.el").write_text(
+        ";;; t.el --- -*- lexical-binding: t -*-\n"
+        "(require 'ert)\n"
+        "(ert-deftest t-ok () (should (= 1 1)))\n"
+        '(ert-deftest t-ok-too () (should (string= "中文" "中文")))\n'
+        "(ert-deftest t-bad () (should (= 1 2)))\n",
+        encoding="utf-8",
+    )
+    out = await _run(
+        ["emacs", "-Q", "--batch", "-l", "t.el", "-f", "ert-run-tests-batch-and-exit"], tmp_path
+    )
+    summary = summarize_test_output(out)
+    assert (summary.passed, summary.failed, summary.runner) == (2, 1, "ert")
+
+
+@pytest.mark.parametrize(
+    ("text", "counts", "runner"),
+    [
+        (
+            "=== RUN   TestA\n--- PASS: TestA (0.00s)\n=== RUN   TestB\n--- FAIL: TestB (0.00s)\n"
+            "FAIL\nFAIL\texample.com/pkg\t0.004s\n",
+            (1, 1),
+            "go",
+        ),
+        (
+            "running 3 tests\ntest a ... ok\ntest b ... ok\ntest c ... FAILED\n\n"
+            "test result: FAILED. 2 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n",
+            (2, 1),
+            "cargo",
+        ),
+        (
+            "Test Suites: 1 failed, 1 total\nTests:       1 failed, 4 passed, 5 total\n",
+            (4, 1),
+            "jest",
+        ),
+        (
+            " ❯ src/a.test.ts (3 tests | 1 failed) 5ms\n\n Test Files  1 failed (1)\n"
+            "      Tests  1 failed | 2 passed (3)\n   Start at  10:00:00\n",
+            (2, 1),
+            "vitest",
+        ),
+        ("  3 passing (12ms)\n  1 failing\n\n  1) a\n", (3, 1), "mocha"),
+        (
+            "==== 5 passed in 0.1s ====\nRan 2 tests, 2 results as expected, 0 unexpected\n",
+            (7, 0),
+            "pytest+ert",
+        ),
+    ],
+)
+def test_runner_formats(text: str, counts: tuple[int, int], runner: str) -> None:
+    summary = summarize_test_output(text)
+    assert (summary.passed, summary.failed) == counts
+    assert summary.runner is not None and set(summary.runner.split("+")) == set(runner.split("+"))
+
+
+def test_unknown_format_has_no_counts_not_zeros() -> None:
+    summary = summarize_test_output("building…\nall good, I think\n")
+    assert (summary.passed, summary.failed, summary.errors, summary.runner) == (
+        None,
+        None,
+        None,
+        None,
+    )
+
+
+async def test_demo_run_test_reports_unittest_counts(serve_app: Any, tmp_path: Path) -> None:
+    """The demo's path end to end: run_test runs `make test` (unittest) in the demo
+    project, and the client's tool_call_update carries the real counts."""
+    demo = Path(__file__).resolve().parents[2] / "demo" / "project"
+    files = {p.name: p.read_text(encoding="utf-8") for p in demo.iterdir() if p.is_file()}
+    root = make_project(tmp_path / "glossary", files)
+    async with running_rig(
+        serve_app, root, [{"tool_calls": [{"name": "run_test", "arguments": {}}]}, {"text": "ok"}]
+    ) as rig:
+        sid = await rig.new_session()
+        turn = await rig.turn(sid, "run the tests", answer=allow_once)
+        (done,) = turn.tool_results()
+        summary = done["rawOutput"]["summary"]
+        assert summary["passed"] == 2 and summary["failed"] == 1 and summary["errors"] == 0
+        assert summary["runner"] == "unittest" and summary["ok"] is False
+        assert done["status"] == "failed"
+        model_view = tool_messages(rig.requests[1])[-1]
+        assert '"passed": 2, "failed": 1' in model_view

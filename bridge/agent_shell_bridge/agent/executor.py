@@ -452,7 +452,7 @@ class ToolExecutor:
             live.state.read_hashes[display] = result["sha256_after"]
             turn.record_edit(display)
         if name == "read_file" and isinstance(result.get("sha256"), str):
-            result = live.remember_read(p.paths[0][1], args, result)
+            result = live.remember_read(p.paths[0][1], args, result, call.id)
         return result
 
     async def _client_call(self, call: ToolCall, turn: TurnState, p: _Prepared) -> JSONObject:
@@ -540,6 +540,7 @@ class ToolExecutor:
                 "passed": summary.passed,
                 "failed": summary.failed,
                 "errors": summary.errors,
+                "runner": summary.runner,
                 "failures": summary.failures[:20],
                 "ok": ok,
             }

@@ -66,10 +66,16 @@ class LiveSession:
     finishing_task: asyncio.Task[Any] | None = None
     background: set[asyncio.Task[None]] = field(default_factory=set)
     checkpoint_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    # How many messages the last reported prompt size already covers.
-    counted_messages: int = 0
-    # (path, start, end) → sha256 of reads whose text is still in the history.
-    read_cache: dict[tuple[str, int | None, int | None], str] = field(default_factory=dict)
+    # Characters per token, learnt from the API's reported usage (agent/context.py).
+    chars_per_token: float = 3.0
+    # False from a compaction until a request is back under the threshold.
+    compaction_armed: bool = True
+    # The window a provider named when it refused a request as too long.
+    provider_limit: int | None = None
+    # (path, start, end) → (sha256, id of the call whose result holds the text).
+    read_cache: dict[tuple[str, int | None, int | None], tuple[str, str]] = field(
+        default_factory=dict
+    )
     # AGENTS.md and friends; nested files join as the agent reaches their directories.
     instructions: Instructions | None = None
 
@@ -104,20 +110,28 @@ class LiveSession:
     def summarize_tests(self, output: str) -> TestSummary:
         return summarize_test_output(output)
 
-    def remember_read(self, display: str, args: Any, result: JSONObject) -> JSONObject:
-        """Record the read for read-before-write; skip resending unchanged text."""
+    def remember_read(
+        self, display: str, args: Any, result: JSONObject, call_id: str
+    ) -> JSONObject:
+        """Record the read for read-before-write; skip resending unchanged text.
+
+        The cache only names reads whose text is still in the history: compaction
+        drops the others (agent/context.py), so a re-read after it sends the text.
+        """
         sha = str(result["sha256"])
         self.state.read_hashes[display] = sha
         key = (display, args.start_line, args.end_line)
-        if self.read_cache.get(key) == sha:
+        cached = self.read_cache.get(key)
+        if cached is not None and cached[0] == sha:
             return {
                 "path": display,
                 "unchanged": True,
                 "sha256": sha,
-                "note": "Identical to your earlier read of this range in this session; "
-                "the text is above in the conversation.",
+                "same_as": cached[1],
+                "note": "Identical to your earlier read of this range in this session "
+                f"(the result of call {cached[1]}); the text is above in the conversation.",
             }
-        self.read_cache[key] = sha
+        self.read_cache[key] = (sha, call_id)
         return result
 
     def account_usage(self, usage: Usage, turn: TurnState | None) -> None:

@@ -16,17 +16,19 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from ..errors import BridgeError, Cancelled
+from ..errors import BridgeError, Cancelled, ModelContextLimit
 from ..model.types import Completion, ReasoningDelta, StreamRestart, TextDelta
 from ..notify import NotifyEvent, post_webhook
 from ..orglog import Prices as LogPrices
 from ..orglog import SrcBlock, TaskUsage, TextBlock, summary_drawer_entry
 from ..tools.catalogue import CATALOGUE, tool_schemas
 from ..types import JSONObject, Risk
-from .context import maybe_compact
+from .context import after_provider_refusal, calibrate, fit_request, request_chars
 from .executor import Outcome, ToolExecutor, describe_call, signature_of
 from .instructions_glue import activate_nested_instructions, session_instructions
 from .memory_glue import finish_task_memory, inject_memories
+from .model_help import explain_model_error
+from .notes import deliver_notes
 from .prompt import frame_tool_result, summary_messages, system_prompt
 from .reporter import src, text
 from .turnstate import TurnState
@@ -49,9 +51,10 @@ def _tools_for(mode: str) -> list[JSONObject]:
     return tool_schemas()
 
 
-async def _model_step(live: LiveSession, turn: TurnState, memories: str) -> Completion:
+def _request_messages(live: LiveSession, memories: str) -> list[JSONObject]:
+    """The next request: system prompt, the compacted summary, then the history."""
     state = live.state
-    messages: list[JSONObject] = [
+    return [
         {
             "role": "system",
             "content": system_prompt(
@@ -66,8 +69,38 @@ async def _model_step(live: LiveSession, turn: TurnState, memories: str) -> Comp
         *summary_messages(state.summary),
         *state.messages,
     ]
+
+
+async def _fitted_model_step(live: LiveSession, turn: TurnState, memories: str) -> Completion:
+    """One model step whose request fits the window; a provider's refusal as too
+    long gets one emergency compaction and one retry."""
+    deliver_notes(live.state)
+    tools = _tools_for(live.state.mode)
+
+    def build() -> list[JSONObject]:
+        return _request_messages(live, memories)
+
+    messages, chars = await fit_request(live, turn, build, tools)
+    try:
+        return await _model_step(live, turn, messages, tools, chars)
+    except ModelContextLimit as exc:
+        overhead = request_chars(messages[:1], tools)
+        if not await after_provider_refusal(live, turn, exc, chars, overhead):
+            raise  # nothing to shrink and nothing learnt: the retry would fail the same way
+    messages, chars = await fit_request(live, turn, build, tools)
+    return await _model_step(live, turn, messages, tools, chars)
+
+
+async def _model_step(
+    live: LiveSession,
+    turn: TurnState,
+    messages: list[JSONObject],
+    tools: list[JSONObject],
+    chars: int,
+) -> Completion:
+    state = live.state
     completion: Completion | None = None
-    async for event in live.model.stream_chat(messages, _tools_for(state.mode)):
+    async for event in live.model.stream_chat(messages, tools):
         if isinstance(event, TextDelta):
             await live.reporter.update(
                 "agent_message_chunk", content={"type": "text", "text": event.text}
@@ -87,7 +120,7 @@ async def _model_step(live: LiveSession, turn: TurnState, memories: str) -> Comp
     if completion.usage is not None:
         live.account_usage(completion.usage, turn)
         state.totals.last_prompt_tokens = completion.usage.prompt_tokens
-        live.counted_messages = len(state.messages)
+        calibrate(live, chars, completion.usage.prompt_tokens)
         totals = state.totals
         used = completion.usage.prompt_tokens + completion.usage.completion_tokens
         await live.reporter.update(
@@ -202,8 +235,7 @@ async def run_turn(
                 )
                 break
             turn.steps += 1
-            await maybe_compact(live, turn)
-            completion = await _model_step(live, turn, memories)
+            completion = await _fitted_model_step(live, turn, memories)
             state.messages.append(completion.to_message())
             if completion.content:
                 state.visible.append({"role": "assistant", "text": completion.content})
@@ -272,7 +304,7 @@ async def run_turn(
         stop_reason = "cancelled"
     except BridgeError as exc:  # ModelError included: the provider's message is kept
         stop_reason = "error"
-        error = {"code": exc.code, "message": exc.message}
+        error = {"code": exc.code, "message": explain_model_error(exc, live.config)}
     except Exception as exc:
         log.exception("turn %s failed", turn_id)
         stop_reason = "error"

@@ -20,7 +20,7 @@ from ..memory.inject import injection_block
 from ..memory.triggers import TaskEvents, extraction_decision
 from ..model.types import Completion
 from ..types import JSONObject
-from .context import transcript_text
+from .context import transcript_budget, transcript_text
 from .reporter import src, text
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ async def extract_experience(
     """One model call that fills the experience template; the file is written and indexed."""
     today = date.today().isoformat()
     request = build_extraction_messages(
-        transcript=transcript_text(messages),
+        transcript=transcript_text(messages, limit=transcript_budget(live)),
         project=live.project,
         date=today,
         trigger=trigger,

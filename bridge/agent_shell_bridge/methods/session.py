@@ -15,6 +15,7 @@ from ..agent.instructions_glue import announce_instructions
 from ..agent.live import LiveSession, open_session
 from ..agent.loop import run_turn
 from ..agent.memory_glue import recent_memories
+from ..agent.model_help import key_notice
 from ..agent.prompt import frame_tool_result
 from ..agent.reporter import text
 from ..config import BridgeConfig, ModelConfig
@@ -164,7 +165,9 @@ def _config_for(rt: Runtime, p: NewParams | ResumeParams) -> BridgeConfig:
 
 
 def _describe(live: LiveSession) -> dict[str, Any]:
+    notice = key_notice(live.config)
     return {
+        "notices": [notice] if notice else [],
         "sessionId": live.state.id,
         "root": str(live.root),
         "logPath": live.state.log_path,
@@ -199,6 +202,11 @@ def register(d: Dispatcher[Runtime]) -> None:
         await recent_memories(live)
         await announce_instructions(live)
         await live.checkpoint()
+        notice = key_notice(config)
+        if notice:
+            await live.reporter.entry(
+                "No API key found", source="bridge", parent=None, body=[text(notice)]
+            )
         if live.policy.allowlist_status == "invalid":
             await live.reporter.entry(
                 "Project allowlist not applied: it is malformed",

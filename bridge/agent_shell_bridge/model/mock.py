@@ -27,6 +27,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ..types import JSON, JSONObject
+from .mock_overflow import overflow_response
 from .mock_script import MockScript, MockStep
 
 __all__ = ["EXHAUSTED_TEXT", "Recorder", "RequestRecord", "build_frames", "create_mock_app"]
@@ -35,6 +36,7 @@ EXHAUSTED_TEXT = "(mock model: script exhausted)"
 CREATED = 1_700_000_000  # fixed so recorded streams are reproducible
 _DEFAULT_ERRORS = {
     "400": ("invalid_request_error", "mock: the request was rejected"),
+    "401": ("authentication_error", "mock: Authentication Fails, your api key is invalid"),
     "429": ("rate_limit_error", "mock: rate limit reached, slow down"),
     "500": ("server_error", "mock: internal server error"),
     "503": ("server_error", "mock: the server is overloaded"),
@@ -391,6 +393,14 @@ def create_mock_app(script: MockScript) -> Starlette:
             error = {"message": "mock: body must be a JSON object with messages", "type": "x"}
             return JSONResponse({"error": error}, status_code=400)
         record.body = body
+        limit = script.context_limit
+        tokens = int(estimate_usage(body, MockStep())["prompt_tokens"])
+        if limit is not None and tokens > limit:
+            record.status = 400
+            record.fault = "context_limit"
+            record.completed = True
+            recorder.add(record)
+            return overflow_response(script.overflow_style, limit, tokens)
         index, step, fault = state.take(body["messages"])
         record.step = index
         record.fault = fault

@@ -4,7 +4,8 @@
 ``match`` answers the first request that passes it, wherever the step stands, so a
 compaction or memory-extraction call can have its own answer. A step with a
 ``fault`` fails that way (``times`` times, then serves its answer; without
-``times`` the fault alone uses the step up).
+``times`` the fault alone uses the step up). ``context_limit`` makes the model
+refuse over-long requests as a real provider does (``overflow_style``).
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import InvalidParams
 from ..types import JSONObject
+from .mock_overflow import OverflowStyle
 
 __all__ = ["Fault", "MockMatch", "MockScript", "MockStep", "MockToolCall", "load_script"]
 
-Fault = Literal["429", "500", "503", "529", "400", "cut", "error_in_stream", "slow"]
+Fault = Literal["429", "500", "503", "529", "400", "401", "cut", "error_in_stream", "slow"]
 Style = Literal["openai", "ollama", "vllm"]
 
 
@@ -85,6 +87,9 @@ class MockStep(_Strict):
 
 class MockScript(_Strict):
     steps: list[MockStep] = Field(default_factory=list)
+    # Refuse (HTTP 400, no step used) any request whose prompt is over this many tokens.
+    context_limit: int | None = Field(default=None, ge=1)
+    overflow_style: OverflowStyle = "openai"
 
 
 def load_script(path: str | Path) -> MockScript:

@@ -8,6 +8,7 @@ Failure handling:
 * connection errors, timeouts and retryable statuses are retried with backoff
   (:mod:`.retry`); exhausted retries raise :class:`ModelUnavailable`;
 * 400/401/403/404/422 raise :class:`ModelHTTPError` with the provider's message;
+  a request over the context length raises its subclass :class:`ModelContextLimit`;
 * a stream cut before any tool call began is restarted once, announced by a
   :class:`StreamRestart` event; a cut after that, or an ``error`` object inside the
   stream, raises :class:`ModelStreamError`.
@@ -28,9 +29,10 @@ from typing import Any
 
 import httpx
 
-from ..errors import ModelHTTPError, ModelStreamError, ModelUnavailable
+from ..errors import ModelContextLimit, ModelHTTPError, ModelStreamError, ModelUnavailable
 from ..types import JSONObject
 from .assemble import CompletionAssembler, provider_error_message
+from .overflow import context_limit_of, is_context_overflow
 from .retry import RetryPolicy
 from .sse import SSEDecoder
 from .types import ModelEvent, ModelSettings, StreamRestart
@@ -222,6 +224,14 @@ class ModelClient:
         message = self._scrub(message)
         if self._policy.should_retry_status(status, response.headers):
             raise _RetryableStatus(status, message, response.headers)
+        if is_context_overflow(status, message, detail):
+            limit = context_limit_of(message)
+            raise ModelContextLimit(
+                f"the request is over the model's context length (HTTP {status}): {message}",
+                status=status,
+                limit=limit,
+                data={"status": status, "context_limit": limit, **detail},
+            )
         raise ModelHTTPError(
             f"model API answered HTTP {status}: {message}",
             status=status,
