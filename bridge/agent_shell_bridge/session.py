@@ -76,6 +76,9 @@ class SessionState:
     extra_allowed_paths: list[str] = field(default_factory=list)
     # Nested AGENTS.md files already in force (labels such as "src/AGENTS.md").
     active_instructions: list[str] = field(default_factory=list)
+    # The user's role definitions (RoleConfig as JSON) and whether changes are reviewed.
+    role_configs: list[JSONObject] = field(default_factory=list)
+    review: bool = False
 
     def to_json(self) -> JSONObject:
         return asdict(self)

@@ -29,6 +29,8 @@ from .instructions_glue import activate_nested_instructions, session_instruction
 from .memory_glue import finish_task_memory, inject_memories
 from .prompt import frame_tool_result, summary_messages, system_prompt
 from .reporter import src, text
+from .review import review_turn
+from .roles import ROLE_ONLY_TOOLS
 from .turnstate import TurnState
 
 if TYPE_CHECKING:
@@ -43,10 +45,10 @@ FAIL_LIMIT = 2
 
 
 def _tools_for(mode: str) -> list[JSONObject]:
+    names = {n for n in CATALOGUE if n not in ROLE_ONLY_TOOLS}
     if mode == "ask":
-        names = {n for n, s in CATALOGUE.items() if s.risk is Risk.READ} | {"task_complete"}
-        return tool_schemas(names)
-    return tool_schemas()
+        names = {n for n in names if CATALOGUE[n].risk is Risk.READ} | {"task_complete"}
+    return tool_schemas(names)
 
 
 async def _model_step(live: LiveSession, turn: TurnState, memories: str) -> Completion:
@@ -144,6 +146,17 @@ def _guard_notes(turn: TurnState, name: str, signature: str, outcome: Outcome) -
     return notes
 
 
+async def _reviewed_back(live: LiveSession, executor: ToolExecutor, turn: TurnState) -> bool:
+    """Run the reviewer on the turn's change; True when the lead must go on."""
+    note = await review_turn(executor, turn)
+    if note is None:
+        return False
+    live.state.messages.append({"role": "user", "content": note})
+    live.state.visible.append({"role": "system", "text": "The reviewer asked for changes."})
+    await live.checkpoint()
+    return True
+
+
 async def run_turn(
     live: LiveSession,
     prompt: str,
@@ -213,6 +226,8 @@ async def run_turn(
                     stop_reason = "max_tokens"
                 elif completion.finish_reason == "content_filter":
                     stop_reason = "refusal"
+                if stop_reason == "end_turn" and await _reviewed_back(live, executor, turn):
+                    continue
                 break
             pending = list(completion.tool_calls)
             try:
@@ -266,6 +281,9 @@ async def run_turn(
                     )
                 await live.checkpoint()
             if turn.completed is not None:
+                if await _reviewed_back(live, executor, turn):
+                    turn.completed = None
+                    continue
                 state.visible.append({"role": "assistant", "text": f"Done: {turn.completed}"})
                 break
     except (asyncio.CancelledError, Cancelled):
