@@ -92,6 +92,9 @@ def _confine_role_writes(turn: TurnState, prepared: _Prepared) -> _Prepared:
 
 
 def _title(name: str, raw: JSONObject) -> str:
+    if name == "delegate" and isinstance(raw.get("task"), str):
+        task = raw["task"].strip().splitlines()[0][:80] if raw["task"].strip() else ""
+        return f"delegate {raw.get('role')}: {task}"
     main = raw.get("command") or raw.get("path") or raw.get("symbol") or raw.get("pattern")
     if main is None and isinstance(raw.get("paths"), list):
         main = " ".join(str(p) for p in raw["paths"])
@@ -113,6 +116,8 @@ class ToolExecutor:
             raw = {}
             return await self._early_failure(call, turn, raw, exc.message)
         title = _title(call.name, raw)
+        if turn.role is not None:  # a role's step, shown under its name
+            title = f"[{turn.role.name}] {title}"
         spec = CATALOGUE.get(call.name)
         await live.reporter.update(
             "tool_call",
@@ -600,6 +605,9 @@ def _summary_for_client(payload: JSONObject) -> JSONObject:
         "error",
         "path",
         "summary",
+        "role",
+        "steps",
+        "report",
     )
     return {k: payload[k] for k in keep if k in payload}
 

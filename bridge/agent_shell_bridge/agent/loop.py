@@ -347,6 +347,7 @@ async def _finish(
                 timestamp=datetime.now().astimezone(),
                 prices=LogPrices(*prices) if prices else None,
                 model=live.config.model,
+                by_role=_usage_by_role(turn),
             )
         )
         ok = stop_reason == "end_turn"
@@ -377,6 +378,21 @@ async def _finish(
         if live.finishing_task is this_task:
             live.finishing_task = None
     live.in_background(_post_webhook(live, turn, stop_reason, error))
+
+
+def _usage_by_role(turn: TurnState) -> dict[str, TaskUsage] | None:
+    """The turn's usage split into the lead's own and each role's."""
+    if not turn.role_usage:
+        return None
+    parts = {name: TaskUsage(*counts) for name, counts in turn.role_usage.items()}
+    lead = TaskUsage(
+        turn.model_calls - sum(p.model_calls for p in parts.values()),
+        turn.tool_calls - sum(p.tool_calls for p in parts.values()),
+        turn.input_tokens - sum(p.input_tokens for p in parts.values()),
+        turn.output_tokens - sum(p.output_tokens for p in parts.values()),
+        turn.cached_tokens - sum(p.cached_tokens for p in parts.values()),
+    )
+    return {"lead": lead, **parts}
 
 
 async def _post_webhook(
