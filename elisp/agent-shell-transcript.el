@@ -511,9 +511,16 @@ Output in a format the bridge does not know has no counts: that reads
         (duration (alist-get 'duration_ms raw))
         (summary (alist-get 'summary raw))
         (err (alist-get 'error raw))
-        (reason (alist-get 'reason raw)))
+        (reason (alist-get 'reason raw))
+        (role (alist-get 'role raw))
+        (report (alist-get 'report raw)))
     (delq nil
           (list
+           (and (stringp role)
+                (format "Role %s, %s step%s" role (alist-get 'steps raw)
+                        (if (eql (alist-get 'steps raw) 1) "" "s")))
+           (and (stringp report) (not (string-empty-p report))
+                (concat "Report:\n" (agent-shell--cap report)))
            (and err (format "Error: %s" err))
            (and reason (stringp reason) (format "Reason: %s" reason))
            (and (or exit timed-out)

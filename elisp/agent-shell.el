@@ -51,6 +51,7 @@
 (require 'agent-shell-transcript)
 (require 'agent-shell-commands)
 (require 'agent-shell-lifecycle)
+(require 'agent-shell-roles)
 
 ;;; Options
 
@@ -745,7 +746,8 @@ SETTINGS are ROOT's project settings, read when not given."
       (max_steps . ,(agent-shell--setting settings 'agent-shell-max-steps))
       ;; Only the user's own setting: never one from the project's files.
       (extra_allowed_paths
-       . ,(vconcat (mapcar #'expand-file-name agent-shell-extra-allowed-paths))))))
+       . ,(vconcat (mapcar #'expand-file-name agent-shell-extra-allowed-paths)))
+      ,@(agent-shell-roles-params))))
 
 (defun agent-shell--session-error (buffer what)
   "Return an error callback reporting WHAT failed in BUFFER."

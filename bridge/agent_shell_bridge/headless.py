@@ -50,6 +50,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--mode", choices=["act", "ask"], default="act")
     p.add_argument("--memory-dir", type=Path, default=None, help="memory index directory")
     p.add_argument("--json", action="store_true", help="print every event as a JSON line")
+    p.add_argument(
+        "--review",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="have the reviewer role check a turn that changed files",
+    )
     p.set_defaults(func=_main)
 
 
@@ -118,7 +124,12 @@ async def _drive(conn: BridgeConnection, args: argparse.Namespace) -> int:
     try:
         session = await conn.call(
             "session/new",
-            {"cwd": str(args.root.resolve()), "mode": args.mode, "dry_run": bool(args.dry_run)},
+            {
+                "cwd": str(args.root.resolve()),
+                "mode": args.mode,
+                "dry_run": bool(args.dry_run),
+                "review": bool(args.review),
+            },
         )
     except RemoteError as exc:
         print(f"agent-shell: {exc.message}", file=sys.stderr)

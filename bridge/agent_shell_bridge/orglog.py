@@ -64,7 +64,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 TodoState = Literal["WAIT", "APPROVED", "REJECTED", "DONE", "FAILED"]
-Source = Literal["model", "tool", "user", "memory", "bridge"]
+Source = Literal["model", "tool", "user", "memory", "bridge", "role"]
 PropertyValue = str | int | float
 
 HEADER_TODO = "#+TODO: WAIT | APPROVED REJECTED DONE FAILED"
@@ -474,8 +474,13 @@ def summary_drawer_entry(
     timestamp: datetime,
     prices: Prices | None = None,
     model: str | None = None,
+    by_role: dict[str, TaskUsage] | None = None,
 ) -> LogEntry:
-    """The step closing a task: usage in the drawer, a one-line account as title."""
+    """The step closing a task: usage in the drawer, a one-line account as title.
+
+    ``by_role`` splits the usage between the lead and the roles it ran; each gets
+    ``TOKENS_<ROLE>`` and, with prices, ``COST_<ROLE>`` (they add up to the total).
+    """
     props: dict[str, PropertyValue] = {
         "MODEL_CALLS": usage.model_calls,
         "TOOL_CALLS": usage.tool_calls,
@@ -496,6 +501,11 @@ def summary_drawer_entry(
         props["COST"] = cost
         props["CURRENCY"] = prices.currency
         title += f", cost {cost:.4f} {prices.currency}"
+    for name, part in (by_role or {}).items():
+        key = name.upper().replace("-", "_")
+        props[f"TOKENS_{key}"] = part.input_tokens + part.output_tokens
+        if prices is not None:
+            props[f"COST_{key}"] = prices.cost(part)
     return LogEntry(
         id=entry_id,
         session_id=session_id,

@@ -78,6 +78,9 @@ class SessionState:
     active_instructions: list[str] = field(default_factory=list)
     # Notes for the model's next request (agent/notes.py), e.g. "the user undid turn t1".
     pending_notes: list[str] = field(default_factory=list)
+    # The user's role definitions (RoleConfig as JSON) and whether changes are reviewed.
+    role_configs: list[JSONObject] = field(default_factory=list)
+    review: bool = False
 
     def to_json(self) -> JSONObject:
         return asdict(self)

@@ -29,9 +29,11 @@ from ..tools import files
 from ..tools.catalogue import CATALOGUE, Side, ToolSpec
 from ..types import Decision, JSONObject, Risk, Verdict
 from .approval import PermissionRequest
+from .delegate import run_delegate
 from .outputs import clip_lines
 from .plan import PLAN_TOOLS, handle_plan_tool
 from .reporter import src, text
+from .roles import role_refusal, test_report
 from .turnstate import TurnState, call_signature
 
 if TYPE_CHECKING:
@@ -77,7 +79,22 @@ class _Prepared:
     diff: str | None = None
 
 
+def _confine_role_writes(turn: TurnState, prepared: _Prepared) -> _Prepared:
+    """A role with write globs (the tester) may only edit files that match them."""
+    role = turn.role
+    if role is None or role.write_globs is None or prepared.spec.name not in _EDITS:
+        return prepared
+    outside = [d for _, d in prepared.paths if not role.may_write(d)]
+    if not outside:
+        return prepared
+    reason = f"the {role.name} role may only write test files, not {', '.join(outside)}"
+    return _Prepared(prepared.spec, prepared.args, Verdict(Decision.DENY, Risk.WRITE, reason), [])
+
+
 def _title(name: str, raw: JSONObject) -> str:
+    if name == "delegate" and isinstance(raw.get("task"), str):
+        task = raw["task"].strip().splitlines()[0][:80] if raw["task"].strip() else ""
+        return f"delegate {raw.get('role')}: {task}"
     main = raw.get("command") or raw.get("path") or raw.get("symbol") or raw.get("pattern")
     if main is None and isinstance(raw.get("paths"), list):
         main = " ".join(str(p) for p in raw["paths"])
@@ -99,6 +116,8 @@ class ToolExecutor:
             raw = {}
             return await self._early_failure(call, turn, raw, exc.message)
         title = _title(call.name, raw)
+        if turn.role is not None:  # a role's step, shown under its name
+            title = f"[{turn.role.name}] {title}"
         spec = CATALOGUE.get(call.name)
         await live.reporter.update(
             "tool_call",
@@ -118,7 +137,11 @@ class ToolExecutor:
                 for e in exc.errors(include_url=False, include_input=False)
             )
             return await self._early_failure(call, turn, raw, f"Invalid arguments: {problems}")
+        refusal = role_refusal(turn, spec.name)
+        if refusal:
+            return await self._early_failure(call, turn, raw, refusal)
         prepared = await self._decide(spec, args, raw)
+        prepared = _confine_role_writes(turn, prepared)
         return await self._carry_out(call, turn, raw, title, prepared)
 
     async def _early_failure(
@@ -437,6 +460,11 @@ class ToolExecutor:
             return {"ok": True}
         if name in PLAN_TOOLS:
             return await handle_plan_tool(live, call, name, args, turn)
+        if name == "delegate":
+            return await run_delegate(self, args, turn)
+        if name == "review_verdict":
+            turn.verdict = {"verdict": args.verdict, "comments": args.comments}
+            return {"ok": True, "verdict": args.verdict}
         if name == "request_log_view":
             return await asyncio.to_thread(
                 live.outputs.view, args.ref, args.offset or 0, args.limit or 200
@@ -451,6 +479,8 @@ class ToolExecutor:
             display = p.paths[0][1]
             live.state.read_hashes[display] = result["sha256_after"]
             turn.record_edit(display)
+            if isinstance(result.get("diff"), str):
+                turn.diffs.append(result["diff"])
         if name == "read_file" and isinstance(result.get("sha256"), str):
             result = live.remember_read(p.paths[0][1], args, result, call.id)
         return result
@@ -545,6 +575,7 @@ class ToolExecutor:
                 "ok": ok,
             }
             turn.verification.append(ok)
+            turn.last_test_report = test_report(p.command, result.exit_code, full_text)
         if result.timed_out:
             payload["error"] = f"timed out after {timeout:g} s; the process group was killed"
         if not ok:
@@ -575,6 +606,9 @@ def _summary_for_client(payload: JSONObject) -> JSONObject:
         "error",
         "path",
         "summary",
+        "role",
+        "steps",
+        "report",
     )
     return {k: payload[k] for k in keep if k in payload}
 

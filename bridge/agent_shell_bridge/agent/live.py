@@ -28,10 +28,12 @@ from ..policy.trust import AllowlistTrust, default_trust_file
 from ..session import SessionState, SessionStore
 from ..testing_summary import TestSummary, detect_test_command, summarize_test_output
 from ..tools import files
+from ..tools.catalogue import CATALOGUE
 from ..types import JSONObject
 from .approval import Approver, ClientApprover
 from .outputs import OutputStore
 from .reporter import Reporter, finish_even_if_cancelled
+from .roles import BUILTIN_ROLES, Role, RoleConfig, merge_roles
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
@@ -78,6 +80,12 @@ class LiveSession:
     )
     # AGENTS.md and friends; nested files join as the agent reaches their directories.
     instructions: Instructions | None = None
+    # The roles the lead may delegate to (and the reviewer), by name.
+    roles: dict[str, Role] = field(default_factory=lambda: dict(BUILTIN_ROLES))
+
+    @property
+    def review(self) -> bool:
+        return self.state.review
 
     @property
     def project(self) -> str:
@@ -387,4 +395,7 @@ def open_session(
         dry_run=state.dry_run,
         max_steps=state.max_steps,
         instructions=instructions,
+        roles=merge_roles(
+            (RoleConfig.model_validate(c) for c in state.role_configs), CATALOGUE.keys()
+        ),
     )

@@ -31,6 +31,8 @@ from .model_help import explain_model_error
 from .notes import deliver_notes
 from .prompt import frame_tool_result, summary_messages, system_prompt
 from .reporter import src, text
+from .review import review_turn
+from .roles import ROLE_ONLY_TOOLS
 from .turnstate import TurnState
 
 if TYPE_CHECKING:
@@ -45,10 +47,10 @@ FAIL_LIMIT = 2
 
 
 def _tools_for(mode: str) -> list[JSONObject]:
+    names = {n for n in CATALOGUE if n not in ROLE_ONLY_TOOLS}
     if mode == "ask":
-        names = {n for n, s in CATALOGUE.items() if s.risk is Risk.READ} | {"task_complete"}
-        return tool_schemas(names)
-    return tool_schemas()
+        names = {n for n in names if CATALOGUE[n].risk is Risk.READ} | {"task_complete"}
+    return tool_schemas(names)
 
 
 def _request_messages(live: LiveSession, memories: str) -> list[JSONObject]:
@@ -177,6 +179,17 @@ def _guard_notes(turn: TurnState, name: str, signature: str, outcome: Outcome) -
     return notes
 
 
+async def _reviewed_back(live: LiveSession, executor: ToolExecutor, turn: TurnState) -> bool:
+    """Run the reviewer on the turn's change; True when the lead must go on."""
+    note = await review_turn(executor, turn)
+    if note is None:
+        return False
+    live.state.messages.append({"role": "user", "content": note})
+    live.state.visible.append({"role": "system", "text": "The reviewer asked for changes."})
+    await live.checkpoint()
+    return True
+
+
 async def run_turn(
     live: LiveSession,
     prompt: str,
@@ -245,6 +258,8 @@ async def run_turn(
                     stop_reason = "max_tokens"
                 elif completion.finish_reason == "content_filter":
                     stop_reason = "refusal"
+                if stop_reason == "end_turn" and await _reviewed_back(live, executor, turn):
+                    continue
                 break
             pending = list(completion.tool_calls)
             try:
@@ -298,6 +313,9 @@ async def run_turn(
                     )
                 await live.checkpoint()
             if turn.completed is not None:
+                if await _reviewed_back(live, executor, turn):
+                    turn.completed = None
+                    continue
                 state.visible.append({"role": "assistant", "text": f"Done: {turn.completed}"})
                 break
     except (asyncio.CancelledError, Cancelled):
@@ -361,6 +379,7 @@ async def _finish(
                 timestamp=datetime.now().astimezone(),
                 prices=LogPrices(*prices) if prices else None,
                 model=live.config.model,
+                by_role=_usage_by_role(turn),
             )
         )
         ok = stop_reason == "end_turn"
@@ -391,6 +410,21 @@ async def _finish(
         if live.finishing_task is this_task:
             live.finishing_task = None
     live.in_background(_post_webhook(live, turn, stop_reason, error))
+
+
+def _usage_by_role(turn: TurnState) -> dict[str, TaskUsage] | None:
+    """The turn's usage split into the lead's own and each role's."""
+    if not turn.role_usage:
+        return None
+    parts = {name: TaskUsage(*counts) for name, counts in turn.role_usage.items()}
+    lead = TaskUsage(
+        turn.model_calls - sum(p.model_calls for p in parts.values()),
+        turn.tool_calls - sum(p.tool_calls for p in parts.values()),
+        turn.input_tokens - sum(p.input_tokens for p in parts.values()),
+        turn.output_tokens - sum(p.output_tokens for p in parts.values()),
+        turn.cached_tokens - sum(p.cached_tokens for p in parts.values()),
+    )
+    return {"lead": lead, **parts}
 
 
 async def _post_webhook(

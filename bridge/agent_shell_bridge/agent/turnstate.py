@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..types import JSONObject
+
+if TYPE_CHECKING:
+    from .roles import Role
 
 __all__ = ["DEPENDENCY_FILES", "TurnState", "call_signature"]
 
@@ -56,6 +60,36 @@ class TurnState:
     # The mode this turn runs in, and the session's own mode to restore afterwards.
     mode: str = "act"
     restore_mode: str | None = None
+    # Set when this is a role's sub-session: what it may use, where it may write.
+    role: Role | None = None
+    # The reviewer's answer, when this is the reviewer's sub-session.
+    verdict: JSONObject | None = None
+    # Each edit's unified diff, in order: the turn's change as the reviewer sees it.
+    diffs: list[str] = field(default_factory=list)
+    # The newest test run's output (tail) and summary, for the reviewer.
+    last_test_report: str = ""
+    # Usage of the roles this turn ran, by role name (the lead's own is the rest).
+    role_usage: dict[str, list[int]] = field(default_factory=dict)
+    review_rounds: int = 0
+
+    def add_usage_of(self, name: str, sub: TurnState) -> None:
+        """Count a role's sub-session in this turn, in total and under its name."""
+        self.model_calls += sub.model_calls
+        self.tool_calls += sub.tool_calls
+        self.input_tokens += sub.input_tokens
+        self.output_tokens += sub.output_tokens
+        self.cached_tokens += sub.cached_tokens
+        mine = self.role_usage.setdefault(name, [0, 0, 0, 0, 0])
+        for i, value in enumerate(
+            (
+                sub.model_calls,
+                sub.tool_calls,
+                sub.input_tokens,
+                sub.output_tokens,
+                sub.cached_tokens,
+            )
+        ):
+            mine[i] += value
 
     def record_edit(self, path: str) -> None:
         if path not in self.files_changed:

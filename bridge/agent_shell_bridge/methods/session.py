@@ -18,6 +18,7 @@ from ..agent.memory_glue import recent_memories
 from ..agent.model_help import key_notice
 from ..agent.prompt import frame_tool_result
 from ..agent.reporter import text
+from ..agent.roles import RoleConfig, merge_roles
 from ..config import BridgeConfig, ModelConfig
 from ..errors import InvalidParams, SessionBusy, SessionNotFound
 from ..instructions import user_config_dir
@@ -25,6 +26,7 @@ from ..prompt_commands import expand_command, resolve_command, split_command
 from ..rpc import Dispatcher, Params
 from ..runtime import Runtime
 from ..session import SessionState, SessionStore, new_session_id
+from ..tools.catalogue import CATALOGUE
 from ..types import JSONObject
 
 Mode = Literal["act", "ask"]
@@ -50,6 +52,9 @@ class NewParams(Params):
     extra_allowed_paths: list[str] = Field(default_factory=list)
     dry_run: bool | None = None
     title: str | None = Field(None, max_length=200)
+    # Roles the user defines or overrides; the reviewer runs after changing turns.
+    roles: list[RoleConfig] = Field(default_factory=list)
+    review: bool = False
 
     @field_validator("extra_allowed_paths")
     @classmethod
@@ -178,6 +183,11 @@ def _describe(live: LiveSession) -> dict[str, Any]:
         "memories": live.state.memories,
         "allowlist": live.policy.allowlist_status,
         "instructions": live.instructions.describe() if live.instructions else [],
+        "roles": [
+            {"name": r.name, "description": r.description, "model": r.model}
+            for r in live.roles.values()
+        ],
+        "review": live.review,
     }
 
 
@@ -196,7 +206,13 @@ def register(d: Dispatcher[Runtime]) -> None:
             max_steps=p.max_steps or config.max_steps,
             extra_allowed_paths=p.extra_allowed_paths
             or [str(x) for x in config.extra_allowed_paths],
+            role_configs=[r.model_dump(exclude_none=True) for r in p.roles],
+            review=p.review,
         )
+        try:
+            merge_roles(p.roles, CATALOGUE.keys())
+        except ValueError as exc:
+            raise InvalidParams(str(exc)) from exc
         live = await asyncio.to_thread(open_session, rt, state, config)
         rt.sessions[state.id] = live
         await recent_memories(live)

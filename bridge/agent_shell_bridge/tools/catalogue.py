@@ -122,6 +122,16 @@ class TaskCompleteArgs(Args):
     summary: str
 
 
+class DelegateArgs(Args):
+    role: str = Field(min_length=1, max_length=32)
+    task: str = Field(min_length=1, max_length=8000)
+
+
+class ReviewVerdictArgs(Args):
+    verdict: Literal["approve", "request_changes"]
+    comments: str = Field("", max_length=8000)
+
+
 class PlanStepArgs(Args):
     title: str = Field(min_length=1, max_length=300)
     files: list[str] = Field(default_factory=list)
@@ -319,6 +329,27 @@ CATALOGUE: dict[str, ToolSpec] = {
             None,
             TaskCompleteArgs,
             "Declare the task finished, with a short summary for the user.",
+            5,
+            "think",
+        ),
+        ToolSpec(
+            "delegate",
+            B,
+            Risk.READ,
+            DelegateArgs,
+            "Hand a bounded job to a role that works in its own fresh context and returns "
+            "a short report: explorer (answers a question about the code, reads only), "
+            "tester (writes and runs tests, may only write test files). Give the task "
+            "everything the role needs: it sees nothing of this conversation.",
+            1800,
+            "think",
+        ),
+        ToolSpec(
+            "review_verdict",
+            B,
+            Risk.READ,
+            ReviewVerdictArgs,
+            "Your verdict on the change: approve, or request_changes with concrete comments.",
             5,
             "think",
         ),

@@ -1,0 +1,189 @@
+"""Running a role as a sub-session: fresh context, own tool set, same policy.
+
+The role sees its task and the project's instructions, nothing of the lead's
+history. Its tool calls go through the lead's executor (policy, sandbox, approvals,
+org log) but under a sub-turn whose ``role`` limits the tools and where it writes.
+In the org log the role is one subtree under the turn; its usage is added to the
+turn's and kept by role for the summary drawer.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ToolFailed
+from ..model.openai import ModelClient
+from ..model.types import Completion
+from ..orglog import Prices, SrcBlock, TaskUsage, TextBlock
+from ..tools.catalogue import tool_schemas
+from ..types import JSONObject
+from .instructions_glue import session_instructions
+from .prompt import frame_instructions, frame_tool_result
+from .reporter import src, text
+from .roles import REPORT_LIMIT, Role
+from .turnstate import TurnState
+
+if TYPE_CHECKING:
+    from .executor import ToolExecutor
+    from .live import LiveSession
+
+__all__ = ["RoleRun", "run_delegate", "run_role"]
+
+
+@dataclass(frozen=True)
+class RoleRun:
+    role: str
+    report: str
+    steps: int
+    verdict: JSONObject | None
+    usage: TurnState
+    stopped: str  # "done", "step_limit", "no_answer"
+
+
+def _model_for(live: LiveSession, role: Role) -> ModelClient:
+    if not role.model or role.model == live.model.settings.model:
+        return live.model
+    return ModelClient(replace(live.model.settings, model=role.model))
+
+
+def _system(live: LiveSession, role: Role, mode: str) -> str:
+    parts = [role.system_prompt(str(live.root), mode)]
+    instructions = session_instructions(live)
+    if instructions:
+        parts.append(frame_instructions(instructions))
+    return "\n\n".join(parts)
+
+
+async def run_role(executor: ToolExecutor, role: Role, task: str, parent: TurnState) -> RoleRun:
+    """Run ``role`` on ``task`` to its report, within its step limit."""
+    live = executor.live
+    first = task.strip().splitlines()[0][:100] if task.strip() else role.name
+    entry = await live.reporter.entry(
+        f"Role {role.name}: {first}",
+        source="role",
+        parent=parent.task_entry,
+        todo=None,
+        properties={"ROLE": role.name, "TURN": parent.turn_id},
+        body=[text(task)] if "\n" in task.strip() else [],
+    )
+    sub = TurnState(
+        turn_id=parent.turn_id,
+        task_entry=entry,
+        prompt=task,
+        started_ms=time.monotonic(),
+        mode=parent.mode,
+        role=role,
+    )
+    model = _model_for(live, role)
+    tools = tool_schemas(set(role.tools))
+    messages: list[JSONObject] = [
+        {"role": "system", "content": _system(live, role, parent.mode)},
+        {"role": "user", "content": task},
+    ]
+    report = ""
+    stopped = "step_limit"
+    try:
+        while sub.steps < role.max_steps:
+            sub.steps += 1
+            completion = await _step(live, model, messages, tools, sub)
+            messages.append(completion.to_message())
+            if not completion.tool_calls:
+                report = completion.content
+                stopped = "done" if report.strip() else "no_answer"
+                break
+            for call in completion.tool_calls:
+                outcome = await executor.run(call, sub)
+                sub.tool_calls += 1
+                messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": call.id,
+                        "content": frame_tool_result(
+                            call.name, call.id, outcome.status, dict(outcome.payload)
+                        ),
+                    }
+                )
+            if sub.completed is not None or sub.verdict is not None:
+                report = sub.completed or str((sub.verdict or {}).get("comments", ""))
+                stopped = "done"
+                break
+    finally:
+        parent.add_usage_of(role.name, sub)
+    if len(report) > REPORT_LIMIT:
+        report = report[: REPORT_LIMIT - 40] + f"\n[... report cut at {REPORT_LIMIT} characters]"
+    await live.reporter.change(
+        entry,
+        todo="DONE" if stopped == "done" else "FAILED",
+        properties={
+            "STEPS": sub.steps,
+            "MODEL_CALLS": sub.model_calls,
+            "TOKENS_IN": sub.input_tokens,
+            "TOKENS_OUT": sub.output_tokens,
+            **_cost(live, sub),
+        },
+        body=[src(report or f"(no report: {stopped})", "markdown")],
+    )
+    return RoleRun(role.name, report, sub.steps, sub.verdict, sub, stopped)
+
+
+def _cost(live: LiveSession, sub: TurnState) -> dict[str, str | int | float]:
+    prices = live.config.prices
+    if prices is None:
+        return {}
+    usage = TaskUsage(
+        sub.model_calls, sub.tool_calls, sub.input_tokens, sub.output_tokens, sub.cached_tokens
+    )
+    return {"COST": round(Prices(*prices).cost(usage), 6)}
+
+
+async def _step(
+    live: LiveSession,
+    model: ModelClient,
+    messages: list[JSONObject],
+    tools: list[JSONObject],
+    sub: TurnState,
+) -> Completion:
+    """One model call of the role; its text is logged, not streamed into the shell."""
+    completion: Completion | None = None
+    async for event in model.stream_chat(messages, tools):
+        if isinstance(event, Completion):
+            completion = event
+    assert completion is not None, "stream_chat always ends with a Completion"
+    if completion.usage is not None:
+        live.account_usage(completion.usage, sub)
+    calls = completion.tool_calls
+    title = f"Model ({sub.role.name if sub.role else 'role'}): " + (
+        f"{len(calls)} tool call(s): {', '.join(c.name for c in calls)}" if calls else "answer"
+    )
+    props: dict[str, str | int | float] = {"STEP": sub.steps}
+    if completion.usage is not None:
+        props["TOKENS_IN"] = completion.usage.prompt_tokens
+        props["TOKENS_OUT"] = completion.usage.completion_tokens
+    body: list[TextBlock | SrcBlock] = [text(completion.content)] if completion.content else []
+    await live.reporter.entry(
+        title, source="model", parent=sub.task_entry, properties=props, body=body
+    )
+    return completion
+
+
+async def run_delegate(executor: ToolExecutor, args: Any, turn: TurnState) -> JSONObject:
+    """The ``delegate`` tool: run a role for the lead and return its bounded report."""
+    live = executor.live
+    if turn.role is not None:
+        raise ToolFailed("roles cannot delegate further")
+    role = live.roles.get(args.role)
+    if role is None or role.name == "reviewer":
+        names = ", ".join(sorted(n for n in live.roles if n != "reviewer"))
+        raise ToolFailed(f"unknown role {args.role!r}; roles you can delegate to: {names}")
+    run = await run_role(executor, role, args.task, turn)
+    result: JSONObject = {
+        "role": run.role,
+        "steps": run.steps,
+        "report": run.report,
+        "tokens": run.usage.input_tokens + run.usage.output_tokens,
+    }
+    if run.stopped != "done":
+        result["note"] = f"the {role.name} stopped without finishing ({run.stopped})"
+    return result

@@ -1,0 +1,295 @@
+"""Roles through the real bridge: explorer, reviewer and tester as sub-sessions.
+
+The scripted model answers each role by the role named in the first line of its
+system prompt (``match.system_contains``); the lead's steps match the lead's prompt.
+What each side received is read back from the scripted server's request log.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_rig import make_project, running_rig, tool_messages
+from agent_shell_bridge.agent.roles import READ_TOOLS, merge_roles
+from agent_shell_bridge.agent.roles import RoleConfig as RC
+from agent_shell_bridge.tools.catalogue import CATALOGUE
+
+LEAD = {"system_contains": "You are agent-shell, a coding agent"}
+EXPLORER = {"system_contains": "You are the explorer role"}
+REVIEWER = {"system_contains": "You are the reviewer role"}
+TESTER = {"system_contains": "You are the tester role"}
+SECRET_PROMPT = "LEAD-ONLY-CONTEXT-41f"
+
+
+def system_of(body: dict[str, Any]) -> str:
+    return str(body["messages"][0]["content"])
+
+
+def offered(body: dict[str, Any]) -> set[str]:
+    return {t["function"]["name"] for t in body.get("tools") or []}
+
+
+def requests_of(rig: Any, marker: str) -> list[dict[str, Any]]:
+    return [r for r in rig.requests if marker in system_of(r)]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return make_project(
+        tmp_path / "proj",
+        {
+            "calc.py": "def add(a, b):\n    return a - b\n",
+            "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n"
+            "    assert add(2, 3) == 5\n",
+        },
+    )
+
+
+def step(match: dict[str, str], **fields: Any) -> dict[str, Any]:
+    return {"match": match, **fields}
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"name": name, "arguments": arguments}
+
+
+async def test_roles_explorer_gets_a_fresh_context_and_its_report_reaches_the_lead(
+    serve_app: Any, project: Path
+) -> None:
+    steps = [
+        step(LEAD, tool_calls=[call("delegate", role="explorer", task="Where is add defined?")]),
+        step(EXPLORER, tool_calls=[call("read_file", path="calc.py")]),
+        step(
+            EXPLORER, tool_calls=[call("task_complete", summary="add 在 calc.py:1-2，减法写错了")]
+        ),
+        step(LEAD, text="The explorer found it."),
+    ]
+    async with running_rig(serve_app, project, steps) as rig:
+        sid = await rig.new_session()
+        turn = await rig.turn(sid, f"{SECRET_PROMPT}: find add")
+        assert turn.end["stopReason"] == "end_turn"
+        explorer = requests_of(rig, EXPLORER["system_contains"])
+        assert len(explorer) == 2
+        for body in explorer:
+            assert SECRET_PROMPT not in json.dumps(body, ensure_ascii=False)
+            assert offered(body) <= READ_TOOLS | {"task_complete"}
+            assert not offered(body) & {"write_file", "replace_region", "run_command", "delegate"}
+        assert explorer[0]["messages"][1] == {"role": "user", "content": "Where is add defined?"}
+        lead_after = requests_of(rig, LEAD["system_contains"])[-1]
+        (result,) = [t for t in tool_messages(lead_after) if "name=delegate" in t]
+        assert "add 在 calc.py:1-2，减法写错了" in result
+        entries = turn.log_entries()
+        role_entry = next(e for e in entries if e["title"].startswith("Role explorer:"))
+        children = [e for e in entries if e.get("parent_id") == role_entry["id"]]
+        assert any(e["title"].startswith("read_file") for e in children)
+
+
+async def test_roles_reviewer_sends_work_back_then_approves(serve_app: Any, project: Path) -> None:
+    fix = call(
+        "replace_region", path="calc.py", start_line=2, end_line=2, new_text="    return a + b"
+    )
+    doc = call(
+        "replace_region",
+        path="calc.py",
+        start_line=1,
+        end_line=1,
+        new_text='def add(a, b):\n    """Sum of a and b."""',
+    )
+    steps = [
+        step(LEAD, tool_calls=[call("read_file", path="calc.py")]),
+        step(LEAD, tool_calls=[fix]),
+        step(LEAD, tool_calls=[call("task_complete", summary="fixed")]),
+        step(
+            REVIEWER,
+            tool_calls=[
+                call("review_verdict", verdict="request_changes", comments="需要文档字符串")
+            ],
+        ),
+        step(LEAD, tool_calls=[doc]),
+        step(LEAD, tool_calls=[call("task_complete", summary="fixed and documented")]),
+        step(REVIEWER, tool_calls=[call("review_verdict", verdict="approve", comments="")]),
+    ]
+    async with running_rig(serve_app, project, steps) as rig:
+        sid = await rig.new_session(review=True)
+        turn = await rig.turn(sid, "fix add")
+        assert turn.end["stopReason"] == "end_turn"
+        assert turn.end["summary"] == "fixed and documented"
+        reviews = requests_of(rig, REVIEWER["system_contains"])
+        assert len(reviews) == 2
+        for body in reviews:
+            assert "review_verdict" in offered(body)
+            assert not offered(body) & {"write_file", "replace_region", "run_command", "delegate"}
+        first_task = reviews[0]["messages"][1]["content"]
+        assert "-    return a - b" in first_task and "+    return a + b" in first_task
+        assert "fix add" in first_task
+        lead_after_review = requests_of(rig, LEAD["system_contains"])[3]
+        note = lead_after_review["messages"][-1]
+        assert note["role"] == "user"
+        assert note["content"].startswith("[REVIEW] round 1 of 2: request_changes\n需要文档字符串")
+        assert '"""Sum of a and b."""' in (project / "calc.py").read_text(encoding="utf-8")
+        titles = [e["title"] for e in turn.log_entries()]
+        assert sum(t.startswith("Role reviewer:") for t in titles) == 2
+
+
+async def test_roles_reviewer_open_comments_end_the_turn_after_two_rounds(
+    serve_app: Any, project: Path
+) -> None:
+    fix = call(
+        "replace_region", path="calc.py", start_line=2, end_line=2, new_text="    return a + b"
+    )
+    again = call(
+        "replace_region", path="calc.py", start_line=2, end_line=2, new_text="    return b + a"
+    )
+    no = call("review_verdict", verdict="request_changes", comments="仍然不对 STILL-OPEN")
+    steps = [
+        step(LEAD, tool_calls=[call("read_file", path="calc.py")]),
+        step(LEAD, tool_calls=[fix]),
+        step(LEAD, text="done"),
+        step(REVIEWER, tool_calls=[no]),
+        step(LEAD, tool_calls=[again]),
+        step(LEAD, text="done again"),
+        step(REVIEWER, tool_calls=[no]),
+    ]
+    async with running_rig(serve_app, project, steps) as rig:
+        sid = await rig.new_session(review=True)
+        turn = await rig.turn(sid, "fix add")
+        assert turn.end["stopReason"] == "end_turn"
+        assert len(requests_of(rig, REVIEWER["system_contains"])) == 2
+        assert "STILL-OPEN" in turn.text.split("open comments after 2 rounds")[1]
+
+
+async def test_roles_no_review_without_changes_or_when_off(serve_app: Any, project: Path) -> None:
+    fix = call(
+        "replace_region", path="calc.py", start_line=2, end_line=2, new_text="    return a + b"
+    )
+    steps = [
+        step(LEAD, tool_calls=[call("read_file", path="calc.py")]),
+        step(LEAD, tool_calls=[fix]),
+        step(LEAD, text="done"),
+        step(LEAD, text="just an answer"),
+    ]
+    async with running_rig(serve_app, project, steps) as rig:
+        off = await rig.new_session(review=False)
+        await rig.turn(off, "fix add")
+        on = await rig.new_session(review=True)
+        await rig.turn(on, "what does add do?")  # no files changed: nothing to review
+        assert requests_of(rig, REVIEWER["system_contains"]) == []
+
+
+async def test_roles_tester_writes_only_test_files(serve_app: Any, project: Path) -> None:
+    steps = [
+        step(LEAD, tool_calls=[call("delegate", role="tester", task="add a test for add(0, 0)")]),
+        step(TESTER, tool_calls=[call("write_file", path="calc.py", content="evil = 1\n")]),
+        step(
+            TESTER,
+            tool_calls=[
+                call(
+                    "write_file", path="tests/test_zero.py", content="def test_zero():\n    pass\n"
+                )
+            ],
+        ),
+        step(TESTER, tool_calls=[call("task_complete", summary="wrote tests/test_zero.py")]),
+        step(LEAD, text="ok"),
+    ]
+    async with running_rig(serve_app, project, steps) as rig:
+        sid = await rig.new_session()
+        turn = await rig.turn(sid, "get a test written")
+        assert turn.end["stopReason"] == "end_turn"
+        assert (project / "calc.py").read_text(encoding="utf-8").startswith("def add")
+        assert (project / "tests" / "test_zero.py").exists()
+        tester = requests_of(rig, TESTER["system_contains"])
+        refused = tool_messages(tester[1])[-1]
+        assert "status=denied" in refused
+        assert "may only write test files, not calc.py" in refused
+        # The one question asked was for the test file.
+        assert [p["toolCall"]["rawInput"]["path"] for p in turn.permission_requests] == [
+            "tests/test_zero.py"
+        ]
+
+
+async def test_roles_cannot_delegate_further(serve_app: Any, project: Path) -> None:
+    steps = [
+        step(LEAD, tool_calls=[call("delegate", role="explorer", task="look")]),
+        step(EXPLORER, tool_calls=[call("delegate", role="tester", task="recurse")]),
+        step(EXPLORER, text="I could not delegate."),
+        step(LEAD, text="ok"),
+    ]
+    async with running_rig(serve_app, project, steps) as rig:
+        sid = await rig.new_session()
+        await rig.turn(sid, "go")
+        explorer = requests_of(rig, EXPLORER["system_contains"])
+        assert "delegate" not in offered(explorer[0])
+        refused = tool_messages(explorer[1])[-1]
+        assert "the explorer role cannot use delegate" in refused
+        assert requests_of(rig, TESTER["system_contains"]) == []
+
+
+async def test_roles_lead_is_not_offered_the_verdict_and_cannot_call_it(
+    serve_app: Any, project: Path
+) -> None:
+    steps = [
+        step(LEAD, tool_calls=[call("review_verdict", verdict="approve")]),
+        step(LEAD, text="ok"),
+    ]
+    async with running_rig(serve_app, project, steps) as rig:
+        sid = await rig.new_session()
+        await rig.turn(sid, "go")
+        assert "review_verdict" not in offered(rig.requests[0])
+        assert "delegate" in offered(rig.requests[0])
+        assert "review_verdict is the reviewer's tool" in tool_messages(rig.requests[1])[-1]
+
+
+async def test_roles_cost_per_role_adds_up_to_the_turn(serve_app: Any, project: Path) -> None:
+    usage = {"prompt_tokens": 1000, "completion_tokens": 100}
+    steps = [
+        step(LEAD, tool_calls=[call("delegate", role="explorer", task="look")], usage=usage),
+        step(EXPLORER, text="report", usage={"prompt_tokens": 300, "completion_tokens": 30}),
+        step(LEAD, text="ok", usage=usage),
+    ]
+    async with running_rig(serve_app, project, steps, prices=(2.0, 8.0, 0.5)) as rig:
+        sid = await rig.new_session()
+        turn = await rig.turn(sid, "go")
+        summary = next(e for e in turn.log_entries() if e["title"].startswith("Summary:"))
+        props = summary["properties"]
+        assert props["TOKENS_EXPLORER"] == 330
+        assert props["TOKENS_LEAD"] == 2200
+        assert props["COST_LEAD"] + props["COST_EXPLORER"] == pytest.approx(props["COST"])
+        assert props["COST_EXPLORER"] == pytest.approx((300 * 2.0 + 30 * 8.0) / 1_000_000)
+
+
+async def test_roles_user_roles_override_and_bad_ones_are_refused(
+    serve_app: Any, project: Path
+) -> None:
+    async with running_rig(serve_app, project, []) as rig:
+        result = await rig.client.result(
+            "session/new",
+            {
+                "cwd": str(project),
+                "roles": [{"name": "explorer", "model": "cheap-model", "max_steps": 3}],
+            },
+        )
+        explorer = next(r for r in result["roles"] if r["name"] == "explorer")
+        assert explorer["model"] == "cheap-model"
+        bad = await rig.client.rpc(
+            "session/new",
+            {
+                "cwd": str(project),
+                "roles": [{"name": "sneaky", "prompt": "x", "tools": ["delegate"]}],
+            },
+        )
+        assert bad["error"]["code"] == -32602
+        assert "delegate" in bad["error"]["message"]
+
+
+def test_roles_merge_keeps_builtins_and_refuses_the_lead() -> None:
+    roles = merge_roles([RC(name="docs", prompt="Write docs.", tools=["read_file"])], CATALOGUE)
+    assert set(roles) == {"explorer", "reviewer", "tester", "docs"}
+    assert roles["docs"].system_prompt("/p", "act").startswith("You are the docs role")
+    with pytest.raises(ValueError, match="lead"):
+        merge_roles([RC(name="lead", prompt="x", tools=["read_file"])], CATALOGUE)
+    with pytest.raises(ValueError, match="needs a prompt and tools"):
+        merge_roles([RC(name="newbie")], CATALOGUE)
