@@ -85,7 +85,7 @@ async def test_roles_explorer_gets_a_fresh_context_and_its_report_reaches_the_le
         entries = turn.log_entries()
         role_entry = next(e for e in entries if e["title"].startswith("Role explorer:"))
         children = [e for e in entries if e.get("parent_id") == role_entry["id"]]
-        assert any(e["title"].startswith("read_file") for e in children)
+        assert any(e["title"].startswith("[explorer] read_file") for e in children)
 
 
 async def test_roles_reviewer_sends_work_back_then_approves(serve_app: Any, project: Path) -> None:
