@@ -64,6 +64,9 @@ class LiveSession:
     turn_task: asyncio.Task[None] | None = None
     # A turn is open from session/prompt until its turn_end is published.
     turn_open: bool = False
+    # The running (or last) turn's id, and whether its turn_end went out.
+    turn_id: str | None = None
+    turn_end_sent: bool = True
     # The turn task in its last, uncancellable steps (log, checkpoint, turn_end).
     finishing_task: asyncio.Task[Any] | None = None
     background: set[asyncio.Task[None]] = field(default_factory=set)
@@ -169,11 +172,13 @@ class LiveSession:
             except OSError as exc:
                 log.error("could not checkpoint session %s: %s", self.state.id, exc)
 
-    def start_turn(self, coro: Any) -> None:
+    def start_turn(self, coro: Any, turn_id: str) -> None:
         if self.busy:
             coro.close()
             raise SessionBusy("A turn is already running in this session; cancel it first")
         self.turn_open = True
+        self.turn_id = turn_id
+        self.turn_end_sent = False
         self.turn_task = asyncio.create_task(coro, name=f"turn-{self.state.id}")
         self.turn_task.add_done_callback(self._turn_closed)
 
@@ -210,7 +215,19 @@ class LiveSession:
             pass
         except Exception:
             log.exception("turn ended with an error while cancelling")
+        if not self.turn_end_sent:
+            await self._close_unstarted_turn()
         return True
+
+    async def _close_unstarted_turn(self) -> None:
+        """A cancel that landed while the turn was still being set up (before its own
+        cancel handling) ends it here: the client still gets its ``turn_end``."""
+        self.turn_end_sent = True
+        self.state.turn_in_progress = None
+        await self.checkpoint()
+        await self.reporter.update(
+            "turn_end", turnId=self.turn_id, stopReason="cancelled", durationMs=0
+        )
 
     async def aclose(self) -> None:
         """Shut down: the turn and every child process first, then what can wait."""

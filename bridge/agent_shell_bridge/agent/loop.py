@@ -405,6 +405,7 @@ async def _finish(
         if turn.completed is not None:
             end["summary"] = turn.completed
         live.turn_open = False  # the client may send the next prompt from here on
+        live.turn_end_sent = True
         await live.reporter.update("turn_end", **end)
     finally:
         if live.finishing_task is this_task:

@@ -269,7 +269,7 @@ def register(d: Dispatcher[Runtime]) -> None:
         if p.context is not None:
             live.snapshot = p.context
         turn_id = "t" + secrets.token_hex(4)
-        live.start_turn(run_turn(live, text, turn_id, mode=turn_mode))
+        live.start_turn(run_turn(live, text, turn_id, mode=turn_mode), turn_id)
         return {"turnId": turn_id, "mode": turn_mode or live.state.mode}
 
     @d.method("session/cancel", SessionRef)
