@@ -1,0 +1,73 @@
+"""The user's secrets under ``$HOME``: never read without asking, masked in the sandbox.
+
+One list for the policy (path tools and commands) and the sandbox. Paths are
+compared by components after resolving symlinks, so ``~/./.ssh``, ``~/x/../.ssh``
+and a link pointing into ``~/.ssh`` all count; ``~/.authinfo*`` is a glob.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from pathlib import Path
+
+__all__ = ["SECRET_GLOBS", "SECRET_NAMES", "is_secret", "secret_paths"]
+
+# Relative to $HOME: whole directories or single files.
+SECRET_NAMES: tuple[str, ...] = (
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".netrc",
+    ".pypirc",
+    ".docker/config.json",
+    ".config/gh",
+    ".kube",
+    ".password-store",
+    ".local/share/keyrings",
+    ".gnome2/keyrings",
+    ".config/gcloud",
+    ".azure",
+    ".git-credentials",
+    ".npmrc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".config/hub",
+    ".vault-token",
+    ".authinfo",
+    ".authinfo.gpg",
+    ".emacs.d/authinfo",
+    ".emacs.d/authinfo.gpg",
+)
+# Names directly under $HOME matched as globs (auth-source files).
+SECRET_GLOBS: tuple[str, ...] = (".authinfo*", ".netrc*")
+
+
+def secret_paths(home: Path) -> tuple[Path, ...]:
+    """The secret files and directories under ``home`` (they need not exist)."""
+    return tuple(home / name for name in SECRET_NAMES)
+
+
+def _real(path: Path) -> Path:
+    return Path(os.path.realpath(os.path.abspath(path)))
+
+
+def is_secret(path: Path, home: Path) -> bool:
+    """Whether ``path`` is, or lies under, one of the secrets of ``home``.
+
+    Both the path as written (``..`` folded) and where it really leads are checked.
+    """
+    real_home = _real(home)
+    for candidate in {Path(os.path.normpath(os.path.abspath(path))), _real(path)}:
+        for base in {Path(os.path.normpath(os.path.abspath(home))), real_home}:
+            if candidate == base or not candidate.is_relative_to(base):
+                continue
+            # Case-folded: on a case-insensitive file system ~/.SSH is ~/.ssh.
+            rel = tuple(p.casefold() for p in candidate.relative_to(base).parts)
+            for name in SECRET_NAMES:
+                parts = tuple(name.casefold().split("/"))
+                if rel[: len(parts)] == parts:
+                    return True
+            if rel and any(fnmatch.fnmatchcase(rel[0], g) for g in SECRET_GLOBS):
+                return True
+    return False
