@@ -11,7 +11,7 @@ import fnmatch
 import os
 from pathlib import Path
 
-__all__ = ["SECRET_GLOBS", "SECRET_NAMES", "is_secret", "secret_paths"]
+__all__ = ["SECRET_GLOBS", "SECRET_NAMES", "is_secret", "is_secret_resolved", "secret_paths"]
 
 # Relative to $HOME: whole directories or single files.
 SECRET_NAMES: tuple[str, ...] = (
@@ -52,22 +52,25 @@ def _real(path: Path) -> Path:
     return Path(os.path.realpath(os.path.abspath(path)))
 
 
+def is_secret_resolved(path: Path, home: Path) -> bool:
+    """:func:`is_secret` for a ``path`` and ``home`` that are absolute and normalised
+    already; looks at no file (fast enough for every operand of every command)."""
+    if path == home or not path.is_relative_to(home):
+        return False
+    # Case-folded: on a case-insensitive file system ~/.SSH is ~/.ssh.
+    rel = tuple(p.casefold() for p in path.relative_to(home).parts)
+    for name in SECRET_NAMES:
+        parts = tuple(name.casefold().split("/"))
+        if rel[: len(parts)] == parts:
+            return True
+    return any(fnmatch.fnmatchcase(rel[0], g) for g in SECRET_GLOBS)
+
+
 def is_secret(path: Path, home: Path) -> bool:
     """Whether ``path`` is, or lies under, one of the secrets of ``home``.
 
     Both the path as written (``..`` folded) and where it really leads are checked.
     """
-    real_home = _real(home)
-    for candidate in {Path(os.path.normpath(os.path.abspath(path))), _real(path)}:
-        for base in {Path(os.path.normpath(os.path.abspath(home))), real_home}:
-            if candidate == base or not candidate.is_relative_to(base):
-                continue
-            # Case-folded: on a case-insensitive file system ~/.SSH is ~/.ssh.
-            rel = tuple(p.casefold() for p in candidate.relative_to(base).parts)
-            for name in SECRET_NAMES:
-                parts = tuple(name.casefold().split("/"))
-                if rel[: len(parts)] == parts:
-                    return True
-            if rel and any(fnmatch.fnmatchcase(rel[0], g) for g in SECRET_GLOBS):
-                return True
-    return False
+    homes = {Path(os.path.normpath(os.path.abspath(home))), _real(home)}
+    candidates = {Path(os.path.normpath(os.path.abspath(path))), _real(path)}
+    return any(is_secret_resolved(c, h) for c in candidates for h in homes)

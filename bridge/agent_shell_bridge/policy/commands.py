@@ -13,11 +13,14 @@ import fnmatch
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import PathNotAllowed
+from ..secrets import is_secret_resolved, secret_paths
 from ..types import Risk
+from .builtins import BUILTINS, variable_target
+from .findings import Context, Finding, worst
+from .options import SPECS, normalise
 from .paths import protected_reason_for_parts, resolve_physical
 from .shell_parse import SimpleCommand, Word, normalise_name
 
@@ -29,50 +32,8 @@ __all__ = [
     "consumes_code",
     "locate",
     "reads_outside_file",
+    "worst",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One reason bearing on a decision."""
-
-    risk: Risk
-    auto: bool
-    reason: str
-
-    @staticmethod
-    def read(reason: str) -> Finding:
-        return Finding(Risk.READ, True, reason)
-
-    @staticmethod
-    def write(reason: str) -> Finding:
-        return Finding(Risk.WRITE, False, reason)
-
-    @staticmethod
-    def danger(reason: str) -> Finding:
-        return Finding(Risk.DANGEROUS, False, reason)
-
-
-def worst(findings: Sequence[Finding]) -> Finding:
-    """The finding that decides: dangerous beats write beats read; non-auto beats auto."""
-    best = findings[0]
-    for f in findings[1:]:
-        if (f.risk.rank, not f.auto) > (best.risk.rank, not best.auto):
-            best = f
-    return best
-
-
-@dataclass(slots=True)
-class Context:
-    """What rules need to know about the place a command runs in."""
-
-    root: Path
-    extra: tuple[Path, ...]
-    cwd: Path | None
-    home: Path
-    temp: Path
-    nested: Callable[[str], Finding]
-    write_check: Callable[[str, Path], str | None]
 
 
 DOWNLOADERS = frozenset({"curl", "wget", "fetch", "aria2c", "http", "https", "xh", "lwp-request"})
@@ -153,7 +114,6 @@ _SIMPLE_READ = frozenset(
         "wc",
         "pwd",
         "echo",
-        "printf",
         "which",
         "whereis",
         "stat",
@@ -171,9 +131,6 @@ _SIMPLE_READ = frozenset(
         "id",
         "uname",
         "type",
-        "test",
-        "[",
-        "[[",
         "nl",
         "cut",
         "tr",
@@ -214,20 +171,30 @@ _SIMPLE_READ = frozenset(
         "strings",
         "look",
         "numfmt",
-        "hash",
         "ldd",
         "date",
         "tree",
+        "base64",
+        "expr",
     }
 )
 # Read-only programs whose options can still write a file or run a program.
 _READ_BAD_OPTS: dict[str, tuple[str, ...]] = {
-    "date": ("-s", "--set"),
-    "tree": ("-o",),
+    "date": ("--set",),
+    "tree": ("--output", "-R"),
     "hostname": ("-F", "--file", "-b", "--boot"),
     "ldd": ("",),  # ldd may execute the binary it inspects
-    "jq": ("-f", "--from-file"),
+    "jq": ("-f", "--from-file", "--rawfile", "--slurpfile", "-L"),
+    "wc": ("--files0-from",),
+    "du": ("--files0-from",),
+    "file": ("--compile", "--files-from"),
+    "md5sum": ("--check",),
+    "sha1sum": ("--check",),
+    "sha256sum": ("--check",),
+    "sha512sum": ("--check",),
 }
+# Read-only programs that change the machine when given an operand.
+_OPERAND_WRITES = frozenset({"hostname"})
 _RM_NAMES = frozenset({"rm", "shred", "unlink", "rmdir", "srm"})
 _DEVICE_TOOLS_RE = re.compile(
     r"^(mkfs(\..+)?|mke2fs|mkswap|wipefs|fdisk|sfdisk|cfdisk|parted|gdisk|sgdisk|mkdosfs|blkdiscard"
@@ -496,6 +463,12 @@ def _wrapped_argv(name: str, args: Sequence[Word]) -> list[Word]:
 def classify(cmd: SimpleCommand, ctx: Context) -> Finding:
     """Judge one simple command (assignments and argv; redirections are judged apart)."""
     findings: list[Finding] = []
+    if cmd.kind == "for":
+        # for/select NAME in …, or NAME assigned inside $(( )): judged by the name.
+        for name, _ in cmd.assignments:
+            found = variable_target(Word(name), "a loop or arithmetic")
+            findings.append(found or Finding.read(f"assigns the plain variable {name}"))
+        return worst(findings) if findings else Finding.read("loop")
     for name, value in cmd.assignments:
         if not cmd.argv and _SAFE_ASSIGN.match(name) is None:
             findings.append(
@@ -521,7 +494,7 @@ _READS_FILES = frozenset(
         "fgrep", "diff", "column", "od", "expand", "unexpand", "tac", "rev", "fold",
         "paste", "join", "jq", "sort", "uniq", "less", "more", "strings", "xxd",
         "hexdump", "tree", "rg", "find", "awk", "sed", "realpath", "readlink", "look",
-        "fmt", "date",
+        "fmt", "date", "base64",
     }
 )  # fmt: skip
 _MAX_GLOB_MATCHES = 2000
@@ -533,6 +506,8 @@ _FILE_OPTIONS = frozenset(
     {
         "--file", "--from-file", "--to-file", "--exclude-from", "--include-from",
         "--contents", "--ignore-file", "--files-from", "--files0-from", "--reference",
+        "--random-source", "--gitfile", "--infofile", "--hintro", "--houtro",
+        "--magic-file",
     }
 )  # fmt: skip
 # Long options (or any unambiguous abbreviation) that give the pattern or program,
@@ -590,8 +565,10 @@ def _file_words(name: str, args: Sequence[Word]) -> list[Word]:
         following = args[i + 1] if i + 1 < len(args) else None
         i += 1
         if t == "--":
-            operands.extend(x for x in args[i:] if x.text != "-")
+            operands.extend(x for x in args[i:] if x.text != "-" and not x.pipe)
             break
+        if w.pipe:
+            continue  # <(...) is a pipe, not a file
         if t == "-" or not t.startswith("-"):
             operands.append(w)
             continue
@@ -603,7 +580,9 @@ def _file_words(name: str, args: Sequence[Word]) -> list[Word]:
             names_file = option in _FILE_OPTIONS or _long_is(option, "--file")
             code_by_option = code_by_option or names_code
             if eq:
-                if names_file or "/" in value or value.startswith(("~", ".")):
+                if names_file or (
+                    not names_code and ("/" in value or value.startswith(("~", ".")))
+                ):
                     files.append(Word(value, literal=w.literal, glob=w.glob, expansion=w.expansion))
             elif (names_code or names_file) and following is not None:
                 if names_file:
@@ -631,11 +610,44 @@ def _file_words(name: str, args: Sequence[Word]) -> list[Word]:
 
 def _reads_outside(name: str, args: Sequence[Word], ctx: Context) -> Finding | None:
     base = name.split()[0]
-    for w in _file_words(base, args):
+    files = _file_words(base, args)
+    for w in files:
         finding = _outside_operand(name, w, ctx)
         if finding is not None:
             return finding
-    return _follows_links(base, args)
+    return _follows_links(base, args) or _searches_secrets(base, args, files, ctx)
+
+
+_RECURSIVE_READERS = frozenset({"grep", "egrep", "fgrep", "diff", "rg"})
+
+
+def _searches_secrets(
+    name: str, args: Sequence[Word], files: Sequence[Word], ctx: Context
+) -> Finding | None:
+    """A recursive search of a folder holding ``~/.ssh`` and the like reads them too."""
+    if name not in _RECURSIVE_READERS:
+        return None
+    if name != "rg" and not any(w.text in ("--recursive", "--dereference-recursive") for w in args):
+        return None
+    for w in files or [Word(".")]:
+        real = _physical(w, ctx)
+        if real is None or not (ctx.home == real or ctx.home.is_relative_to(real)):
+            continue
+        for secret in secret_paths(ctx.home):
+            if os.path.lexists(secret):
+                return Finding.write(
+                    f"{name} searches {w.text!r}, which holds {secret} (the user's secrets)"
+                )
+    return None
+
+
+def _secret_finding(name: str, w: Word, path: Path | None, ctx: Context) -> Finding | None:
+    """Reading a key, token or credential file of the user always asks first."""
+    real = _physical(w, ctx)
+    for p in (path, real):
+        if p is not None and is_secret_resolved(p, ctx.home):
+            return Finding.write(f"{name} reads {w.text!r}: one of the user's secrets ({p})")
+    return None
 
 
 def _follows_links(name: str, args: Sequence[Word]) -> Finding | None:
@@ -689,11 +701,16 @@ def _follows_links(name: str, args: Sequence[Word]) -> Finding | None:
 def _outside_operand(name: str, w: Word, ctx: Context) -> Finding | None:
     if w.glob and not w.expansion and not w.substitution:
         return _glob_outside(name, w, ctx)
+    if w.pipe:
+        return None
     where, path = locate(w, ctx)
     if where == "unknown" or path is None:
         return Finding.write(f"{name} reads {w.text!r}, which cannot be located in advance")
     if path == Path("/dev/null"):
         return None
+    secret = _secret_finding(name, w, path, ctx)
+    if secret is not None:
+        return secret
     real = _physical(w, ctx)
     if real is not None and _within_roots(real, ctx) is not None:
         return None  # e.g. "." is the project root itself
@@ -804,15 +821,28 @@ def _glob_outside(name: str, word: Word, ctx: Context) -> Finding | None:
         # Bash passes a pattern that matches nothing on as it is: check that name.
         return _outside_operand(name, Word(word.text), ctx)
     for match in matches:
+        if match.name.startswith("-"):
+            return Finding.write(f"{name} {word.text!r} matches {match.name!r}, read as an option")
         if not _inside_roots(match, ctx):
             return Finding.write(f"{name} {word.text!r} reads {match}, outside the project")
+        secret = _secret_finding(name, Word(str(match)), Path(os.path.normpath(match)), ctx)
+        if secret is not None:
+            return secret
     return None
 
 
 def _classify_argv(argv: Sequence[Word], ctx: Context, cmd: SimpleCommand) -> Finding:
     name, plain = effective_name(argv[0])
     args = list(argv[1:])
+    spec = SPECS.get(name)
+    if spec is not None:
+        canonical = normalise(spec, args)
+        if isinstance(canonical, str):
+            return Finding.write(f"{name}: {canonical}")
+        args = canonical
     result = _by_name(name, args, ctx, cmd)
+    if result.risk is Risk.READ:
+        result = _substitutions(name, args) or _network(name, args) or result
     writes = result.risk is Risk.WRITE
     if result.risk is Risk.READ and name in _READS_FILES:
         result = _reads_outside(name, args, ctx) or result
@@ -831,6 +861,39 @@ def _classify_argv(argv: Sequence[Word], ctx: Context, cmd: SimpleCommand) -> Fi
     return result
 
 
+def _substitutions(name: str, args: Sequence[Word]) -> Finding | None:
+    """Command output as arguments: only where no value could change what runs.
+
+    The commands inside a substitution are judged on their own; here the question is
+    whether their output, whatever it is, may reach this command as words. ``echo``
+    prints them; ``printf`` with a literal format prints them; ``test``/``[`` compare
+    them when quoted (``-v`` is handled by their rule). Anything else could be handed
+    an option such as ``--output=.git/config`` by a file the agent does not control.
+    """
+    subs = [i for i, w in enumerate(args) if w.substitution and not w.pipe]
+    if not subs:
+        return None
+    if name == "echo":
+        return None
+    if name == "printf" and args[0].literal and not args[0].text.startswith("-") and 0 not in subs:
+        return None
+    if name in ("test", "[") and all(args[i].quoted for i in subs):
+        return None
+    return Finding.write(
+        f"{name} is given the output of a command substitution, which could add options"
+    )
+
+
+_NETWORK_OPTIONS = ("--registry", "--index-url", "--extra-index-url", "--proxy", "--server")
+
+
+def _network(name: str, args: Sequence[Word]) -> Finding | None:
+    for w in args:
+        if w.text.startswith(_NETWORK_OPTIONS):
+            return Finding.write(f"{name} {w.text.split('=', 1)[0]} reaches the network")
+    return None
+
+
 def _names_protected(w: Word, ctx: Context) -> bool:
     """Whether a word of a writing command names .git or the agent's settings or records.
 
@@ -844,9 +907,15 @@ def _names_protected(w: Word, ctx: Context) -> bool:
         return any(_protected_physically(Word(str(m)), ctx) for m in matches) or any(
             locate(Word(str(m)), ctx)[0] == "protected" for m in matches
         )
-    if not w.literal or " " in w.text or w.text.startswith("-"):
+    text = w.text
+    if text.startswith("-"):
+        # An option's value: --output=F, -oF after normalisation, --file=F.
+        if "=" not in text:
+            return False
+        text = text.split("=", 1)[1]
+    if not w.literal or not text:
         return False
-    target = Word(w.text.split("=", 1)[-1])
+    target = Word(text.split("=", 1)[-1] if not w.text.startswith("-") else text)
     return locate(target, ctx)[0] == "protected" or _protected_physically(target, ctx)
 
 
@@ -867,6 +936,9 @@ def _by_name(name: str, args: list[Word], ctx: Context, cmd: SimpleCommand) -> F
         return _eval(name, args, ctx)
     if _INTERPRETER_RE.match(name):
         return _interpreter(name, args, ctx)
+    builtin = BUILTINS.get(name)
+    if builtin is not None:
+        return builtin(name, args, ctx)
     if name in _SIMPLE_READ:
         return _simple_read(name, args)
     handler = _HANDLERS.get(name)
@@ -882,6 +954,8 @@ def _by_name(name: str, args: list[Word], ctx: Context, cmd: SimpleCommand) -> F
 
 
 def _simple_read(name: str, args: list[Word]) -> Finding:
+    if name in _OPERAND_WRITES and any(not w.text.startswith("-") for w in args):
+        return Finding.write(f"{name} NAME changes the machine's settings")
     bad = _READ_BAD_OPTS.get(name, ())
     for w in args:
         for opt in bad:
@@ -893,7 +967,7 @@ def _simple_read(name: str, args: list[Word]) -> Finding:
                 return Finding.write(
                     f"{name} {w.text or ''} can write files or run programs".strip()
                 )
-    if bad and any(not w.literal for w in args):
+    if bad and name not in SPECS and any(not w.literal for w in args):
         return Finding.write(f"{name} with computed arguments could gain unsafe options")
     return Finding.read(f"{name} is read-only")
 
@@ -1033,18 +1107,19 @@ def _git(name: str, args: list[Word], ctx: Context) -> Finding:
         t = w.text
         if not w.literal and _is_option(w):
             return Finding.write("git with computed options")
-        if t.startswith(
+        option = t.split("=", 1)[0]
+        risky = next(
             (
-                "--output",
-                "--exec",
-                "--upload-pack",
-                "--receive-pack",
-                "--ext-diff",
-                "--open-files-in-pager",
-                "--config-env",
-            )
-        ):
-            return Finding.write(f"git {sub} {t.split('=')[0]} can write files or run programs")
+                r
+                for r in _GIT_RISKY_OPTIONS
+                if t.startswith(r) or (len(option) >= 4 and r.startswith(option))
+            ),
+            None,
+        )
+        if risky is not None:
+            if risky == "--output" and _names_protected(w, ctx):
+                return Finding.danger(f"git {sub} {t} writes into .git or the agent's records")
+            return Finding.write(f"git {sub} {option} can write files or run programs")
     if sub == "push":
         return _git_push(texts)
     read_subs = {
@@ -1115,22 +1190,80 @@ def _git(name: str, args: list[Word], ctx: Context) -> Finding:
             return Finding.write(f"git {sub} NAME creates a ref")
         findings.append(Finding.read(f"git {sub} lists refs"))
     elif sub == "remote" and (
-        not texts or texts in (["-v"], ["--verbose"]) or texts[:1] in (["show"], ["get-url"])
+        not texts
+        or texts in (["-v"], ["--verbose"], ["show"])
+        or texts[:1] == ["get-url"]
+        or texts[:2] == ["show", "-n"]
     ):
         findings.append(Finding.read("git remote lists remotes"))
+    elif sub == "remote" and texts[:1] == ["show"]:
+        return Finding.write("git remote show NAME contacts the remote (network)")
     elif sub == "stash" and texts[:1] in (["list"], ["show"]):
         findings.append(Finding.read("git stash list/show"))
     elif sub == "worktree" and texts[:1] == ["list"]:
         findings.append(Finding.read("git worktree list"))
-    elif (
-        sub == "config"
-        and texts
-        and texts[0] in ("--get", "--list", "-l", "--get-all", "--get-regexp")
-    ):
-        findings.append(Finding.read("git config query"))
+    elif sub == "config":
+        findings.append(_git_config(rest, ctx))
     else:
         findings.append(Finding.write(f"git {sub} changes the repository or its remotes"))
     return worst(findings)
+
+
+_GIT_RISKY_OPTIONS = (
+    "--output",
+    "--exec",
+    "--upload-pack",
+    "--receive-pack",
+    "--ext-diff",
+    "--open-files-in-pager",
+    "--config-env",
+    "--textconv",
+)
+_GIT_CONFIG_QUERIES = frozenset({"--get", "--get-all", "--get-regexp", "--list", "-l"})
+_GIT_CONFIG_HARMLESS = frozenset(
+    {
+        "--local", "--worktree", "--show-origin", "--show-scope", "--null", "-z",
+        "--name-only", "--bool", "--int", "--path", "--bool-or-int", "--no-includes",
+    }
+)  # fmt: skip
+
+
+def _git_config(rest: Sequence[Word], ctx: Context) -> Finding:
+    """``git config`` queries of the project's own configuration are read-only.
+
+    Another file (``--file``, ``--blob``), the user's or the system's (``--global``,
+    ``--system``, which may hold tokens) and every form that sets something ask.
+    """
+    texts = [w.text for w in rest]
+    if not any(t in _GIT_CONFIG_QUERIES for t in texts):
+        return Finding.write("git config changes settings")
+    operands = 0
+    i = 0
+    while i < len(rest):
+        w = rest[i]
+        t = w.text
+        i += 1
+        if t in _GIT_CONFIG_QUERIES or t in _GIT_CONFIG_HARMLESS:
+            continue
+        if t.startswith(("--type=", "--default=")):
+            continue
+        if t in ("-f", "--file") or t.startswith("--file="):
+            target = Word(t.split("=", 1)[1], literal=w.literal) if "=" in t else None
+            if target is None:
+                if i >= len(rest):
+                    return Finding.write("git config --file without a file")
+                target = rest[i]
+                i += 1
+            outside = _outside_operand("git config --file", target, ctx)
+            if outside is not None:
+                return outside
+            continue
+        if t.startswith("-"):
+            return Finding.write(f"git config {t} reads or changes other configuration")
+        operands += 1
+    if operands > 2:
+        return Finding.write("git config with these operands may set a value")
+    return Finding.read("git config query of the project's settings")
 
 
 def _git_push(texts: list[str]) -> Finding:
@@ -1222,16 +1355,19 @@ def _find(name: str, args: list[Word], ctx: Context) -> Finding:
 
 
 def _sort(name: str, args: list[Word], ctx: Context) -> Finding:
+    """``args`` are normalised (see :mod:`.options`): long names, values after ``=``."""
     for w in args:
-        t = w.text
-        if t.startswith("--compress-program"):
+        option = w.text.split("=", 1)[0]
+        if option == "--compress-program":
             return Finding.write("sort --compress-program runs a program")
-        if t.startswith("--output") or (
-            t.startswith("-") and not t.startswith("--") and "o" in t[1:]
-        ):
-            return Finding.write("sort -o writes a file")
-        if not w.literal:
-            return Finding.write("sort with computed arguments could gain -o")
+        if option == "--output":
+            return Finding.write("sort --output writes a file")
+        if option == "--files0-from":
+            return Finding.write("sort --files0-from reads file names from data, unseen here")
+        if option == "--temporary-directory":
+            return Finding.write("sort --temporary-directory writes files there")
+        if option == "--":
+            break
     return Finding.read("sort is read-only")
 
 
@@ -1397,6 +1533,10 @@ def _awk(name: str, args: list[Word], ctx: Context) -> Finding:
             return Finding.write(f"{name} program is computed")
         if re.search(r"system|getline|[|>]|@|fflush|close|printf?\s*>", program.text):
             return Finding.write(f"{name} program may run commands or write files")
+        if re.search(r"\bARG[VC]\b|\bENVIRON\b|\bPROCINFO\b", program.text):
+            return Finding.write(
+                f"{name} program changes which files it reads (ARGV/ARGC) or reads its environment"
+            )
     return Finding.read(f"{name} program only prints")
 
 
@@ -1405,6 +1545,9 @@ def _cd(name: str, args: list[Word], ctx: Context) -> Finding:
     if not targets:
         ctx.cwd = None
         return Finding.write(f"{name} leaves the project")
+    if targets[0].text == "-":
+        ctx.cwd = None
+        return Finding.write(f"{name} - goes to $OLDPWD, which is not known in advance")
     where, path = locate(targets[0], ctx)
     if name in ("pushd", "popd") or path is None:
         ctx.cwd = None
@@ -1532,14 +1675,16 @@ def _go(name: str, args: list[Word], ctx: Context) -> Finding:
             if not w.literal:
                 return Finding.write(f"go {sub} with computed arguments")
             if not t.startswith("-"):
+                if sub == "list" and ("@" in t or t == "all"):
+                    return Finding.write(f"go list {t} may download modules (network)")
                 i += 1
                 continue
             key = t.split("=", 1)[0]
             if key.startswith("--"):
                 key = key[1:]
-            if key in _GO_TEST_FLAGS or (
-                sub == "list" and key in ("-m", "-json", "-f", "-deps", "-u")
-            ):
+            if sub == "list" and key in ("-u", "-versions", "-retracted", "-reuse"):
+                return Finding.write(f"go list {key} queries module proxies (network)")
+            if key in _GO_TEST_FLAGS or (sub == "list" and key in ("-m", "-json", "-f", "-deps")):
                 i += 1
             elif key in _GO_TEST_VALUE:
                 i += 1 if "=" in t else 2
@@ -1587,7 +1732,13 @@ def _npm(name: str, args: list[Word], ctx: Context) -> Finding:
         if not extra or extra[0] == "--" or extra in (["--silent"], ["-s"]):
             return Finding.read(f"{name} test runs the project's tests")
         return Finding.write(f"{name} test with options that are not known to be harmless")
-    if texts[:1] in (["ls"], ["list"], ["outdated"], ["view"], ["why"]) or not texts:
+    if texts[:1] in (
+        ["view"], ["v"], ["info"], ["show"], ["search"], ["s"], ["find"], ["outdated"],
+        ["ping"], ["audit"], ["dist-tag"], ["access"], ["whoami"], ["owner"], ["repo"],
+        ["docs"], ["bugs"],
+    ):  # fmt: skip
+        return Finding.write(f"{name} {texts[0]} asks the package registry (network)")
+    if texts[:1] in (["ls"], ["list"], ["why"], ["explain"]) or not texts:
         return Finding.read(f"{name} {' '.join(texts[:1])} is read-only")
     return Finding.write(f"{name} {' '.join(texts[:1])} changes packages or runs scripts")
 
