@@ -41,6 +41,7 @@ SECRET_NAMES: tuple[str, ...] = (
 )
 # Names directly under $HOME matched as globs (auth-source files).
 SECRET_GLOBS: tuple[str, ...] = (".authinfo*", ".netrc*")
+_SECRET_PARTS = tuple(tuple(name.casefold().split("/")) for name in SECRET_NAMES)
 
 
 def secret_paths(home: Path) -> tuple[Path, ...]:
@@ -55,14 +56,15 @@ def _real(path: Path) -> Path:
 def is_secret_resolved(path: Path, home: Path) -> bool:
     """:func:`is_secret` for a ``path`` and ``home`` that are absolute and normalised
     already; looks at no file (fast enough for every operand of every command)."""
-    if path == home or not path.is_relative_to(home):
+    text, base = str(path), str(home).rstrip("/") + "/"
+    if not text.startswith(base):
         return False
     # Case-folded: on a case-insensitive file system ~/.SSH is ~/.ssh.
-    rel = tuple(p.casefold() for p in path.relative_to(home).parts)
-    for name in SECRET_NAMES:
-        parts = tuple(name.casefold().split("/"))
-        if rel[: len(parts)] == parts:
-            return True
+    rel = tuple(text[len(base) :].casefold().split("/"))
+    if not rel[0]:
+        return False
+    if any(rel[: len(parts)] == parts for parts in _SECRET_PARTS):
+        return True
     return any(fnmatch.fnmatchcase(rel[0], g) for g in SECRET_GLOBS)
 
 

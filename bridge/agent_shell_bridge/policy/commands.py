@@ -176,6 +176,10 @@ _SIMPLE_READ = frozenset(
         "tree",
         "base64",
         "expr",
+        "break",
+        "continue",
+        "exit",
+        "return",
     }
 )
 # Read-only programs whose options can still write a file or run a program.
@@ -641,9 +645,10 @@ def _searches_secrets(
     return None
 
 
-def _secret_finding(name: str, w: Word, path: Path | None, ctx: Context) -> Finding | None:
+def _secret_finding(
+    name: str, w: Word, path: Path | None, real: Path | None, ctx: Context
+) -> Finding | None:
     """Reading a key, token or credential file of the user always asks first."""
-    real = _physical(w, ctx)
     for p in (path, real):
         if p is not None and is_secret_resolved(p, ctx.home):
             return Finding.write(f"{name} reads {w.text!r}: one of the user's secrets ({p})")
@@ -708,10 +713,10 @@ def _outside_operand(name: str, w: Word, ctx: Context) -> Finding | None:
         return Finding.write(f"{name} reads {w.text!r}, which cannot be located in advance")
     if path == Path("/dev/null"):
         return None
-    secret = _secret_finding(name, w, path, ctx)
+    real = _physical(w, ctx)
+    secret = _secret_finding(name, w, path, real, ctx)
     if secret is not None:
         return secret
-    real = _physical(w, ctx)
     if real is not None and _within_roots(real, ctx) is not None:
         return None  # e.g. "." is the project root itself
     if where in ("inside", "protected"):
@@ -825,7 +830,10 @@ def _glob_outside(name: str, word: Word, ctx: Context) -> Finding | None:
             return Finding.write(f"{name} {word.text!r} matches {match.name!r}, read as an option")
         if not _inside_roots(match, ctx):
             return Finding.write(f"{name} {word.text!r} reads {match}, outside the project")
-        secret = _secret_finding(name, Word(str(match)), Path(os.path.normpath(match)), ctx)
+        lexical = Path(os.path.normpath(match))
+        secret = _secret_finding(
+            name, Word(str(match)), lexical, _physical(Word(str(match)), ctx), ctx
+        )
         if secret is not None:
             return secret
     return None

@@ -305,11 +305,14 @@ class _Walker:
                     argv.append(self.word(child))
             self.result.commands.append(SimpleCommand(argv=argv, text=_text(node)))
         elif kind == "test_command":
-            self.code += 1
+            # [[ evaluates arithmetic operands (code); [ is the test builtin.
+            opener = node.children[0].type if node.children else "[["
+            strict = opener != "["
+            self.code += strict
             try:
-                words = [Word("[["), *self.test_words(node), Word("]]")]
+                words = [Word(opener), *self.test_words(node, arg=not strict)]
             finally:
-                self.code -= 1
+                self.code -= strict
             self.result.commands.append(SimpleCommand(argv=words, text=_text(node)))
         elif kind == "function_definition":
             self.function(node, in_sub)
@@ -372,18 +375,18 @@ class _Walker:
         finally:
             self.code -= 1
 
-    def test_words(self, node: tree_sitter.Node) -> list[Word]:
-        """The operands and operators of a ``[[ ... ]]`` test, in order."""
+    def test_words(self, node: tree_sitter.Node, *, arg: bool) -> list[Word]:
+        """The operands and operators of a ``[[ ... ]]`` or ``[ ... ]`` test, in order."""
         out: list[Word] = []
         for child in node.children:
-            if child.type in ("[[", "]]"):
+            if child.type in ("[[", "[") and child is node.children[0]:
                 continue
             if child.type in _WORDISH or child.type in _EXPANSIONS or child.type in _SUBSTITUTIONS:
-                out.append(self.word(child))
+                out.append(self.word(child, arg=arg))
             elif not child.is_named and child.type not in ("(", ")"):
                 out.append(Word(_text(child)))
             else:
-                out.extend(self.test_words(child))
+                out.extend(self.test_words(child, arg=arg))
         return out
 
     def redirected(self, node: tree_sitter.Node, in_sub: bool) -> None:
