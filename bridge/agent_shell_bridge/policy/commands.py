@@ -417,7 +417,7 @@ def _physical(word: Word, ctx: Context) -> Path | None:
     if joined is None:
         return None
     try:
-        return resolve_physical(Path(joined))
+        return resolve_physical(Path(joined), (ctx.root, *ctx.extra))
     except PathNotAllowed:
         return None
 

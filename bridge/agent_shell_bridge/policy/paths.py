@@ -89,15 +89,24 @@ def protected_reason_for_parts(parts: Sequence[str]) -> str | None:
     return None
 
 
-def resolve_physical(path: Path) -> Path:
+def resolve_physical(path: Path, known: Sequence[Path] = ()) -> Path:
     """Resolve ``path`` (absolute) following every symlink that exists.
 
     Components that do not exist are kept literally, with ``..`` after them applied
     lexically; a dangling link is followed to its (missing) target. Raises
-    :class:`PathNotAllowed` on symlink loops.
+    :class:`PathNotAllowed` on symlink loops. ``known`` are directories already
+    resolved (no link on their way): a path below one of them starts from there
+    instead of looking at each of its components again.
     """
     pending = list(reversed(path.parts[1:]))
     current = Path(path.anchor or "/")
+    text = str(path)
+    for base in known:
+        prefix = str(base)
+        if text.startswith(prefix) and text[len(prefix) : len(prefix) + 1] == "/":
+            pending = list(reversed(Path(text[len(prefix) + 1 :]).parts))
+            current = base
+            break
     hops = 0
     exists = True
     while pending:
@@ -193,7 +202,7 @@ class Confinement:
         path = expand_home(path, self.home)
         base = cwd if cwd is not None else self.root
         joined = Path(path) if os.path.isabs(path) else base / path
-        resolved = resolve_physical(joined)
+        resolved = resolve_physical(joined, self.roots)
         if self.containing_root(resolved) is None:
             allowed = ", ".join(str(r) for r in self.roots)
             raise PathNotAllowed(
