@@ -498,8 +498,9 @@ class _Walker:
             )
         if raw.endswith("@P}"):
             self.result.issues.append(Issue("prompt expansion ${...@P} runs the value as code"))
+        # Subscripts and ${x:offset:length} are arithmetic, evaluated with their quotes.
         head = raw.split(":", 1)[0]
-        if _CODE_IN_SUBSCRIPT_RE.search(head) or "$(" in head or "`" in head:
+        if _CODE_IN_SUBSCRIPT_RE.search(raw) or "$(" in head or "`" in head:
             self.result.issues.append(
                 Issue("an array subscript in ${...} is evaluated and may run code")
             )
