@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..types import Risk
+from .shell_parse import SimpleCommand, Word
 
 __all__ = ["Context", "Finding", "worst"]
 
@@ -52,3 +53,5 @@ class Context:
     temp: Path
     nested: Callable[[str], Finding]
     write_check: Callable[[str, Path], str | None]
+    # Judges a command a rule finds inside another (find -exec, env, xargs …).
+    classify_argv: Callable[[Sequence[Word], Context, SimpleCommand], Finding] | None = None
