@@ -24,6 +24,7 @@ from typing import Any
 
 from ..errors import ToolFailed
 from ..limits import HEAD_LINES, TAIL_LINES
+from ..secrets import is_secret
 from ..types import JSONObject
 
 __all__ = [
@@ -183,6 +184,8 @@ async def grep(
                 continue
             data = msg["data"]
             file_text = data["path"].get("text", "")
+            if _secret(Path(file_text), root):
+                continue
             line_text = data["lines"].get("text", "").rstrip("\n")
             hits.append(
                 {
@@ -213,6 +216,8 @@ def _grep_python(pattern: str, path: Path, glob: str | None, root: Path) -> list
         # lead the search to files outside it.
         if file.is_symlink() or not file.resolve().is_relative_to(root.resolve()):
             continue
+        if _secret(file, root):
+            continue
         try:
             text = file.read_text(encoding="utf-8")
         except (UnicodeDecodeError, OSError):
@@ -223,6 +228,16 @@ def _grep_python(pattern: str, path: Path, glob: str | None, root: Path) -> list
                 if len(hits) >= MAX_GREP_HITS:
                     return hits
     return hits
+
+
+def _secret(file: Path, root: Path) -> bool:
+    """Whether a file found by a search is one of the user's secrets (~/.ssh …).
+
+    Matters when the project holds $HOME: searching .config must not show
+    .config/gh/hosts.yml to the model.
+    """
+    full = file if file.is_absolute() else root / file
+    return is_secret(full, Path(os.path.expanduser("~")))
 
 
 def _rel(path: Path, root: Path) -> str:
