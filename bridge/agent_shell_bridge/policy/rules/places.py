@@ -473,12 +473,19 @@ def _names_protected(w: Word, ctx: Context) -> bool:
             locate(Word(str(m)), ctx)[0] == "protected" for m in matches
         )
     text = w.text
-    if text.startswith("-"):
-        # An option's value: --output=F, -oF after normalisation, --file=F.
-        if "=" not in text:
+    if not w.literal:
+        return False
+    if text.startswith("-") and "=" not in text:
+        # A value glued to short options (curl -o.git/hooks/x, tar -xf.git/x): any
+        # tail of the cluster may be the file name.
+        folded = text.casefold()
+        if text.startswith("--") or (".git" not in folded and ".agent-shell" not in folded):
             return False
+        return any(locate(Word(text[k:]), ctx)[0] == "protected" for k in range(2, len(text)))
+    if text.startswith("-"):
+        # An option's value: --output=F, --file=F.
         text = text.split("=", 1)[1]
-    if not w.literal or not text:
+    if not text:
         return False
     target = Word(text.split("=", 1)[-1] if not w.text.startswith("-") else text)
     return locate(target, ctx)[0] == "protected" or _protected_physically(target, ctx)
