@@ -295,7 +295,7 @@ SPECS: dict[str, OptionSpec] = {
         ),
     ),
     "grep": OptionSpec(
-        short="A:B:C:D:EFGPHLRTUVZabcd:e:f:him:nloqrsuvwxyz",
+        short="A:B:C:D:EFGIPHLRTUVZabcd:e:f:him:nloqrsuvwxyz",
         long={
             **_HELP,
             **_names(
