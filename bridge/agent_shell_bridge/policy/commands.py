@@ -166,7 +166,7 @@ def classify(cmd: SimpleCommand, ctx: Context) -> Finding:
     """Judge one simple command (assignments and argv; redirections are judged apart)."""
     ctx.classify_argv = _classify_argv
     findings: list[Finding] = []
-    if cmd.kind == "for":
+    if cmd.kind == "bind":
         # for/select NAME in …, or NAME assigned inside $(( )): judged by the name.
         for name, _ in cmd.assignments:
             found = variable_target(Word(name), "a loop or arithmetic")

@@ -139,7 +139,8 @@ class SimpleCommand:
     text: str = ""
     heredoc: str | None = None
     in_substitution: bool = False
-    # "for" when the assignments are a for/select loop's variable.
+    # "bind" when the assignments bind a name without "=": a for/select loop
+    # variable or a name assigned inside arithmetic ($((x=1)), i++).
     kind: str = ""
 
     @property
@@ -340,7 +341,7 @@ class _Walker:
             substitution=any(v.substitution for v in values),
         )
         self.result.commands.append(
-            SimpleCommand(argv=[], assignments=[(name, value)], text=_text(node), kind="for")
+            SimpleCommand(argv=[], assignments=[(name, value)], text=_text(node), kind="bind")
         )
 
     def arithmetic_command(self, node: tree_sitter.Node) -> None:
@@ -362,7 +363,7 @@ class _Walker:
                         argv=[],
                         assignments=[(name, Word(raw, literal=False, expansion=True))],
                         text=raw,
-                        kind="for",
+                        kind="bind",
                     )
                 )
         if _CODE_IN_SUBSCRIPT_RE.search(raw):

@@ -137,10 +137,15 @@ def _git(name: str, args: list[Word], ctx: Context) -> Finding:
         findings.append(Finding.read("git worktree list"))
     elif sub == "config":
         findings.append(_git_config(rest, ctx))
-    elif sub in ("fetch", "pull", "ls-remote", "clone", "remote-https", "archive"):
+    elif sub in ("fetch", "pull", "ls-remote", "clone", "remote-https"):
         findings.append(Finding.write(f"git {sub} contacts a remote (network)"))
     else:
         findings.append(Finding.write(f"git {sub} changes the repository or its remotes"))
+        # Git maintains .git itself; a file it is told to write there is another matter
+        # (git archive -o .git/hooks/pre-commit, git format-patch -o .git/hooks).
+        for w in rest:
+            if w.literal and _names_protected(w, ctx):
+                return Finding.danger(f"git {sub} names {w.text!r}: .git or the agent's records")
     return worst(findings)
 
 
