@@ -249,3 +249,44 @@ def test_network_lookups_ask_and_say_so(engine: PolicyEngine, command: str) -> N
     verdict = engine.check_command(command)
     assert verdict.decision is Decision.CONFIRM
     assert "network" in verdict.reason or "registry" in verdict.reason, verdict
+
+
+PROTECTED = [
+    ".git/config",
+    ".git/hooks/pre-commit",
+    ".GIT/hooks/post-checkout",
+    ".agent-shell/allowlist.el",
+    ".agent-shell/config.el",
+    ".agent-shell/logs/2026-12-01-x.org",
+    ".agent-shell/sessions/s1.json",
+    ".agent-shell/snapshots/index.jsonl",
+]
+WRITERS = [
+    "sort -o {p} README.md",
+    "sort --output={p} README.md",
+    "sort --out={p} README.md",
+    "sort -uo{p} README.md",
+    "sort README.md --output {p}",
+    "tree -o {p}",
+    "tree -Co {p} .",
+    "uniq README.md {p}",
+    "git diff --output={p}",
+    "git archive -o {p} HEAD",
+    "find . -fprint {p}",
+    "tee {p}",
+    "echo x > {p}",
+    "echo x >> {p}",
+    "cp README.md {p}",
+    "curl -o{p} https://example.com/",
+    "dd if=README.md of={p}",
+]
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+def test_every_way_of_writing_a_protected_file_is_refused(
+    engine: PolicyEngine, writer: str
+) -> None:
+    for target in PROTECTED:
+        verdict = engine.check_command(writer.format(p=target))
+        assert verdict.decision is Decision.DENY, (writer, target, verdict)
+    assert engine.check_command(writer.format(p="build/out.txt")).decision is not Decision.DENY
