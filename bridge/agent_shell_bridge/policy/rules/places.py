@@ -40,24 +40,45 @@ def _path_text(word: Word, ctx: Context) -> str | None:
     return os.path.join(base, text)
 
 
+def _under(path: str, base: str) -> str | None:
+    """``path`` relative to ``base`` (both absolute, normalised) or ``None`` if outside.
+
+    Plain string work: this runs for every word of every command.
+    """
+    if path == base:
+        return ""
+    prefix = base if base.endswith("/") else base + "/"
+    return path[len(prefix) :] if path.startswith(prefix) else None
+
+
+def _parts(rel: str) -> list[str]:
+    return [p for p in rel.split("/") if p]
+
+
 def locate(word: Word, ctx: Context) -> tuple[str, Path | None]:
     """Classify a path word as inside/temp/outside/wide/protected/unknown (lexically)."""
     joined = _path_text(word, ctx)
     if joined is None:
         return "unknown", None
-    path = Path(os.path.normpath(joined))
-    roots = (ctx.root, *ctx.extra)
-    if len(path.parts) <= 2 or path == ctx.home:
+    norm = os.path.normpath(joined)
+    if norm.startswith("//"):
+        norm = "/" + norm.lstrip("/")
+    path = Path(norm)
+    roots = [str(r) for r in (ctx.root, *ctx.extra)]
+    home = str(ctx.home)
+    if norm.count("/") <= 1 or norm == home:
         return "wide", path
-    for anchor in (*roots, ctx.home):
-        if anchor == path or anchor.is_relative_to(path):
+    for anchor in (*roots, home):
+        if _under(anchor, norm) is not None:
             return "wide", path
     for r in roots:
-        if path.is_relative_to(r):
-            if protected_reason_for_parts(path.relative_to(r).parts) is not None:
+        rel = _under(norm, r)
+        if rel is not None:
+            if protected_reason_for_parts(_parts(rel)) is not None:
                 return "protected", path
             return "inside", path
-    if path.is_relative_to(ctx.temp) and path != ctx.temp:
+    temp = str(ctx.temp)
+    if norm != temp and _under(norm, temp) is not None:
         return "temp", path
     return "outside", path
 
@@ -75,8 +96,9 @@ def _physical(word: Word, ctx: Context) -> Path | None:
 
 def _within_roots(real: Path, ctx: Context) -> Path | None:
     """The allowed root holding the already resolved ``real``, or ``None``."""
+    text = str(real)
     for r in (ctx.root, *ctx.extra):
-        if real == r or real.is_relative_to(r):
+        if _under(text, str(r)) is not None:
             return r
     return None
 
@@ -86,8 +108,12 @@ def _protected_physically(word: Word, ctx: Context) -> bool:
     real = _physical(word, ctx)
     if real is None:
         return False
-    root = _within_roots(real, ctx)
-    return root is not None and protected_reason_for_parts(real.relative_to(root).parts) is not None
+    text = str(real)
+    for r in (ctx.root, *ctx.extra):
+        rel = _under(text, str(r))
+        if rel is not None:
+            return protected_reason_for_parts(_parts(rel)) is not None
+    return False
 
 
 # Read-only commands whose operands name files they read: reading outside the
