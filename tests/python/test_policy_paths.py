@@ -12,6 +12,11 @@ Row fields: ``path``, ``op`` (read/write), ``decision`` (allow/deny), ``resolved
   session the user started from ``~`` on purpose): ``~`` expands to ``{root}`` and
   the secrets under it (``.ssh``, ``.aws``, ``.authinfo*`` …) are still refused.
 
+The rule for a leading ``~`` or ``$`` (both sides must agree): ``~``, ``~/x``,
+``$HOME``, ``$HOME/x``, ``${HOME}`` and ``${HOME}/x`` are expanded to the home
+directory and judged there; ``~user`` (also ``~+``, ``~-``) and any other leading
+``$NAME`` are denied; ``./~`` and ``src/$HOME`` are ordinary names in the project.
+
 A replayer that cannot set the home directory should skip rows that have ``home``.
 """
 
@@ -154,6 +159,7 @@ def test_symlink_swapped_after_check_is_caught_on_the_next_check(tmp_path: Path)
 def test_home_and_secret_reasons_say_why(trees: tuple[Path, PolicyEngine, PolicyEngine]) -> None:
     _, engine, home_engine = trees
     assert "~user" in engine.check_path("~root/.bashrc", "read").reason
+    assert "only $HOME" in engine.check_path("$PWD/src/a.py", "read").reason
     assert "outside the allowed roots" in engine.check_path("~/.ssh/id_rsa", "read").reason
     secret = home_engine.check_path("~/.ssh/id_rsa", "read")
     assert secret.decision is Decision.DENY

@@ -45,10 +45,11 @@ _HOME_VAR_RE = re.compile(r"^(\$HOME|\$\{HOME\})(?=/|$)")
 def expand_home(path: str, home: Path) -> str:
     """Expand a leading ``~`` or ``$HOME``/``${HOME}`` the way a shell would.
 
-    Only ``~`` and ``~/...`` (and the ``$HOME`` spellings) are expanded; ``~user``
-    is refused, because which home it names depends on the machine's user
-    database. Any other text is returned unchanged, so ``./~`` stays a file in the
-    project literally named ``~``.
+    Only ``~`` and ``~/...`` (and ``$HOME``, ``${HOME}``, alone or before ``/``)
+    are expanded. ``~user`` (``~root``, ``~+``, ``~-``) and any other leading
+    ``$VARIABLE`` are refused: a shell would expand them to something this side
+    cannot know for sure. Any other text is returned unchanged, so ``./~`` and
+    ``src/$x`` stay names in the project.
     """
     if path == "~" or path.startswith("~/"):
         return str(home) + path[1:]
@@ -60,6 +61,11 @@ def expand_home(path: str, home: Path) -> str:
     match = _HOME_VAR_RE.match(path)
     if match is not None:
         return str(home) + path[match.end() :]
+    if path.startswith("$"):
+        raise PathNotAllowed(
+            f"{path!r}: only $HOME and ${{HOME}} are expanded at the start of a path; "
+            "write the path in full (or ./$... for a file literally named so)"
+        )
     return path
 
 
