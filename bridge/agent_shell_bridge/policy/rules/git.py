@@ -67,8 +67,15 @@ def _git(name: str, args: list[Word], ctx: Context) -> Finding:
         return Finding.write("git reflog expire/delete rewrites history")
     if sub in read_subs:
         findings.append(Finding.read(f"git {sub} is read-only"))
-        if (sub == "diff" and "--no-index" in texts) or (
-            sub in ("blame", "annotate") and any(t.startswith(("--contents", "-S")) for t in texts)
+        # git diff compares files outside the work tree even without --no-index
+        # when a path points there; git grep --no-index searches anywhere.
+        if (
+            sub == "diff"
+            or (sub == "grep" and "--no-index" in texts)
+            or (
+                sub in ("blame", "annotate")
+                and any(t.startswith(("--contents", "-S")) for t in texts)
+            )
         ):
             outside = _reads_outside(f"git {sub}", rest, ctx)
             if outside is not None:
@@ -117,6 +124,14 @@ def _git(name: str, args: list[Word], ctx: Context) -> Finding:
             writes -= {"-a"}
         if any(t in writes or t.startswith("--set-upstream-to=") for t in texts):
             return Finding.write(f"git {sub} changes refs")
+        # git accepts abbreviations (--dele is --delete): any other option asks.
+        unknown = [
+            t
+            for t in texts
+            if t.startswith("-") and t not in listing and not t.startswith(_GIT_LISTING_PREFIXES)
+        ]
+        if unknown:
+            return Finding.write(f"git {sub} {unknown[0]} is not known to only list refs")
         if any(not t.startswith("-") for t in texts) and not any(
             t in listing or t.startswith("--format") or t.startswith("--sort") for t in texts
         ):
@@ -161,6 +176,25 @@ _GIT_RISKY_OPTIONS = (
 )
 
 
+_GIT_LISTING_PREFIXES = (
+    "--format",
+    "--sort",
+    "--contains=",
+    "--no-contains=",
+    "--merged=",
+    "--no-merged=",
+    "--points-at=",
+    "--color",
+    "--no-color",
+    "--column",
+    "--no-column",
+    "--abbrev",
+    "--no-abbrev",
+    "--ignore-case",
+    "-i",
+    "-n",
+    "--omit-empty",
+)
 _GIT_CONFIG_QUERIES = frozenset({"--get", "--get-all", "--get-regexp", "--list", "-l"})
 
 
