@@ -72,10 +72,7 @@ def _git(name: str, args: list[Word], ctx: Context) -> Finding:
         if (
             sub == "diff"
             or (sub == "grep" and "--no-index" in texts)
-            or (
-                sub in ("blame", "annotate")
-                and any(t.startswith(("--contents", "-S")) for t in texts)
-            )
+            or sub in ("blame", "annotate")
         ):
             outside = _reads_outside(f"git {sub}", rest, ctx)
             if outside is not None:

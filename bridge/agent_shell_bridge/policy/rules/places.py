@@ -145,7 +145,7 @@ _FILE_OPTIONS = frozenset(
         "--file", "--from-file", "--to-file", "--exclude-from", "--include-from",
         "--contents", "--ignore-file", "--files-from", "--files0-from", "--reference",
         "--random-source", "--gitfile", "--infofile", "--hintro", "--houtro",
-        "--magic-file",
+        "--magic-file", "--ignore-revs-file",
     }
 )  # fmt: skip
 
