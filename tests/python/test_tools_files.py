@@ -61,3 +61,17 @@ async def test_grep_never_shows_the_users_secrets(
     assert "gho_SECRET" not in repr(found)
     hits = files._grep_python("oauth_token", home / ".config", None, home)
     assert [h["path"] for h in hits] == [".config/app.conf"]
+
+
+def test_listing_home_does_not_open_secret_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = _home_with_secrets(tmp_path)
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_work_rsa").write_text("KEY\n", "utf-8")
+    monkeypatch.setenv("HOME", str(home))
+    listed = files.list_directory(home, ".", 3, home)
+    entries = listed["entries"]
+    assert ".ssh/" in entries and ".config/app.conf" in entries
+    assert ".config/gh/" in entries  # the folder is named, not opened
+    assert not any(e.startswith((".ssh/id", ".config/gh/h")) for e in entries), entries

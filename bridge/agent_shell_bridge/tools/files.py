@@ -127,14 +127,20 @@ def list_directory(path: Path, display: str, depth: int, root: Path) -> JSONObje
     entries: list[str] = []
     truncated = False
     base_depth = len(path.parts)
+    # Only a listing that reaches into $HOME can meet its secrets (links are not followed).
+    home = os.path.realpath(os.path.expanduser("~"))
+    real = os.path.realpath(path)
+    guard = real == home or home.startswith(real + "/") or real.startswith(home + "/")
     for current, dirs, files in os.walk(path):
         here = Path(current)
         level = len(here.parts) - base_depth
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        shown = sorted(d for d in dirs if d not in SKIP_DIRS)
+        # Secret folders (~/.ssh, ~/.config/gh …) are shown but never opened.
+        dirs[:] = [d for d in shown if not (guard and _secret(here / d, root))]
         if level + 1 >= depth:
-            shown_dirs, dirs[:] = list(dirs), []
+            shown_dirs, dirs[:] = shown, []
         else:
-            shown_dirs = list(dirs)
+            shown_dirs = shown
         for name in [*(d + "/" for d in shown_dirs), *sorted(files)]:
             rel = (here / name).relative_to(path)
             entries.append(str(rel) + ("/" if name.endswith("/") else ""))
