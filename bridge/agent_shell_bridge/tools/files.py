@@ -130,7 +130,11 @@ def list_directory(path: Path, display: str, depth: int, root: Path) -> JSONObje
     # Only a listing that reaches into $HOME can meet its secrets (links are not followed).
     home = os.path.realpath(os.path.expanduser("~"))
     real = os.path.realpath(path)
-    guard = real == home or home.startswith(real + "/") or real.startswith(home + "/")
+    guard = (
+        real == home
+        or home.startswith(real.rstrip("/") + "/")
+        or real.startswith(home.rstrip("/") + "/")
+    )
     for current, dirs, files in os.walk(path):
         here = Path(current)
         level = len(here.parts) - base_depth
