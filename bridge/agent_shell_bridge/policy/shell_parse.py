@@ -346,10 +346,15 @@ class _Walker:
 
     def arithmetic_command(self, node: tree_sitter.Node) -> None:
         """``(( ... ))`` or ``for (( ...; ...; ... ))``: code bash evaluates."""
-        self.arithmetic(node)
         for child in node.children:
-            if child.type == "do_group":
-                self.statement(child)
+            if child.type == "do_group" or (
+                child.type == "compound_statement"
+                and child.children
+                and child.children[0].type == "{"
+            ):
+                self.statement(child)  # the loop's body: ordinary commands
+            elif child.is_named:
+                self.arithmetic(child)
         self.result.commands.append(SimpleCommand(argv=[Word("((")], text=_text(node)))
 
     def arithmetic(self, node: tree_sitter.Node) -> None:
