@@ -13,6 +13,7 @@ translated with ``raise Mapped(...) from exc`` so no stack trace reaches the wir
     ├── PolicyDenied                 -32003  the safety policy refused an action
     ├── PathNotAllowed               -32004  a path escapes the allowed roots
     ├── ToolFailed                   -32005  a tool ran and failed
+    ├── RootNotAllowed               -32006  $HOME or / (or above $HOME) as a project root
     ├── ModelError                   -32010  the model API failed
     │   ├── ModelHTTPError           -32011  non-retryable HTTP status
     │   │   └── ModelContextLimit    -32014  the provider refused the request as too long
@@ -49,6 +50,7 @@ __all__ = [
     "PathNotAllowed",
     "PayloadTooLarge",
     "PolicyDenied",
+    "RootNotAllowed",
     "RpcParseError",
     "SessionBusy",
     "SessionNotFound",
@@ -108,6 +110,16 @@ class PathNotAllowed(BridgeError):
 
 class ToolFailed(BridgeError):
     code = -32005
+
+
+class RootNotAllowed(BridgeError):
+    """A session root that is ``$HOME``, ``/`` or a folder holding ``$HOME``.
+
+    Such a root would make every dotfile and secret project content; the client asks
+    the user for a project directory, or sends ``allow_wide_root`` once they confirm.
+    """
+
+    code = -32006
 
 
 class ModelError(BridgeError):

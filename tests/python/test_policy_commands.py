@@ -1,8 +1,25 @@
-"""The adversarial command corpus and the allowlist semantics of the policy engine."""
+"""The adversarial command corpus and the allowlist semantics of the policy engine.
+
+Rows of tests/fixtures/policy/commands.jsonl: ``command``; ``decision`` (allow,
+confirm, deny); ``kind``, what the command can do (read, write, exfiltration,
+dangerous: a ``dangerous`` row may ask or be denied but is never allowed); and the
+optional fields
+
+- ``class``: the bypass class the row belongs to (builtins, assignments-expansions,
+  options, reads-network, secrets-substitutions, gtfobins, secrets-home-root);
+- ``home``: ``"root"`` judges the row with ``$HOME`` being the project root itself (a
+  session started from ``~`` and confirmed by the user), where ``.ssh`` and the other
+  secrets lie inside the project and must still never be read without asking.
+
+The project holds ``src/``, ``tests/``, ``build/``, ``.git/hooks/`` and, for the
+``home`` rows, ``.ssh/id_rsa``, ``.aws/credentials``, ``.netrc`` and a link
+``ssh_link`` to ``.ssh``.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -14,7 +31,7 @@ from agent_shell_bridge.policy import (
     load_allowlist,
     parse_allowlist,
 )
-from agent_shell_bridge.types import Decision, Risk
+from agent_shell_bridge.types import Decision, Risk, Verdict
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "policy" / "commands.jsonl"
 
@@ -33,42 +50,69 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "tests").mkdir()
     (root / "build").mkdir()
     (root / ".git" / "hooks").mkdir(parents=True)
+    (root / ".ssh").mkdir()
+    (root / ".ssh" / "id_rsa").write_text("PRIVATE KEY\n", encoding="utf-8")
+    (root / ".aws").mkdir()
+    (root / ".aws" / "credentials").write_text("[default]\n", encoding="utf-8")
+    (root / ".netrc").write_text("machine x password y\n", encoding="utf-8")
+    os.symlink(".ssh", root / "ssh_link")
     return root
 
 
 @pytest.fixture(scope="module")
-def engine(project: Path) -> PolicyEngine:
-    return PolicyEngine(project)
+def engines(project: Path) -> dict[str | None, PolicyEngine]:
+    assert not Path(os.path.expanduser("~")).resolve().is_relative_to(project.resolve())
+    return {None: PolicyEngine(project), "root": PolicyEngine(project, home=project)}
+
+
+@pytest.fixture(scope="module")
+def engine(engines: dict[str | None, PolicyEngine]) -> PolicyEngine:
+    return engines[None]
+
+
+def _judge(engines: dict[str | None, PolicyEngine], case: dict[str, str]) -> Verdict:
+    return engines[case.get("home")].check_command(case["command"])
 
 
 def test_corpus_is_large_and_covers_every_decision() -> None:
-    assert len(CASES) >= 300
-    assert len({c["command"] for c in CASES}) == len(CASES)
+    assert len(CASES) >= 1000
+    assert len({(c["command"], c.get("home")) for c in CASES}) == len(CASES)
     counts = {d: sum(c["decision"] == d for c in CASES) for d in ("allow", "confirm", "deny")}
-    assert all(n >= 80 for n in counts.values()), counts
+    assert all(n >= 200 for n in counts.values()), counts
+    classes = {c.get("class") for c in CASES}
+    assert {
+        "builtins",
+        "assignments-expansions",
+        "options",
+        "reads-network",
+        "secrets-substitutions",
+        "gtfobins",
+        "secrets-home-root",
+    } <= classes
+    assert {c.get("home") for c in CASES} == {None, "root"}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{i}" for i in range(len(CASES))])
-def test_corpus_case(engine: PolicyEngine, case: dict[str, str]) -> None:
-    verdict = engine.check_command(case["command"])
+def test_corpus_case(engines: dict[str | None, PolicyEngine], case: dict[str, str]) -> None:
+    verdict = _judge(engines, case)
     assert verdict.decision.value == case["decision"], (case["command"], verdict)
     assert verdict.reason
 
 
-def test_no_dangerous_command_is_ever_allowed(engine: PolicyEngine) -> None:
+def test_no_dangerous_command_is_ever_allowed(engines: dict[str | None, PolicyEngine]) -> None:
     """Invariant: whatever the corpus says, `dangerous` never pairs with `allow`."""
     for case in CASES:
-        verdict = engine.check_command(case["command"])
+        verdict = _judge(engines, case)
         if verdict.risk is Risk.DANGEROUS:
             assert verdict.decision is Decision.DENY, case
-        if case["kind"] == "dangerous":
+        if case["kind"] in ("dangerous", "exfiltration"):
             assert verdict.decision is not Decision.ALLOW, case
 
 
-def test_read_commands_report_read_risk(engine: PolicyEngine) -> None:
+def test_read_commands_report_read_risk(engines: dict[str | None, PolicyEngine]) -> None:
     for case in CASES:
         if case["decision"] == "allow":
-            assert engine.check_command(case["command"]).risk is Risk.READ, case
+            assert _judge(engines, case).risk is Risk.READ, case
 
 
 def test_cwd_changes_relative_judgement(engine: PolicyEngine, project: Path) -> None:

@@ -2,6 +2,22 @@
 
 The corpus (tests/fixtures/policy/paths.jsonl) uses ``{root}`` for the project and
 ``{tmp}`` for its parent; ``resolved`` is the expected result relative to ``{tmp}``.
+
+Row fields: ``path``, ``op`` (read/write), ``decision`` (allow/deny), ``resolved``
+(allow rows only) and the optional ``home``:
+
+- absent: ``$HOME`` is the real home directory, outside ``{tmp}``; a path starting
+  with ``~``, ``$HOME`` or ``${HOME}`` is therefore outside the roots;
+- ``"root"``: the row is judged with ``$HOME`` set to the project root itself (a
+  session the user started from ``~`` on purpose): ``~`` expands to ``{root}`` and
+  the secrets under it (``.ssh``, ``.aws``, ``.authinfo*`` …) are still refused.
+
+The rule for a leading ``~`` or ``$`` (both sides must agree): ``~``, ``~/x``,
+``$HOME``, ``$HOME/x``, ``${HOME}`` and ``${HOME}/x`` are expanded to the home
+directory and judged there; ``~user`` (also ``~+``, ``~-``) and any other leading
+``$NAME`` are denied; ``./~`` and ``src/$HOME`` are ordinary names in the project.
+
+A replayer that cannot set the home directory should skip rows that have ``home``.
 """
 
 from __future__ import annotations
@@ -51,14 +67,31 @@ def build_tree(tmp: Path) -> Path:
     os.symlink(str(root / ".agent-shell" / "config.el"), root / "config_link")
     os.symlink("../proj/src", tmp / "outside" / "to_inside")
     os.link(root / ".git" / "hooks" / "pre-commit", root / "innocent_hardlink.txt")
+    (root / "~").mkdir()
+    (root / "~" / "note.txt").write_text("a directory literally named ~\n", encoding="utf-8")
+    (root / ".ssh").mkdir()
+    (root / ".ssh" / "id_rsa").write_text("PRIVATE\n", encoding="utf-8")
+    os.symlink(".ssh", root / "ssh_link")
     return root
 
 
 @pytest.fixture(scope="module")
-def tree(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, PolicyEngine]:
+def trees(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, PolicyEngine, PolicyEngine]:
     tmp = tmp_path_factory.mktemp("paths").resolve()
     root = build_tree(tmp)
-    return tmp, PolicyEngine(root, extra_paths=[tmp / "extra"])
+    assert not Path(os.path.expanduser("~")).resolve().is_relative_to(tmp)
+    return (
+        tmp,
+        PolicyEngine(root, extra_paths=[tmp / "extra"]),
+        PolicyEngine(root, extra_paths=[tmp / "extra"], home=root),
+    )
+
+
+@pytest.fixture(scope="module")
+def tree(trees: tuple[Path, PolicyEngine, PolicyEngine]) -> tuple[Path, PolicyEngine]:
+    return trees[0], trees[1]
 
 
 def _expand(text: str, tmp: Path) -> str:
@@ -71,8 +104,12 @@ def test_corpus_size() -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[str(i) for i in range(len(CASES))])
-def test_path_case(tree: tuple[Path, PolicyEngine], case: dict[str, str]) -> None:
-    tmp, engine = tree
+def test_path_case(trees: tuple[Path, PolicyEngine, PolicyEngine], case: dict[str, str]) -> None:
+    tmp, engine, home_engine = trees
+    if case.get("home") == "root":
+        engine = home_engine
+    else:
+        assert "home" not in case, case
     path = _expand(case["path"], tmp)
     verdict = engine.check_path(path, case["op"])  # type: ignore[arg-type]
     assert verdict.decision.value == case["decision"], (case, verdict)
@@ -117,3 +154,25 @@ def test_symlink_swapped_after_check_is_caught_on_the_next_check(tmp_path: Path)
     link.unlink()
     os.symlink("../out", link)
     assert engine.check_path("data/x", "write").decision is Decision.DENY
+
+
+def test_home_and_secret_reasons_say_why(trees: tuple[Path, PolicyEngine, PolicyEngine]) -> None:
+    _, engine, home_engine = trees
+    assert "~user" in engine.check_path("~root/.bashrc", "read").reason
+    assert "only $HOME" in engine.check_path("$PWD/src/a.py", "read").reason
+    assert "outside the allowed roots" in engine.check_path("~/.ssh/id_rsa", "read").reason
+    secret = home_engine.check_path("~/.ssh/id_rsa", "read")
+    assert secret.decision is Decision.DENY
+    assert "secrets" in secret.reason
+    # The same project-relative path is an ordinary file when the root is not $HOME.
+    assert engine.check_path(".ssh/id_rsa", "read").decision is Decision.ALLOW
+
+
+def test_tilde_expands_against_the_engines_home(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    (root / "src").mkdir(parents=True)
+    engine = PolicyEngine(root, home=root)
+    assert engine.resolve_path("~/src", "read") == root.resolve() / "src"
+    assert engine.resolve_path("./~", "write") == root.resolve() / "~"
+    with pytest.raises(PathNotAllowed):
+        PolicyEngine(root, home=tmp_path).resolve_path("~/proj-evil", "read")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
+
+import pytest
 
 from agent_shell_bridge.tools import files
 
@@ -36,3 +39,39 @@ def test_diff_of_a_new_file_starts_from_dev_null(tmp_path: Path) -> None:
     plan = files.plan_edit("write_file", Args(), tmp_path / "new.txt", "new.txt", None)
     assert plan.diff.startswith("--- /dev/null\n+++ b/new.txt\n")
     assert "+新文件" in plan.diff
+
+
+def _home_with_secrets(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    (home / ".config" / "gh").mkdir(parents=True)
+    (home / ".config" / "gh" / "hosts.yml").write_text("oauth_token: gho_SECRET\n", "utf-8")
+    (home / ".config" / "app.conf").write_text("oauth_token: 公开\n", "utf-8")
+    return home
+
+
+async def test_grep_never_shows_the_users_secrets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With $HOME as the project, searching .config must not reveal ~/.config/gh."""
+    home = _home_with_secrets(tmp_path)
+    monkeypatch.setenv("HOME", str(home))
+    assert shutil.which("rg") is not None  # the system-wide ripgrep the tool prefers
+    found = await files.grep("oauth_token", home / ".config", ".config", None, home, 30)
+    assert [h["path"] for h in found["matches"]] == [".config/app.conf"]
+    assert "gho_SECRET" not in repr(found)
+    hits = files._grep_python("oauth_token", home / ".config", None, home)
+    assert [h["path"] for h in hits] == [".config/app.conf"]
+
+
+def test_listing_home_does_not_open_secret_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = _home_with_secrets(tmp_path)
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_work_rsa").write_text("KEY\n", "utf-8")
+    monkeypatch.setenv("HOME", str(home))
+    listed = files.list_directory(home, ".", 3, home)
+    entries = listed["entries"]
+    assert ".ssh/" in entries and ".config/app.conf" in entries
+    assert ".config/gh/" in entries  # the folder is named, not opened
+    assert not any(e.startswith((".ssh/id", ".config/gh/h")) for e in entries), entries

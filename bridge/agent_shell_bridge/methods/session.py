@@ -20,7 +20,7 @@ from ..agent.prompt import frame_tool_result
 from ..agent.reporter import text
 from ..agent.roles import RoleConfig, merge_roles
 from ..config import BridgeConfig, ModelConfig
-from ..errors import InvalidParams, SessionBusy, SessionNotFound
+from ..errors import InvalidParams, RootNotAllowed, SessionBusy, SessionNotFound
 from ..instructions import user_config_dir
 from ..prompt_commands import expand_command, resolve_command, split_command
 from ..rpc import Dispatcher, Params
@@ -55,6 +55,8 @@ class NewParams(Params):
     # Roles the user defines or overrides; the reviewer runs after changing turns.
     roles: list[RoleConfig] = Field(default_factory=list)
     review: bool = False
+    # Set by the client only after the user confirmed $HOME or / as the project.
+    allow_wide_root: bool = False
 
     @field_validator("extra_allowed_paths")
     @classmethod
@@ -115,6 +117,29 @@ def project_root(cwd: str) -> Path:
     if not resolved.is_dir():
         raise InvalidParams(f"cwd is not a directory: {cwd}")
     return resolved
+
+
+def check_wide_root(root: Path, *, home: Path | None = None) -> None:
+    """Refuse ``/``, ``$HOME`` or a folder holding ``$HOME`` as a project root.
+
+    The root is what the agent may read and edit without asking for each path; at
+    ``$HOME`` that would be every dotfile, at ``/`` the whole machine.
+    """
+    where = (home or Path(os.path.expanduser("~"))).resolve()
+    if root == Path(root.anchor):
+        why, kind = "it is the file system root /", "filesystem_root"
+    elif root == where:
+        why, kind = f"it is your home directory {where}", "home"
+    elif where.is_relative_to(root):
+        why, kind = f"it contains your home directory {where}", "above_home"
+    else:
+        return
+    raise RootNotAllowed(
+        f"{root} cannot be a project root without confirmation: {why}, so the agent "
+        "could read and edit every file in it; start from a project directory, or "
+        "confirm this one (allow_wide_root)",
+        data={"root": str(root), "kind": kind},
+    )
 
 
 def close_dangling_tool_calls(messages: list[JSONObject]) -> list[JSONObject]:
@@ -195,6 +220,8 @@ def register(d: Dispatcher[Runtime]) -> None:
     @d.method("session/new", NewParams)
     async def new(rt: Runtime, p: NewParams) -> dict[str, Any]:
         root = project_root(p.cwd)
+        if not p.allow_wide_root:
+            check_wide_root(root)
         config = _config_for(rt, p)
         state = SessionState(
             id=new_session_id(),

@@ -67,12 +67,13 @@ class PolicyEngine:
         *,
         extra_paths: Sequence[Path] = (),
         allowlist: Allowlist | None = None,
+        home: Path | None = None,
     ) -> None:
-        self._confinement = Confinement.create(root, extra_paths)
+        self._confinement = Confinement.create(root, extra_paths, home=home)
         # "none", "applied", "trusted", "untrusted" or "invalid" (see for_project).
         self.allowlist_status = "applied" if allowlist is not None else "none"
         self._allowlist = allowlist or Allowlist()
-        self._home = resolve_physical(Path(os.path.abspath(os.path.expanduser("~"))))
+        self._home = self._confinement.home
         self._temp = resolve_physical(Path(os.path.abspath(tempfile.gettempdir())))
 
     @classmethod
@@ -82,6 +83,7 @@ class PolicyEngine:
         *,
         extra_paths: Sequence[Path] = (),
         trust: AllowlistTrust | None = None,
+        home: Path | None = None,
     ) -> PolicyEngine:
         """Build the engine for ``root``, reading ``.agent-shell/allowlist.el`` if present.
 
@@ -110,7 +112,7 @@ class PolicyEngine:
                     allowlist, status = found, "trusted"
                 else:
                     status = "untrusted"
-        engine = cls(root, extra_paths=extra_paths, allowlist=allowlist)
+        engine = cls(root, extra_paths=extra_paths, allowlist=allowlist, home=home)
         engine.allowlist_status = status
         return engine
 

@@ -13,6 +13,7 @@ so a case-insensitive file system cannot be used to sneak past.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,8 +21,15 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import PathNotAllowed
+from ..secrets import is_secret
 
-__all__ = ["MAX_PATH_CHARS", "Confinement", "protected_reason_for_parts", "resolve_physical"]
+__all__ = [
+    "MAX_PATH_CHARS",
+    "Confinement",
+    "expand_home",
+    "protected_reason_for_parts",
+    "resolve_physical",
+]
 
 MAX_PATH_CHARS = 4096
 _MAX_COMPONENT_BYTES = 255
@@ -31,6 +39,34 @@ _PROTECTED_FILES = frozenset({"allowlist.el", "config.el"})
 # (which hold what the user allowed) must not be forged by the agent.
 _PROTECTED_DIRS = frozenset({"logs", "snapshots", "sessions"})
 _AGENT_DIR = ".agent-shell"
+_HOME_VAR_RE = re.compile(r"^(\$HOME|\$\{HOME\})(?=/|$)")
+
+
+def expand_home(path: str, home: Path) -> str:
+    """Expand a leading ``~`` or ``$HOME``/``${HOME}`` the way a shell would.
+
+    Only ``~`` and ``~/...`` (and ``$HOME``, ``${HOME}``, alone or before ``/``)
+    are expanded. ``~user`` (``~root``, ``~+``, ``~-``) and any other leading
+    ``$VARIABLE`` are refused: a shell would expand them to something this side
+    cannot know for sure. Any other text is returned unchanged, so ``./~`` and
+    ``src/$x`` stay names in the project.
+    """
+    if path == "~" or path.startswith("~/"):
+        return str(home) + path[1:]
+    if path.startswith("~"):
+        raise PathNotAllowed(
+            f"{path!r}: ~user paths are not expanded; write the full path "
+            "(or ./~... for a file literally named ~)"
+        )
+    match = _HOME_VAR_RE.match(path)
+    if match is not None:
+        return str(home) + path[match.end() :]
+    if path.startswith("$"):
+        raise PathNotAllowed(
+            f"{path!r}: only $HOME and ${{HOME}} are expanded at the start of a path; "
+            "write the path in full (or ./$... for a file literally named so)"
+        )
+    return path
 
 
 def protected_reason_for_parts(parts: Sequence[str]) -> str | None:
@@ -59,15 +95,24 @@ def protected_reason_for_parts(parts: Sequence[str]) -> str | None:
     return None
 
 
-def resolve_physical(path: Path) -> Path:
+def resolve_physical(path: Path, known: Sequence[Path] = ()) -> Path:
     """Resolve ``path`` (absolute) following every symlink that exists.
 
     Components that do not exist are kept literally, with ``..`` after them applied
     lexically; a dangling link is followed to its (missing) target. Raises
-    :class:`PathNotAllowed` on symlink loops.
+    :class:`PathNotAllowed` on symlink loops. ``known`` are directories already
+    resolved (no link on their way): a path below one of them starts from there
+    instead of looking at each of its components again.
     """
     pending = list(reversed(path.parts[1:]))
     current = Path(path.anchor or "/")
+    text = str(path)
+    for base in known:
+        prefix = str(base)
+        if text.startswith(prefix) and text[len(prefix) : len(prefix) + 1] == "/":
+            pending = list(reversed(Path(text[len(prefix) + 1 :]).parts))
+            current = base
+            break
     hops = 0
     exists = True
     while pending:
@@ -113,12 +158,16 @@ class Confinement:
 
     root: Path
     extra: tuple[Path, ...]
+    home: Path
 
     @classmethod
-    def create(cls, root: Path, extra_paths: Sequence[Path] = ()) -> Confinement:
+    def create(
+        cls, root: Path, extra_paths: Sequence[Path] = (), *, home: Path | None = None
+    ) -> Confinement:
         real_root = resolve_physical(Path(os.path.abspath(root)))
         extras = tuple(resolve_physical(Path(os.path.abspath(p))) for p in extra_paths)
-        return cls(real_root, extras)
+        where = home if home is not None else Path(os.path.expanduser("~"))
+        return cls(real_root, extras, resolve_physical(Path(os.path.abspath(where))))
 
     @property
     def roots(self) -> tuple[Path, ...]:
@@ -150,15 +199,25 @@ class Confinement:
                 )
 
     def resolve(self, path: str, op: Literal["read", "write"], *, cwd: Path | None = None) -> Path:
-        """Resolve ``path`` and check it is allowed for ``op``; raise otherwise."""
+        """Resolve ``path`` and check it is allowed for ``op``; raise otherwise.
+
+        A leading ``~``/``$HOME`` is expanded first (see :func:`expand_home`); the
+        user's secrets (``~/.ssh``, ``~/.aws`` …) are refused whatever the roots.
+        """
         self.check_syntax(path)
+        path = expand_home(path, self.home)
         base = cwd if cwd is not None else self.root
         joined = Path(path) if os.path.isabs(path) else base / path
-        resolved = resolve_physical(joined)
+        resolved = resolve_physical(joined, self.roots)
         if self.containing_root(resolved) is None:
             allowed = ", ".join(str(r) for r in self.roots)
             raise PathNotAllowed(
                 f"{path!r} resolves to {resolved}, outside the allowed roots ({allowed})"
+            )
+        if is_secret(joined, self.home) or is_secret(resolved, self.home):
+            raise PathNotAllowed(
+                f"{path!r} is among the user's secrets under {self.home} (keys, tokens, "
+                "credentials); the agent does not read or write them"
             )
         if op == "write":
             reason = self.protected_reason(resolved)

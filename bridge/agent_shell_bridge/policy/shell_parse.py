@@ -57,6 +57,21 @@ _EXPANSIONS = frozenset(
     }
 )
 _SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution"})
+_WORDISH = frozenset(
+    {
+        "word",
+        "string",
+        "raw_string",
+        "ansi_c_string",
+        "translated_string",
+        "concatenation",
+        "number",
+        "test_operator",
+        "regex",
+        "extglob_pattern",
+        "variable_name",
+    }
+)
 _ANSI_SIMPLE = {
     "a": "\a",
     "b": "\b",
@@ -72,6 +87,12 @@ _ANSI_SIMPLE = {
     '"': '"',
     "?": "?",
 }
+# Names bash's arithmetic assigns: x=, x+=, ++x, x-- (not ==, <=, >=, !=).
+_ARITH_ASSIGN_RE = re.compile(
+    r"([A-Za-z_][A-Za-z0-9_]*)\s*(\[[^\]]*\])?\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)"
+    r"|(?:\+\+|--)\s*([A-Za-z_][A-Za-z0-9_]*)|([A-Za-z_][A-Za-z0-9_]*)\s*(?:\+\+|--)"
+)
+_CODE_IN_SUBSCRIPT_RE = re.compile(r"\[[^\]]*[$`'\"\\][^\]]*\]")
 _BRACE_RE = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
 _ZERO_WIDTH_RE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u00ad]")
 
@@ -90,6 +111,8 @@ class Word:
     glob: bool = False
     expansion: bool = False
     substitution: bool = False
+    # The whole word is a process substitution <(...): bash passes a /dev/fd path.
+    pipe: bool = False
 
     @property
     def key(self) -> tuple[str, bool]:
@@ -116,6 +139,9 @@ class SimpleCommand:
     text: str = ""
     heredoc: str | None = None
     in_substitution: bool = False
+    # "bind" when the assignments bind a name without "=": a for/select loop
+    # variable or a name assigned inside arithmetic ($((x=1)), i++).
+    kind: str = ""
 
     @property
     def name(self) -> str:
@@ -215,6 +241,10 @@ class _Walker:
         self.source = source
         self.result = ParsedCommand()
         self.depth = 0
+        # Inside an expansion, arithmetic or a [[ test: text there is evaluated.
+        self.code = 0
+        # The word being read is a plain argument of a simple command.
+        self.arg = False
 
     # -- statements --------------------------------------------------------
 
@@ -241,10 +271,16 @@ class _Walker:
             self.command(node, in_sub=in_sub, extra_redirects=())
         elif kind == "redirected_statement":
             self.redirected(node, in_sub)
+        elif kind == "for_statement":
+            self.loop(node, in_sub)
+        elif kind == "c_style_for_statement" or (
+            kind == "compound_statement" and node.children and node.children[0].type == "(("
+        ):
+            self.arithmetic_command(node)
         elif kind in _CONTAINERS:
             for child in node.children:
                 if child.type in ("word", "concatenation", "string", "raw_string"):
-                    self.word(child)  # for/case values: only substitutions matter
+                    self.word(child, arg=True)  # case values: only substitutions matter
                 elif child.type == "variable_name":
                     continue
                 else:
@@ -270,8 +306,15 @@ class _Walker:
                     argv.append(self.word(child))
             self.result.commands.append(SimpleCommand(argv=argv, text=_text(node)))
         elif kind == "test_command":
-            self.scan_words(node)
-            self.result.commands.append(SimpleCommand(argv=[Word("[[")], text=_text(node)))
+            # [[ evaluates arithmetic operands (code); [ is the test builtin.
+            opener = node.children[0].type if node.children else "[["
+            strict = opener != "["
+            self.code += strict
+            try:
+                words = [Word(opener), *self.test_words(node, arg=not strict)]
+            finally:
+                self.code -= strict
+            self.result.commands.append(SimpleCommand(argv=words, text=_text(node)))
         elif kind == "function_definition":
             self.function(node, in_sub)
         elif kind in _REDIRECTS:
@@ -280,6 +323,77 @@ class _Walker:
             self.result.issues.append(Issue(f"unsupported shell construct: {kind}"))
             for child in node.named_children:
                 self.statement(child, in_sub=in_sub)
+
+    def loop(self, node: tree_sitter.Node, in_sub: bool) -> None:
+        """``for``/``select`` NAME in WORDS: NAME is assigned like ``NAME=word``."""
+        name = ""
+        values: list[Word] = []
+        for child in node.children:
+            if child.type == "variable_name" and not name:
+                name = _text(child)
+            elif child.type in ("do_group", "compound_statement"):
+                self.statement(child, in_sub=in_sub)
+            elif child.is_named and child.type != "comment":
+                values.append(self.word(child, arg=True))
+        value = Word(
+            " ".join(v.text for v in values),
+            literal=all(v.literal for v in values),
+            substitution=any(v.substitution for v in values),
+        )
+        self.result.commands.append(
+            SimpleCommand(argv=[], assignments=[(name, value)], text=_text(node), kind="bind")
+        )
+
+    def arithmetic_command(self, node: tree_sitter.Node) -> None:
+        """``(( ... ))`` or ``for (( ...; ...; ... ))``: code bash evaluates."""
+        for child in node.children:
+            if child.type == "do_group" or (
+                child.type == "compound_statement"
+                and child.children
+                and child.children[0].type == "{"
+            ):
+                self.statement(child)  # the loop's body: ordinary commands
+            elif child.is_named:
+                self.arithmetic(child)
+        self.result.commands.append(SimpleCommand(argv=[Word("((")], text=_text(node)))
+
+    def arithmetic(self, node: tree_sitter.Node) -> None:
+        """Judge arithmetic text: assignments to variables, subscripts holding code."""
+        raw = _text(node)
+        for m in _ARITH_ASSIGN_RE.finditer(raw):
+            name = m.group(1) or m.group(3) or m.group(4)
+            if name:
+                self.result.commands.append(
+                    SimpleCommand(
+                        argv=[],
+                        assignments=[(name, Word(raw, literal=False, expansion=True))],
+                        text=raw,
+                        kind="bind",
+                    )
+                )
+        if _CODE_IN_SUBSCRIPT_RE.search(raw):
+            self.result.issues.append(
+                Issue("an array subscript in arithmetic is evaluated and may run code")
+            )
+        self.code += 1
+        try:
+            self.scan_words(node)
+        finally:
+            self.code -= 1
+
+    def test_words(self, node: tree_sitter.Node, *, arg: bool) -> list[Word]:
+        """The operands and operators of a ``[[ ... ]]`` or ``[ ... ]`` test, in order."""
+        out: list[Word] = []
+        for child in node.children:
+            if child.type in ("[[", "[") and child is node.children[0]:
+                continue
+            if child.type in _WORDISH or child.type in _EXPANSIONS or child.type in _SUBSTITUTIONS:
+                out.append(self.word(child, arg=arg))
+            elif not child.is_named and child.type not in ("(", ")"):
+                out.append(Word(_text(child)))
+            else:
+                out.extend(self.test_words(child, arg=arg))
+        return out
 
     def redirected(self, node: tree_sitter.Node, in_sub: bool) -> None:
         body = node.child_by_field_name("body")
@@ -319,7 +433,7 @@ class _Walker:
             elif child.type in _REDIRECTS:
                 cmd.redirects.append(self.redirect(child))
             else:
-                cmd.argv.append(self.word(child))
+                cmd.argv.append(self.word(child, arg=True))
         for red in extra_redirects:
             cmd.redirects.append(self.redirect(red))
             body = self.heredoc_statements(red)
@@ -380,6 +494,23 @@ class _Walker:
                 self.scan_words(child)
         return "".join(parts)
 
+    def expansion_issues(self, raw: str) -> None:
+        """``${...}`` forms that evaluate text as code or assign variables."""
+        if re.search(r"^\$\{[^}]*?:?=", raw):
+            self.result.issues.append(Issue("assigns a shell variable inside ${...}"))
+        if raw.startswith("${!"):
+            self.result.issues.append(
+                Issue("indirect expansion ${!...} reads a variable named by data (may run code)")
+            )
+        if raw.endswith("@P}"):
+            self.result.issues.append(Issue("prompt expansion ${...@P} runs the value as code"))
+        # Subscripts and ${x:offset:length} are arithmetic, evaluated with their quotes.
+        head = raw.split(":", 1)[0]
+        if _CODE_IN_SUBSCRIPT_RE.search(raw) or "$(" in head or "`" in head:
+            self.result.issues.append(
+                Issue("an array subscript in ${...} is evaluated and may run code")
+            )
+
     # -- words -------------------------------------------------------------
 
     def scan_words(self, node: tree_sitter.Node) -> None:
@@ -390,11 +521,17 @@ class _Walker:
             else:
                 self.scan_words(child)
 
-    def word(self, node: tree_sitter.Node) -> Word:
+    def word(self, node: tree_sitter.Node, *, arg: bool = False) -> Word:
+        """Read one word; ``arg`` when it is a plain argument of a simple command."""
         pieces: list[str] = []
         unquoted: list[str] = []
         flags = {"quoted": False, "glob": False, "expansion": False, "substitution": False}
-        self._word_into(node, pieces, unquoted, flags)
+        saved = self.arg
+        self.arg = arg
+        try:
+            self._word_into(node, pieces, unquoted, flags)
+        finally:
+            self.arg = saved
         bare = "".join(unquoted)
         if _BRACE_RE.search(bare):
             flags["expansion"] = True
@@ -409,6 +546,7 @@ class _Walker:
             glob=flags["glob"],
             expansion=flags["expansion"],
             substitution=flags["substitution"],
+            pipe=node.type == "process_substitution" and arg,
         )
 
     def _word_into(
@@ -453,16 +591,33 @@ class _Walker:
         elif kind in _SUBSTITUTIONS:
             flags["substitution"] = True
             what = "process" if kind == "process_substitution" else "command"
-            self.result.issues.append(Issue(f"uses {what} substitution"))
-            for child in node.named_children:
-                self.statement(child, in_sub=True)
+            if self.code or not self.arg:
+                # Its output becomes a command name, an assignment, a redirection
+                # target or text bash evaluates: never auto-allowed. As a plain
+                # argument the rules of the command it feeds decide (see commands).
+                where = "where bash evaluates it" if self.code else "outside an argument"
+                self.result.issues.append(Issue(f"uses {what} substitution {where}"))
+            saved_code, saved_arg = self.code, self.arg
+            self.code, self.arg = 0, False
+            try:
+                for child in node.named_children:
+                    self.statement(child, in_sub=True)
+            finally:
+                self.code, self.arg = saved_code, saved_arg
             pieces.append(raw)
             unquoted.append("\x00")
         elif kind in _EXPANSIONS:
             flags["expansion"] = True
-            if kind == "expansion" and re.search(r"^\$\{[^}]*?:?=", raw):
-                self.result.issues.append(Issue("assigns a shell variable inside ${...}"))
-            self.scan_words(node)
+            if kind == "expansion":
+                self.expansion_issues(raw)
+            if kind == "arithmetic_expansion":
+                self.arithmetic(node)
+            else:
+                self.code += 1
+                try:
+                    self.scan_words(node)
+                finally:
+                    self.code -= 1
             pieces.append(raw)
             unquoted.append("\x00")
         elif not node.is_named:

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..errors import ToolFailed
 from ..limits import HEAD_LINES, TAIL_LINES
+from ..secrets import is_secret
 from ..types import JSONObject
 
 __all__ = [
@@ -126,14 +127,24 @@ def list_directory(path: Path, display: str, depth: int, root: Path) -> JSONObje
     entries: list[str] = []
     truncated = False
     base_depth = len(path.parts)
+    # Only a listing that reaches into $HOME can meet its secrets (links are not followed).
+    home = os.path.realpath(os.path.expanduser("~"))
+    real = os.path.realpath(path)
+    guard = (
+        real == home
+        or home.startswith(real.rstrip("/") + "/")
+        or real.startswith(home.rstrip("/") + "/")
+    )
     for current, dirs, files in os.walk(path):
         here = Path(current)
         level = len(here.parts) - base_depth
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        shown = sorted(d for d in dirs if d not in SKIP_DIRS)
+        # Secret folders (~/.ssh, ~/.config/gh …) are shown but never opened.
+        dirs[:] = [d for d in shown if not (guard and _secret(here / d, root))]
         if level + 1 >= depth:
-            shown_dirs, dirs[:] = list(dirs), []
+            shown_dirs, dirs[:] = shown, []
         else:
-            shown_dirs = list(dirs)
+            shown_dirs = shown
         for name in [*(d + "/" for d in shown_dirs), *sorted(files)]:
             rel = (here / name).relative_to(path)
             entries.append(str(rel) + ("/" if name.endswith("/") else ""))
@@ -183,6 +194,8 @@ async def grep(
                 continue
             data = msg["data"]
             file_text = data["path"].get("text", "")
+            if _secret(Path(file_text), root):
+                continue
             line_text = data["lines"].get("text", "").rstrip("\n")
             hits.append(
                 {
@@ -213,6 +226,8 @@ def _grep_python(pattern: str, path: Path, glob: str | None, root: Path) -> list
         # lead the search to files outside it.
         if file.is_symlink() or not file.resolve().is_relative_to(root.resolve()):
             continue
+        if _secret(file, root):
+            continue
         try:
             text = file.read_text(encoding="utf-8")
         except (UnicodeDecodeError, OSError):
@@ -223,6 +238,16 @@ def _grep_python(pattern: str, path: Path, glob: str | None, root: Path) -> list
                 if len(hits) >= MAX_GREP_HITS:
                     return hits
     return hits
+
+
+def _secret(file: Path, root: Path) -> bool:
+    """Whether a file found by a search is one of the user's secrets (~/.ssh …).
+
+    Matters when the project holds $HOME: searching .config must not show
+    .config/gh/hosts.yml to the model.
+    """
+    full = file if file.is_absolute() else root / file
+    return is_secret(full, Path(os.path.expanduser("~")))
 
 
 def _rel(path: Path, root: Path) -> str:

@@ -1,0 +1,57 @@
+"""What a rule returns (:class:`Finding`) and what it may look at (:class:`Context`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..types import Risk
+from .shell_parse import SimpleCommand, Word
+
+__all__ = ["Context", "Finding", "worst"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One reason bearing on a decision."""
+
+    risk: Risk
+    auto: bool
+    reason: str
+
+    @staticmethod
+    def read(reason: str) -> Finding:
+        return Finding(Risk.READ, True, reason)
+
+    @staticmethod
+    def write(reason: str) -> Finding:
+        return Finding(Risk.WRITE, False, reason)
+
+    @staticmethod
+    def danger(reason: str) -> Finding:
+        return Finding(Risk.DANGEROUS, False, reason)
+
+
+def worst(findings: Sequence[Finding]) -> Finding:
+    """The finding that decides: dangerous beats write beats read; non-auto beats auto."""
+    best = findings[0]
+    for f in findings[1:]:
+        if (f.risk.rank, not f.auto) > (best.risk.rank, not best.auto):
+            best = f
+    return best
+
+
+@dataclass(slots=True)
+class Context:
+    """What rules need to know about the place a command runs in."""
+
+    root: Path
+    extra: tuple[Path, ...]
+    cwd: Path | None
+    home: Path
+    temp: Path
+    nested: Callable[[str], Finding]
+    write_check: Callable[[str, Path], str | None]
+    # Judges a command a rule finds inside another (find -exec, env, xargs …).
+    classify_argv: Callable[[Sequence[Word], Context, SimpleCommand], Finding] | None = None

@@ -1,0 +1,1 @@
+"""Command rules by family; :mod:`..commands` dispatches to them."""

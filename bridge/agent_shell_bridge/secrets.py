@@ -1,0 +1,78 @@
+"""The user's secrets under ``$HOME``: never read without asking, masked in the sandbox.
+
+One list for the policy (path tools and commands) and the sandbox. Paths are
+compared by components after resolving symlinks, so ``~/./.ssh``, ``~/x/../.ssh``
+and a link pointing into ``~/.ssh`` all count; ``~/.authinfo*`` is a glob.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from pathlib import Path
+
+__all__ = ["SECRET_GLOBS", "SECRET_NAMES", "is_secret", "is_secret_resolved", "secret_paths"]
+
+# Relative to $HOME: whole directories or single files.
+SECRET_NAMES: tuple[str, ...] = (
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".netrc",
+    ".pypirc",
+    ".docker/config.json",
+    ".config/gh",
+    ".kube",
+    ".password-store",
+    ".local/share/keyrings",
+    ".gnome2/keyrings",
+    ".config/gcloud",
+    ".azure",
+    ".git-credentials",
+    ".npmrc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".config/hub",
+    ".vault-token",
+    ".authinfo",
+    ".authinfo.gpg",
+    ".emacs.d/authinfo",
+    ".emacs.d/authinfo.gpg",
+)
+# Names directly under $HOME matched as globs (auth-source files).
+SECRET_GLOBS: tuple[str, ...] = (".authinfo*", ".netrc*")
+_SECRET_PARTS = tuple(tuple(name.casefold().split("/")) for name in SECRET_NAMES)
+
+
+def secret_paths(home: Path) -> tuple[Path, ...]:
+    """The secret files and directories under ``home`` (they need not exist)."""
+    return tuple(home / name for name in SECRET_NAMES)
+
+
+def _real(path: Path) -> Path:
+    return Path(os.path.realpath(os.path.abspath(path)))
+
+
+def is_secret_resolved(path: Path, home: Path) -> bool:
+    """:func:`is_secret` for a ``path`` and ``home`` that are absolute and normalised
+    already; looks at no file (fast enough for every operand of every command)."""
+    text, base = str(path), str(home).rstrip("/") + "/"
+    if not text.startswith(base):
+        return False
+    # Case-folded: on a case-insensitive file system ~/.SSH is ~/.ssh.
+    rel = tuple(text[len(base) :].casefold().split("/"))
+    if not rel[0]:
+        return False
+    if any(rel[: len(parts)] == parts for parts in _SECRET_PARTS):
+        return True
+    return any(fnmatch.fnmatchcase(rel[0], g) for g in SECRET_GLOBS)
+
+
+def is_secret(path: Path, home: Path) -> bool:
+    """Whether ``path`` is, or lies under, one of the secrets of ``home``.
+
+    Both the path as written (``..`` folded) and where it really leads are checked.
+    """
+    homes = {Path(os.path.normpath(os.path.abspath(home))), _real(home)}
+    candidates = {Path(os.path.normpath(os.path.abspath(path))), _real(path)}
+    return any(is_secret_resolved(c, h) for c in candidates for h in homes)
