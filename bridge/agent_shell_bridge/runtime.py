@@ -18,6 +18,7 @@ from .rpc import Dispatcher
 
 if TYPE_CHECKING:
     from .agent.live import LiveSession
+    from .tools.client_files import ClientFiles
 
 __all__ = ["Runtime"]
 
@@ -33,6 +34,8 @@ class Runtime:
     client_info: dict[str, Any] = field(default_factory=dict)
     client_tools: frozenset[str] = frozenset()
     sessions: dict[str, LiveSession] = field(default_factory=dict)
+    # Set by a front end whose client serves file reads and writes (ACP's fs/*).
+    client_files: ClientFiles | None = None
     # Components register async closers here (sessions, process runners, HTTP clients).
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     _closed: bool = False

@@ -73,11 +73,20 @@ class RecordingClient:
     def text(self) -> str:
         return "".join(u["content"]["text"] for u in self.of("agent_message_chunk"))
 
-    async def write_text_file(self, **_: Any) -> None:
-        raise NotImplementedError
+    # Unsaved editor buffers by absolute path; the fs methods serve and update them.
+    buffers: dict[str, str] = field(default_factory=dict)
+    writes: list[tuple[str, str]] = field(default_factory=list)
 
-    async def read_text_file(self, **_: Any) -> Any:
-        raise NotImplementedError
+    async def write_text_file(self, content: str, path: str, session_id: str, **_: Any) -> None:
+        self.writes.append((path, content))
+        self.buffers[path] = content
+
+    async def read_text_file(self, path: str, session_id: str, **_: Any) -> Any:
+        from acp.schema import ReadTextFileResponse
+
+        if path in self.buffers:
+            return ReadTextFileResponse(content=self.buffers[path])
+        return ReadTextFileResponse(content=Path(path).read_text(encoding="utf-8"))
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         return {}

@@ -303,3 +303,34 @@ def test_acp_reverse_diff_rebuilds_the_old_text(old: str, new: str) -> None:
 def test_acp_reverse_diff_refuses_a_diff_that_does_not_fit() -> None:
     diff = unified_diff("a\nb\n", "a\nc\n", "f.py")
     assert reverse_unified_diff("a\nsomething else\n", diff) is None
+
+
+async def test_acp_reads_and_edits_go_through_the_editors_buffers(
+    tmp_path: Path, project: Path
+) -> None:
+    """With fs capabilities the agent sees the unsaved buffer and edits it, not the disk."""
+    from acp.schema import ClientCapabilities, FileSystemCapabilities
+
+    unsaved = "def add(a, b):\n    # 未保存的修改 UNSAVED\n    return a - b\n"
+    client = RecordingClient()
+    client.buffers[str(project / "calc.py")] = unsaved
+    edit = {
+        "name": "replace_region",
+        "arguments": {"path": "calc.py", "start_line": 3, "end_line": 3, "new_text": FIXED_LINE},
+    }
+    steps = [FIX_STEPS[0], {"tool_calls": [edit]}, {"text": "done"}]
+    async with acp_agent(tmp_path, steps, client) as rig:
+        caps = ClientCapabilities(
+            fs=FileSystemCapabilities(read_text_file=True, write_text_file=True)
+        )
+        await rig.conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=caps)
+        session = await rig.conn.new_session(cwd=str(project), mcp_servers=[])
+        reply = await rig.conn.prompt(session_id=session.session_id, prompt=[text_block("fix")])
+        assert reply.stop_reason == "end_turn"
+        read_result = [m["content"] for m in rig.requests[1]["messages"] if m["role"] == "tool"]
+        assert "UNSAVED" in read_result[-1]
+        assert client.writes == [
+            (str(project / "calc.py"), unsaved.replace("    return a - b", FIXED_LINE))
+        ]
+    # The disk still has the saved text: the editor decides when to save.
+    assert (project / "calc.py").read_text(encoding="utf-8") == BUGGY

@@ -34,6 +34,7 @@ from pydantic import BaseModel
 
 from .. import __version__
 from ..config import KEY_ENV_VARS
+from ..errors import ToolFailed
 from ..rpc import IncomingRequest
 from ..runtime import Runtime
 from ..types import JSONObject
@@ -82,6 +83,34 @@ def mcp_servers_param(servers: list[Any] | None) -> list[JSONObject]:
             }
         )
     return out
+
+
+class AcpFiles:
+    """File reads and writes through the ACP client (``fs/read_text_file`` and
+    ``fs/write_text_file``): the agent sees and edits the editor's buffers."""
+
+    def __init__(self, front: AcpFrontEnd) -> None:
+        self.front = front
+
+    async def read(self, session_id: str, path: Path) -> str | None:
+        # A file neither on disk nor known to the client is new; ask only for the rest.
+        if not await asyncio.to_thread(path.exists):
+            return None
+        assert self.front.conn is not None
+        try:
+            reply = await self.front.conn.read_text_file(session_id=session_id, path=str(path))
+        except RequestError as exc:
+            raise ToolFailed(f"the editor could not read {path}: {exc}") from exc
+        return str(reply.content)
+
+    async def write(self, session_id: str, path: Path, text: str) -> None:
+        assert self.front.conn is not None
+        try:
+            await self.front.conn.write_text_file(
+                session_id=session_id, path=str(path), content=text
+            )
+        except RequestError as exc:
+            raise ToolFailed(f"the editor could not write {path}: {exc}") from exc
 
 
 class AcpFrontEnd:
@@ -257,6 +286,9 @@ class AcpFrontEnd:
             "initialize",
             {"protocolVersion": 1, "clientInfo": _dump(client_info) or {}},
         )
+        fs = (_dump(client_capabilities) or {}).get("fs") or {}
+        if fs.get("readTextFile") and fs.get("writeTextFile"):
+            self.rt.client_files = AcpFiles(self)
         self._start_pump()
         return InitializeResponse.model_validate(
             {

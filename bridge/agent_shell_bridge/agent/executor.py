@@ -196,13 +196,8 @@ class ToolExecutor:
                 )
                 return _Prepared(spec, args, Verdict(Decision.DENY, Risk.WRITE, reason), paths)
             try:
-                plan = await asyncio.to_thread(
-                    files.plan_edit,
-                    spec.name,
-                    args,
-                    resolved,
-                    display,
-                    live.state.read_hashes.get(display),
+                plan = await self._plan_edit(
+                    spec.name, args, resolved, display, live.state.read_hashes.get(display)
                 )
             except ToolFailed as exc:
                 return _Prepared(spec, args, Verdict(Decision.DENY, Risk.WRITE, exc.message), paths)
@@ -212,6 +207,30 @@ class ToolExecutor:
         else:
             verdict = Verdict(Decision.CONFIRM, Risk.WRITE, "changes files in the project")
         return _Prepared(spec, args, verdict, paths, diff=diff)
+
+    async def _plan_edit(
+        self, name: str, args: Any, resolved: Path, display: str, expected: str | None
+    ) -> files.PlannedEdit:
+        """The edit against the file as the client has it, else as the disk has it."""
+        client = self.live.runtime.client_files
+        if client is None:
+            return await asyncio.to_thread(
+                files.plan_edit, name, args, resolved, display, expected
+            )
+        text = await client.read(self.live.state.id, resolved)
+        current = text.encode("utf-8") if text is not None else None
+        return files.plan_edit(name, args, resolved, display, expected, current=current)
+
+    async def _client_edit(
+        self, name: str, args: Any, resolved: Path, display: str, ctx: files.EditContext
+    ) -> JSONObject:
+        """An edit carried out through the client: planned on its text, written back to it."""
+        client = self.live.runtime.client_files
+        assert client is not None
+        plan = await self._plan_edit(name, args, resolved, display, ctx.expected_sha256)
+        await asyncio.to_thread(files.snapshot_edit, ctx, resolved, plan)
+        await client.write(self.live.state.id, resolved, plan.new)
+        return files.edit_result(plan)
 
     def _path_args(self, spec: ToolSpec, args: cat.Args) -> list[str]:
         if spec.name == "magit_stage":
@@ -511,8 +530,16 @@ class ToolExecutor:
 
     async def _bridge_call(self, name: str, args: Any, p: _Prepared, turn: TurnState) -> JSONObject:
         live = self.live
+        client = live.runtime.client_files
         if name == "read_file":
             resolved, display = p.paths[0]
+            if client is not None:
+                text = await client.read(live.state.id, resolved)
+                if text is None:
+                    raise ToolFailed(f"No such file: {display}")
+                return files.text_range(
+                    text.encode("utf-8"), resolved, display, args.start_line, args.end_line
+                )
             return await asyncio.to_thread(
                 files.read_text, resolved, display, args.start_line, args.end_line
             )
@@ -535,6 +562,8 @@ class ToolExecutor:
                 session_id=live.state.id,
                 expected_sha256=live.state.read_hashes.get(display),
             )
+            if client is not None:
+                return await self._client_edit(name, args, resolved, display, ctx)
             return await asyncio.to_thread(files.apply_edit, name, args, resolved, display, ctx)
         return await live.headless_tool(name, args, p.paths)
 

@@ -20,7 +20,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import ToolFailed
 from ..limits import HEAD_LINES, TAIL_LINES
@@ -76,7 +76,13 @@ def read_text(path: Path, display: str, start: int | None, end: int | None) -> J
         raise ToolFailed(f"No such file: {display}")
     if path.is_dir():
         raise ToolFailed(f"{display} is a directory; use list_directory")
-    data = path.read_bytes()
+    return text_range(path.read_bytes(), path, display, start, end)
+
+
+def text_range(
+    data: bytes, path: Path, display: str, start: int | None, end: int | None
+) -> JSONObject:
+    """``read_text`` of content already in hand (from disk or from an editor's buffer)."""
     text = _decode(data, path)
     lines = text.splitlines()
     total = len(lines)
@@ -364,10 +370,24 @@ class PlannedEdit:
         return unified_diff(self.old, self.new, self.display, created=self.old_bytes is None)
 
 
-def plan_edit(name: str, args: Any, path: Path, display: str, expected: str | None) -> PlannedEdit:
-    """Compute what an edit tool would write, refusing stale or impossible edits."""
-    existed = path.exists()
-    old_bytes = path.read_bytes() if existed else None
+def plan_edit(
+    name: str,
+    args: Any,
+    path: Path,
+    display: str,
+    expected: str | None,
+    *,
+    current: bytes | None | Literal[False] = False,
+) -> PlannedEdit:
+    """Compute what an edit tool would write, refusing stale or impossible edits.
+
+    ``current`` is the file's content when it comes from elsewhere than the disk
+    (an editor's unsaved buffer; None: no such file); False reads the disk.
+    """
+    if current is False:
+        current = path.read_bytes() if path.exists() else None
+    old_bytes = current
+    existed = old_bytes is not None
     if old_bytes is not None and expected and sha256_bytes(old_bytes) != expected:
         raise ToolFailed(
             f"{display} changed since you read it (edited by the user?); "
@@ -402,12 +422,21 @@ def plan_edit(name: str, args: Any, path: Path, display: str, expected: str | No
 def apply_edit(name: str, args: Any, path: Path, display: str, ctx: EditContext) -> JSONObject:
     """Perform one edit tool on disk (the headless fallback of the Emacs actions)."""
     plan = plan_edit(name, args, path, display, ctx.expected_sha256)
-    new_bytes = plan.new.encode("utf-8")
-    new_hash = sha256_bytes(new_bytes)
-    _snapshot(ctx, path, display, plan.old_bytes, new_hash)
-    _atomic_write(path, new_bytes)
+    snapshot_edit(ctx, path, plan)
+    _atomic_write(path, plan.new.encode("utf-8"))
+    return edit_result(plan)
+
+
+def snapshot_edit(ctx: EditContext, path: Path, plan: PlannedEdit) -> None:
+    """Keep what ``plan`` replaces, so undo-turn can restore it."""
+    _snapshot(ctx, path, plan.display, plan.old_bytes, sha256_bytes(plan.new.encode("utf-8")))
+
+
+def edit_result(plan: PlannedEdit) -> JSONObject:
+    """What an edit tool reports once ``plan`` is written."""
+    new_hash = sha256_bytes(plan.new.encode("utf-8"))
     result: JSONObject = {
-        "path": display,
+        "path": plan.display,
         "created": plan.old_bytes is None,
         "sha256_before": sha256_bytes(plan.old_bytes) if plan.old_bytes is not None else None,
         "sha256_after": new_hash,
