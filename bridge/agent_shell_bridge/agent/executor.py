@@ -214,9 +214,7 @@ class ToolExecutor:
         """The edit against the file as the client has it, else as the disk has it."""
         client = self.live.runtime.client_files
         if client is None:
-            return await asyncio.to_thread(
-                files.plan_edit, name, args, resolved, display, expected
-            )
+            return await asyncio.to_thread(files.plan_edit, name, args, resolved, display, expected)
         text = await client.read(self.live.state.id, resolved)
         current = text.encode("utf-8") if text is not None else None
         return files.plan_edit(name, args, resolved, display, expected, current=current)

@@ -377,7 +377,7 @@ def plan_edit(
     display: str,
     expected: str | None,
     *,
-    current: bytes | None | Literal[False] = False,
+    current: bytes | Literal[False] | None = False,
 ) -> PlannedEdit:
     """Compute what an edit tool would write, refusing stale or impossible edits.
 
