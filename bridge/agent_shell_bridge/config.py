@@ -60,6 +60,8 @@ class BridgeConfig:
     # Where task completions and failures are posted ("generic", "wecom", "slack").
     notify_webhook: str | None = field(default=None, repr=False)
     notify_kind: str = "generic"
+    # Run the commands the user approves in the sandbox too (with network).
+    sandbox_approved_commands: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> BridgeConfig:

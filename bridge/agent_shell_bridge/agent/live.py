@@ -24,6 +24,7 @@ from ..model.types import ModelSettings, Prices, Usage
 from ..orglog import OrgLogWriter, log_path_for
 from ..policy.engine import PolicyEngine
 from ..policy.trust import AllowlistTrust, default_trust_file
+from ..sandbox import SandboxSpec, SandboxStatus
 from ..session import SessionState, SessionStore
 from ..testing_summary import TestSummary, detect_test_command, summarize_test_output
 from ..tools import files
@@ -57,6 +58,8 @@ class LiveSession:
     memory: MemoryIndex | None
     dry_run: bool = False
     max_steps: int = 25
+    # Whether commands that run without the user's yes are sandboxed in this session.
+    sandbox: SandboxStatus = field(default_factory=lambda: SandboxStatus.off("not detected"))
     snapshot: JSONObject | None = None
     turn_task: asyncio.Task[None] | None = None
     # A turn is open from session/prompt until its turn_end is published.
@@ -77,6 +80,23 @@ class LiveSession:
     @property
     def client_tools(self) -> frozenset[str]:
         return self.runtime.client_tools
+
+    @property
+    def writable_roots(self) -> tuple[Path, ...]:
+        """The project root and the user's extra allowed paths (writable in the sandbox)."""
+        extra = tuple(p.resolve() for p in self.config.extra_allowed_paths if p.is_dir())
+        return (self.root, *extra)
+
+    def sandbox_spec(self, *, network: bool) -> SandboxSpec | None:
+        """How to sandbox a command of this session, or ``None`` without a sandbox."""
+        if not self.sandbox.available or self.sandbox.bwrap is None:
+            return None
+        return SandboxSpec(
+            bwrap=self.sandbox.bwrap,
+            roots=self.writable_roots,
+            home=Path.home(),
+            network=network,
+        )
 
     @property
     def busy(self) -> bool:
@@ -367,4 +387,5 @@ def open_session(
         memory=MemoryIndex(memory_dir) if memory_dir is not None else None,
         dry_run=state.dry_run,
         max_steps=state.max_steps,
+        sandbox=runtime.sandbox,
     )

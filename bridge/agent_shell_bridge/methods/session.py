@@ -171,6 +171,7 @@ def _describe(live: LiveSession) -> dict[str, Any]:
         "dryRun": live.dry_run,
         "memories": live.state.memories,
         "allowlist": live.policy.allowlist_status,
+        "sandbox": live.sandbox.to_json(),
     }
 
 
@@ -202,6 +203,21 @@ def register(d: Dispatcher[Runtime]) -> None:
                 todo="FAILED",
                 properties={"PATH": ".agent-shell/allowlist.el"},
                 body=[text("Fix the file (agent-shell-bridge policy check --root . shows why).")],
+            )
+        if not live.sandbox.available:
+            await live.reporter.entry(
+                "No sandbox: project code runs only with your yes",
+                source="bridge",
+                parent=None,
+                properties={"SANDBOX": "none"},
+                body=[
+                    text(
+                        f"Commands cannot be sandboxed here ({live.sandbox.detail}). Only "
+                        "strictly read-only commands run without asking; project tests, "
+                        "builds and allowlisted commands wait for your approval. Install "
+                        "bubblewrap (Debian: apt install bubblewrap) to sandbox them."
+                    )
+                ],
             )
         if live.policy.allowlist_status == "untrusted":
             await live.reporter.entry(
