@@ -5,10 +5,11 @@ package import). ``PR_SET_PDEATHSIG`` alone covers one process: the kernel signa
 the direct child of a dead parent, never that child's children (``make test → sh →
 sleep``). So this process starts a watchdog and then *becomes* the command (exec,
 so the command keeps its pid, its process group and ``$$``). The watchdog waits on
-pidfds of the bridge and of the command; when the bridge dies first it kills every
-process of the run: the process group, and anything carrying the run's environment
-mark (``AGENT_SHELL_RUN``) that left the group with ``setsid``. When the command
-ends first the watchdog just exits, so it never outlives the run either.
+a pidfd of the bridge; when the bridge dies it kills every process of the run: the
+process group, and anything carrying the run's environment mark
+(``AGENT_SHELL_RUN``) that left the group with ``setsid``. It stays in the run's
+process group, which the bridge kills at the end of every run, so it never
+outlives the run either.
 """
 
 from __future__ import annotations
@@ -52,20 +53,22 @@ def _kill_run() -> None:
     os._exit(137)
 
 
-def _watch(bridge: int, bridge_fd: int | None, command_fd: int | None) -> None:
-    """The watchdog: wait for the bridge or the command to end; if the bridge, kill."""
+def _watch(bridge: int, bridge_fd: int | None) -> None:
+    """The watchdog: wait for the bridge to die, then kill the run.
+
+    It never has to notice the command ending: the bridge kills the whole process
+    group (this watchdog included) at the end of every run.
+    """
     # Hold none of the command's pipes: its output must end when it does.
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
     os.close(null)
-    if bridge_fd is not None and command_fd is not None:
+    if bridge_fd is not None:
         poller = select.poll()
         poller.register(bridge_fd, select.POLLIN)
-        poller.register(command_fd, select.POLLIN)
-        ready = [fd for fd, _ in poller.poll()]
-        if bridge_fd not in ready:
-            return  # the command ended first: nothing to do
+        while not poller.poll():
+            pass
     else:  # no pidfd (an old kernel): look now and then
         while True:
             time.sleep(0.5)
@@ -85,14 +88,12 @@ def main(argv: list[str]) -> int:
     bridge = int(argv[1])
     command = argv[3:]
     bridge_fd: int | None
-    command_fd: int | None
     try:
         bridge_fd = os.pidfd_open(bridge)
-        command_fd = os.pidfd_open(os.getpid())
     except ProcessLookupError:
         return 137
     except (OSError, AttributeError):
-        bridge_fd = command_fd = None
+        bridge_fd = None
     if os.getppid() != bridge:  # the bridge died before we started
         return 137
     # The watchdog is a grandchild left to init (double fork): not a child of the
@@ -101,13 +102,12 @@ def main(argv: list[str]) -> int:
     if first == 0:
         try:
             if os.fork() == 0:
-                _watch(bridge, bridge_fd, command_fd)
+                _watch(bridge, bridge_fd)
         finally:
             os._exit(0)
     os.waitpid(first, 0)
-    for fd in (bridge_fd, command_fd):
-        if fd is not None:
-            os.close(fd)
+    if bridge_fd is not None:
+        os.close(bridge_fd)
     # Python ignores these at start-up, and an ignored signal stays ignored across
     # exec: give the command the defaults a shell would have.
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):
