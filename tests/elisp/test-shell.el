@@ -286,6 +286,20 @@ The user's half-typed input and point stay where they were."
                              (file-truename agent-shell--log-path)))
     (should (eq (agent-shell--session-buffer agent-shell--session-id) (current-buffer)))))
 
+(ert-deftest test-shell/header-line-says-no-sandbox ()
+  "The session reports its sandbox; the header line says when there is none."
+  (test-shell--with-session (_root)
+    (should (consp agent-shell--sandbox))
+    (let ((available (alist-get 'available agent-shell--sandbox)))
+      (when (equal (getenv "AGENT_SHELL_SANDBOX") "off")
+        (should (eq available :json-false)))
+      (should (eq (eq available :json-false)
+                  (and (string-search "no sandbox" (agent-shell--header-line)) t))))
+    (let ((agent-shell--sandbox '((available . :json-false) (label . "no sandbox"))))
+      (should (string-search " │ no sandbox" (agent-shell--header-line))))
+    (let ((agent-shell--sandbox '((available . t) (label . "bubblewrap"))))
+      (should-not (string-search "sandbox" (agent-shell--header-line))))))
+
 (ert-deftest test-shell/ret-sends-prompt-and-streams-answer ()
   "RET sends the input as `session/prompt'; the mock model's answer streams back."
   (test-shell--with-session (root)
