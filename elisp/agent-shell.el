@@ -706,6 +706,11 @@ buffers take the same name."
         (setq agent-shell--log-path path)
         (agent-shell-log-set-file (agent-shell-log-buffer agent-shell--name) path))
       (setq agent-shell--sandbox (alist-get 'sandbox result))
+      (when (equal (alist-get 'projectSetting agent-shell--sandbox) "untrusted")
+        (agent-shell--notice
+         (substitute-command-keys
+          "This project's config.el turns the sandbox off only once you trust it: \
+\\[agent-shell-trust-config]")))
       (when (equal (alist-get 'allowlist result) "untrusted")
         (agent-shell--notice
          (substitute-command-keys

@@ -25,6 +25,7 @@ from ..orglog import OrgLogWriter, log_path_for
 from ..policy.engine import PolicyEngine
 from ..policy.trust import AllowlistTrust, default_trust_file
 from ..sandbox import SandboxSpec, SandboxStatus
+from ..sandbox_config import config_trust, project_sandbox
 from ..session import SessionState, SessionStore
 from ..testing_summary import TestSummary, detect_test_command, summarize_test_output
 from ..tools import files
@@ -60,6 +61,8 @@ class LiveSession:
     max_steps: int = 25
     # Whether commands that run without the user's yes are sandboxed in this session.
     sandbox: SandboxStatus = field(default_factory=lambda: SandboxStatus.off("not detected"))
+    # The project's config.el on the sandbox: "default", "off" (trusted) or "untrusted".
+    sandbox_setting: str = "default"
     snapshot: JSONObject | None = None
     turn_task: asyncio.Task[None] | None = None
     # A turn is open from session/prompt until its turn_end is published.
@@ -368,6 +371,7 @@ def open_session(
         )
     )
     memory_dir = config.memory_dir
+    sandbox = project_sandbox(root, runtime.sandbox, config_trust(memory_dir))
     return LiveSession(
         state=state,
         root=root,
@@ -387,5 +391,6 @@ def open_session(
         memory=MemoryIndex(memory_dir) if memory_dir is not None else None,
         dry_run=state.dry_run,
         max_steps=state.max_steps,
-        sandbox=runtime.sandbox,
+        sandbox=sandbox.status,
+        sandbox_setting=sandbox.setting,
     )

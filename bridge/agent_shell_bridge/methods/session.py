@@ -171,7 +171,7 @@ def _describe(live: LiveSession) -> dict[str, Any]:
         "dryRun": live.dry_run,
         "memories": live.state.memories,
         "allowlist": live.policy.allowlist_status,
-        "sandbox": live.sandbox.to_json(),
+        "sandbox": {**live.sandbox.to_json(), "projectSetting": live.sandbox_setting},
     }
 
 
@@ -216,6 +216,20 @@ def register(d: Dispatcher[Runtime]) -> None:
                         "strictly read-only commands run without asking; project tests, "
                         "builds and allowlisted commands wait for your approval. Install "
                         "bubblewrap (Debian: apt install bubblewrap) to sandbox them."
+                    )
+                ],
+            )
+        if live.sandbox_setting == "untrusted":
+            await live.reporter.entry(
+                "Sandbox stays on: config.el's setting is not trusted",
+                source="bridge",
+                parent=None,
+                properties={"PATH": ".agent-shell/config.el"},
+                body=[
+                    text(
+                        "This project's .agent-shell/config.el sets agent-shell-sandbox to "
+                        "nil, but you have not trusted the file in its current form, so the "
+                        "sandbox stays on. Review it and run M-x agent-shell-trust-config."
                     )
                 ],
             )
