@@ -14,6 +14,7 @@ outlives the run either.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
@@ -42,14 +43,10 @@ def _kill_run() -> None:
             except OSError:
                 continue
             if needle in environ.split(b"\0"):
-                try:
+                with contextlib.suppress(OSError):
                     os.kill(int(entry), signal.SIGKILL)
-                except OSError:
-                    pass
-    try:
+    with contextlib.suppress(OSError):
         os.killpg(os.getpgrp(), signal.SIGKILL)  # the watchdog goes with its group
-    except OSError:
-        pass
     os._exit(137)
 
 
@@ -113,7 +110,7 @@ def main(argv: list[str]) -> int:
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_DFL)
     try:
-        os.execvp(command[0], command)
+        os.execvp(command[0], command)  # noqa: S606 - the argv the runner was given
     except OSError as exc:
         sys.stderr.write(f"{command[0]}: {exc.strerror}\n")
     return 127

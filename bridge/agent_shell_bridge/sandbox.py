@@ -143,7 +143,9 @@ class SandboxSpec:
         if not self.network:
             out.append("--unshare-net")
         out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        out += ["--tmpfs", "/tmp", "--tmpfs", "/dev/shm", "--setenv", "TMPDIR", "/tmp"]
+        # Private, empty mounts inside the sandbox, not files of ours.
+        private_tmp = ["--tmpfs", "/tmp", "--tmpfs", "/dev/shm", "--setenv", "TMPDIR", "/tmp"]  # noqa: S108
+        out += private_tmp
         home = self.home
         if home is not None and home.is_dir():
             # Re-shown when $HOME lives under /tmp (the private /tmp hid it).

@@ -111,7 +111,9 @@ def strictly_read_only(command: str, roots: Sequence[Path], path_env: str | None
             return False
         if name in _BUILTINS:
             continue
-        found = shutil.which(name, path=path_env if path_env is not None else os.environ.get("PATH", os.defpath))
+        found = shutil.which(
+            name, path=path_env if path_env is not None else os.environ.get("PATH", os.defpath)
+        )
         if found is None or _inside(Path(os.path.realpath(found)), resolved_roots):
             return False
     return True

@@ -288,7 +288,8 @@ The user's half-typed input and point stay where they were."
 
 (ert-deftest test-shell/header-line-says-no-sandbox ()
   "The session reports its sandbox; the header line says when there is none."
-  (test-shell--with-session (_root)
+  (test-shell--with-session (root)
+    (should (file-directory-p root))
     (should (consp agent-shell--sandbox))
     (let ((available (alist-get 'available agent-shell--sandbox)))
       (when (equal (getenv "AGENT_SHELL_SANDBOX") "off")

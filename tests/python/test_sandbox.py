@@ -69,7 +69,9 @@ def test_no_bubblewrap_on_path_means_no_sandbox(tmp_path: Path) -> None:
 
 def test_a_bubblewrap_that_cannot_start_a_sandbox_means_no_sandbox(tmp_path: Path) -> None:
     fake = tmp_path / "bwrap"
-    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n")
+    fake.write_text(
+        "#!/bin/sh\necho 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n"
+    )
     fake.chmod(0o755)
     status = detect_sandbox({"PATH": str(tmp_path)})
     assert not status.available and "No permissions to creating new namespace" in status.detail
@@ -211,7 +213,7 @@ async def test_network_only_when_asked_for(
     root = make_project(tmp_path / "proj", {"a.txt": "a\n"})
     probe = (
         "python3 -c 'import socket,sys; "
-        f's=socket.create_connection((\"127.0.0.1\", {port}), timeout=5); s.sendall(b\"hi\")\''
+        f's=socket.create_connection(("127.0.0.1", {port}), timeout=5); s.sendall(b"hi")\''
     )
     try:
         closed = await runner.run_shell(

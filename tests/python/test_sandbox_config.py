@@ -53,9 +53,7 @@ async def test_config_turns_the_sandbox_off_only_when_trusted(
         assert "Sandbox stays on: config.el's setting is not trusted" in log_text
 
         # Trust refused for bytes other than the ones reviewed.
-        stale = await rig.client.rpc(
-            "policy/trust_config", {"cwd": str(root), "sha256": "0" * 64}
-        )
+        stale = await rig.client.rpc("policy/trust_config", {"cwd": str(root), "sha256": "0" * 64})
         assert stale["error"]["code"] == -32602 and "changed after you reviewed" in str(stale)
         assert live.sandbox.available is True
 

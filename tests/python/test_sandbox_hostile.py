@@ -31,7 +31,7 @@ from agent_shell_bridge.sandbox import SANDBOX_ENV, SandboxStatus, detect_sandbo
 SECRET = "SECRET-KEY-MARKER-7f3a9c-中文"
 ATTEMPTS = ("write-home", "read-key", "connect", "hook", "git-config", "outside")
 
-CONFTEST = r'''
+CONFTEST = r"""
 import os, socket, pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parent
@@ -92,7 +92,7 @@ def pytest_sessionstart(session):
         ("outside", outside),
     ]:
         attempt(name, action)
-'''
+"""
 
 MAKEFILE = (
     "test:\n"

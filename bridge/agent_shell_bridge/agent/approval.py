@@ -145,7 +145,9 @@ class TerminalApprover:
 
     async def ask(self, request: PermissionRequest) -> Answer:
         note = f"\n  {request.note}" if request.note else ""
-        prompt = f"\n[{request.risk.value}] {request.title}\n  {request.reason}{note}\nAllow? [y/N] "
+        prompt = (
+            f"\n[{request.risk.value}] {request.title}\n  {request.reason}{note}\nAllow? [y/N] "
+        )
         if request.diff:
             prompt = request.diff + prompt
         reply = await asyncio.to_thread(_ask_tty, prompt)

@@ -555,16 +555,16 @@ class ToolExecutor:
         if p.by_user:
             # Approved: as the user would run it, unless they sandbox approved ones too.
             network = True
-            spec = live.sandbox_spec(network=True) if live.config.sandbox_approved_commands else None
+            spec = (
+                live.sandbox_spec(network=True) if live.config.sandbox_approved_commands else None
+            )
         else:
             network = False
             spec = live.sandbox_spec(network=False)
             if spec is None and not strictly_read_only(p.command, live.writable_roots):
                 # Never project code with neither the sandbox nor the user's yes.
                 raise ToolFailed("refused: no sandbox, and the user did not approve this command")
-        result = await live.runner.run_shell(
-            p.command, cwd=p.cwd, timeout_s=timeout, sandbox=spec
-        )
+        result = await live.runner.run_shell(p.command, cwd=p.cwd, timeout_s=timeout, sandbox=spec)
         payload: JSONObject = {
             "exit_code": result.exit_code,
             "stdout": result.stdout,

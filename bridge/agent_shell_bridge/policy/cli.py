@@ -74,8 +74,7 @@ def _run_check(args: argparse.Namespace) -> int:
         sys.stderr.write(f"sandbox: {sandbox.detail}; allowed commands run inside it\n")
     else:
         sys.stderr.write(
-            f"no sandbox ({sandbox.detail}): only strictly read-only commands "
-            "run without asking\n"
+            f"no sandbox ({sandbox.detail}): only strictly read-only commands run without asking\n"
         )
     for command in _lines(sys.stdin.buffer):
         verdict = engine.check_command(command, cwd=args.cwd)
