@@ -199,6 +199,37 @@ async def test_inside_the_sandbox(
     assert (home / ".ssh" / "id_rsa").read_text() == "PRIVATE\n"
 
 
+async def test_a_timeout_ends_everything_in_the_sandbox(
+    bwrap: str, runner: ProcessRunner, tmp_path: Path, home: Path
+) -> None:
+    root = make_project(tmp_path / "proj", {"a.txt": "a\n"})
+    token = f"sandbox-timeout-{os.getpid()}"
+    result = await runner.run_shell(
+        f"sh -c 'sleep 300 # {token}' & sleep 301; wait",
+        cwd=root,
+        timeout_s=1,
+        sandbox=_spec(bwrap, root, home),
+    )
+    assert result.timed_out and result.exit_code is None
+
+    def left() -> list[str]:
+        found = []
+        for entry in os.listdir("/proc"):
+            try:
+                if token.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    stat = Path(f"/proc/{entry}/stat").read_text()
+                    if stat.rsplit(")", 1)[1].split()[0] != "Z":
+                        found.append(entry)
+            except OSError:
+                continue
+        return found
+
+    # The namespace's processes die with its init, a moment after the outer bwrap.
+    async with asyncio.timeout(10):
+        while left():
+            await asyncio.sleep(0.02)  # polling /proc, within the deadline
+
+
 async def test_network_only_when_asked_for(
     bwrap: str, runner: ProcessRunner, tmp_path: Path, home: Path
 ) -> None:
