@@ -1140,6 +1140,34 @@ Failed and rejected tools showed `·', and two answers ran together."
                    "> "))
     (should (eq (char-before agent-shell--output-marker) ?\n))))
 
+(ert-deftest test-shell/waiting-notice-says-where-the-command-runs ()
+  "The bridge's note on an approval (outside the sandbox) shows in the notice."
+  (test-shell--with-shell (sid)
+    (test-shell--emit (test-shell--tool sid "n1" "run_command make deploy"
+                                        '((command . "make deploy"))))
+    (test-shell--wait "the tool" (lambda () (string-search "make deploy" (test-shell--transcript))))
+    (let ((box (list nil))
+          (note "If you approve, it runs outside the sandbox, with your full permissions."))
+      (agent-shell-rpc-request
+       (test-shell--bridge) "debug/client_request"
+       `((method . "session/request_permission")
+         (params . ((sessionId . ,sid)
+                    (toolCall . ((toolCallId . "n1") (title . "run_command make deploy")
+                                 (rawInput . ((command . "make deploy")))))
+                    (options . [((optionId . "allow_once") (name . "Allow")
+                                 (kind . "allow_once"))])
+                    (logEntryId . ,(concat sid "-n1")) (risk . "write")
+                    (note . ,note)))
+         (timeout_s . 20))
+       :timeout 25
+       :on-success (lambda (r) (setcar box r)))
+      (test-shell--wait "waiting" (lambda () (eq agent-shell--state 'waiting)))
+      (should (string-search (concat "Waiting for you: run_command make deploy")
+                             (test-shell--transcript)))
+      (should (string-search note (test-shell--transcript)))
+      (execute-kbd-macro (kbd "C-c C-y"))
+      (test-shell--wait "the answer" (lambda () (car box))))))
+
 (ert-deftest test-shell/approval-resolves-waiting-notice ()
   "Regression: after approval the \"Waiting for you\" line stayed forever.
 The diff that followed opened a second \"— output\" entry.  Now the
