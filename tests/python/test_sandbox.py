@@ -336,3 +336,36 @@ async def test_where_approved_commands_run(
         assert "runs outside the sandbox" in asked["note"]
         assert '"sandbox": "none"' in result
         assert (home / "approved.txt").exists()
+
+
+@pytest.mark.parametrize("sandboxed", [True, False])
+async def test_allowlisted_commands_run_sandboxed_or_ask(
+    sandboxed: bool, serve_app: Any, tmp_path: Path
+) -> None:
+    status = _real() if sandboxed else SandboxStatus.off("forced off for this test")
+    if sandboxed and not status.available:
+        pytest.skip(f"bubblewrap cannot run on this machine: {status.detail}")
+    allow = '(setq agent-shell-allowlist \'((command . "make stamp")))\n'
+    root = make_project(
+        tmp_path / "proj",
+        {".agent-shell/allowlist.el": allow, "Makefile": "stamp:\n\techo made > stamp.txt\n"},
+    )
+    steps = [
+        {"tool_calls": [{"name": "run_command", "arguments": {"command": "make stamp"}}]},
+        {"text": "done"},
+    ]
+    async with running_rig(serve_app, root, steps, memory_dir=tmp_path / "memory") as rig:
+        rig.runtime.sandbox = status
+        await rig.client.result("policy/trust_allowlist", {"cwd": str(root)})
+        sid = await rig.new_session()
+        assert rig.runtime.sessions[sid].policy.allowlist_status == "trusted"
+        turn = await rig.turn(sid, "stamp")
+        result = tool_messages(rig.requests[1])[0]
+    assert (root / "stamp.txt").read_text() == "made\n"
+    if sandboxed:
+        assert turn.permission_requests == []
+        assert '"sandbox": "bubblewrap"' in result
+    else:
+        [asked] = turn.permission_requests
+        assert "no sandbox" in asked["reason"]
+        assert '"sandbox": "none"' in result
