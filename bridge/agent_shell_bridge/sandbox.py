@@ -38,7 +38,9 @@ __all__ = [
     "SandboxSpec",
     "SandboxStatus",
     "detect_sandbox",
+    "roots_without_git",
     "sandbox_forced_off",
+    "set_aside_new_git",
 ]
 
 SANDBOX_ENV = "AGENT_SHELL_SANDBOX"
@@ -170,3 +172,28 @@ class SandboxSpec:
                     out += ["--ro-bind", "/dev/null", str(secret)]
         out += ["--chdir", str(cwd), "--", *argv]
         return out
+
+
+def roots_without_git(roots: Sequence[Path]) -> list[Path]:
+    """The roots with no ``.git`` now (a sandboxed command must not create one)."""
+    return [root for root in roots if not os.path.lexists(root / ".git")]
+
+
+def set_aside_new_git(roots: Sequence[Path]) -> list[str]:
+    """Rename a ``.git`` that appeared in these roots during a sandboxed command.
+
+    A project that is not a repository has no ``.git`` to bind read-only, so code
+    in the sandbox could create one with hooks and a config that git would run for
+    the user later. Whatever appeared is renamed out of git's way and reported.
+    """
+    moved: list[str] = []
+    for root in roots:
+        made = root / ".git"
+        if not os.path.lexists(made):
+            continue
+        n = 0
+        while os.path.lexists(target := root / f".git-made-by-a-sandboxed-command-{n}"):
+            n += 1
+        os.rename(made, target)
+        moved.append(f"{made} was created by the command; renamed to {target.name}")
+    return moved

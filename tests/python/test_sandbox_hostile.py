@@ -222,3 +222,31 @@ async def test_without_a_sandbox_the_test_command_asks(
     assert "The user rejected this step" in sent_to_model
     assert SECRET not in sent_to_model
     _assert_nothing_escaped(hostile, listener[1], config)
+
+
+async def test_a_git_directory_made_in_the_sandbox_is_set_aside(
+    serve_app: Any, tmp_path: Path
+) -> None:
+    """A project that is not a repository has no .git to protect: one made is renamed."""
+    status = _real_sandbox()
+    if not status.available:
+        pytest.skip(f"bubblewrap cannot run on this machine: {status.detail}")
+    root = tmp_path / "plain"
+    root.mkdir()
+    (root / "Makefile").write_text(
+        "test:\n"
+        "\tmkdir -p .git/hooks\n"
+        "\tprintf '[core]\\n\\tfsmonitor = touch /tmp/owned\\n' > .git/config\n"
+        "\techo ok\n",
+        encoding="utf-8",
+    )
+    async with running_rig(serve_app, root, [RUN_TEST, {"text": "done"}]) as rig:
+        rig.runtime.sandbox = status
+        sid = await rig.new_session()
+        turn = await rig.turn(sid, "run the tests")
+        assert turn.permission_requests == []
+        result = tool_messages(rig.requests[1])[0]
+    assert not (root / ".git").exists()
+    aside = root / ".git-made-by-a-sandboxed-command-0"
+    assert (aside / "config").is_file()
+    assert "renamed to .git-made-by-a-sandboxed-command-0" in result

@@ -24,6 +24,7 @@ from ..errors import BridgeError, Cancelled, PathNotAllowed, ToolFailed
 from ..events import ClientError
 from ..model.types import ToolCall
 from ..orglog import SrcBlock, TextBlock
+from ..sandbox import roots_without_git, set_aside_new_git
 from ..strict_readonly import strictly_read_only
 from ..tools import catalogue as cat
 from ..tools import files
@@ -564,7 +565,9 @@ class ToolExecutor:
             if spec is None and not strictly_read_only(p.command, live.writable_roots):
                 # Never project code with neither the sandbox nor the user's yes.
                 raise ToolFailed("refused: no sandbox, and the user did not approve this command")
+        bare = roots_without_git(spec.roots) if spec is not None else []
         result = await live.runner.run_shell(p.command, cwd=p.cwd, timeout_s=timeout, sandbox=spec)
+        set_aside = await asyncio.to_thread(set_aside_new_git, bare) if bare else []
         payload: JSONObject = {
             "exit_code": result.exit_code,
             "stdout": result.stdout,
@@ -574,6 +577,8 @@ class ToolExecutor:
             "timed_out": result.timed_out,
             "sandbox": "none" if spec is None else ("bubblewrap+net" if network else "bubblewrap"),
         }
+        if set_aside:
+            payload["warning"] = "; ".join(set_aside)
         full_text = ""
         if result.log_path is not None and result.log_path.exists():
             ref, path = live.outputs.adopt(result.log_path)
@@ -627,6 +632,7 @@ def _summary_for_client(payload: JSONObject) -> JSONObject:
         "path",
         "summary",
         "sandbox",
+        "warning",
     )
     return {k: payload[k] for k in keep if k in payload}
 
