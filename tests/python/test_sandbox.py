@@ -284,6 +284,8 @@ async def test_network_only_when_asked_for(
         ("echo $(make -s version)", False),
         ("LD_PRELOAD=x ls", False),
         ("f() { ls; }; f", False),
+        ("sort --compress-program=sh x", False),
+        ("awk 'BEGIN { system(\"id\") }'", False),
     ],
 )
 def test_strictly_read_only(command: str, strict: bool, tmp_path: Path) -> None:
