@@ -194,6 +194,10 @@ def set_aside_new_git(roots: Sequence[Path]) -> list[str]:
         n = 0
         while os.path.lexists(target := root / f".git-made-by-a-sandboxed-command-{n}"):
             n += 1
-        os.rename(made, target)
+        try:
+            os.rename(made, target)
+        except OSError as exc:
+            moved.append(f"{made} was created by the command and could not be renamed: {exc}")
+            continue
         moved.append(f"{made} was created by the command; renamed to {target.name}")
     return moved

@@ -566,8 +566,14 @@ class ToolExecutor:
                 # Never project code with neither the sandbox nor the user's yes.
                 raise ToolFailed("refused: no sandbox, and the user did not approve this command")
         bare = roots_without_git(spec.roots) if spec is not None else []
-        result = await live.runner.run_shell(p.command, cwd=p.cwd, timeout_s=timeout, sandbox=spec)
-        set_aside = await asyncio.to_thread(set_aside_new_git, bare) if bare else []
+        set_aside: list[str] = []
+        try:
+            result = await live.runner.run_shell(
+                p.command, cwd=p.cwd, timeout_s=timeout, sandbox=spec
+            )
+        finally:
+            if bare:  # also when the run was cancelled: a rename or two, at once
+                set_aside = set_aside_new_git(bare)
         payload: JSONObject = {
             "exit_code": result.exit_code,
             "stdout": result.stdout,
