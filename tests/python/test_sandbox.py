@@ -371,3 +371,20 @@ async def test_allowlisted_commands_run_sandboxed_or_ask(
         [asked] = turn.permission_requests
         assert "no sandbox" in asked["reason"]
         assert '"sandbox": "none"' in result
+
+
+async def test_initialize_reports_the_sandbox_and_takes_the_option(
+    app_client: Any, runtime: Any
+) -> None:
+    runtime.sandbox = SandboxStatus.off("forced off for this test")
+    result = await app_client.result("initialize", {"sandbox_approved_commands": True})
+    assert result["sandbox"] == {
+        "available": False,
+        "kind": "none",
+        "label": "no sandbox",
+        "detail": "forced off for this test",
+        "approved_commands": True,
+    }
+    assert runtime.config.sandbox_approved_commands is True
+    bad = await app_client.rpc("initialize", {"sandbox_approved_commands": "yes please"})
+    assert bad["error"]["code"] == -32602
