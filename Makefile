@@ -11,7 +11,7 @@ ELPA := /usr/share/emacs/site-lisp/elpa
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export AGENT_SHELL_TEST_BRIDGE := $(BRIDGE)
 
-.PHONY: test test-python test-elisp test-e2e lint compile demo bench deps venv system-deps clean
+.PHONY: test test-python test-no-sandbox test-elisp test-e2e lint compile demo bench deps venv system-deps clean
 
 test: deps test-python test-elisp
 
@@ -30,6 +30,7 @@ system-deps:
 	command -v rg >/dev/null || missing="$$missing ripgrep"; \
 	command -v tmux >/dev/null || missing="$$missing tmux"; \
 	command -v git >/dev/null || missing="$$missing git"; \
+	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
 	[ -d /usr/share/emacs/site-lisp/elpa/magit-3.3.0 ] || ls -d /usr/share/emacs/site-lisp/elpa/magit-* >/dev/null 2>&1 || missing="$$missing elpa-magit"; \
 	ls -d $(ELPA)/package-lint-[0-9]* >/dev/null 2>&1 || missing="$$missing elpa-package-lint"; \
 	if [ -n "$$missing" ]; then \
@@ -40,8 +41,21 @@ system-deps:
 # System packages first: Debian's python3 needs python3-venv to make the venv.
 deps: system-deps venv
 
+# The tests whose path depends on the sandbox run a second time with it forced off
+# (the fallback: only strictly read-only commands run without asking).
+SANDBOX_SENSITIVE := tests/python/test_sandbox.py tests/python/test_sandbox_hostile.py \
+  tests/python/test_sandbox_lifetime.py tests/python/test_agent_loop.py \
+  tests/python/test_plan_flow.py tests/python/test_headless.py \
+  tests/python/test_serve_children.py tests/python/test_policy_cli.py \
+  tests/python/test_sandbox_config.py tests/e2e/test_e2e_batch.py
+
 test-python: deps
 	$(PY) -m pytest -q
+	AGENT_SHELL_SANDBOX=off $(PY) -m pytest -q $(SANDBOX_SENSITIVE)
+
+# The whole Python suite with the sandbox forced off.
+test-no-sandbox: deps
+	AGENT_SHELL_SANDBOX=off $(PY) -m pytest -q
 
 test-elisp: deps
 	@test -n "$(ELISP_TESTS)" || { echo "no ERT tests found"; exit 1; }

@@ -31,6 +31,7 @@ BENCHMARKS: tuple[str, ...] = (
     "capture",
     "memory",
     "context",
+    "sandbox",
 )
 
 Runner = Callable[[Scale, Path], Awaitable[list[Figure]]]

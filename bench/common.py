@@ -52,6 +52,7 @@ class Scale:
     memory_queries: int
     context_steps: int
     context_lines: int
+    sandbox_runs: int
 
 
 SCALES: dict[str, Scale] = {
@@ -71,6 +72,7 @@ SCALES: dict[str, Scale] = {
         memory_queries=20,
         context_steps=3,
         context_lines=400,
+        sandbox_runs=2,
     ),
     "full": Scale(
         name="full",
@@ -88,6 +90,7 @@ SCALES: dict[str, Scale] = {
         memory_queries=100,
         context_steps=15,
         context_lines=2_000,
+        sandbox_runs=15,
     ),
 }
 

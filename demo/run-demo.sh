@@ -20,6 +20,14 @@ if [ ! -x "$checkout/.venv/bin/agent-shell-bridge" ]; then
   exit 1
 fi
 
+# `make demo` installs bubblewrap (system-deps); the agent runs the demo's tests
+# inside it without asking. Without it, the header line says "no sandbox" and
+# test runs wait for your yes.
+if ! command -v bwrap >/dev/null 2>&1; then
+  echo "run-demo: bubblewrap (bwrap) is not installed: no sandbox, so the agent" \
+       "will ask before running the tests" >&2
+fi
+
 base=${AGENT_SHELL_DEMO_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/agent-shell-demo.XXXXXX")}
 mkdir -p "$base"
 project="$base/glossary"

@@ -15,7 +15,8 @@
 ;;   evaluates nothing, and `agent-shell-read-config' keeps only literal
 ;;   settings of `agent-shell--config-variables' with the right type;
 ;; - `agent-shell-trust-allowlist', which shows the allowlist and asks
-;;   the bridge to trust exactly those bytes.
+;;   the bridge to trust exactly those bytes, and `agent-shell-trust-config',
+;;   the same for a `config.el' that turns the sandbox off.
 ;;
 ;; agent-shell.el requires this file and defines the options read
 ;; here; the trust request goes through its `agent-shell--request'.
@@ -83,11 +84,14 @@ AGENT_SHELL_API_KEY, DEEPSEEK_API_KEY and OPENAI_API_KEY."
 
 (defconst agent-shell--config-variables
   '(agent-shell-model agent-shell-context-window agent-shell-max-steps
-    agent-shell-default-mode)
+    agent-shell-default-mode agent-shell-sandbox)
   "Variables a project's `.agent-shell/config.el' may set.
 The API base, the key and the extra allowed paths are absent on purpose:
 a cloned repository must not be able to send the user's key to a host
-of its choosing, nor widen what the agent may read and write.")
+of its choosing, nor widen what the agent may read and write.
+`agent-shell-sandbox' is read by the bridge itself, and a nil value
+takes effect only once the user trusts the file
+\=(`agent-shell-trust-config').")
 
 (defconst agent-shell--config-template
   ";; agent-shell project settings.  This file is DATA: it is read, never
@@ -97,6 +101,10 @@ of its choosing, nor widen what the agent may read and write.")
 ;;
 ;; (setq agent-shell-default-mode 'ask)
 ;; (setq agent-shell-max-steps 40)
+;;
+;; No sandbox for this project's commands (takes effect only after
+;; M-x agent-shell-trust-config):
+;; (setq agent-shell-sandbox nil)
 "
   "Initial content of `.agent-shell/config.el'.")
 
@@ -198,7 +206,8 @@ warning.  Nothing in the file is evaluated."
     ('agent-shell-model (and (agent-shell--nonempty value) t))
     ('agent-shell-context-window (or (null value) (and (integerp value) (> value 0))))
     ('agent-shell-max-steps (and (integerp value) (> value 0)))
-    ('agent-shell-default-mode (memq value '(act ask)))))
+    ('agent-shell-default-mode (memq value '(act ask)))
+    ('agent-shell-sandbox (memq value '(nil t off)))))
 
 (defun agent-shell--config-expected (var)
   "Describe the values project settings allow for VAR."
@@ -206,7 +215,8 @@ warning.  Nothing in the file is evaluated."
     ('agent-shell-model "a non-empty string")
     ('agent-shell-context-window "nil or a positive integer")
     ('agent-shell-max-steps "a positive integer")
-    ('agent-shell-default-mode "the symbol act or ask (quoted: 'ask)")))
+    ('agent-shell-default-mode "the symbol act or ask (quoted: 'ask)")
+    ('agent-shell-sandbox "nil or t")))
 
 (defun agent-shell--setting (settings var)
   "Return VAR's value from SETTINGS, else its global value."
@@ -231,9 +241,10 @@ With ASK non-nil, read a directory."
 (defconst agent-shell--allowlist-review-buffer "*agent-shell allowlist review*"
   "Name of the buffer showing an allowlist while the user decides.")
 
-(defun agent-shell--review-allowlist (file bytes)
+(defun agent-shell--review-allowlist (file bytes &optional question)
   "Show BYTES, the content of allowlist FILE, and ask whether to trust it.
-The review buffer goes away once the question is answered (or quit)."
+QUESTION is the prompt, a format string for FILE.  The review buffer
+goes away once the question is answered (or quit)."
   (let ((review (get-buffer-create agent-shell--allowlist-review-buffer)))
     (unwind-protect
         (progn
@@ -244,7 +255,8 @@ The review buffer goes away once the question is answered (or quit)."
               (emacs-lisp-mode)
               (setq buffer-read-only t)))
           (display-buffer review)
-          (yes-or-no-p (format "Trust %s as shown, letting its commands run unasked? "
+          (yes-or-no-p (format (or question
+                                   "Trust %s as shown, letting its commands run unasked? ")
                                (abbreviate-file-name file))))
       (when (buffer-live-p review)
         (dolist (window (get-buffer-window-list review nil t))
@@ -282,6 +294,39 @@ project, else the current project."
            (message "Allowlist trusted: %d command%s" n (if (= n 1) "" "s"))))
        :on-error
        (lambda (err) (message "Trusting the allowlist failed: %s" (alist-get 'message err)))))))
+
+(defun agent-shell-trust-config (&optional root)
+  "Review ROOT's `.agent-shell/config.el' and let it turn the sandbox off.
+A project's config.el may set `agent-shell-sandbox' to nil, so that
+the commands that run without your yes run outside the bridge's
+sandbox.  The file arrives with the repository, so the bridge applies
+that only after you trust the file's current content; any change needs
+trust again.  ROOT defaults to this session's project, else the
+current project."
+  (interactive)
+  (let* ((root (file-name-as-directory
+                (or root agent-shell--root (agent-shell--project-root))))
+         (file (expand-file-name ".agent-shell/config.el" root))
+         (bytes (progn
+                  (unless (and (file-regular-p file) (not (file-symlink-p file)))
+                    (user-error "No config.el (or a symlink) at %s" file))
+                  (with-temp-buffer
+                    (set-buffer-multibyte nil)
+                    (insert-file-contents-literally file)
+                    (buffer-string))))
+         (interactive (called-interactively-p 'interactive)))
+    (when (or (not interactive)
+              (agent-shell--review-allowlist
+               file bytes "Trust %s as shown, letting it turn the sandbox off? "))
+      (agent-shell--request
+       "policy/trust_config" `((cwd . ,(directory-file-name root))
+                               (sha256 . ,(secure-hash 'sha256 bytes)))
+       :on-success
+       (lambda (result)
+         (message "config.el trusted: %s"
+                  (or (alist-get 'label (alist-get 'sandbox result)) "?")))
+       :on-error
+       (lambda (err) (message "Trusting config.el failed: %s" (alist-get 'message err)))))))
 
 (provide 'agent-shell-project)
 ;;; agent-shell-project.el ends here

@@ -78,6 +78,8 @@ Reset when a turn starts, so that each turn's plan has its own entry.")
 (defvar-local agent-shell--waiting-notices nil
   "Tool call id to (START END TITLE) of its \"Waiting for you\" notice.
 START and END are markers around the notice's text.")
+(defvar-local agent-shell--sandbox nil
+  "The session's sandbox as the bridge described it (an alist), or nil.")
 (defvar-local agent-shell--grants nil
   "What the user allowed for the rest of this session, newest first.")
 (defvar-local agent-shell--state 'starting "What the agent is doing.")
@@ -420,6 +422,9 @@ context fill and any in the model name show as written."
       (if agent-shell--grants
           (format " │ %d grant%s" (length agent-shell--grants)
                   (if (cdr agent-shell--grants) "s" ""))
+        "")
+      (if (eq (alist-get 'available agent-shell--sandbox) :json-false)
+          " │ no sandbox"
         "")))))
 
 ;;; Internals: session updates

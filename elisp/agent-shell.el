@@ -130,6 +130,16 @@ When nil, `default-directory' is used."
   :group 'agent-shell
   :package-version '(agent-shell . "0.1.0"))
 
+(defcustom agent-shell-sandbox-approved-commands nil
+  "Non-nil runs the commands you approve in the sandbox too, with network.
+Commands that run without your yes always run in the bridge's
+sandbox (bubblewrap) when it has one; by default the ones you approve
+run outside it, with your full permissions.  The header line says
+\"no sandbox\" where bubblewrap cannot run."
+  :type 'boolean
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
 (defcustom agent-shell-default-mode 'act
   "Mode of a new session.
 In `act' mode the agent may change files and run commands (with the
@@ -252,6 +262,8 @@ KEY is the log entry id, or the request id when there is none.")
     ,@(and agent-shell-notify-webhook
            `((notify . ((webhook . ,agent-shell-notify-webhook)
                         (kind . ,(symbol-name agent-shell-notify-webhook-kind))))))
+    (sandbox_approved_commands
+     . ,(if agent-shell-sandbox-approved-commands t :json-false))
     (model . ,(agent-shell--model-params))))
 
 (defun agent-shell--live-connection ()
@@ -480,7 +492,8 @@ The experiences recalled for a turn are also named in its shell buffer."
          (alist-get 'toolCallId (alist-get 'toolCall params))
          (agent-shell--notice
           (format "Waiting for you: %s — y/n in the log (C-c C-l), \
-or C-c C-y / C-c C-n here" title))
+or C-c C-y / C-c C-n here%s" title
+                  (if-let ((note (alist-get 'note params))) (concat "\n" note) "")))
          title)
         (agent-shell--set-state 'waiting))))
   nil)
@@ -717,6 +730,12 @@ buffers take the same name."
         (setq agent-shell--log-path path)
         (agent-shell-log-set-file (agent-shell-log-buffer agent-shell--name) path))
       (mapc #'agent-shell--notice (alist-get 'notices result))
+      (setq agent-shell--sandbox (alist-get 'sandbox result))
+      (when (equal (alist-get 'projectSetting agent-shell--sandbox) "untrusted")
+        (agent-shell--notice
+         (substitute-command-keys
+          "This project's config.el turns the sandbox off only once you trust it: \
+\\[agent-shell-trust-config]")))
       (when (equal (alist-get 'allowlist result) "untrusted")
         (agent-shell--notice
          (substitute-command-keys

@@ -77,6 +77,8 @@ class BridgeConfig:
     notify_kind: str = "generic"
     # The user's own agent-shell files (global AGENTS.md, commands/); None: XDG default.
     user_config_dir: Path | None = None
+    # Run the commands the user approves in the sandbox too (with network).
+    sandbox_approved_commands: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> BridgeConfig:

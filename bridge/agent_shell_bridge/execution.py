@@ -6,6 +6,12 @@ file-size and process-count limits, and sees an environment without keys, tokens
 passwords. Its output is streamed byte-for-byte to a log file while only the first
 200 and last 100 lines of each stream stay in memory, so a command printing a
 gigabyte costs disk, not RAM.
+
+Nothing outlives the bridge, even when it is killed with SIGKILL: every child asks
+the kernel for SIGKILL when the bridge dies (``PR_SET_PDEATHSIG``); a shell command
+run in the sandbox gets bubblewrap's ``--die-with-parent`` and its own PID namespace,
+and one run outside it gets a small guard parent (:mod:`.guard`) that kills the
+command's descendants too, which the kernel's signal alone would leave behind.
 """
 
 from __future__ import annotations
@@ -14,11 +20,13 @@ import asyncio
 import codecs
 import collections
 import contextlib
+import ctypes
 import logging
 import os
 import re
 import resource
 import signal
+import sys
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -27,6 +35,7 @@ from pathlib import Path
 from typing import BinaryIO, Literal
 
 from .limits import HEAD_LINES, TAIL_LINES
+from .sandbox import SandboxSpec
 
 __all__ = [
     "HEAD_LINES",
@@ -174,7 +183,24 @@ class _StreamCapture:
         return "\n".join(parts)
 
 
+_PR_SET_PDEATHSIG = 1
+_GUARD = str(Path(__file__).with_name("guard.py"))
+
+
+def _prctl() -> Callable[..., int] | None:
+    """libc's prctl, looked up before any fork (nothing is loaded in the child)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        fn: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return fn
+
+
 def _limits_preexec(limits: ExecLimits) -> Callable[[], None]:
+    prctl = _prctl()
+    parent = os.getpid()
     pairs = [
         (resource.RLIMIT_CPU, limits.cpu_seconds),
         (resource.RLIMIT_FSIZE, limits.file_size_bytes),
@@ -184,6 +210,10 @@ def _limits_preexec(limits: ExecLimits) -> Callable[[], None]:
     ]
 
     def apply() -> None:  # runs in the child between fork and exec
+        if prctl is not None:
+            prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+            if os.getppid() != parent:  # the bridge died before the request took hold
+                os.kill(os.getpid(), signal.SIGKILL)
         for which, value in pairs:
             if value is None:
                 continue
@@ -294,14 +324,20 @@ class ProcessRunner:
         cwd: Path,
         timeout_s: float,
         env: Mapping[str, str] | None = None,
+        sandbox: SandboxSpec | None = None,
     ) -> ProcessResult:
         """Run ``command`` with ``bash --noprofile --norc -c``; only for policy-accepted ones.
 
         ``env`` adds variables over the bridge's own environment before scrubbing.
+        With ``sandbox`` the shell runs inside bubblewrap; without, under the guard
+        that kills its descendants if the bridge dies.
         """
-        return await self._run(
-            ["bash", "--noprofile", "--norc", "-c", command], cwd, timeout_s, env
-        )
+        shell = ["bash", "--noprofile", "--norc", "-c", command]
+        if sandbox is not None:
+            argv = sandbox.wrap(shell, cwd=cwd)
+        else:
+            argv = [sys.executable, "-I", "-S", _GUARD, str(os.getpid()), "--", *shell]
+        return await self._run(argv, cwd, timeout_s, env)
 
     async def run_argv(self, argv: Sequence[str], *, cwd: Path, timeout_s: float) -> ProcessResult:
         """Run ``argv`` directly, without a shell."""

@@ -134,6 +134,13 @@ async def _drive(conn: BridgeConnection, args: argparse.Namespace) -> int:
     except RemoteError as exc:
         print(f"agent-shell: {exc.message}", file=sys.stderr)
         return 2
+    sandbox = session.get("sandbox") or {}
+    if sandbox.get("available") is False:
+        print(
+            f"agent-shell: no sandbox ({sandbox.get('detail')}): only strictly read-only "
+            "commands run without asking",
+            file=sys.stderr,
+        )
     if args.approve:
         approver: FixedApprover | TerminalApprover = FixedApprover(args.approve)
     elif sys.stdin.isatty():

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .config import BridgeConfig
 from .events import EventHub
 from .rpc import Dispatcher
+from .sandbox import SandboxStatus, detect_sandbox
 
 if TYPE_CHECKING:
     from .agent.live import LiveSession
@@ -36,6 +37,8 @@ class Runtime:
     sessions: dict[str, LiveSession] = field(default_factory=dict)
     # Set by a front end whose client serves file reads and writes (ACP's fs/*).
     client_files: ClientFiles | None = None
+    # Whether bubblewrap works here; found out once, when the bridge starts.
+    sandbox: SandboxStatus = field(default_factory=detect_sandbox)
     # Components register async closers here (sessions, process runners, HTTP clients).
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     _closed: bool = False

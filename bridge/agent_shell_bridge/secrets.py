@@ -38,6 +38,7 @@ SECRET_NAMES: tuple[str, ...] = (
     ".authinfo.gpg",
     ".emacs.d/authinfo",
     ".emacs.d/authinfo.gpg",
+    ".local/share/kwalletd",
 )
 # Names directly under $HOME matched as globs (auth-source files).
 SECRET_GLOBS: tuple[str, ...] = (".authinfo*", ".netrc*")

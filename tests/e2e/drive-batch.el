@@ -13,6 +13,9 @@
 ;; E2E_TASK_FILE holds the text to type (UTF-8).  Exit status 0 means the phase ran to
 ;; its end; on a timeout the last lines of the shell buffer are printed
 ;; and Emacs exits with status 3.  Waiting is on conditions with deadlines.
+;; Where the bridge has no sandbox (AGENT_SHELL_SANDBOX=off, or no
+;; bubblewrap), the project's test runs wait for a yes too; the driver
+;; gives it with C-c C-y in the shell, as a user would.
 
 ;;; Code:
 
@@ -34,10 +37,29 @@
                                     (point-max)))))
   (kill-emacs 3))
 
+(defun e2e-approve-test-run ()
+  "Without a sandbox, approve a test run waiting for a yes: C-c C-y in the shell."
+  (when (buffer-live-p e2e-shell)
+    (with-current-buffer e2e-shell
+      (when (and (eq (alist-get 'available agent-shell--sandbox) :json-false)
+                 (cl-find-if (lambda (p)
+                               (and (equal (plist-get p :session) agent-shell--session-id)
+                                    (not (plist-get p :sending))
+                                    (string-prefix-p
+                                     "run_test"
+                                     (alist-get 'title (alist-get 'toolCall
+                                                                  (plist-get p :params))))))
+                             agent-shell--permissions))
+        (e2e-log "no sandbox: approving the test run")
+        (let ((before (window-buffer)))
+          (switch-to-buffer e2e-shell)
+          (e2e-keys "C-c C-y")
+          (switch-to-buffer before))))))
+
 (defun e2e-wait (what predicate &optional timeout)
   "Wait until PREDICATE is non-nil, or fail naming WHAT after TIMEOUT seconds."
   (let ((deadline (+ (float-time) (or timeout 30))))
-    (while (not (funcall predicate))
+    (while (progn (e2e-approve-test-run) (not (funcall predicate)))
       (when (> (float-time) deadline)
         (e2e-fail what))
       (accept-process-output nil 0.05))))

@@ -87,6 +87,17 @@ def clean_env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def sandboxed(env: dict[str, str]) -> bool:
+    """Whether a bridge started with ``env`` runs the demo's tests in its sandbox.
+
+    Without one (``AGENT_SHELL_SANDBOX=off`` or no working bubblewrap) each test run
+    waits for a yes, which the walkthroughs then give with C-c C-y in the shell.
+    """
+    from agent_shell_bridge.sandbox import detect_sandbox
+
+    return detect_sandbox(env).available
+
+
 def make_project(parent: Path, env: dict[str, str]) -> Path:
     """A copy of the demo's sample project as a git repository with one commit."""
     root = parent / "glossary"

@@ -22,6 +22,7 @@ from e2e_rig import (
     memory_files,
     processes_with_marker,
     recording_exit,
+    sandboxed,
     wait_for,
 )
 
@@ -47,6 +48,10 @@ def test_e2e_demo_launcher_runs_the_scripted_walkthrough(tmp_path: Path) -> None
         tmux.shot("demo", "started-with-prefilled-task")
 
         tmux.keys("demo", "Enter")
+        boxed = sandboxed(env)
+        if not boxed:  # the test run waits for a yes: C-c C-y in the shell
+            tmux.wait_screen("demo", r"Waiting for you: run_test")
+            tmux.keys("demo", "C-c", "C-y")
         screen = tmux.wait_screen("demo", r"Waiting for you: replace_region glossary\.py")
         assert "✗ run_command rm -rf ~" in screen
         tmux.shot("demo", "denied-rm-and-edit-waiting")
@@ -54,6 +59,9 @@ def test_e2e_demo_launcher_runs_the_scripted_walkthrough(tmp_path: Path) -> None
         tmux.wait_screen("demo", r"\*agent-shell-log: glossary\*")
         tmux.shot("demo", "action-log-before-y")
         tmux.keys("demo", "y")
+        if not boxed:  # back to the shell for the second test run
+            tmux.wait_screen("demo", r"Waiting for you: run_test")
+            tmux.keys("demo", "C-x", "o", "C-c", "C-y")
         tmux.wait_screen("demo", r"● task_complete")
         tmux.wait_screen("demo", IDLE)
         tmux.shot("demo", "task-complete")
@@ -61,7 +69,8 @@ def test_e2e_demo_launcher_runs_the_scripted_walkthrough(tmp_path: Path) -> None
         wait_for("the experience file", lambda: memory_files(root), 20)
         check_first_task(root, None)
 
-        tmux.keys("demo", "C-x", "o")  # back to the shell
+        if boxed:
+            tmux.keys("demo", "C-x", "o")  # back to the shell
         tmux.type("demo", FOLLOW_UP)
         tmux.keys("demo", "Enter")
         tmux.wait_screen("demo", r"end\s+of\s+the\s+script")

@@ -25,6 +25,7 @@ from e2e_rig import (
     make_project,
     memory_files,
     processes_with_marker,
+    sandboxed,
     wait_for,
     write_init,
 )
@@ -70,6 +71,9 @@ def test_e2e_tmux_fix_deny_approve_remember_and_recall(tmp_path: Path) -> None:
             tmux.shot("first", "session-started")
             tmux.type("first", TASK)
             tmux.keys("first", "Enter")
+            if not sandboxed(env):  # the test run waits for a yes: C-c C-y in the shell
+                tmux.wait_screen("first", r"Waiting for you: run_test")
+                tmux.keys("first", "C-c", "C-y")
             screen = tmux.wait_screen("first", r"Waiting for you: replace_region glossary\.py")
             assert "✗ run_command rm -rf ~" in screen  # denied before it could run
             assert "✗ run_test" in screen  # the first run failed
@@ -77,6 +81,9 @@ def test_e2e_tmux_fix_deny_approve_remember_and_recall(tmp_path: Path) -> None:
             tmux.keys("first", "C-c", "C-l")
             tmux.wait_screen("first", r"\*agent-shell-log: glossary\*")
             tmux.keys("first", "C-x", "o", "y")
+            if not sandboxed(env):  # back to the shell for the second test run
+                tmux.wait_screen("first", r"Waiting for you: run_test")
+                tmux.keys("first", "C-x", "o", "C-c", "C-y")
             tmux.wait_screen("first", r"● task_complete")
             screen = tmux.wait_screen("first", IDLE)
             assert "全部通过" in screen

@@ -293,6 +293,21 @@ The user's half-typed input and point stay where they were."
                              (file-truename agent-shell--log-path)))
     (should (eq (agent-shell--session-buffer agent-shell--session-id) (current-buffer)))))
 
+(ert-deftest test-shell/header-line-says-no-sandbox ()
+  "The session reports its sandbox; the header line says when there is none."
+  (test-shell--with-session (root)
+    (should (file-directory-p root))
+    (should (consp agent-shell--sandbox))
+    (let ((available (alist-get 'available agent-shell--sandbox)))
+      (when (equal (getenv "AGENT_SHELL_SANDBOX") "off")
+        (should (eq available :json-false)))
+      (should (eq (eq available :json-false)
+                  (and (string-search "no sandbox" (agent-shell--header-line)) t))))
+    (let ((agent-shell--sandbox '((available . :json-false) (label . "no sandbox"))))
+      (should (string-search " │ no sandbox" (agent-shell--header-line))))
+    (let ((agent-shell--sandbox '((available . t) (label . "bubblewrap"))))
+      (should-not (string-search "sandbox" (agent-shell--header-line))))))
+
 (ert-deftest test-shell/ret-sends-prompt-and-streams-answer ()
   "RET sends the input as `session/prompt'; the mock model's answer streams back."
   (test-shell--with-session (root)
@@ -1193,6 +1208,34 @@ Failed and rejected tools showed `·', and two answers ran together."
                     agent-shell--output-marker agent-shell--input-marker)
                    "> "))
     (should (eq (char-before agent-shell--output-marker) ?\n))))
+
+(ert-deftest test-shell/waiting-notice-says-where-the-command-runs ()
+  "The bridge's note on an approval (outside the sandbox) shows in the notice."
+  (test-shell--with-shell (sid)
+    (test-shell--emit (test-shell--tool sid "n1" "run_command make deploy"
+                                        '((command . "make deploy"))))
+    (test-shell--wait "the tool" (lambda () (string-search "make deploy" (test-shell--transcript))))
+    (let ((box (list nil))
+          (note "If you approve, it runs outside the sandbox, with your full permissions."))
+      (agent-shell-rpc-request
+       (test-shell--bridge) "debug/client_request"
+       `((method . "session/request_permission")
+         (params . ((sessionId . ,sid)
+                    (toolCall . ((toolCallId . "n1") (title . "run_command make deploy")
+                                 (rawInput . ((command . "make deploy")))))
+                    (options . [((optionId . "allow_once") (name . "Allow")
+                                 (kind . "allow_once"))])
+                    (logEntryId . ,(concat sid "-n1")) (risk . "write")
+                    (note . ,note)))
+         (timeout_s . 20))
+       :timeout 25
+       :on-success (lambda (r) (setcar box r)))
+      (test-shell--wait "waiting" (lambda () (eq agent-shell--state 'waiting)))
+      (should (string-search (concat "Waiting for you: run_command make deploy")
+                             (test-shell--transcript)))
+      (should (string-search note (test-shell--transcript)))
+      (execute-kbd-macro (kbd "C-c C-y"))
+      (test-shell--wait "the answer" (lambda () (car box))))))
 
 (ert-deftest test-shell/approval-resolves-waiting-notice ()
   "Regression: after approval the \"Waiting for you\" line stayed forever.

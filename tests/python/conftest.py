@@ -56,8 +56,11 @@ IN_PROCESS_PORT = 50_123
 READY_TIMEOUT_S = 15.0
 STOP_TIMEOUT_S = 5.0
 
-# Environment variables a launched bridge must not inherit from the developer's shell.
-_SCRUBBED_ENV = re.compile(r"^(AGENT_SHELL_|DEEPSEEK_|OPENAI_).*|.*_(API_KEY|TOKEN)$")
+# Environment variables a launched bridge must not inherit from the developer's shell
+# (AGENT_SHELL_SANDBOX passes: the suite runs once with the sandbox forced off).
+_SCRUBBED_ENV = re.compile(
+    r"^(?!AGENT_SHELL_SANDBOX$)(AGENT_SHELL_|DEEPSEEK_|OPENAI_).*|.*_(API_KEY|TOKEN)$"
+)
 
 
 # --------------------------------------------------------------------------- SSE

@@ -33,6 +33,7 @@ EXPECTED = {
     "memory_search_p95",
     "memory_recall",
     "context_bytes",
+    "sandbox_overhead",
 }
 
 

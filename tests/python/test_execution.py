@@ -190,35 +190,17 @@ async def test_exit_code_and_duration(runner: ProcessRunner, tmp_path: Path) -> 
     assert not result.timed_out and not result.cancelled
 
 
-def _rss_kib() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise AssertionError("no VmRSS")
-
-
-async def test_large_output_keeps_memory_small(runner: ProcessRunner, tmp_path: Path) -> None:
+async def test_large_output_streams_to_disk(runner: ProcessRunner, tmp_path: Path) -> None:
+    # Memory use is measured in `make bench` (output_rss); here: all bytes reach the
+    # log and only the bounded head and tail are kept.
     size = 200_000_000
-    before = _rss_kib()
-    peak = before
-    done = asyncio.Event()
-
-    async def sample() -> None:
-        nonlocal peak
-        while not done.is_set():
-            peak = max(peak, _rss_kib())
-            await asyncio.sleep(0.005)
-
-    sampler = asyncio.create_task(sample())
     line = "y" * 99
     result = await runner.run_shell(f"yes {line} | head -c {size}", cwd=tmp_path, timeout_s=60)
-    done.set()
-    await sampler
-    peak = max(peak, _rss_kib())
     assert result.exit_code == 0
     assert result.log_path is not None and result.log_path.stat().st_size == size
     assert result.omitted_lines == size // 100 - 300
-    assert (peak - before) < 40 * 1024, f"RSS grew by {(peak - before) // 1024} MiB"
+    kept = result.stdout.split("\n")
+    assert len(kept) == 301 and kept[200] == f"[... {result.omitted_lines} lines omitted ...]"
 
 
 def test_default_timeouts() -> None:

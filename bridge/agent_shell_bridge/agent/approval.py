@@ -39,6 +39,8 @@ class PermissionRequest:
     reason: str
     log_entry_id: str
     diff: str | None = None
+    # Where the step runs once approved (inside or outside the sandbox).
+    note: str | None = None
 
     @property
     def offers_session(self) -> bool:
@@ -75,6 +77,8 @@ class PermissionRequest:
         }
         if self.diff is not None:
             params["diff"] = self.diff
+        if self.note is not None:
+            params["note"] = self.note
         return params
 
 
@@ -140,7 +144,10 @@ class TerminalApprover:
     """y/n on the controlling terminal, for interactive headless runs."""
 
     async def ask(self, request: PermissionRequest) -> Answer:
-        prompt = f"\n[{request.risk.value}] {request.title}\n  {request.reason}\nAllow? [y/N] "
+        note = f"\n  {request.note}" if request.note else ""
+        prompt = (
+            f"\n[{request.risk.value}] {request.title}\n  {request.reason}{note}\nAllow? [y/N] "
+        )
         if request.diff:
             prompt = request.diff + prompt
         reply = await asyncio.to_thread(_ask_tty, prompt)

@@ -24,6 +24,8 @@ from ..errors import BridgeError, Cancelled, PathNotAllowed, ToolFailed
 from ..events import ClientError
 from ..model.types import ToolCall
 from ..orglog import SrcBlock, TextBlock
+from ..sandbox import roots_without_git, set_aside_new_git
+from ..strict_readonly import strictly_read_only
 from ..tools import catalogue as cat
 from ..tools import files
 from ..tools.catalogue import CATALOGUE, Side, ToolSpec
@@ -77,6 +79,8 @@ class _Prepared:
     command: str | None = None
     cwd: Path | None = None
     diff: str | None = None
+    # The user said yes to this command (now, or by a grant for this session).
+    by_user: bool = False
 
 
 def _confine_role_writes(turn: TurnState, prepared: _Prepared) -> _Prepared:
@@ -267,12 +271,27 @@ class ToolExecutor:
                 return _Prepared(spec, args, Verdict(Decision.DENY, Risk.READ, exc.message), [])
         verdict = live.policy.check_command(command, cwd=cwd)
         if (
+            verdict.decision is Decision.ALLOW
+            and not live.sandbox.available
+            and not strictly_read_only(command, live.writable_roots)
+        ):
+            # Nothing would limit it: project code (tests, builds, allowlisted
+            # commands) runs only with the user's yes.
+            verdict = Verdict(
+                Decision.CONFIRM,
+                Risk.WRITE,
+                f"no sandbox ({live.sandbox.detail}), so only strictly read-only commands "
+                f"run without asking; the policy said: {verdict.reason}",
+            )
+        by_user = False
+        if (
             verdict.decision is Decision.CONFIRM
             and verdict.risk is Risk.WRITE
             and _session_key(spec.name, command, cwd) in live.state.session_allow
         ):
             verdict = Verdict(Decision.ALLOW, verdict.risk, "allowed for this session by the user")
-        return _Prepared(spec, args, verdict, [], command=command, cwd=cwd)
+            by_user = True
+        return _Prepared(spec, args, verdict, [], command=command, cwd=cwd, by_user=by_user)
 
     # -- carrying out ----------------------------------------------------------
 
@@ -299,6 +318,9 @@ class ToolExecutor:
             body.append(
                 text(f"Policy: {verdict.decision.value} ({verdict.risk.value}): {verdict.reason}")
             )
+        note = self._approval_note(p) if verdict.decision is Decision.CONFIRM else None
+        if note is not None:
+            body.append(text(note))
         if p.diff:
             body.append(src(p.diff, "diff"))
 
@@ -369,6 +391,7 @@ class ToolExecutor:
                 reason=verdict.reason,
                 log_entry_id=entry_id,
                 diff=p.diff,
+                note=note,
             )
             try:
                 answer = await live.approver.ask(request)
@@ -398,6 +421,7 @@ class ToolExecutor:
                     "rejected",
                     {"error": "The user rejected this step.", "user_reason": why},
                 )
+            p.by_user = True
             if answer.option == "allow_session":
                 live.state.session_allow.append(_session_key(p.spec.name, p.command, p.cwd))
             await live.reporter.change(
@@ -435,6 +459,8 @@ class ToolExecutor:
         if isinstance(payload.get("diff"), str) and payload["diff"] and not p.diff:
             log_body.append(src(payload["diff"], "diff"))
         done_props: dict[str, str | int | float] = {"DURATION_MS": duration}
+        if isinstance(payload.get("sandbox"), str):
+            done_props["SANDBOX"] = payload["sandbox"]
         if "exit_code" in payload and payload["exit_code"] is not None:
             done_props["EXIT_CODE"] = payload["exit_code"]
         await live.reporter.change(
@@ -454,6 +480,20 @@ class ToolExecutor:
             rawOutput=_summary_for_client(payload),
         )
         return Outcome(status, payload)
+
+    def _approval_note(self, p: _Prepared) -> str | None:
+        """Where an approved command will run, said before the user decides."""
+        if p.command is None:
+            return None
+        live = self.live
+        if not live.sandbox.available:
+            return "No sandbox here: if you approve, it runs with your full permissions."
+        if live.config.sandbox_approved_commands:
+            return "If you approve, it runs in the sandbox, with network access."
+        return (
+            "If you approve, it runs outside the sandbox, with your full permissions "
+            "and network access."
+        )
 
     async def _cancelled_while_waiting(self, entry_id: str, call_id: str) -> None:
         await self.live.reporter.change(
@@ -570,7 +610,27 @@ class ToolExecutor:
         assert p.command is not None and p.cwd is not None
         kind = "test" if name == "run_test" else "command"
         timeout = getattr(p.args, "timeout_s", None) or live.default_timeout(kind, p.command)
-        result = await live.runner.run_shell(p.command, cwd=p.cwd, timeout_s=timeout)
+        if p.by_user:
+            # Approved: as the user would run it, unless they sandbox approved ones too.
+            network = True
+            spec = (
+                live.sandbox_spec(network=True) if live.config.sandbox_approved_commands else None
+            )
+        else:
+            network = False
+            spec = live.sandbox_spec(network=False)
+            if spec is None and not strictly_read_only(p.command, live.writable_roots):
+                # Never project code with neither the sandbox nor the user's yes.
+                raise ToolFailed("refused: no sandbox, and the user did not approve this command")
+        bare = roots_without_git(spec.roots) if spec is not None else []
+        set_aside: list[str] = []
+        try:
+            result = await live.runner.run_shell(
+                p.command, cwd=p.cwd, timeout_s=timeout, sandbox=spec
+            )
+        finally:
+            if bare:  # also when the run was cancelled: a rename or two, at once
+                set_aside = set_aside_new_git(bare)
         payload: JSONObject = {
             "exit_code": result.exit_code,
             "stdout": result.stdout,
@@ -578,7 +638,10 @@ class ToolExecutor:
             "duration_ms": result.duration_ms,
             "truncated": result.truncated,
             "timed_out": result.timed_out,
+            "sandbox": "none" if spec is None else ("bubblewrap+net" if network else "bubblewrap"),
         }
+        if set_aside:
+            payload["warning"] = "; ".join(set_aside)
         full_text = ""
         if result.log_path is not None and result.log_path.exists():
             ref, path = live.outputs.adopt(result.log_path)
@@ -636,6 +699,8 @@ def _summary_for_client(payload: JSONObject) -> JSONObject:
         "role",
         "steps",
         "report",
+        "sandbox",
+        "warning",
     )
     return {k: payload[k] for k in keep if k in payload}
 

@@ -25,6 +25,8 @@ from ..model.types import ModelSettings, Prices, Usage
 from ..orglog import OrgLogWriter, log_path_for
 from ..policy.engine import PolicyEngine
 from ..policy.trust import AllowlistTrust, default_trust_file
+from ..sandbox import SandboxSpec, SandboxStatus
+from ..sandbox_config import config_trust, project_sandbox
 from ..session import SessionState, SessionStore
 from ..testing_summary import TestSummary, detect_test_command, summarize_test_output
 from ..tools import files
@@ -60,6 +62,10 @@ class LiveSession:
     memory: MemoryIndex | None
     dry_run: bool = False
     max_steps: int = 25
+    # Whether commands that run without the user's yes are sandboxed in this session.
+    sandbox: SandboxStatus = field(default_factory=lambda: SandboxStatus.off("not detected"))
+    # The project's config.el on the sandbox: "default", "off" (trusted) or "untrusted".
+    sandbox_setting: str = "default"
     snapshot: JSONObject | None = None
     turn_task: asyncio.Task[None] | None = None
     # A turn is open from session/prompt until its turn_end is published.
@@ -97,6 +103,23 @@ class LiveSession:
     @property
     def client_tools(self) -> frozenset[str]:
         return self.runtime.client_tools
+
+    @property
+    def writable_roots(self) -> tuple[Path, ...]:
+        """The project root and the user's extra allowed paths (writable in the sandbox)."""
+        extra = tuple(p.resolve() for p in self.config.extra_allowed_paths if p.is_dir())
+        return (self.root, *extra)
+
+    def sandbox_spec(self, *, network: bool) -> SandboxSpec | None:
+        """How to sandbox a command of this session, or ``None`` without a sandbox."""
+        if not self.sandbox.available or self.sandbox.bwrap is None:
+            return None
+        return SandboxSpec(
+            bwrap=self.sandbox.bwrap,
+            roots=self.writable_roots,
+            home=Path.home(),
+            network=network,
+        )
 
     @property
     def busy(self) -> bool:
@@ -392,6 +415,7 @@ def open_session(
     memory_dir = config.memory_dir
     instructions = load_instructions(root, config.user_config_dir)
     instructions.restore(state.active_instructions)
+    sandbox = project_sandbox(root, runtime.sandbox, config_trust(memory_dir))
     return LiveSession(
         state=state,
         root=root,
@@ -415,4 +439,6 @@ def open_session(
         roles=merge_roles(
             (RoleConfig.model_validate(c) for c in state.role_configs), CATALOGUE.keys()
         ),
+        sandbox=sandbox.status,
+        sandbox_setting=sandbox.setting,
     )

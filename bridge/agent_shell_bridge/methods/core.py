@@ -40,6 +40,8 @@ class InitializeParams(Params):
     clientCapabilities: dict[str, Any] = Field(default_factory=dict)
     model: ModelConfig | None = None
     notify: NotifyConfig | None = None
+    # agent-shell-sandbox-approved-commands: approved commands run sandboxed too.
+    sandbox_approved_commands: bool | None = None
 
 
 class Empty(Params):
@@ -55,6 +57,8 @@ def register(d: Dispatcher[Runtime]) -> None:
             rt.client_tools = frozenset(t for t in tools if isinstance(t, str) and t in CATALOGUE)
         if p.model is not None:
             rt.config = rt.config.with_model(p.model)
+        if p.sandbox_approved_commands is not None:
+            rt.config = replace(rt.config, sandbox_approved_commands=p.sandbox_approved_commands)
         if p.notify is not None:
             rt.config = replace(
                 rt.config, notify_webhook=p.notify.webhook, notify_kind=p.notify.kind
@@ -85,6 +89,10 @@ def register(d: Dispatcher[Runtime]) -> None:
                 "context_window": rt.config.context_window,
                 "has_key": rt.config.api_key is not None,
                 "key_source": rt.config.api_key_source,
+            },
+            "sandbox": {
+                **rt.sandbox.to_json(),
+                "approved_commands": rt.config.sandbox_approved_commands,
             },
         }
 

@@ -213,6 +213,7 @@ def _describe(live: LiveSession) -> dict[str, Any]:
             for r in live.roles.values()
         ],
         "review": live.review,
+        "sandbox": {**live.sandbox.to_json(), "projectSetting": live.sandbox_setting},
     }
 
 
@@ -258,6 +259,35 @@ def register(d: Dispatcher[Runtime]) -> None:
                 todo="FAILED",
                 properties={"PATH": ".agent-shell/allowlist.el"},
                 body=[text("Fix the file (agent-shell-bridge policy check --root . shows why).")],
+            )
+        if not live.sandbox.available:
+            await live.reporter.entry(
+                "No sandbox: project code runs only with your yes",
+                source="bridge",
+                parent=None,
+                properties={"SANDBOX": "none"},
+                body=[
+                    text(
+                        f"Commands cannot be sandboxed here ({live.sandbox.detail}). Only "
+                        "strictly read-only commands run without asking; project tests, "
+                        "builds and allowlisted commands wait for your approval. Install "
+                        "bubblewrap (Debian: apt install bubblewrap) to sandbox them."
+                    )
+                ],
+            )
+        if live.sandbox_setting == "untrusted":
+            await live.reporter.entry(
+                "Sandbox stays on: config.el's setting is not trusted",
+                source="bridge",
+                parent=None,
+                properties={"PATH": ".agent-shell/config.el"},
+                body=[
+                    text(
+                        "This project's .agent-shell/config.el sets agent-shell-sandbox to "
+                        "nil, but you have not trusted the file in its current form, so the "
+                        "sandbox stays on. Review it and run M-x agent-shell-trust-config."
+                    )
+                ],
             )
         if live.policy.allowlist_status == "untrusted":
             await live.reporter.entry(

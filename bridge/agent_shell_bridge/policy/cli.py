@@ -2,6 +2,10 @@
 
 Each input line is judged independently and answered with one JSON object per line,
 so the same engine the agent uses can be audited from a shell or a test.
+
+``check`` first says on stderr whether commands can be sandboxed here. ``decision``
+is the policy's; ``effective`` is what the agent does on this machine: without a
+sandbox an allowed command that is not strictly read-only asks instead.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..errors import BridgeError
+from ..sandbox import detect_sandbox
+from ..strict_readonly import strictly_read_only
 from .allowlist import load_allowlist
 from .engine import PolicyEngine
 
@@ -63,14 +69,30 @@ def _run_check(args: argparse.Namespace) -> int:
     except BridgeError as exc:
         sys.stderr.write(f"agent-shell-bridge policy: {exc.message}\n")
         return 2
+    sandbox = detect_sandbox()
+    if sandbox.available:
+        sys.stderr.write(f"sandbox: {sandbox.detail}; allowed commands run inside it\n")
+    else:
+        sys.stderr.write(
+            f"no sandbox ({sandbox.detail}): only strictly read-only commands run without asking\n"
+        )
     for command in _lines(sys.stdin.buffer):
         verdict = engine.check_command(command, cwd=args.cwd)
+        effective = verdict.decision.value
+        if (
+            effective == "allow"
+            and not sandbox.available
+            and not strictly_read_only(command, [engine.root])
+        ):
+            effective = "confirm"
         _emit(
             {
                 "command": command,
                 "decision": verdict.decision.value,
                 "risk": verdict.risk.value,
                 "reason": verdict.reason,
+                "sandbox": "bubblewrap" if sandbox.available else "none",
+                "effective": effective,
             },
             args.jsonl,
         )

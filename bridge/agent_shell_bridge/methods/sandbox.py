@@ -1,0 +1,42 @@
+"""``policy/trust_config``: trust a project's ``config.el`` to turn its sandbox off."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from typing import Any
+
+from ..errors import InvalidParams
+from ..rpc import Dispatcher
+from ..runtime import Runtime
+from ..sandbox_config import config_path, config_trust, project_sandbox, read_config
+from .memory import TrustParams
+from .session import project_root
+
+__all__ = ["register"]
+
+
+def register(d: Dispatcher[Runtime]) -> None:
+    @d.method("policy/trust_config", TrustParams)
+    async def trust_config(rt: Runtime, p: TrustParams) -> dict[str, Any]:
+        """Trust ``config.el`` as the user reviewed it; live sessions of the root follow."""
+        root = project_root(p.cwd)
+        content = await asyncio.to_thread(read_config, root)
+        if content is None:
+            raise InvalidParams(f"{config_path(root)} does not exist or is a symlink")
+        digest = hashlib.sha256(content).hexdigest()
+        if p.sha256 is not None and p.sha256 != digest:
+            raise InvalidParams(
+                f"{config_path(root)} changed after you reviewed it; "
+                "review it again before trusting it"
+            )
+        trust = config_trust(rt.config.memory_dir)
+        await asyncio.to_thread(trust.trust, root, content)
+        applied = project_sandbox(root, rt.sandbox, trust)
+        for live in rt.sessions.values():
+            if live.root == root:
+                live.sandbox, live.sandbox_setting = applied.status, applied.setting
+        return {
+            "sha256": digest,
+            "sandbox": {**applied.status.to_json(), "projectSetting": applied.setting},
+        }
