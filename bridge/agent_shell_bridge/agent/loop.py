@@ -67,18 +67,11 @@ async def _model_step(live: LiveSession, turn: TurnState, memories: str) -> Comp
     completion: Completion | None = None
     async for event in live.model.stream_chat(messages, _tools_for(state.mode)):
         if isinstance(event, TextDelta):
-            await live.reporter.update(
-                "agent_message_chunk", content={"type": "text", "text": event.text}
-            )
+            live.reporter.chunk("agent_message_chunk", event.text)
         elif isinstance(event, ReasoningDelta):
-            await live.reporter.update(
-                "agent_thought_chunk", content={"type": "text", "text": event.text}
-            )
+            live.reporter.chunk("agent_thought_chunk", event.text)
         elif isinstance(event, StreamRestart):
-            await live.reporter.update(
-                "agent_message_chunk",
-                content={"type": "text", "text": "\n[connection lost; the answer restarts]\n"},
-            )
+            live.reporter.chunk("agent_message_chunk", "\n[connection lost; the answer restarts]\n")
         elif isinstance(event, Completion):
             completion = event
     assert completion is not None, "stream_chat always ends with a Completion"
