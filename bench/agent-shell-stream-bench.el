@@ -1,0 +1,210 @@
+;;; agent-shell-stream-bench.el --- End-to-end streaming benchmark of agent-shell  -*- lexical-binding: t; -*-
+
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; A long reply from the scripted model, from `agent-shell-send' to its
+;; last character in a real "*agent-shell: NAME*" buffer, through a
+;; real bridge (model -> bridge -> HTTP/SSE -> shell buffer), against a
+;; minimal direct consumer measured in the same Emacs: a curl process
+;; reading the same model's SSE, one `json-parse-string' per event and
+;; an insert at a marker, the way gptel streams.  bench/stream.py
+;; serves the model and runs `agent-shell-stream-bench-batch', which
+;; prints one line, "BENCH-JSON " followed by a JSON object of timings
+;; in seconds, on standard output.
+
+;;; Code:
+
+(require 'agent-shell)
+
+(defvar agent-shell-stream-bench--expected 0
+  "Characters of the reply.")
+
+(defvar agent-shell-stream-bench--seen 0
+  "Characters of the reply inserted so far in the measured run.")
+
+(defvar agent-shell-stream-bench--first nil
+  "Time the first character of the measured run was inserted.")
+
+(defvar agent-shell-stream-bench--last nil
+  "Time the last character of the measured run was inserted.")
+
+(defun agent-shell-stream-bench--reset ()
+  "Start counting a new run."
+  (setq agent-shell-stream-bench--seen 0
+        agent-shell-stream-bench--first nil
+        agent-shell-stream-bench--last nil))
+
+(defun agent-shell-stream-bench--count (n)
+  "Note that N more characters of the reply were inserted."
+  (when (> n 0)
+    (let ((now (float-time)))
+      (unless agent-shell-stream-bench--first
+        (setq agent-shell-stream-bench--first now))
+      (setq agent-shell-stream-bench--seen (+ agent-shell-stream-bench--seen n))
+      (when (>= agent-shell-stream-bench--seen agent-shell-stream-bench--expected)
+        (setq agent-shell-stream-bench--last now)))))
+
+(defun agent-shell-stream-bench--on-message (text)
+  "Count TEXT, just appended to the shell's message (advice)."
+  (agent-shell-stream-bench--count (length text)))
+
+(defun agent-shell-stream-bench--wait (predicate what &optional timeout)
+  "Wait until PREDICATE is non-nil, or signal an error naming WHAT."
+  (let ((deadline (+ (float-time) (or timeout 300))))
+    (while (not (funcall predicate))
+      (when (> (float-time) deadline)
+        (error "Timed out waiting for %s" what))
+      (accept-process-output nil 0.01))))
+
+;;; The direct consumer
+
+(defun agent-shell-stream-bench--direct-filter (target)
+  "Return a curl process filter inserting streamed content into TARGET.
+It does what gptel's curl filter does: insert the output at the end
+of the process buffer, parse every complete \"data:\" line with
+`json-parse-string' and insert the delta's content at TARGET's marker."
+  (lambda (proc output)
+    (let ((buf (process-buffer proc)))
+      (with-current-buffer buf
+        (goto-char (process-mark proc))
+        (insert output)
+        (set-marker (process-mark proc) (point))
+        (goto-char (or (process-get proc 'parsed) (point-min)))
+        (while (re-search-forward "^data: \\(.*\\)\n" nil t)
+          (let ((json (match-string 1)))
+            (process-put proc 'parsed (point))
+            (unless (string= json "[DONE]")
+              (let* ((chunk (json-parse-string json :object-type 'plist
+                                               :null-object nil :false-object nil))
+                     (choice (aref (plist-get chunk :choices) 0))
+                     (text (plist-get (plist-get choice :delta) :content)))
+                (when (and (stringp text) (> (length text) 0))
+                  (with-current-buffer (marker-buffer target)
+                    (save-excursion
+                      (goto-char target)
+                      (insert text)))
+                  (agent-shell-stream-bench--count (length text)))))))))))
+
+(defun agent-shell-stream-bench--direct (api-base)
+  "Stream the next reply of the model at API-BASE with curl; return seconds.
+The value is (TOTAL . FIRST): to the last and to the first character."
+  (agent-shell-stream-bench--reset)
+  (let* ((target-buffer (generate-new-buffer "*bench direct*"))
+         (target (with-current-buffer target-buffer (point-marker)))
+         (body (json-serialize '((model . "mock-model") (stream . t)
+                                 (messages . [((role . "user") (content . "stream"))]))))
+         (start (float-time))
+         (proc (make-process
+                :name "bench-curl"
+                :buffer (generate-new-buffer " *bench curl*")
+                :command (list "curl" "-sN" "--no-buffer" "-X" "POST"
+                               "-H" "Content-Type: application/json"
+                               "--data-binary" body
+                               (concat api-base "/chat/completions"))
+                :coding 'utf-8-unix
+                :connection-type 'pipe
+                :noquery t
+                :filter (agent-shell-stream-bench--direct-filter target))))
+    (agent-shell-stream-bench--wait (lambda () agent-shell-stream-bench--last) "curl's reply")
+    (prog1 (cons (- agent-shell-stream-bench--last start)
+                 (- agent-shell-stream-bench--first start))
+      (with-current-buffer target-buffer
+        (unless (= (buffer-size) agent-shell-stream-bench--expected)
+          (error "The direct consumer got %d characters, not %d"
+                 (buffer-size) agent-shell-stream-bench--expected)))
+      (agent-shell-stream-bench--wait (lambda () (not (process-live-p proc))) "curl to exit" 30)
+      (kill-buffer (process-buffer proc))
+      (kill-buffer target-buffer))))
+
+;;; Through the bridge
+
+(defun agent-shell-stream-bench--fill (buffer bytes)
+  "Stream about BYTES of history into the shell BUFFER, 64 KiB a chunk."
+  (with-current-buffer buffer
+    (let* ((session agent-shell--session-id)
+           (line (concat (make-string 39 ?x) (make-string 20 ?中) "\n"))
+           (piece (apply #'concat (make-list 800 line)))
+           (n 0))
+      (cl-flet ((update (u) (agent-shell-rpc-handle
+                             nil 'session/update `((sessionId . ,session) (update . ,u)) nil)))
+        (while (< (buffer-size) bytes)
+          (update `((sessionUpdate . "agent_message_chunk")
+                    (content . ((type . "text") (text . ,piece)))))
+          (when (= (% (cl-incf n) 16) 0)
+            (update '((sessionUpdate . "turn_end") (stopReason . "end_turn")))))
+        (update '((sessionUpdate . "turn_end") (stopReason . "end_turn")))))))
+
+(defun agent-shell-stream-bench--shell (buffer)
+  "Send a prompt in the shell BUFFER; return (TOTAL . FIRST) in seconds."
+  (agent-shell-stream-bench--reset)
+  (with-current-buffer buffer
+    (let ((start (float-time)))
+      (agent-shell-send "stream a long answer")
+      (agent-shell-stream-bench--wait (lambda () agent-shell-stream-bench--last) "the reply")
+      (prog1 (cons (- agent-shell-stream-bench--last start)
+                   (- agent-shell-stream-bench--first start))
+        (agent-shell-stream-bench--wait
+         (lambda () (with-current-buffer buffer (eq agent-shell--state 'idle)))
+         "the end of the turn")))))
+
+(defun agent-shell-stream-bench--new-shell (root)
+  "Start a session for ROOT; return its shell buffer once it is idle."
+  (let* ((default-directory root)
+         (buffer (save-window-excursion (agent-shell-start))))
+    (agent-shell-stream-bench--wait
+     (lambda () (with-current-buffer buffer
+                  (and agent-shell--session-id (eq agent-shell--state 'idle))))
+     "the session")
+    buffer))
+
+(defun agent-shell-stream-bench--median (numbers)
+  "Return the median of NUMBERS."
+  (let ((sorted (sort (copy-sequence numbers) #'<))
+        (n (length numbers)))
+    (if (cl-oddp n)
+        (nth (/ n 2) sorted)
+      (/ (+ (nth (1- (/ n 2)) sorted) (nth (/ n 2) sorted)) 2.0))))
+
+(defun agent-shell-stream-bench-batch (api-base root chars history reps)
+  "Measure the reply of CHARS characters REPS times; print the results.
+API-BASE is the scripted model, ROOT the project directory, HISTORY
+the bytes of history in the shell buffer of the second scenario."
+  (setq agent-shell-stream-bench--expected chars)
+  (advice-add 'agent-shell--append-message :after #'agent-shell-stream-bench--on-message)
+  (let ((direct nil) (empty nil) (long nil)
+        (agent-shell-api-base api-base))
+    ;; Warm up both paths: the bridge starts, caches fill.
+    (let ((shell (agent-shell-stream-bench--new-shell root)))
+      (agent-shell-stream-bench--direct api-base)
+      (agent-shell-stream-bench--shell shell)
+      (dotimes (_ reps)
+        (garbage-collect)
+        (push (agent-shell-stream-bench--direct api-base) direct)
+        (garbage-collect)
+        (push (agent-shell-stream-bench--shell shell) empty))
+      (agent-shell-stream-bench--fill shell history)
+      (let ((history-chars (with-current-buffer shell (buffer-size))))
+        (dotimes (_ reps)
+          (garbage-collect)
+          (push (agent-shell-stream-bench--shell shell) long))
+        (cl-flet ((med (runs f) (agent-shell-stream-bench--median (mapcar f runs))))
+          (princ (concat "BENCH-JSON "
+                         (json-serialize
+                          `((chars . ,chars)
+                            (reps . ,reps)
+                            (history_chars . ,history-chars)
+                            (direct_total . ,(med direct #'car))
+                            (direct_first . ,(med direct #'cdr))
+                            (empty_total . ,(med empty #'car))
+                            (empty_first . ,(med empty #'cdr))
+                            (history_total . ,(med long #'car))
+                            (history_first . ,(med long #'cdr))
+                            (gcs . ,gcs-done)))
+                         "\n")))))
+    (when (agent-shell--live-connection)
+      (agent-shell-rpc-stop agent-shell--connection))))
+
+(provide 'agent-shell-stream-bench)
+;;; agent-shell-stream-bench.el ends here
