@@ -167,42 +167,60 @@ The value is (TOTAL . FIRST): to the last and to the first character."
         (nth (/ n 2) sorted)
       (/ (+ (nth (1- (/ n 2)) sorted) (nth (/ n 2) sorted)) 2.0))))
 
-(defun agent-shell-stream-bench-batch (api-base root chars history reps)
+(defun agent-shell-stream-bench--fresh (roots history)
+  "Measure one reply in a new session for the next of ROOTS.
+ROOTS is a cons cell whose car lists the unused project directories.
+With HISTORY bytes, the new shell buffer is filled with that much
+history first.  Return (TOTAL . FIRST) in seconds."
+  (let ((shell (agent-shell-stream-bench--new-shell (pop (car roots)))))
+    (when (> history 0)
+      (agent-shell-stream-bench--fill shell history))
+    (garbage-collect)
+    (prog1 (agent-shell-stream-bench--shell shell)
+      (setq agent-shell-stream-bench--history-chars (buffer-size shell)))))
+
+(defvar agent-shell-stream-bench--history-chars 0
+  "Size of the last measured shell buffer.")
+
+(defun agent-shell-stream-bench-batch (api-base roots chars history reps)
   "Measure the reply of CHARS characters REPS times; print the results.
-API-BASE is the scripted model, ROOT the project directory, HISTORY
-the bytes of history in the shell buffer of the second scenario."
+API-BASE is the scripted model.  ROOTS lists project directories, one
+per session: every measured reply gets a session and a shell buffer
+of its own, so the bridge's work per turn is the same in every run.
+HISTORY is the bytes of history in the shell buffer of the second
+scenario.  The scenarios alternate, so load on the machine spreads
+over all of them."
   (setq agent-shell-stream-bench--expected chars)
   (advice-add 'agent-shell--append-message :after #'agent-shell-stream-bench--on-message)
-  (let ((direct nil) (empty nil) (long nil)
+  (let ((direct nil) (empty nil) (long nil) (history-chars 0)
+        (roots (list roots))
         (agent-shell-api-base api-base))
     ;; Warm up both paths: the bridge starts, caches fill.
-    (let ((shell (agent-shell-stream-bench--new-shell root)))
-      (agent-shell-stream-bench--direct api-base)
-      (agent-shell-stream-bench--shell shell)
-      (dotimes (_ reps)
-        (garbage-collect)
-        (push (agent-shell-stream-bench--direct api-base) direct)
-        (garbage-collect)
-        (push (agent-shell-stream-bench--shell shell) empty))
-      (agent-shell-stream-bench--fill shell history)
-      (let ((history-chars (with-current-buffer shell (buffer-size))))
-        (dotimes (_ reps)
-          (garbage-collect)
-          (push (agent-shell-stream-bench--shell shell) long))
-        (cl-flet ((med (runs f) (agent-shell-stream-bench--median (mapcar f runs))))
-          (princ (concat "BENCH-JSON "
-                         (json-serialize
-                          `((chars . ,chars)
-                            (reps . ,reps)
-                            (history_chars . ,history-chars)
-                            (direct_total . ,(med direct #'car))
-                            (direct_first . ,(med direct #'cdr))
-                            (empty_total . ,(med empty #'car))
-                            (empty_first . ,(med empty #'cdr))
-                            (history_total . ,(med long #'car))
-                            (history_first . ,(med long #'cdr))
-                            (gcs . ,gcs-done)))
-                         "\n")))))
+    (agent-shell-stream-bench--direct api-base)
+    (agent-shell-stream-bench--fresh roots 0)
+    (dotimes (_ reps)
+      (garbage-collect)
+      (push (agent-shell-stream-bench--direct api-base) direct)
+      (push (agent-shell-stream-bench--fresh roots 0) empty)
+      (push (agent-shell-stream-bench--fresh roots history) long)
+      (setq history-chars agent-shell-stream-bench--history-chars))
+    (cl-flet ((med (runs f) (agent-shell-stream-bench--median (mapcar f runs))))
+      (princ (concat "BENCH-JSON "
+                     (json-serialize
+                      `((chars . ,chars)
+                        (reps . ,reps)
+                        (history_chars . ,history-chars)
+                        (direct_total . ,(med direct #'car))
+                        (direct_first . ,(med direct #'cdr))
+                        (empty_total . ,(med empty #'car))
+                        (empty_first . ,(med empty #'cdr))
+                        (history_total . ,(med long #'car))
+                        (history_first . ,(med long #'cdr))
+                        (runs . ((direct . ,(vconcat (mapcar #'car direct)))
+                                 (empty . ,(vconcat (mapcar #'car empty)))
+                                 (history . ,(vconcat (mapcar #'car long)))))
+                        (gcs . ,gcs-done)))
+                     "\n")))
     (when (agent-shell--live-connection)
       (agent-shell-rpc-stop agent-shell--connection))))
 

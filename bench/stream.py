@@ -82,16 +82,21 @@ async def run(scale: Scale, work: Path) -> list[Figure]:
     emacs = os.environ.get("BENCH_EMACS", "emacs")
     chars, deltas, reps = scale.stream_chars, scale.stream_deltas, scale.stream_reps
     step = _step(reply_chunks(chars, deltas))
-    # Warm-up (two), direct and empty per rep, history per rep; spares for safety.
+    # Warm-up (two), then direct, empty and history per rep; spares for safety.
     mock = MockServer(MockScript(steps=[step] * (3 * reps + 6)))
-    project = await asyncio.to_thread(_project, work / "project")
+    # One project (hence one session and one shell buffer) per measured reply.
+    projects = [
+        await asyncio.to_thread(_project, work / f"project-{i}") for i in range(2 * reps + 1)
+    ]
+    project = projects[0]
     home = work / "home"
     home.mkdir()
     await mock.start()
     try:
         form = (
             f"(agent-shell-stream-bench-batch {json.dumps(mock.api_base)}"
-            f" {json.dumps(str(project) + '/')} {chars} {scale.emacs_history_bytes} {reps})"
+            f" '({' '.join(json.dumps(str(p) + '/') for p in projects)})"
+            f" {chars} {scale.emacs_history_bytes} {reps})"
         )
         env = clean_env(
             HOME=str(home),
@@ -138,7 +143,7 @@ async def run(scale: Scale, work: Path) -> list[Figure]:
             baseline=data["direct_total"],
             baseline_label="curl + json-parse-string + insert, in the same Emacs",
             better="lower",
-            details=shape,
+            details={**shape, "runs_s": data["runs"]},
         ),
         Figure(
             key="stream_end_to_end_history",
@@ -148,7 +153,7 @@ async def run(scale: Scale, work: Path) -> list[Figure]:
             baseline=data["empty_total"],
             baseline_label="same reply into an empty shell buffer",
             better="lower",
-            details={**shape, "history_chars": data["history_chars"]},
+            details={**shape, "history_chars": data["history_chars"], "runs_s": data["runs"]},
         ),
         Figure(
             key="stream_first_char",
