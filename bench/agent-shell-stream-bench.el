@@ -167,6 +167,9 @@ The value is (TOTAL . FIRST): to the last and to the first character."
         (nth (/ n 2) sorted)
       (/ (+ (nth (1- (/ n 2)) sorted) (nth (/ n 2) sorted)) 2.0))))
 
+(defvar agent-shell-stream-bench--history-chars 0
+  "Size of the last measured shell buffer.")
+
 (defun agent-shell-stream-bench--fresh (roots history)
   "Measure one reply in a new session for the next of ROOTS.
 ROOTS is a cons cell whose car lists the unused project directories.
@@ -178,9 +181,6 @@ history first.  Return (TOTAL . FIRST) in seconds."
     (garbage-collect)
     (prog1 (agent-shell-stream-bench--shell shell)
       (setq agent-shell-stream-bench--history-chars (buffer-size shell)))))
-
-(defvar agent-shell-stream-bench--history-chars 0
-  "Size of the last measured shell buffer.")
 
 (defun agent-shell-stream-bench-batch (api-base roots chars history reps)
   "Measure the reply of CHARS characters REPS times; print the results.

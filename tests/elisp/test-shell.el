@@ -27,13 +27,26 @@
 (defvar test-shell--mock nil "The mock model process.")
 (defvar test-shell--mock-base nil "The mock model's API base.")
 
+(defconst test-shell-long-answer
+  (let ((parts nil))
+    (dotimes (i 300)
+      (push (format "第%d段：流式输出 streams in frames 🚀 e\u0301。\n" i) parts))
+    (apply #'concat (nreverse parts)))
+  "A long answer of the mock model, streamed three characters a delta.")
+
 (defconst test-shell--mock-script
-  '((steps . [((match . ((last_user_contains . "slow")))
+  `((steps . [((match . ((last_user_contains . "slow")))
                (text . "late") (delay_ms . 20000))
               ((match . ((last_user_contains . "repeat")))
                (text . "再说一遍：done.") (chunk_size . 3))
               ((match . ((last_user_contains . "hello")))
-               (text . "你好，世界！Streaming works.") (chunk_size . 1))]))
+               (text . "你好，世界！Streaming works.") (chunk_size . 1))
+              ((match . ((last_user_contains . "stream-exact")))
+               (text . ,test-shell-long-answer) (chunk_size . 3))
+              ((match . ((last_user_contains . "stream-drop")))
+               (text . ,test-shell-long-answer) (chunk_size . 3) (delay_ms . 1))
+              ((match . ((last_user_contains . "stream-cancel")))
+               (text . ,test-shell-long-answer) (chunk_size . 3) (delay_ms . 2))]))
   "Script of the mock model.")
 
 (defalias 'test-shell--wait #'agent-shell-test-wait)
