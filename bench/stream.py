@@ -33,7 +33,10 @@ __all__ = ["reply_chunks", "run"]
 
 ROOT = Path(__file__).resolve().parent.parent
 PREFIX = b"BENCH-JSON "
-SENTENCE = "流式输出要快，Emacs must not freeze while the answer streams in. 中文与 ASCII 混排。"
+# A paragraph of about 200 characters, Chinese and ASCII, ending a line.
+SENTENCE = (
+    "流式输出要快，Emacs must not freeze while the answer streams in. 中文与 ASCII 混排。" * 3
+)[:-1] + "\n"
 
 
 def reply_chunks(chars: int, deltas: int) -> list[str]:

@@ -225,12 +225,13 @@ Parsed bytes are deleted once, at the end."
                (:constructor agent-shell-rpc--sse-make)
                (:copier nil))
   "Incremental parser of a text/event-stream body held in BUFFER.
-SCAN is where the next unread line starts; START the first line of
-the event being read.  DATA is (BEG . END) of the event's only data
+SCAN is where the next unread line starts, SEEN how far it is known
+to have no line end (so a long line arriving in many reads is
+searched once); START is the first line of the event being read.  DATA is (BEG . END) of the event's only data
 line, or a list of decoded data lines, newest first, when it has
 several.  EVENT is its type, ID the last id seen (ids persist across
 events, as the SSE grammar says)."
-  buffer (scan 1) (start 1) data event id)
+  buffer (scan 1) (seen 1) (start 1) data event id)
 
 (defun agent-shell-rpc--sse-new ()
   "Return a fresh SSE parser with its own hidden unibyte buffer."
@@ -330,10 +331,12 @@ CRLF, LF or CR.  What belongs to finished events is deleted."
   (with-current-buffer (agent-shell-rpc--sse-buffer sse)
     (let ((pos (agent-shell-rpc--sse-scan sse))
           (events nil))
-      (goto-char pos)
-      (while (and (re-search-forward "[\r\n]" nil t)
-                  ;; A CR last in the buffer may be the first half of a CRLF.
-                  (not (and (eq (char-before) ?\r) (eobp))))
+      (goto-char (max pos (agent-shell-rpc--sse-seen sse)))
+      (while (if (re-search-forward "[\r\n]" nil 'move)
+                 ;; A CR last in the buffer may be the first half of a CRLF.
+                 (or (not (and (eq (char-before) ?\r) (eobp)))
+                     (progn (backward-char) nil))
+               nil)
         (let* ((end (1- (point)))
                (next (if (and (eq (char-before) ?\r) (eq (char-after) ?\n))
                          (1+ (point))
@@ -347,12 +350,14 @@ CRLF, LF or CR.  What belongs to finished events is deleted."
            (t (agent-shell-rpc--sse-field sse pos end)))
           (setq pos next)
           (goto-char next)))
-      (setf (agent-shell-rpc--sse-scan sse) pos)
+      (setf (agent-shell-rpc--sse-scan sse) pos
+            (agent-shell-rpc--sse-seen sse) (point))
       ;; Keep only the unfinished event; positions move down with it.
       (let ((drop (- (agent-shell-rpc--sse-start sse) (point-min))))
         (when (> drop 0)
           (delete-region (point-min) (agent-shell-rpc--sse-start sse))
           (setf (agent-shell-rpc--sse-scan sse) (- (agent-shell-rpc--sse-scan sse) drop)
+                (agent-shell-rpc--sse-seen sse) (- (agent-shell-rpc--sse-seen sse) drop)
                 (agent-shell-rpc--sse-start sse) (point-min))
           (let ((data (agent-shell-rpc--sse-data sse)))
             (when (and data (not (agent-shell-rpc--sse-multi-p data)))

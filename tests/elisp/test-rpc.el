@@ -255,6 +255,30 @@ The bridge and the message hook are cleaned up afterwards."
     (should (< max-pending (length event)))
     (should-not (buffer-live-p (agent-shell-rpc--sse-buffer sse)))))
 
+(ert-deftest test-rpc/long-event-in-many-reads ()
+  "A 600 KB event arriving in 4 KB reads parses once, with its line searched once.
+Regression guard: each read rescanned the unfinished line from its start."
+  (let* ((text (apply #'concat (make-list 50000 "长文本🚀ab")))
+         (bytes (encode-coding-string
+                 (concat "id: 9\r\ndata: " (json-serialize `((t . ,text))) "\r\n\r\n") 'utf-8))
+         (sse (agent-shell-rpc--sse-new))
+         (events nil))
+    (should (> (length bytes) 600000))
+    (unwind-protect
+        (let ((i 0) (n (length bytes)))
+          (while (< i n)
+            (let ((j (min n (+ i 4096))))
+              (setq events (append events (agent-shell-rpc--sse-feed sse (substring bytes i j))))
+              (when (< j (- n 4))
+                ;; Everything received is known to hold no line end yet.
+                (with-current-buffer (agent-shell-rpc--sse-buffer sse)
+                  (should (= (agent-shell-rpc--sse-seen sse) (point-max)))))
+              (setq i j))))
+      (agent-shell-rpc--sse-discard sse))
+    (should (= (length events) 1))
+    (should (equal (plist-get (car events) :id) "9"))
+    (should (string= (alist-get 't (plist-get (car events) :data)) text))))
+
 (ert-deftest test-rpc/repeated-event-ids-dropped ()
   "An event whose id is not above the last one seen is dropped."
   (let ((conn (agent-shell-rpc--make-conn :name "t" :last-event-id "5")))
