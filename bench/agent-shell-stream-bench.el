@@ -30,11 +30,28 @@
 (defvar agent-shell-stream-bench--last nil
   "Time the last character of the measured run was inserted.")
 
+(defvar agent-shell-stream-bench--busy 0.0
+  "Seconds Emacs spent reading and rendering the stream in the measured run.")
+
+(defvar agent-shell-stream-bench--longest 0.0
+  "Longest single stretch of that work: how long typed keys could wait.")
+
 (defun agent-shell-stream-bench--reset ()
   "Start counting a new run."
   (setq agent-shell-stream-bench--seen 0
         agent-shell-stream-bench--first nil
-        agent-shell-stream-bench--last nil))
+        agent-shell-stream-bench--last nil
+        agent-shell-stream-bench--busy 0.0
+        agent-shell-stream-bench--longest 0.0))
+
+(defun agent-shell-stream-bench--timed (fn &rest args)
+  "Call FN with ARGS, adding its duration to the busy time (advice)."
+  (let ((start (float-time)))
+    (prog1 (apply fn args)
+      (let ((took (- (float-time) start)))
+        (setq agent-shell-stream-bench--busy (+ agent-shell-stream-bench--busy took)
+              agent-shell-stream-bench--longest (max agent-shell-stream-bench--longest
+                                                     took))))))
 
 (defun agent-shell-stream-bench--count (n)
   "Note that N more characters of the reply were inserted."
@@ -89,7 +106,8 @@ of the process buffer, parse every complete \"data:\" line with
 
 (defun agent-shell-stream-bench--direct (api-base)
   "Stream the next reply of the model at API-BASE with curl; return seconds.
-The value is (TOTAL . FIRST): to the last and to the first character."
+The value is (TOTAL FIRST BUSY LONGEST), as for
+`agent-shell-stream-bench--shell'."
   (agent-shell-stream-bench--reset)
   (let* ((target-buffer (generate-new-buffer "*bench direct*"))
          (target (with-current-buffer target-buffer (point-marker)))
@@ -106,10 +124,14 @@ The value is (TOTAL . FIRST): to the last and to the first character."
                 :coding 'utf-8-unix
                 :connection-type 'pipe
                 :noquery t
-                :filter (agent-shell-stream-bench--direct-filter target))))
+                :filter (let ((filter (agent-shell-stream-bench--direct-filter target)))
+                          (lambda (proc output)
+                            (agent-shell-stream-bench--timed filter proc output))))))
     (agent-shell-stream-bench--wait (lambda () agent-shell-stream-bench--last) "curl's reply")
-    (prog1 (cons (- agent-shell-stream-bench--last start)
-                 (- agent-shell-stream-bench--first start))
+    (prog1 (list (- agent-shell-stream-bench--last start)
+                 (- agent-shell-stream-bench--first start)
+                 agent-shell-stream-bench--busy
+                 agent-shell-stream-bench--longest)
       (with-current-buffer target-buffer
         (unless (= (buffer-size) agent-shell-stream-bench--expected)
           (error "The direct consumer got %d characters, not %d"
@@ -137,14 +159,18 @@ The value is (TOTAL . FIRST): to the last and to the first character."
         (update '((sessionUpdate . "turn_end") (stopReason . "end_turn")))))))
 
 (defun agent-shell-stream-bench--shell (buffer)
-  "Send a prompt in the shell BUFFER; return (TOTAL . FIRST) in seconds."
+  "Send a prompt in the shell BUFFER; return (TOTAL FIRST BUSY LONGEST).
+All are seconds: to the last and the first character, in Emacs's
+reading and rendering of the stream, and its longest single stretch."
   (agent-shell-stream-bench--reset)
   (with-current-buffer buffer
     (let ((start (float-time)))
       (agent-shell-send "stream a long answer")
       (agent-shell-stream-bench--wait (lambda () agent-shell-stream-bench--last) "the reply")
-      (prog1 (cons (- agent-shell-stream-bench--last start)
-                   (- agent-shell-stream-bench--first start))
+      (prog1 (list (- agent-shell-stream-bench--last start)
+                   (- agent-shell-stream-bench--first start)
+                   agent-shell-stream-bench--busy
+                   agent-shell-stream-bench--longest)
         (agent-shell-stream-bench--wait
          (lambda () (with-current-buffer buffer (eq agent-shell--state 'idle)))
          "the end of the turn")))))
@@ -174,7 +200,7 @@ The value is (TOTAL . FIRST): to the last and to the first character."
   "Measure one reply in a new session for the next of ROOTS.
 ROOTS is a cons cell whose car lists the unused project directories.
 With HISTORY bytes, the new shell buffer is filled with that much
-history first.  Return (TOTAL . FIRST) in seconds."
+history first.  Return (TOTAL FIRST BUSY LONGEST) in seconds."
   (let ((shell (agent-shell-stream-bench--new-shell (pop (car roots)))))
     (when (> history 0)
       (agent-shell-stream-bench--fill shell history))
@@ -192,6 +218,9 @@ scenario.  The scenarios alternate, so load on the machine spreads
 over all of them."
   (setq agent-shell-stream-bench--expected chars)
   (advice-add 'agent-shell--append-message :after #'agent-shell-stream-bench--on-message)
+  ;; Emacs's share of the work: the event stream's filter and the dispatch.
+  (advice-add 'agent-shell-rpc--http-filter :around #'agent-shell-stream-bench--timed)
+  (advice-add 'agent-shell-rpc--drain :around #'agent-shell-stream-bench--timed)
   (let ((direct nil) (empty nil) (long nil) (history-chars 0)
         (roots (list roots))
         (agent-shell-api-base api-base))
@@ -204,18 +233,25 @@ over all of them."
       (push (agent-shell-stream-bench--fresh roots 0) empty)
       (push (agent-shell-stream-bench--fresh roots history) long)
       (setq history-chars agent-shell-stream-bench--history-chars))
-    (cl-flet ((med (runs f) (agent-shell-stream-bench--median (mapcar f runs))))
+    (cl-flet ((med (runs f) (agent-shell-stream-bench--median (mapcar f runs)))
+              (maxi (runs f) (apply #'max (mapcar f runs))))
       (princ (concat "BENCH-JSON "
                      (json-serialize
                       `((chars . ,chars)
                         (reps . ,reps)
                         (history_chars . ,history-chars)
                         (direct_total . ,(med direct #'car))
-                        (direct_first . ,(med direct #'cdr))
+                        (direct_first . ,(med direct #'cadr))
+                        (direct_busy . ,(med direct #'caddr))
+                        (direct_longest . ,(maxi direct #'cadddr))
                         (empty_total . ,(med empty #'car))
-                        (empty_first . ,(med empty #'cdr))
+                        (empty_first . ,(med empty #'cadr))
+                        (empty_busy . ,(med empty #'caddr))
+                        (empty_longest . ,(maxi empty #'cadddr))
                         (history_total . ,(med long #'car))
-                        (history_first . ,(med long #'cdr))
+                        (history_first . ,(med long #'cadr))
+                        (history_busy . ,(med long #'caddr))
+                        (history_longest . ,(maxi long #'cadddr))
                         (runs . ((direct . ,(vconcat (mapcar #'car direct)))
                                  (empty . ,(vconcat (mapcar #'car empty)))
                                  (history . ,(vconcat (mapcar #'car long)))))

@@ -137,6 +137,13 @@ async def run(scale: Scale, work: Path) -> list[Figure]:
     data = json.loads(lines[-1][len(PREFIX) :])
     mib = scale.emacs_history_bytes / 1024**2
     shape = {"chars": chars, "deltas": deltas, "runs": reps}
+    # Emacs's own work on the stream (filter and dispatch), and its longest single
+    # stretch: how long a key typed meanwhile could wait.
+    busy = {
+        f"{who}_{what}_ms": round(data[f"{who}_{what}"] * 1000, 2)
+        for who in ("direct", "empty", "history")
+        for what in ("busy", "longest")
+    }
     return [
         Figure(
             key="stream_end_to_end",
@@ -146,7 +153,7 @@ async def run(scale: Scale, work: Path) -> list[Figure]:
             baseline=data["direct_total"],
             baseline_label="curl + json-parse-string + insert, in the same Emacs",
             better="lower",
-            details={**shape, "runs_s": data["runs"]},
+            details={**shape, **busy, "runs_s": data["runs"]},
         ),
         Figure(
             key="stream_end_to_end_history",

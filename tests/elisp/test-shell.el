@@ -46,7 +46,9 @@
               ((match . ((last_user_contains . "stream-drop")))
                (text . ,test-shell-long-answer) (chunk_size . 3) (delay_ms . 1))
               ((match . ((last_user_contains . "stream-cancel")))
-               (text . ,test-shell-long-answer) (chunk_size . 3) (delay_ms . 2))]))
+               (text . ,test-shell-long-answer) (chunk_size . 3) (delay_ms . 2))
+              ((match . ((last_user_contains . "stream-after")))
+               (text . "取消之后：after the cancel.") (chunk_size . 2))]))
   "Script of the mock model.")
 
 (defalias 'test-shell--wait #'agent-shell-test-wait)

@@ -117,7 +117,7 @@ The next turn's answer is the only text after the cancelled turn's end."
           (agent-shell-cancel)
           (test-shell--wait "the cancel" (lambda () (and acked (test-streaming--idle-p))) 30))
         (should (member "agent-shell: turn cancelled" acked)))
-      (agent-shell-send "repeat that")
+      (agent-shell-send "stream-after the cancel")
       (test-shell--wait "the second turn" (lambda () (and (test-streaming--idle-p)
                                                           (= 2 (cl-count "turn_end"
                                                                          (funcall (cdr rec))
@@ -129,7 +129,7 @@ The next turn's answer is the only text after the cancelled turn's end."
              (texts (delq nil (mapcar (lambda (u) (and (equal (car u) "agent_message_chunk")
                                                        (cdr u)))
                                       after))))
-        (should (equal (apply #'concat texts) "再说一遍：done."))
+        (should (equal (apply #'concat texts) "取消之后：after the cancel."))
         (should (< (length (apply #'concat (mapcar #'cdr (cl-remove-if-not
                                                           (lambda (u) (equal (car u) "agent_message_chunk"))
                                                           (butlast seen (length after))))))
