@@ -45,13 +45,18 @@
         agent-shell-stream-bench--longest 0.0))
 
 (defun agent-shell-stream-bench--timed (fn &rest args)
-  "Call FN with ARGS, adding its duration to the busy time (advice)."
-  (let ((start (float-time)))
+  "Call FN with ARGS, adding its duration to the busy time (advice).
+Only work until the last character of the reply counts: what comes
+after it (the action log's entry of the answer, the end of the turn)
+is not part of streaming."
+  (let ((start (float-time))
+        (counting (null agent-shell-stream-bench--last)))
     (prog1 (apply fn args)
-      (let ((took (- (float-time) start)))
-        (setq agent-shell-stream-bench--busy (+ agent-shell-stream-bench--busy took)
-              agent-shell-stream-bench--longest (max agent-shell-stream-bench--longest
-                                                     took))))))
+      (when counting
+        (let ((took (- (or agent-shell-stream-bench--last (float-time)) start)))
+          (setq agent-shell-stream-bench--busy (+ agent-shell-stream-bench--busy took)
+                agent-shell-stream-bench--longest (max agent-shell-stream-bench--longest
+                                                       took)))))))
 
 (defun agent-shell-stream-bench--count (n)
   "Note that N more characters of the reply were inserted."
