@@ -62,9 +62,14 @@ def _step(pieces: list[str]) -> MockStep:
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         }
 
-    raw: list[dict[str, object] | str] = [chunk({"role": "assistant", "content": ""})]
-    raw += [chunk({"content": p}) for p in pieces]
-    raw.append(chunk({}, "stop"))
+    def sse(obj: dict[str, object]) -> str:
+        return "data: " + json.dumps(obj, ensure_ascii=False) + "\n\n"
+
+    # Serialised here, once: the mock then only encodes each event, so its own cost
+    # before the first byte stays small and the first-character figure shows ours.
+    raw: list[str] = [sse(chunk({"role": "assistant", "content": ""}))]
+    raw += [sse(chunk({"content": p})) for p in pieces]
+    raw.append(sse(chunk({}, "stop")))
     raw.append("data: [DONE]\n\n")
     return MockStep.model_validate({"raw_chunks": raw})
 
