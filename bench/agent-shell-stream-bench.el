@@ -265,5 +265,129 @@ over all of them."
     (when (agent-shell--live-connection)
       (agent-shell-rpc-stop agent-shell--connection))))
 
+;;; Interactive: how late a timer runs while the reply streams
+
+(defvar agent-shell-stream-bench--lags nil
+  "How late each tick of the probe timer ran, in seconds, newest first.")
+
+(defvar agent-shell-stream-bench--probe nil
+  "The probe timer, or nil.")
+
+(defvar agent-shell-stream-bench--tick nil
+  "When the probe last ran.")
+
+(defconst agent-shell-stream-bench--period 0.01
+  "Seconds between ticks of the probe timer.")
+
+(defun agent-shell-stream-bench--probe-tick ()
+  "Record how late this tick of the probe runs.
+A key typed in any buffer waits about as long as a tick is late."
+  (let ((now (float-time)))
+    (when agent-shell-stream-bench--tick
+      (push (max 0.0 (- now agent-shell-stream-bench--tick agent-shell-stream-bench--period))
+            agent-shell-stream-bench--lags))
+    (setq agent-shell-stream-bench--tick now)))
+
+(defun agent-shell-stream-bench--probe-start ()
+  "Start probing responsiveness."
+  (setq agent-shell-stream-bench--lags nil
+        agent-shell-stream-bench--tick nil
+        agent-shell-stream-bench--probe
+        (run-at-time 0 agent-shell-stream-bench--period
+                     #'agent-shell-stream-bench--probe-tick)))
+
+(defun agent-shell-stream-bench--probe-stop ()
+  "Stop probing; return (MEDIAN P99 MAX) of the lags in milliseconds."
+  (cancel-timer agent-shell-stream-bench--probe)
+  (let* ((lags (sort (copy-sequence agent-shell-stream-bench--lags) #'<))
+         (n (length lags))
+         (at (lambda (q) (* 1000 (nth (min (1- n) (floor (* q n))) lags)))))
+    (if (zerop n) (list 0 0 0)
+      (list (funcall at 0.5) (funcall at 0.99) (* 1000 (car (last lags)))))))
+
+(defun agent-shell-stream-bench--after (predicate then)
+  "Call THEN once PREDICATE is non-nil, checking from timers."
+  (let (timer)
+    (setq timer (run-at-time 0.02 0.02
+                             (lambda ()
+                               (when (funcall predicate)
+                                 (cancel-timer timer)
+                                 (funcall then)))))))
+
+(defun agent-shell-stream-bench-interactive (api-base roots chars out)
+  "Stream the reply in a displayed shell buffer; write the timings to OUT.
+Run in an interactive Emacs (a terminal in tmux), so redisplay runs as
+it does for a user.  Everything happens from timers and the command
+loop: first the direct consumer streams into a displayed buffer, then
+a new session in ROOTS (a list of two directories) gets the prompt.  A
+probe timer ticking every 10 ms measures how late it runs meanwhile.
+OUT receives a JSON object; Emacs then exits."
+  (setq agent-shell-stream-bench--expected chars
+        agent-shell-api-base api-base)
+  (advice-add 'agent-shell--append-message :after #'agent-shell-stream-bench--on-message)
+  (run-at-time 300 nil (lambda ()
+                         (with-temp-file out (insert "{\"error\": \"timeout\"}"))
+                         (kill-emacs 3)))
+  (let ((result nil))
+    (cl-labels
+        ((finish ()
+           (with-temp-file out (insert (json-serialize result)))
+           (when (agent-shell--live-connection)
+             (agent-shell-rpc-stop agent-shell--connection))
+           (kill-emacs 0))
+         (direct ()
+           (agent-shell-stream-bench--reset)
+           (let* ((target-buffer (get-buffer-create "*bench direct*"))
+                  (target (with-current-buffer target-buffer (point-marker)))
+                  (body (json-serialize '((model . "mock-model") (stream . t)
+                                          (messages . [((role . "user")
+                                                        (content . "stream"))]))))
+                  (start (float-time)))
+             (switch-to-buffer target-buffer)
+             (agent-shell-stream-bench--probe-start)
+             (make-process
+              :name "bench-curl" :buffer (generate-new-buffer " *bench curl*")
+              :command (list "curl" "-sN" "--no-buffer" "-X" "POST"
+                             "-H" "Content-Type: application/json"
+                             "--data-binary" body (concat api-base "/chat/completions"))
+              :coding 'utf-8-unix :connection-type 'pipe :noquery t
+              :filter (agent-shell-stream-bench--direct-filter target))
+             (agent-shell-stream-bench--after
+              (lambda () agent-shell-stream-bench--last)
+              (lambda ()
+                (let ((lag (agent-shell-stream-bench--probe-stop)))
+                  (push `(direct . ((total . ,(- agent-shell-stream-bench--last start))
+                                    (lag_median_ms . ,(nth 0 lag))
+                                    (lag_p99_ms . ,(nth 1 lag))
+                                    (lag_max_ms . ,(nth 2 lag))))
+                        result))
+                (shell)))))
+         (shell ()
+           (let* ((default-directory (car roots))
+                  (buffer (agent-shell-start)))
+             (delete-other-windows)
+             (switch-to-buffer buffer)
+             (agent-shell-stream-bench--after
+              (lambda () (with-current-buffer buffer
+                           (and agent-shell--session-id (eq agent-shell--state 'idle))))
+              (lambda ()
+                (agent-shell-stream-bench--reset)
+                (agent-shell-stream-bench--probe-start)
+                (let ((start (float-time)))
+                  (with-current-buffer buffer
+                    (goto-char (point-max))
+                    (agent-shell-send "stream a long answer"))
+                  (agent-shell-stream-bench--after
+                   (lambda () agent-shell-stream-bench--last)
+                   (lambda ()
+                     (let ((lag (agent-shell-stream-bench--probe-stop)))
+                       (push `(shell . ((total . ,(- agent-shell-stream-bench--last start))
+                                        (lag_median_ms . ,(nth 0 lag))
+                                        (lag_p99_ms . ,(nth 1 lag))
+                                        (lag_max_ms . ,(nth 2 lag))))
+                             result))
+                     (finish)))))))))
+      (direct))))
+
 (provide 'agent-shell-stream-bench)
 ;;; agent-shell-stream-bench.el ends here

@@ -11,7 +11,10 @@ the same run:
   the last character is in it, through a real bridge process;
 * the same with megabytes of history already in the shell buffer.
 
-Batch Emacs does no redisplay, so the figures cover the Lisp side.
+Batch Emacs does no redisplay, so those figures cover the Lisp side. One more run
+uses an interactive Emacs in a tmux terminal, where redisplay runs as it does for a
+user: a timer ticking every 10 ms measures how late it runs while the reply streams
+into a displayed buffer -- about as long as a key typed meanwhile would wait.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -84,6 +88,68 @@ def _project(directory: Path) -> Path:
     return directory
 
 
+async def _interactive(
+    emacs: str, api_base: str, root: Path, chars: int, work: Path, env: dict[str, str]
+) -> dict[str, dict[str, float]]:
+    """Run ``agent-shell-stream-bench-interactive`` in a terminal Emacs under tmux."""
+    if shutil.which("tmux") is None:
+        raise RuntimeError("tmux is needed for the interactive run (make system-deps)")
+    out = work / "interactive.json"
+    fresh = await asyncio.to_thread(_project, work / "project-interactive")
+    form = (
+        f"(agent-shell-stream-bench-interactive {json.dumps(api_base)}"
+        f" '({json.dumps(str(fresh) + '/')}) {chars} {json.dumps(str(out))})"
+    )
+    command = shlex.join(
+        [
+            emacs,
+            "-nw",
+            "-Q",
+            "-L",
+            str(ROOT / "elisp"),
+            "-L",
+            str(ROOT / "bench"),
+            "-l",
+            str(ROOT / "bench" / "agent-shell-stream-bench.el"),
+            "--eval",
+            f"(setq agent-shell-memory-dir {json.dumps(str(work / 'memory'))}"
+            " agent-shell-context-window 10000000)",
+            "--eval",
+            form,
+        ]
+    )
+    socket = f"agent-shell-bench-{os.getpid()}"
+    tmux = ["tmux", "-L", socket, "-f", "/dev/null"]
+    env = {**env, "TERM": "xterm-256color"}
+    # When Emacs exits, the pane's shell signals the channel the bench waits on.
+    signal = shlex.join([*tmux, "wait-for", "-S", "bench-done"])
+    await asyncio.to_thread(
+        subprocess.run,
+        [*tmux, "new-session", "-d", "-x", "160", "-y", "48", f"{command}; {signal}"],
+        env=env,
+        cwd=root,
+        check=True,
+    )
+    try:
+        waiter = await asyncio.create_subprocess_exec(*tmux, "wait-for", "bench-done")
+        try:
+            async with asyncio.timeout(330):
+                await waiter.wait()
+        except TimeoutError:
+            waiter.kill()
+            await waiter.wait()
+        if not out.exists():
+            raise RuntimeError("the interactive Emacs wrote no result")
+        data: dict[str, dict[str, float]] = json.loads(out.read_text(encoding="utf-8"))
+    finally:
+        await asyncio.to_thread(
+            subprocess.run, [*tmux, "kill-server"], capture_output=True, check=False
+        )
+    if "error" in data:
+        raise RuntimeError(f"the interactive run failed: {data['error']}")
+    return data
+
+
 async def run(scale: Scale, work: Path) -> list[Figure]:
     if shutil.which("curl") is None:
         raise RuntimeError("curl is needed for the direct consumer (make system-deps)")
@@ -134,6 +200,7 @@ async def run(scale: Scale, work: Path) -> list[Figure]:
             env=env,
         )
         out, err = await process.communicate()
+        lag = await _interactive(emacs, mock.api_base, projects[-1], chars, work, env)
     finally:
         await mock.stop()
     lines = [line for line in out.splitlines() if line.startswith(PREFIX)]
@@ -150,6 +217,16 @@ async def run(scale: Scale, work: Path) -> list[Figure]:
         for what in ("busy", "longest")
     }
     return [
+        Figure(
+            key="stream_input_lag_p99",
+            title="Stream: how late a 10 ms timer runs (p99), interactive Emacs",
+            unit="ms",
+            value=lag["shell"]["lag_p99_ms"],
+            baseline=lag["direct"]["lag_p99_ms"],
+            baseline_label="the same while curl + json-parse-string streams the reply",
+            better="lower",
+            details={**shape, "runs": 1, "shell": lag["shell"], "direct": lag["direct"]},
+        ),
         Figure(
             key="stream_end_to_end",
             title="Stream: long reply to its last character in the shell buffer",

@@ -28,6 +28,7 @@ EXPECTED = {
     "stream_end_to_end",
     "stream_end_to_end_history",
     "stream_first_char",
+    "stream_input_lag_p99",
     "policy_rate",
     "capture_throughput",
     "capture_peak_memory",
