@@ -160,5 +160,33 @@ The next turn's answer is the only text after the cancelled turn's end."
           (forward-line 1))
         (should (< longest (+ agent-shell-tool-output-max-chars 300)))))))
 
+(ert-deftest test-streaming/citations-scan-a-long-answer-once ()
+  "Citations in a long answer: each path is checked once, the forms are kept.
+Regression guard: a scan tried the path pattern at every character and
+checked the disk for every repeated citation, a stall at the end of a
+long answer."
+  (agent-shell-test-with-project (root '(("src/a.py" . "one\ntwo\nthree\n")))
+    (with-temp-buffer
+      (let ((checks 0))
+        (insert (propertize (concat (apply #'concat (make-list 300 "see src/a.py:2-3, "))
+                                    "/src/a.py:1 src//a.py:1 x:src/a.py:3 nope.py:1\n")
+                            'agent-shell-role 'assistant))
+        (agent-shell-citations-mark (point-min))
+        (cl-letf* ((real (symbol-function 'file-regular-p))
+                   ((symbol-function 'file-regular-p)
+                    (lambda (file) (cl-incf checks) (funcall real file))))
+          (should (= (agent-shell-citations-link (point-max) root) 301)))
+        (should (<= checks 2))
+        (goto-char (point-min))
+        (search-forward "see ")
+        (should (equal (button-get (button-at (point)) 'agent-shell-lines) '(2 . 3)))
+        (dolist (miss '("/src/a.py:1" "src//a.py:1" "nope.py:1"))
+          (goto-char (point-min))
+          (search-forward miss)
+          (should-not (button-at (1- (point)))))
+        (goto-char (point-min))
+        (search-forward "x:")
+        (should (equal (button-get (button-at (point)) 'agent-shell-lines) '(3 . 3)))))))
+
 (provide 'test-streaming)
 ;;; test-streaming.el ends here
