@@ -229,35 +229,40 @@ async def test_cancel_mid_stream_sends_no_text_after_turn_end(
 ) -> None:
     """Regression guard: a frame held back must not trail the cancelled turn's end.
 
-    The bounded event: once the cancel is acknowledged, the turn's ``turn_end`` is
-    already published and no text of that turn comes after it; the next turn's
-    events follow cleanly.
+    Bounded events rather than a clock: frames already on their way when the cancel
+    is sent may still arrive, but by the time the cancel is acknowledged the turn's
+    ``turn_end`` is published (so the stop took one request's round trip, not a
+    timer's), and no text of that turn comes after it. The next turn's events
+    follow cleanly.
     """
     project = make_project(tmp_path / "p", {"a.txt": "a\n"})
     slow = {"text": "慢" * 4000, "chunk_size": 2, "delay_ms": 1}
     async with running_rig(serve_app, project, [slow, {"text": "second turn"}]) as rig:
         sid = await rig.new_session()
-        seen: list[dict[str, Any]] = []
-        acked: list[int] = []
+        hub = rig.runtime.hub
+        marks: dict[str, int] = {}
 
         async def cancel_after_text(message: dict[str, Any], _stream: Any) -> None:
-            seen.append(message)
             update = (message.get("params") or {}).get("update") or {}
-            if update.get("sessionUpdate") == "agent_message_chunk" and not acked:
-                acked.append(0)
+            if update.get("sessionUpdate") == "agent_message_chunk" and not marks:
+                marks["sent"] = hub.last_id  # the bridge runs in this process
                 result = await rig.client.result("session/cancel", {"sessionId": sid})
                 assert result == {"cancelled": True}
-                acked[0] = await rig.client.last_event_id()
+                marks["acked"] = hub.last_id
 
         turn = await rig.turn(sid, "talk", on_message=cancel_after_text)
         assert turn.end["stopReason"] == "cancelled"
-        kinds = [
-            m["params"]["update"]["sessionUpdate"]
-            for m in seen
-            if m.get("method") == "session/update"
+        events = [(e.id, json.loads(e.data)) for e in hub._ring]
+        ours = [
+            (i, m["params"]["update"])
+            for i, m in events
+            if m.get("method") == "session/update" and m["params"].get("sessionId") == sid
         ]
-        end_at = kinds.index("turn_end")
-        assert "agent_message_chunk" not in kinds[end_at:]
+        end_id = next(i for i, u in ours if u["sessionUpdate"] == "turn_end")
+        text_ids = [i for i, u in ours if u["sessionUpdate"] == "agent_message_chunk"]
+        assert end_id <= marks["acked"]
+        assert all(i < end_id for i in text_ids)
+        assert text_ids and text_ids[0] <= marks["sent"]
         assert turn.text and set(turn.text) == {"慢"} and len(turn.text) < 8000
         second = await rig.turn(sid, "again")
         assert second.text == "second turn"
