@@ -11,7 +11,7 @@ ELPA := /usr/share/emacs/site-lisp/elpa
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export AGENT_SHELL_TEST_BRIDGE := $(BRIDGE)
 
-.PHONY: test test-python test-no-sandbox test-elisp test-e2e lint compile demo bench deps venv system-deps clean
+.PHONY: test test-python test-no-sandbox test-elisp test-e2e lint compile demo bench bench-deps deps venv system-deps clean
 
 test: deps test-python test-elisp
 
@@ -71,7 +71,7 @@ lint: deps
 	$(VENV)/bin/mypy --strict bench
 	$(EMACS) -Q --batch -L elisp \
 	  --eval '(setq byte-compile-error-on-warn t)' \
-	  -f batch-byte-compile $(ELISP_FILES) bench/agent-shell-bench.el
+	  -f batch-byte-compile $(ELISP_FILES) $(wildcard bench/*.el)
 	$(EMACS) -Q --batch -L elisp -L tests/elisp \
 	  --eval '(setq byte-compile-error-on-warn t)' \
 	  -f batch-byte-compile $(wildcard tests/elisp/*.el)
@@ -94,7 +94,12 @@ demo: deps
 test-e2e: deps
 	$(PY) -m pytest -q -m e2e tests/e2e
 
-bench: deps
+# curl is the direct consumer the streaming benchmark compares the shell against.
+bench-deps: deps
+	@command -v curl >/dev/null || { echo "Installing: curl"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq curl >/dev/null; }
+
+bench: bench-deps
 	$(PY) -m bench --emacs $(EMACS) --out bench/results.json
 
 clean:

@@ -27,6 +27,7 @@ BENCHMARKS: tuple[str, ...] = (
     "startup",
     "relay",
     "emacs",
+    "stream",
     "policy",
     "capture",
     "memory",

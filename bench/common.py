@@ -46,6 +46,9 @@ class Scale:
     emacs_chunks: int
     emacs_history_bytes: int
     emacs_reps: int
+    stream_chars: int
+    stream_deltas: int
+    stream_reps: int
     policy_rounds: int
     capture_bytes: int
     memory_files: int
@@ -66,6 +69,9 @@ SCALES: dict[str, Scale] = {
         emacs_chunks=300,
         emacs_history_bytes=200_000,
         emacs_reps=1,
+        stream_chars=20_800,
+        stream_deltas=2_000,
+        stream_reps=1,
         policy_rounds=1,
         capture_bytes=4 * 1024**2,
         memory_files=150,
@@ -84,6 +90,9 @@ SCALES: dict[str, Scale] = {
         emacs_chunks=20_000,
         emacs_history_bytes=5 * 1024**2,
         emacs_reps=3,
+        stream_chars=208_000,
+        stream_deltas=20_000,
+        stream_reps=5,
         policy_rounds=5,
         capture_bytes=1024**3,
         memory_files=10_000,

@@ -27,11 +27,9 @@
 (defvar-local agent-shell-citations--start nil
   "Marker where the output of the current turn begins, or nil.")
 
-(defconst agent-shell-citations--regexp
-  (concat "\\(?:^\\|[^[:alnum:]_./~-]\\)"
-          "\\(\\(?:[[:alnum:]_.~-]+/\\)*[[:alnum:]_.~-]+\\)"
-          ":\\([0-9]+\\)\\(?:-\\([0-9]+\\)\\)?")
-  "Regexp of a `path:START-END' citation; groups: path, start, end.")
+(defconst agent-shell-citations--path-regexp
+  "\\`\\(?:[[:alnum:]_.~-]+/\\)*[[:alnum:]_.~-]+\\'"
+  "Regexp of the path of a citation, alone.")
 
 (define-button-type 'agent-shell-citation
   'action #'agent-shell-citations-visit
@@ -49,6 +47,7 @@ and END is scanned; a citation becomes a button when its file exists
 under ROOT (default: `default-directory').  Return the number made."
   (let ((start agent-shell-citations--start)
         (root (file-name-as-directory (or root default-directory)))
+        (checked (make-hash-table :test #'equal))
         (made 0))
     (setq agent-shell-citations--start nil)
     (when (and (markerp start) (eq (marker-buffer start) (current-buffer)))
@@ -57,22 +56,34 @@ under ROOT (default: `default-directory').  Return the number made."
             (buffer-undo-list t))
         (save-excursion
           (goto-char start)
-          (while (re-search-forward agent-shell-citations--regexp end t)
-            (let* ((from (match-beginning 1))
+          ;; The line range is searched first: it is rare in prose, so the
+          ;; scan is fast however long the answer; the path is what precedes it.
+          (while (re-search-forward ":\\([0-9]+\\)\\(?:-\\([0-9]+\\)\\)?" end t)
+            (let* ((colon (match-beginning 0))
                    (to (match-end 0))
-                   (file (expand-file-name (match-string-no-properties 1) root))
-                   (first (string-to-number (match-string 2)))
-                   (last (if (match-beginning 3) (string-to-number (match-string 3)) first)))
-              (when (and (eq (get-text-property from 'agent-shell-role) 'assistant)
-                         (not (button-at from))
-                         (save-match-data
-                           (and (file-in-directory-p file root)
-                                (file-regular-p file))))
-                (make-text-button from to
-                                  'type 'agent-shell-citation
-                                  'agent-shell-file file
-                                  'agent-shell-lines (cons first (max first last)))
-                (cl-incf made))))))
+                   (first (string-to-number (match-string 1)))
+                   (last (if (match-beginning 2) (string-to-number (match-string 2)) first))
+                   (from (save-excursion
+                           (goto-char colon)
+                           (skip-chars-backward "[:alnum:]_./~-" start)
+                           (point)))
+                   (path (buffer-substring-no-properties from colon)))
+              (when (and (string-match-p agent-shell-citations--path-regexp path)
+                         (eq (get-text-property from 'agent-shell-role) 'assistant)
+                         (not (button-at from)))
+                (let ((file (expand-file-name path root)))
+                  (when (let ((ok (gethash path checked 'unknown)))
+                          ;; Each distinct path is checked on disk once.
+                          (when (eq ok 'unknown)
+                            (setq ok (and (file-in-directory-p file root)
+                                          (file-regular-p file)))
+                            (puthash path ok checked))
+                          ok)
+                    (make-text-button from to
+                                      'type 'agent-shell-citation
+                                      'agent-shell-file file
+                                      'agent-shell-lines (cons first (max first last)))
+                    (cl-incf made))))))))
       (set-marker start nil))
     made))
 

@@ -159,8 +159,13 @@ list, whose recorded input positions are shifted instead."
                   (- (marker-position agent-shell--output-marker) ,start))))))))
 
 (defun agent-shell--insert (text &rest props)
-  "Insert TEXT with PROPS at point as read-only transcript text."
-  (insert (apply #'propertize text 'read-only t 'front-sticky '(read-only) props)))
+  "Insert TEXT with PROPS at point as read-only transcript text.
+The properties go on the inserted region, so TEXT (a whole streamed
+frame) is not copied first."
+  (let ((start (point)))
+    (insert text)
+    (add-text-properties start (point)
+                         (append '(read-only t front-sticky (read-only)) props))))
 
 (defun agent-shell--fresh-line ()
   "Start a new line at point unless already at the start of one.

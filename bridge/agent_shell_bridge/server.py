@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from sse_starlette import EventSourceResponse, ServerSentEvent
+from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
@@ -22,6 +22,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .errors import BridgeError, Forbidden, PayloadTooLarge, Unauthorized
+from .events import encode_events
 from .rpc import IncomingResponse, error_response, parse_message
 from .runtime import Runtime
 
@@ -151,9 +152,10 @@ def create_app(settings: ServerSettings, runtime: Runtime) -> Starlette:
             except ValueError:
                 last = None
 
-        async def stream() -> AsyncIterator[ServerSentEvent]:
-            async for event in runtime.hub.subscribe(last):
-                yield ServerSentEvent(data=event.data, id=str(event.id))
+        async def stream() -> AsyncIterator[bytes]:
+            # Every event already waiting goes out in one write (a replay, a burst).
+            async for batch in runtime.hub.subscribe_batches(last):
+                yield encode_events(batch)
 
         return EventSourceResponse(
             stream(),

@@ -83,13 +83,18 @@ Return (STATUS HEADERS BODY DONE-COUNT MAX-BUFFERED), BODY unibyte."
       (agent-shell-rpc--http-discard http))))
 
 (defun test-rpc--stream-events (bytes seed)
-  "Parse the HTTP SSE response BYTES in pieces (SEED); return the events."
-  (let ((http (agent-shell-rpc--http-new)) (sse (agent-shell-rpc--sse-make)) (events nil))
+  "Parse the HTTP SSE response BYTES in pieces (SEED); return the events.
+The body goes from the HTTP parser's buffer to the SSE parser's, as
+on a real event stream."
+  (let* ((sse (agent-shell-rpc--sse-new))
+         (http (agent-shell-rpc--http-new (agent-shell-rpc--sse-buffer sse)))
+         (events nil))
     (unwind-protect
         (dolist (piece (test-rpc--pieces bytes seed) (nreverse events))
           (dolist (ev (agent-shell-rpc--http-feed http piece))
             (when (eq (car ev) 'body)
-              (dolist (e (agent-shell-rpc--sse-feed sse (cdr ev)))
+              (should-not (cdr ev))
+              (dolist (e (agent-shell-rpc--sse-parse sse))
                 (push e events)))))
       (agent-shell-rpc--http-discard http))))
 
@@ -97,9 +102,7 @@ Return (STATUS HEADERS BODY DONE-COUNT MAX-BUFFERED), BODY unibyte."
   "Turn a parsed SSE EVENT plist into the shape of the .json fixtures."
   `((id . ,(plist-get event :id))
     (event . ,(plist-get event :event))
-    (data . ,(json-parse-string (plist-get event :data)
-                                :object-type 'alist :array-type 'list
-                                :null-object nil :false-object :json-false))))
+    (data . ,(plist-get event :data))))
 
 (defun test-rpc--wait (predicate &optional timeout)
   "Wait until PREDICATE gives non-nil, at most TIMEOUT seconds (default 10).
@@ -205,13 +208,16 @@ The bridge and the message hook are cleaned up afterwards."
   (let ((bytes (test-rpc--bytes "events-edge.sse"))
         (expected (test-rpc--json-file "events-edge.json")))
     (dotimes (seed 30)
-      (let ((sse (agent-shell-rpc--sse-make)) (events nil))
-        (dolist (piece (test-rpc--pieces bytes seed))
-          (setq events (append events (agent-shell-rpc--sse-feed sse piece))))
-        (should (equal (mapcar #'test-rpc--event-alist events) expected))
-        ;; The last event is still waiting for its blank line.
-        (should (equal (agent-shell-rpc--sse-data sse)
-                       '("{\"never\":\"dispatched without a blank line\"}")))))))
+      (let ((sse (agent-shell-rpc--sse-new)) (events nil))
+        (unwind-protect
+            (progn
+              (dolist (piece (test-rpc--pieces bytes seed))
+                (setq events (append events (agent-shell-rpc--sse-feed sse piece))))
+              (should (equal (mapcar #'test-rpc--event-alist events) expected))
+              ;; The last event is still waiting for its blank line.
+              (should (equal (agent-shell-rpc--sse-pending-data sse)
+                             '("{\"never\":\"dispatched without a blank line\"}"))))
+          (agent-shell-rpc--sse-discard sse))))))
 
 (ert-deftest test-rpc/http-malformed-responses ()
   "Garbage from the network is an `agent-shell-rpc-error', not a crash."
@@ -232,32 +238,57 @@ The bridge and the message hook are cleaned up afterwards."
          (chunk (concat (format "%x\r\n" (length event)) event "\r\n"))
          (stream (concat "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
                          (apply #'concat (make-list 400 chunk))))
-         (http (agent-shell-rpc--http-new))
-         (sse (agent-shell-rpc--sse-make))
-         (count 0) (max-buffered 0) (max-fragments 0))
+         (sse (agent-shell-rpc--sse-new))
+         (http (agent-shell-rpc--http-new (agent-shell-rpc--sse-buffer sse)))
+         (count 0) (max-buffered 0) (max-pending 0))
     (unwind-protect
         (dolist (piece (test-rpc--pieces stream 1))
           (dolist (ev (agent-shell-rpc--http-feed http piece))
             (when (eq (car ev) 'body)
-              (cl-incf count (length (agent-shell-rpc--sse-feed sse (cdr ev))))))
+              (cl-incf count (length (agent-shell-rpc--sse-parse sse)))))
           (setq max-buffered (max max-buffered (buffer-size (agent-shell-rpc--http-buffer http)))
-                max-fragments (max max-fragments
-                                   (apply #'+ (mapcar #'length (agent-shell-rpc--sse-fragments sse))))))
+                max-pending (max max-pending
+                                 (buffer-size (agent-shell-rpc--sse-buffer sse)))))
       (agent-shell-rpc--http-discard http))
     (should (= count 400))
     (should (< max-buffered 64))
-    (should (< max-fragments (length event)))))
+    (should (< max-pending (length event)))
+    (should-not (buffer-live-p (agent-shell-rpc--sse-buffer sse)))))
+
+(ert-deftest test-rpc/long-event-in-many-reads ()
+  "A 600 KB event arriving in 4 KB reads parses once, with its line searched once.
+Regression guard: each read rescanned the unfinished line from its start."
+  (let* ((text (apply #'concat (make-list 50000 "长文本🚀ab")))
+         (bytes (encode-coding-string
+                 (concat "id: 9\r\ndata: " (json-serialize `((t . ,text))) "\r\n\r\n") 'utf-8))
+         (sse (agent-shell-rpc--sse-new))
+         (events nil))
+    (should (> (length bytes) 600000))
+    (unwind-protect
+        (let ((i 0) (n (length bytes)))
+          (while (< i n)
+            (let ((j (min n (+ i 4096))))
+              (setq events (append events (agent-shell-rpc--sse-feed sse (substring bytes i j))))
+              (when (< j (- n 4))
+                ;; Everything received is known to hold no line end yet.
+                (with-current-buffer (agent-shell-rpc--sse-buffer sse)
+                  (should (= (agent-shell-rpc--sse-seen sse) (point-max)))))
+              (setq i j))))
+      (agent-shell-rpc--sse-discard sse))
+    (should (= (length events) 1))
+    (should (equal (plist-get (car events) :id) "9"))
+    (should (string= (alist-get 't (plist-get (car events) :data)) text))))
 
 (ert-deftest test-rpc/repeated-event-ids-dropped ()
   "An event whose id is not above the last one seen is dropped."
   (let ((conn (agent-shell-rpc--make-conn :name "t" :last-event-id "5")))
     (should (equal (agent-shell-rpc--accept-events
-                    conn (list '(:id "4" :event "message" :data "{\"n\":4}")
-                               '(:id "5" :event "message" :data "{\"n\":5}")
-                               '(:id "6" :event "message" :data "{\"n\":6}")
-                               '(:id "6" :event "message" :data "{\"n\":66}")
-                               '(:id "7" :event "message" :data "not json")
-                               '(:id "8" :event "message" :data "{\"n\":8}")))
+                    conn (list '(:id "4" :event "message" :data ((n . 4)))
+                               '(:id "5" :event "message" :data ((n . 5)))
+                               '(:id "6" :event "message" :data ((n . 6)))
+                               '(:id "6" :event "message" :data ((n . 66)))
+                               '(:id "7" :event "message" :error "bad" :text "not json")
+                               '(:id "8" :event "message" :data ((n . 8)))))
                    '(((n . 6)) ((n . 8)))))
     (should (equal (agent-shell-rpc-conn-last-event-id conn) "8"))))
 

@@ -27,6 +27,13 @@
 (defvar test-shell--mock nil "The mock model process.")
 (defvar test-shell--mock-base nil "The mock model's API base.")
 
+(defconst test-shell-long-answer
+  (let ((parts nil))
+    (dotimes (i 300)
+      (push (format "第%d段：流式输出 streams in frames 🚀 e\u0301。\n" i) parts))
+    (apply #'concat (nreverse parts)))
+  "A long answer of the mock model, streamed three characters a delta.")
+
 (defconst test-shell--mock-script
   `((steps . [((match . ((last_user_contains . "slow")))
                (text . "late") (delay_ms . 20000))
@@ -40,7 +47,15 @@
               ,@(mapcar (lambda (word)
                           `((match . ((last_user_contains . ,word)))
                             (text . ,(format "答复 %s: ok." word))))
-                        '("at-once" "before-restart" "before-start" "after-start" "before-resume" "after-resume"))]))
+                        '("at-once" "before-restart" "before-start" "after-start" "before-resume" "after-resume"))
+              ((match . ((last_user_contains . "stream-exact")))
+               (text . ,test-shell-long-answer) (chunk_size . 3))
+              ((match . ((last_user_contains . "stream-drop")))
+               (text . ,test-shell-long-answer) (chunk_size . 3) (delay_ms . 1))
+              ((match . ((last_user_contains . "stream-cancel")))
+               (text . ,test-shell-long-answer) (chunk_size . 3) (delay_ms . 2))
+              ((match . ((last_user_contains . "stream-after")))
+               (text . "取消之后：after the cancel.") (chunk_size . 2))]))
   "Script of the mock model.")
 
 (defalias 'test-shell--wait #'agent-shell-test-wait)

@@ -104,18 +104,11 @@ async def _model_step(
     completion: Completion | None = None
     async for event in live.model.stream_chat(messages, tools):
         if isinstance(event, TextDelta):
-            await live.reporter.update(
-                "agent_message_chunk", content={"type": "text", "text": event.text}
-            )
+            live.reporter.chunk("agent_message_chunk", event.text)
         elif isinstance(event, ReasoningDelta):
-            await live.reporter.update(
-                "agent_thought_chunk", content={"type": "text", "text": event.text}
-            )
+            live.reporter.chunk("agent_thought_chunk", event.text)
         elif isinstance(event, StreamRestart):
-            await live.reporter.update(
-                "agent_message_chunk",
-                content={"type": "text", "text": "\n[connection lost; the answer restarts]\n"},
-            )
+            live.reporter.chunk("agent_message_chunk", "\n[connection lost; the answer restarts]\n")
         elif isinstance(event, Completion):
             completion = event
     assert completion is not None, "stream_chat always ends with a Completion"
@@ -230,12 +223,14 @@ async def run_turn(
     state.turns += 1
     state.title = state.title or first_line[:80]
     state.turn_in_progress = turn_id
-    await live.checkpoint()
+    # Off the path to the first token: the checkpoint (an fsync) and the branch
+    # lookup (a git process) run while the memory search and the model call go on.
+    # The checkpoint lock keeps later checkpoints after this one.
+    prelude = asyncio.ensure_future(_prelude(live, turn))
     stop_reason = "end_turn"
     error: JSONObject | None = None
     executor = ToolExecutor(live)
     try:
-        turn.branch_at_start = await live.current_branch()
         memories = "" if quiet_memory else await inject_memories(live, prompt, task_entry)
         while True:
             if turn.steps >= live.max_steps:
@@ -327,7 +322,27 @@ async def run_turn(
         log.exception("turn %s failed", turn_id)
         stop_reason = "error"
         error = {"code": -32603, "message": f"internal error: {type(exc).__name__}"}
+    await _settle(prelude)
     await _finish(live, turn, stop_reason, error, start_index)
+
+
+async def _prelude(live: LiveSession, turn: TurnState) -> None:
+    """Checkpoint the started turn and note the branch it starts on."""
+    await asyncio.gather(live.checkpoint(), _note_branch(live, turn))
+
+
+async def _note_branch(live: LiveSession, turn: TurnState) -> None:
+    turn.branch_at_start = await live.current_branch()
+
+
+async def _settle(work: asyncio.Future[None]) -> None:
+    """Wait for background WORK of the turn, even when the turn was cancelled."""
+    try:
+        await asyncio.shield(work)
+    except asyncio.CancelledError:
+        await asyncio.wait([work])
+    except Exception:
+        log.exception("the start of the turn failed")
 
 
 async def _finish(

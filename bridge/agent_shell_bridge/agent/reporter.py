@@ -61,11 +61,21 @@ class Reporter:
     def next_id(self) -> str:
         return f"{self._prefix}-{next(self._ids)}"
 
+    def chunk(self, update_kind: str, text: str) -> None:
+        """Stream TEXT as an ``agent_message_chunk`` or ``agent_thought_chunk``.
+
+        Deltas are joined into frames by the hub (see :mod:`..frames`); any other
+        update or log entry flushes them first, so order is kept.
+        """
+        self.hub.stream_text(self.session_id, update_kind, text)
+
     async def update(self, update_kind: str, /, **fields: Any) -> None:
         await self.hub.notify(
             "session/update",
             {"sessionId": self.session_id, "update": {"sessionUpdate": update_kind, **fields}},
         )
+        if update_kind == "turn_end":
+            self.hub.end_stream(self.session_id)
 
     async def entry(
         self,

@@ -31,16 +31,26 @@ class SSEDecoder:
         self.comments = 0
 
     def feed(self, text: str) -> list[SSEEvent]:
-        self._buffer += text
+        buf = self._buffer + text if self._buffer else text
         events: list[SSEEvent] = []
+        pos = 0
+        if "\r" not in buf:
+            # The usual case (LF line ends): one split, no rescanning of the rest.
+            lines = buf.split("\n")
+            self._buffer = lines.pop()
+            for line in lines:
+                event = self.feed_line(line)
+                if event is not None:
+                    events.append(event)
+            return events
         while True:
-            cut = self._line_end()
+            cut = self._line_end(buf, pos)
             if cut is None:
+                self._buffer = buf[pos:]
                 return events
             end, skip = cut
-            line = self._buffer[:end]
-            self._buffer = self._buffer[end + skip :]
-            event = self.feed_line(line)
+            event = self.feed_line(buf[pos:end])
+            pos = end + skip
             if event is not None:
                 events.append(event)
 
@@ -86,10 +96,10 @@ class SSEDecoder:
         self._event = None
         return event
 
-    def _line_end(self) -> tuple[int, int] | None:
-        buf = self._buffer
-        lf = buf.find("\n")
-        cr = buf.find("\r")
+    @staticmethod
+    def _line_end(buf: str, pos: int) -> tuple[int, int] | None:
+        lf = buf.find("\n", pos)
+        cr = buf.find("\r", pos)
         if cr == -1 or (lf != -1 and lf < cr):
             return None if lf == -1 else (lf, 1)
         if cr + 1 == len(buf):

@@ -8,7 +8,9 @@ back come from one definition.
 
 from __future__ import annotations
 
+import copy
 import enum
+import functools
 from dataclasses import dataclass
 from typing import Literal
 
@@ -166,14 +168,22 @@ class ToolSpec:
         return self.risk is Risk.WRITE
 
     def schema(self) -> JSONObject:
-        params = self.args.model_json_schema()
-        params.pop("title", None)
-        for prop in params.get("properties", {}).values():
-            prop.pop("title", None)
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": params},
-        }
+        """The OpenAI ``tools`` entry (a fresh copy: callers may change it)."""
+        return copy.deepcopy(_schema(self))
+
+
+@functools.cache
+def _schema(spec: ToolSpec) -> JSONObject:
+    # Made once per tool: pydantic's schema generation costs milliseconds per call,
+    # and every model step (on the way to its first token) needs every schema.
+    params = spec.args.model_json_schema()
+    params.pop("title", None)
+    for prop in params.get("properties", {}).values():
+        prop.pop("title", None)
+    return {
+        "type": "function",
+        "function": {"name": spec.name, "description": spec.description, "parameters": params},
+    }
 
 
 _R, _W = Risk.READ, Risk.WRITE
