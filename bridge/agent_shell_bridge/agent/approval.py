@@ -14,6 +14,7 @@ from typing import Literal, Protocol
 
 from ..events import EventHub
 from ..types import JSONObject, Risk
+from .grants import Grant, grant_record
 
 __all__ = [
     "Answer",
@@ -39,6 +40,8 @@ class PermissionRequest:
     reason: str
     log_entry_id: str
     diff: str | None = None
+    command: str | None = None  # the command that would run (run_test's detected one too)
+    cwd: str | None = None  # where it would run
 
     @property
     def offers_session(self) -> bool:
@@ -75,7 +78,15 @@ class PermissionRequest:
         }
         if self.diff is not None:
             params["diff"] = self.diff
+        if self.offers_session:
+            # Exactly what "allow for this session" would grant, for the client to show
+            # before the user confirms it.
+            params["grant"] = self.grant().to_json()
         return params
+
+    def grant(self) -> Grant:
+        """What "allow for this session" grants: this command here, or this kind of edit."""
+        return grant_record(self.tool, self.command, self.cwd)
 
 
 @dataclass(frozen=True, slots=True)
