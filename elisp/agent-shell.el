@@ -44,6 +44,7 @@
 (require 'agent-shell-citations)
 (require 'agent-shell-project)
 (require 'agent-shell-transcript)
+(require 'agent-shell-grants)
 
 ;;; Options
 
@@ -463,14 +464,23 @@ or C-c C-y / C-c C-n here" title))
   nil)
 
 (defun agent-shell--grant-text (params)
-  "Return the scope of an `allow_session' answer to permission PARAMS."
-  (let* ((call (alist-get 'toolCall params))
+  "Return the scope of an `allow_session' answer to permission PARAMS.
+The bridge's own description (PARAMS' `grant') is used when present."
+  (let* ((described (alist-get 'description (alist-get 'grant params)))
+         (call (alist-get 'toolCall params))
          (input (alist-get 'rawInput call))
          (command (and (consp input) (alist-get 'command input)))
          (title (or (alist-get 'title call) "this step")))
-    (if (stringp command)
-        (format "the command `%s' in the same directory" command)
-      (format "%s on any file" (car (split-string title " " t))))))
+    (cond ((stringp described) described)
+          ((stringp command)
+           (format "the command `%s' in the same directory" command))
+          (t (format "%s on any file" (car (split-string title " " t)))))))
+
+(defun agent-shell--permission-grant-text (entry-id)
+  "Return what approving log entry ENTRY-ID for the session grants, or nil.
+This is `agent-shell-log-grant-function'."
+  (when-let ((permission (agent-shell--permission-waiting-p entry-id)))
+    (agent-shell--grant-text (plist-get permission :params))))
 
 (defun agent-shell--show-decision (permission decision reason)
   "Show in the shell buffer that PERMISSION was answered with DECISION.
@@ -556,6 +566,8 @@ string or nil.  This is `agent-shell-log-decision-function'."
 
 (setq agent-shell-log-decision-function #'agent-shell-log-decide)
 (setq agent-shell-log-answerable-function #'agent-shell--permission-waiting-p)
+(setq agent-shell-log-grant-function #'agent-shell--permission-grant-text)
+(define-key agent-shell-log-mode-map (kbd "G") #'agent-shell-grants)
 
 ;;; Internals: context snapshot
 
@@ -924,28 +936,48 @@ starts and TEXT stays (or is put back) in the input."
                        (force-mode-line-update)
                        (message "agent-shell: %s mode" agent-shell--mode)))))))
 
-(defun agent-shell--oldest-permission ()
-  "Return this session's oldest permission request not being answered."
-  (or (cl-find-if (lambda (p) (and (equal (plist-get p :session) agent-shell--session-id)
+(defun agent-shell--chosen-permission (verb)
+  "Return this session's waiting permission request the user means.
+With one step waiting, that one; with several, ask which (VERB starts
+the question), so no decision falls on a step the user did not name."
+  (let ((waiting (cl-remove-if-not
+                  (lambda (p) (and (equal (plist-get p :session) agent-shell--session-id)
                                    (not (plist-get p :sending))))
-                  agent-shell--permissions)
-      (user-error "No step is waiting for a decision")))
+                  agent-shell--permissions)))
+    (cond
+     ((null waiting) (user-error "No step is waiting for a decision"))
+     ((null (cdr waiting)) (car waiting))
+     (t (let* ((n 0)
+               (table (mapcar (lambda (p)
+                                (cons (format "%d. %s" (cl-incf n)
+                                              (or (alist-get 'title (alist-get 'toolCall
+                                                                               (plist-get p :params)))
+                                                  "a step"))
+                                      p))
+                              waiting)))
+          (or (cdr (assoc (completing-read (format "%s which waiting step? " verb)
+                                           table nil t)
+                          table))
+              (user-error "No step chosen")))))))
 
-(defun agent-shell-approve ()
-  "Approve this session's oldest step waiting for a decision."
+(defun agent-shell-approve (&optional permission)
+  "Approve this session's waiting step; with several, ask which.
+PERMISSION, when given, is the request to approve."
   (interactive)
   (agent-shell--ensure-shell)
-  (agent-shell--answer-permission (agent-shell--oldest-permission) 'approve nil))
+  (agent-shell--answer-permission
+   (or permission (agent-shell--chosen-permission "Approve")) 'approve nil))
 
-(defun agent-shell-reject (reason)
-  "Reject this session's oldest waiting step, telling the model REASON."
+(defun agent-shell-reject (reason &optional permission)
+  "Reject this session's waiting step, telling the model REASON.
+With several steps waiting, ask which; PERMISSION, when given, is it."
   (interactive
    (progn (agent-shell--ensure-shell)
-          (agent-shell--oldest-permission)
-          (list (read-string "Reason (optional): "))))
+          (let ((permission (agent-shell--chosen-permission "Reject")))
+            (list (read-string "Reason (optional): ") permission))))
   (agent-shell--ensure-shell)
-  (agent-shell--answer-permission (agent-shell--oldest-permission) 'reject
-                                  (agent-shell--nonempty reason)))
+  (agent-shell--answer-permission (or permission (agent-shell--chosen-permission "Reject"))
+                                  'reject (agent-shell--nonempty reason)))
 
 (defun agent-shell-toggle-entry ()
   "Show or hide the body of the thought, tool or plan entry at point.

@@ -32,6 +32,11 @@
                (text . "late") (delay_ms . 20000))
               ((match . ((last_user_contains . "repeat")))
                (text . "再说一遍：done.") (chunk_size . 3))
+              ((match . ((last_user_contains . "grant me")))
+               (tool_calls . [((name . "run_command")
+                               (arguments . ((command . "mkdir -p 构建"))))]))
+              ((match . ((last_user_contains . "grant me")))
+               (text . "granted 已授权"))
               ((match . ((last_user_contains . "hello")))
                (text . "你好，世界！Streaming works.") (chunk_size . 1))]))
   "Script of the mock model.")
@@ -1189,6 +1194,59 @@ The shell now says what was allowed and the header counts grants."
       (should (string-search "Allowed for this session: write_file on any file"
                              (test-shell--transcript)))
       (should (string-search "│ 1 grant" (agent-shell--header-line))))))
+
+(ert-deftest test-shell/grants-are-said-listed-and-revoked ()
+  "`a' says exactly what it grants and asks; `agent-shell-grants' lists and revokes.
+A real turn on the real bridge: the model runs `mkdir -p 构建', the
+user allows it for the session, the grants buffer shows it, and `k'
+takes it back in the bridge."
+  (test-shell--with-session (root)
+    (goto-char (point-max))
+    (insert "grant me 授权")
+    (execute-kbd-macro (kbd "RET"))
+    (let ((log (agent-shell-log-buffer agent-shell--name))
+          (shell (current-buffer))
+          (sid agent-shell--session-id)
+          (prompts nil))
+      (test-shell--wait "the WAIT step" (lambda () (agent-shell-log-pending log)) 20)
+      (test-shell--wait "the permission request"
+                        (lambda () (agent-shell--permission-waiting-p
+                                    (car (agent-shell-log-pending log)))))
+      (with-current-buffer log
+        (switch-to-buffer log)
+        (goto-char (agent-shell-log--node-marker
+                    (gethash (car (agent-shell-log-pending log)) agent-shell-log--nodes)))
+        (cl-letf (((symbol-function 'y-or-n-p)
+                   (lambda (prompt) (push prompt prompts) t)))
+          (execute-kbd-macro (kbd "a"))))
+      (should (equal (length prompts) 1))
+      (should (string-search "run exactly `mkdir -p 构建` in" (car prompts)))
+      (should (string-search (directory-file-name root) (car prompts)))
+      (with-current-buffer shell
+        (test-shell--wait "the turn's end"
+                          (lambda () (string-search "granted 已授权" (test-shell--transcript)))
+                          20))
+      (should (file-directory-p (expand-file-name "构建" root)))
+      (let ((grants (with-current-buffer shell (agent-shell-grants))))
+        (unwind-protect
+            (with-current-buffer grants
+              (test-shell--wait "the listing" (lambda () agent-shell-grants--list))
+              (goto-char (point-min))
+              (should (search-forward "`mkdir -p 构建'" nil t))
+              (should (equal (length (alist-get 'grants
+                                                (test-shell--sync
+                                                 "session/grants" `((sessionId . ,sid)))))
+                             1))
+              (should (string-search "│ 1 grant" (with-current-buffer shell
+                                                   (agent-shell--header-line))))
+              (beginning-of-line)
+              (execute-kbd-macro (kbd "k"))
+              (test-shell--wait "the revocation" (lambda () (null tabulated-list-entries)))
+              (should (equal (alist-get 'grants (test-shell--sync
+                                                 "session/grants" `((sessionId . ,sid))))
+                             nil))
+              (should-not (with-current-buffer shell agent-shell--grants)))
+          (kill-buffer grants))))))
 
 ;;; Starting the bridge
 
