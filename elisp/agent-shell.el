@@ -717,11 +717,14 @@ buffers take the same name."
                    (mapconcat (lambda (m) (or (alist-get 'title m) "?"))
                               memories "; "))))))))
 
-(defun agent-shell--session-new-params (root &optional settings)
+(defun agent-shell--session-new-params (root &optional settings wide-confirmed)
   "Return the params of `session/new' for ROOT.
-SETTINGS are ROOT's project settings, read when not given."
+SETTINGS are ROOT's project settings, read when not given.
+WIDE-CONFIRMED non-nil means the user explicitly confirmed ROOT
+although it is $HOME or /; only then is `allowHomeRoot' sent."
   (let ((settings (or settings (agent-shell-read-config root))))
     `((cwd . ,(directory-file-name root))
+      ,@(and wide-confirmed '((allowHomeRoot . t)))
       (mode . ,(symbol-name (agent-shell--setting settings 'agent-shell-default-mode)))
       (model . ((model . ,(agent-shell--setting settings 'agent-shell-model))
                 ,@(when-let ((window (agent-shell--setting
@@ -746,10 +749,14 @@ SETTINGS are ROOT's project settings, read when not given."
 (defun agent-shell-start (&optional ask)
   "Start an agent session for the current project.
 The root is the current project's, else `agent-shell-workspace-root'
-or `default-directory'; with a prefix argument ASK, read it.  The
-bridge is started once per Emacs and reused."
+or `default-directory'; with a prefix argument ASK, read it.  Your
+home directory and / are never a project silently: from there (say,
+*scratch*) a project directory is asked for, and keeping $HOME or /
+needs an explicit yes.  The bridge is started once per Emacs and
+reused."
   (interactive "P")
-  (let* ((root (agent-shell--project-root ask))
+  (let* ((chosen (agent-shell--confirmed-root (agent-shell--project-root ask)))
+         (root (car chosen))
          (name (agent-shell--name-for-root root))
          (buffer (get-buffer-create (agent-shell--buffer-name name))))
     (agent-shell-scaffold root)
@@ -764,7 +771,8 @@ bridge is started once per Emacs and reused."
           (agent-shell--with-bridge
            (lambda (conn)
              (agent-shell-rpc-request
-              conn "session/new" (agent-shell--session-new-params root settings)
+              conn "session/new"
+              (agent-shell--session-new-params root settings (cdr chosen))
             :on-success (lambda (result) (agent-shell--on-session buffer result))
             :on-error (agent-shell--session-error buffer "Starting the session")))))))
     (pop-to-buffer buffer)

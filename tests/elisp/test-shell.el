@@ -1248,6 +1248,112 @@ takes it back in the bridge."
               (should-not (with-current-buffer shell agent-shell--grants)))
           (kill-buffer grants))))))
 
+;;; Home and / are never a project silently
+
+(defun test-shell--events-text ()
+  "Return the text of the bridge traffic buffer."
+  (with-current-buffer (get-buffer-create "*agent-shell events*")
+    (buffer-substring-no-properties (point-min) (point-max))))
+
+(defun test-shell--fresh-events ()
+  "Empty the bridge traffic buffer."
+  (when-let ((buffer (get-buffer "*agent-shell events*")))
+    (kill-buffer buffer)))
+
+(defmacro test-shell--from-home (spec &rest body)
+  "Run BODY with SPEC's (HOME PROJECT) bound to a fake $HOME and a git project.
+Questions are answered by `test-shell--answers': a list of directories
+for `read-directory-name' and of booleans for `yes-or-no-p'; what was
+asked is collected in `test-shell--asked'."
+  (declare (indent 1) (debug ((symbolp symbolp) body)))
+  `(agent-shell-test-with-project (,(cadr spec) nil)
+     (test-shell--bridge)
+     (let* ((,(car spec) (file-name-as-directory
+                          (file-truename (make-temp-file "agent-shell-home-" t))))
+            (process-environment (cons (concat "HOME=" (directory-file-name ,(car spec)))
+                                       process-environment))
+            (agent-shell-log-events t))
+       (test-shell--fresh-events)
+       (unwind-protect
+           (cl-letf (((symbol-function 'read-directory-name)
+                      (lambda (prompt &rest _)
+                        (push (cons 'dir prompt) test-shell--asked)
+                        (or (pop test-shell--directories) (error "Asked once too often"))))
+                     ((symbol-function 'yes-or-no-p)
+                      (lambda (prompt)
+                        (push (cons 'yes prompt) test-shell--asked)
+                        (pop test-shell--yes))))
+             (ignore ,(car spec) ,(cadr spec))
+             ,@body)
+         (dolist (buffer (buffer-list))
+           (when (and (eq (buffer-local-value 'major-mode buffer) 'agent-shell-mode)
+                      (member (buffer-local-value 'agent-shell--root buffer)
+                              (list ,(car spec) ,(cadr spec))))
+             (kill-buffer buffer)))
+         (delete-directory ,(car spec) t)))))
+
+(defvar test-shell--asked nil "Questions asked, newest first: (dir . PROMPT) or (yes . PROMPT).")
+(defvar test-shell--directories nil "Answers to `read-directory-name', in order.")
+(defvar test-shell--yes nil "Answers to `yes-or-no-p', in order.")
+
+(defun test-shell--start-in (dir)
+  "Run `agent-shell-start' from a buffer in DIR; wait for the session."
+  (with-temp-buffer
+    (setq default-directory dir)
+    (let ((shell (agent-shell-start)))
+      (with-current-buffer shell
+        (test-shell--wait "session/new" (lambda () agent-shell--session-id) 20))
+      shell)))
+
+(ert-deftest test-shell/start-from-home-asks-for-a-project ()
+  "Regression: `agent-shell-start' from *scratch* made $HOME the project silently.
+It now asks for a project directory, says why, and touches nothing in $HOME."
+  (test-shell--from-home (home project)
+    (setq test-shell--asked nil test-shell--directories (list project) test-shell--yes nil)
+    (let ((shell (test-shell--start-in home)))
+      (should (equal (buffer-local-value 'agent-shell--root shell) project))
+      (should (equal (mapcar #'car test-shell--asked) '(dir)))
+      (should (string-search "your home directory" (cdar test-shell--asked)))
+      (should (string-search "not a project" (cdar test-shell--asked)))
+      (should-not (file-exists-p (expand-file-name ".agent-shell" home)))
+      (should (string-search "session/new" (test-shell--events-text)))
+      (should-not (string-search "allowHomeRoot" (test-shell--events-text))))))
+
+(ert-deftest test-shell/start-from-root-refuses-root-unless-confirmed ()
+  "From /, choosing / again needs an explicit yes; a no asks for a directory again."
+  (test-shell--from-home (home project)
+    (setq test-shell--asked nil test-shell--directories (list "/" project)
+          test-shell--yes (list nil))
+    (let ((shell (test-shell--start-in "/")))
+      (should (equal (buffer-local-value 'agent-shell--root shell) project))
+      (should (equal (mapcar #'car (reverse test-shell--asked)) '(dir yes dir)))
+      (should (string-search "root directory /" (cdr (nth 1 test-shell--asked)))))))
+
+(ert-deftest test-shell/home-kept-as-root-only-after-yes-and-says-so ()
+  "Keeping $HOME after an explicit yes starts there and sends `allowHomeRoot'."
+  (test-shell--from-home (home project)
+    (setq test-shell--asked nil test-shell--directories (list home) test-shell--yes (list t))
+    (let ((shell (test-shell--start-in home)))
+      (should (equal (buffer-local-value 'agent-shell--root shell) home))
+      (should (equal (mapcar #'car (reverse test-shell--asked)) '(dir yes)))
+      (should (string-search "\"allowHomeRoot\":true" (test-shell--events-text))))))
+
+(ert-deftest test-shell/wide-root-recognised ()
+  "$HOME and / are wide roots, through symlinks too; a project below $HOME is not."
+  (test-shell--from-home (home project)
+    (let ((link (make-temp-name (expand-file-name "agent-shell-homelink-"
+                                                  temporary-file-directory))))
+      (make-symbolic-link (directory-file-name home) link)
+      (unwind-protect
+          (progn
+            (should (agent-shell--wide-root home))
+            (should (agent-shell--wide-root link))
+            (should (agent-shell--wide-root "/"))
+            (should-not (agent-shell--wide-root project))
+            (make-directory (expand-file-name "src" home))
+            (should-not (agent-shell--wide-root (expand-file-name "src" home))))
+        (delete-file link)))))
+
 ;;; Starting the bridge
 
 (defun test-shell--live-bridges ()
