@@ -102,6 +102,35 @@
   (test-shell--update session `((sessionUpdate . ,(or kind "agent_message_chunk"))
                                 (content . ((type . "text") (text . ,text))))))
 
+;;; The recorded turn (tests/fixtures/updates/turn.json)
+
+(defconst test-shell--recorded-file
+  (expand-file-name "../fixtures/updates/turn.json"
+                    (file-name-directory (or load-file-name buffer-file-name)))
+  "A real scripted turn's `session/update' params, recorded through the bridge.
+tests/python/test_update_fixture.py regenerates it and fails when it
+is stale, so these tests render what the bridge really sends.")
+
+(defun test-shell--recorded (session &rest kinds)
+  "Return the recorded updates for SESSION, only those of KINDS when given.
+Each is a `session/update' params object whose sessionId is SESSION."
+  (let ((all (with-temp-buffer
+               (let ((coding-system-for-read 'utf-8))
+                 (insert-file-contents test-shell--recorded-file))
+               (json-parse-buffer :object-type 'alist :array-type 'array
+                                  :null-object :null :false-object :json-false))))
+    (cl-loop for params across all
+             for update = (alist-get 'update params)
+             when (or (null kinds)
+                      (member (alist-get 'sessionUpdate update) kinds))
+             collect (test-shell--update session update))))
+
+(defun test-shell--recorded-text (kind)
+  "Return the text of the recorded chunks of KIND joined, in order."
+  (mapconcat (lambda (params)
+               (alist-get 'text (alist-get 'content (alist-get 'update params))))
+             (test-shell--recorded "s" kind) ""))
+
 (defvar test-shell--counter 0 "Counter for fake session ids.")
 
 (defmacro test-shell--with-shell (spec &rest body)
@@ -128,6 +157,47 @@ for SID-VAR through the real event stream land in it."
 
 ;;; Rendering
 
+(ert-deftest test-shell/recorded-turn-renders ()
+  "A whole recorded turn renders as the user should see it.
+Thought folded, text in order, one line per tool with its status, the
+edit's diff in its body, one plan entry with its final state, the
+usage in the header line and the summary at the end."
+  (test-shell--with-shell (sid)
+    (apply #'test-shell--emit (test-shell--recorded sid))
+    (test-shell--wait "turn_end" (lambda () (string-search "Done:" (test-shell--transcript))))
+    (let* ((text (test-shell--transcript))
+           (usage (alist-get 'update (car (last (test-shell--recorded sid "usage")))))
+           (thought (test-shell--recorded-text "agent_thought_chunk")))
+      ;; Text and entries in the order the bridge sent them.
+      (should (string-match-p
+               (concat "\\`▸ … Thinking\n" (regexp-quote thought) "\n我先看看代码。\n"
+                       "▸ ● read_file calc\\.py\n.*\n计划如下。\n"
+                       "▸ ● propose_plan\n.*\n▸ ≡ Plan (1/1 done)\n\\[x\\] 改 calc\\.py 里的 add\n"
+                       "▸ ● write_file calc\\.py\n\\(?:.*\n\\)*?"
+                       "▸ ● complete_step\n.*\n修好了：add 现在返回 a \\+ b。\n"
+                       "▸ ● task_complete\n.*\nDone: 修好了：add 现在返回 a \\+ b\n*\\'")
+               text))
+      ;; Structured arguments read as JSON, not as Lisp data.
+      (should (string-search "steps: [{\"title\":\"改 calc.py 里的 add\"" text))
+      (should-not (string-search "((title" text))
+      ;; The edit's diff is in the write_file entry, folded.
+      (let ((write (test-shell--entry-text "write_file")))
+        (should (string-search "-    return a - b\n+    return a + b" write)))
+      (goto-char (point-min))
+      (search-forward "+    return a")
+      (should (invisible-p (point)))
+      ;; One plan entry for the four plan updates.
+      (should (= (length (test-shell--recorded sid "plan")) 4))
+      (should (= (cl-count-if (lambda (e) (string-prefix-p "plan-" (car e)))
+                              agent-shell--entries)
+                 1))
+      (should (eq agent-shell--state 'idle))
+      (should (string-search
+               (format "context %d%%" (round (* 100.0 (/ (float (alist-get 'contextUsed usage))
+                                                        (alist-get 'contextWindow usage)))))
+               (agent-shell--header-line))))))
+
+
 (ert-deftest test-shell/streams-chinese-one-char-chunks ()
   "Many one-character chunks, Chinese included, arrive intact and in order.
 The user's half-typed input and point stay where they were."
@@ -149,14 +219,17 @@ The user's half-typed input and point stay where they were."
       (should-error (insert "x") :type 'text-read-only))))
 
 (ert-deftest test-shell/turn-end-shows-the-task-summary ()
-  "The summary given to task_complete is shown when the turn ends."
+  "The summary given to task_complete is shown when the turn ends.
+The turn_end is the recorded turn's."
   (test-shell--with-shell (sid)
-    (test-shell--emit (test-shell--update sid '((sessionUpdate . "turn_end")
-                                                (turnId . "t9")
-                                                (stopReason . "end_turn")
-                                                (summary . "修好了：add 现在返回 a + b"))))
-    (test-shell--wait "turn_end" (lambda () (string-search "修好了" (test-shell--transcript))))
-    (should (string-search "Done: 修好了：add 现在返回 a + b" (test-shell--transcript)))))
+    (let* ((end (car (test-shell--recorded sid "turn_end")))
+           (summary (alist-get 'summary (alist-get 'update end))))
+      (should (string-prefix-p "修好了" summary))
+      (setq agent-shell--turn-id (alist-get 'turnId (alist-get 'update end)))
+      (test-shell--emit end)
+      (test-shell--wait "turn_end" (lambda () (string-search "修好了" (test-shell--transcript))))
+      (should (string-search (concat "Done: " summary) (test-shell--transcript)))
+      (should (eq agent-shell--state 'idle)))))
 
 (ert-deftest test-shell/point-in-transcript-is-kept ()
   "Output arriving while the user reads the transcript does not move point."
@@ -170,57 +243,60 @@ The user's half-typed input and point stay where they were."
       (test-shell--wait "second chunk" (lambda () (string-search "more" (test-shell--transcript))))
       (should (= (point) here)))))
 
+(defun test-shell--recorded-call (session call-id)
+  "Return the recorded updates for SESSION of the tool call CALL-ID, in order."
+  (cl-remove-if-not (lambda (params)
+                      (equal (alist-get 'toolCallId (alist-get 'update params)) call-id))
+                    (test-shell--recorded session "tool_call" "tool_call_update")))
+
 (ert-deftest test-shell/tool-call-folds-and-updates ()
-  "A tool call is one folded line whose status glyph follows the updates; TAB unfolds."
+  "A tool call is one folded line whose status glyph follows the updates; TAB unfolds.
+The call and its updates are the recorded turn's write_file."
   (test-shell--with-shell (sid)
-    (test-shell--emit
-     (test-shell--chunk sid "Let me look.")
-     (test-shell--update sid '((sessionUpdate . "tool_call") (toolCallId . "c1")
-                               (title . "read_file 中文.py") (kind . "read")
-                               (status . "in_progress")
-                               (rawInput . ((path . "中文.py"))))))
-    (test-shell--wait "tool call" (lambda () (string-search "read_file" (test-shell--transcript))))
-    (should (string-match-p "^Let me look\\.\n▸ ◐ read_file 中文\\.py" (test-shell--transcript)))
-    (should (equal (agent-shell--state-text) "running read_file 中文.py"))
-    (test-shell--emit
-     (test-shell--update sid '((sessionUpdate . "tool_call_update") (toolCallId . "c1")
-                               (status . "completed")
-                               (content . [((type . "content")
-                                            (content . ((type . "text")
-                                                        (text . "print(\"你好\")"))))]))))
-    (test-shell--wait "tool update" (lambda () (string-search "▸ ●" (test-shell--transcript))))
-    (should (equal (agent-shell--state-text) "thinking"))
-    (goto-char (point-min))
-    (search-forward "print(")
-    (should (invisible-p (point)))
-    ;; TAB on the header line, through the real keymap.
-    (goto-char (point-min))
-    (search-forward "read_file")
-    (execute-kbd-macro (kbd "TAB"))
-    (should (string-search "▾ ● read_file" (test-shell--transcript)))
-    (search-forward "print(")
-    (should-not (invisible-p (point)))
-    (goto-char (point-min))
-    (search-forward "read_file")
-    (execute-kbd-macro (kbd "TAB"))
-    (search-forward "print(")
-    (should (invisible-p (point)))))
+    (pcase-let ((`(,call ,running ,done) (test-shell--recorded-call sid "call_write")))
+      (test-shell--emit (test-shell--chunk sid "Let me look.") call running)
+      (test-shell--wait "tool call" (lambda () (string-search "◐" (test-shell--transcript))))
+      (should (string-match-p "^Let me look\\.\n▸ ◐ write_file calc\\.py" (test-shell--transcript)))
+      (should (equal (agent-shell--state-text) "running write_file calc.py"))
+      (test-shell--emit done)
+      (test-shell--wait "tool update" (lambda () (string-search "▸ ●" (test-shell--transcript))))
+      (should (equal (agent-shell--state-text) "thinking"))
+      (goto-char (point-min))
+      (search-forward "+    return a")
+      (should (invisible-p (point)))
+      ;; TAB on the header line, through the real keymap.
+      (goto-char (point-min))
+      (search-forward "write_file")
+      (execute-kbd-macro (kbd "TAB"))
+      (should (string-search "▾ ● write_file" (test-shell--transcript)))
+      (search-forward "+    return a")
+      (should-not (invisible-p (point)))
+      (goto-char (point-min))
+      (search-forward "write_file")
+      (execute-kbd-macro (kbd "TAB"))
+      (search-forward "+    return a")
+      (should (invisible-p (point))))))
 
 (ert-deftest test-shell/thoughts-fold-into-one-line ()
-  "Thought chunks gather under one folded line; the message after starts a new line."
+  "Thought chunks gather under one folded line; the message after starts a new line.
+The chunks are the recorded turn's, as the bridge sends them."
   (test-shell--with-shell (sid)
-    (apply #'test-shell--emit
-           (append (mapcar (lambda (c) (test-shell--chunk sid (string c) "agent_thought_chunk"))
-                           "先想一想")
-                   (list (test-shell--chunk sid "答案"))))
-    (test-shell--wait "message" (lambda () (string-search "答案" (test-shell--transcript))))
-    (should (equal (test-shell--transcript) "▸ … Thinking\n先想一想\n答案"))
-    (goto-char (point-min))
-    (search-forward "先")
-    (should (invisible-p (point)))
-    (should (equal (cl-count-if (lambda (e) (string-prefix-p "thought-" (car e)))
-                                agent-shell--entries)
-                   1))))
+    (let ((thought (test-shell--recorded-text "agent_thought_chunk"))
+          (answer (test-shell--recorded-text "agent_message_chunk")))
+      (should (> (length (test-shell--recorded sid "agent_thought_chunk")) 3))
+      (apply #'test-shell--emit
+             (seq-take (test-shell--recorded sid "agent_thought_chunk" "agent_message_chunk")
+                       (1+ (length (test-shell--recorded sid "agent_thought_chunk")))))
+      (test-shell--wait "message" (lambda () (string-search "我先" (test-shell--transcript))))
+      (should (string-prefix-p "我先" answer))
+      (should (equal (test-shell--transcript)
+                     (concat "▸ … Thinking\n" thought "\n我先看看")))
+      (goto-char (point-min))
+      (search-forward (substring thought 0 1))
+      (should (invisible-p (point)))
+      (should (equal (cl-count-if (lambda (e) (string-prefix-p "thought-" (car e)))
+                                  agent-shell--entries)
+                     1)))))
 
 (ert-deftest test-shell/header-line-usage-and-states ()
   "The header line shows tokens and context fill from usage, and the state."
@@ -846,29 +922,28 @@ Undo in a reused shell buffer could bring back the old transcript."
 
 (ert-deftest test-shell/plan-updates-redraw-one-entry ()
   "Regression: every `plan' update appended a new transcript entry.
-The plan is now one entry redrawn in place; what follows it stays."
+The plan is now one entry redrawn in place; what follows it stays.
+The plan updates are the recorded turn's first and last."
   (test-shell--with-shell (sid)
-    (let ((plan (lambda (status)
-                  (test-shell--update
-                   sid `((sessionUpdate . "plan")
-                         (entries . [((content . "第一步") (status . ,status))
-                                     ((content . "second") (status . "pending"))]))))))
-      (test-shell--emit (funcall plan "in_progress") (test-shell--chunk sid "中间的话"))
+    (let ((plans (test-shell--recorded sid "plan")))
+      (test-shell--emit (car plans) (test-shell--chunk sid "中间的话"))
       (test-shell--wait "the message" (lambda () (string-search "中间" (test-shell--transcript))))
+      (should (string-match-p "\\`▸ ≡ Plan (0/1 done)\n\\[ \\] 改 calc\\.py 里的 add\n中间的话\\'"
+                              (test-shell--transcript)))
       (goto-char (point-max))
       (insert "草稿")
-      (test-shell--emit (funcall plan "completed") (test-shell--chunk sid " end"))
+      (test-shell--emit (car (last plans)) (test-shell--chunk sid " end"))
       (test-shell--wait "the end" (lambda () (string-search " end" (test-shell--transcript))))
       (should (equal (cl-count-if (lambda (e) (string-prefix-p "plan-" (car e)))
                                   agent-shell--entries)
                      1))
-      (should (string-match-p "\\`▸ ≡ Plan (1/2 done)\n\\[x\\] 第一步\n\\[ \\] second\n中间的话 end\\'"
+      (should (string-match-p "\\`▸ ≡ Plan (1/1 done)\n\\[x\\] 改 calc\\.py 里的 add\n中间的话 end\\'"
                               (test-shell--transcript)))
       (should (equal (agent-shell--input) "草稿"))
       ;; TAB still folds the redrawn entry.
       (goto-char (point-min))
       (agent-shell-toggle-entry)
-      (search-forward "第一步")
+      (search-forward "改 calc")
       (should-not (invisible-p (point))))))
 
 (ert-deftest test-shell/same-directory-names-get-separate-sessions ()
