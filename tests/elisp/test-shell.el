@@ -321,15 +321,15 @@ The chunks are the recorded turn's, as the bridge sends them."
     (should (string-search "[turn ended: max_turn_requests]" (test-shell--transcript)))))
 
 (ert-deftest test-shell/long-turn-notifies ()
-  "A turn longer than `agent-shell-notify-threshold' calls the notify function."
+  "A turn longer than `agent-shell-notify-threshold' calls the notify function.
+The turn_end is the recorded turn's."
   (test-shell--with-shell (sid)
     (let* ((notes nil)
-           (agent-shell-notify-function (lambda (text) (push text notes))))
-      (setq agent-shell--turn-id "t9"
+           (agent-shell-notify-function (lambda (text) (push text notes)))
+           (end (car (test-shell--recorded sid "turn_end"))))
+      (setq agent-shell--turn-id (alist-get 'turnId (alist-get 'update end))
             agent-shell--turn-start (time-subtract nil (+ agent-shell-notify-threshold 5)))
-      (test-shell--emit (test-shell--update sid '((sessionUpdate . "turn_end")
-                                                  (turnId . "t9")
-                                                  (stopReason . "end_turn"))))
+      (test-shell--emit end)
       (test-shell--wait "notification" (lambda () notes))
       (should (string-match-p "turn finished after [0-9]+ s" (car notes))))))
 
@@ -1165,7 +1165,7 @@ The :eval result is a mode line construct; every % is now doubled."
   "Regression: TAB at the end of a folded tool line said \"Text is read-only\".
 The entry is now found from the line, not only from point."
   (test-shell--with-shell (sid)
-    (test-shell--emit (test-shell--tool sid "e1" "grep 中文" '((pattern . "中文")))
+    (test-shell--emit (car (test-shell--recorded-call sid "call_read"))
                       (test-shell--chunk sid "after"))
     (test-shell--wait "the message" (lambda () (string-search "after" (test-shell--transcript))))
     (goto-char (point-min))
