@@ -1245,6 +1245,44 @@ notice turns into the decision and the diff joins the tool's entry."
       (should (string-match-p "\\`▸ ● replace_region calc\\.py\nargs: path: calc\\.py\ndiff calc\\.py\n-a = 1\n\\+a = 2 # 改\nApproved: replace_region calc\\.py\n\\'"
                               (test-shell--transcript))))))
 
+(ert-deftest test-shell/c-c-c-y-asks-which-when-several-wait ()
+  "Regression: C-c C-y approved the oldest waiting step, possibly off-screen.
+With several steps waiting it now asks which; the one named is answered."
+  (test-shell--with-shell (sid)
+    (let ((answers nil) (offered nil))
+      (dolist (n '(1 2))
+        (let ((title (format "write_file 第%d.py" n)))
+          (agent-shell-rpc-request
+           (test-shell--bridge) "debug/client_request"
+           `((method . "session/request_permission")
+             (params . ((sessionId . ,sid)
+                        (toolCall . ((toolCallId . ,(format "w%d" n)) (title . ,title)))
+                        (options . [((optionId . "allow_once") (name . "Allow")
+                                     (kind . "allow_once"))])
+                        (logEntryId . ,(format "%s-w%d" sid n)) (risk . "write")))
+             (timeout_s . 20))
+           :timeout 25
+           :on-success (lambda (r) (push (cons title r) answers)))))
+      (test-shell--wait "both requests"
+                        (lambda () (= 2 (cl-count sid agent-shell--permissions
+                                                  :key (lambda (p) (plist-get p :session))
+                                                  :test #'equal))))
+      (cl-letf (((symbol-function 'completing-read)
+                 (lambda (_prompt table &rest _)
+                   (setq offered (mapcar #'car table))
+                   (cadr offered))))
+        (execute-kbd-macro (kbd "C-c C-y")))
+      (should (equal offered '("1. write_file 第1.py" "2. write_file 第2.py")))
+      (test-shell--wait "the answer" (lambda () answers))
+      (should (equal (mapcar #'car answers) '("write_file 第2.py")))
+      ;; One step left: C-c C-y answers it without a question.
+      (setq offered nil)
+      (cl-letf (((symbol-function 'completing-read)
+                 (lambda (&rest _) (error "Asked with a single step waiting"))))
+        (execute-kbd-macro (kbd "C-c C-y")))
+      (test-shell--wait "the second answer" (lambda () (= (length answers) 2)))
+      (should (equal (car (car answers)) "write_file 第1.py")))))
+
 (ert-deftest test-shell/session-grant-is-shown ()
   "Regression: approving with `a' (for the session) left no trace.
 The shell now says what was allowed and the header counts grants."
