@@ -7,6 +7,7 @@ BRIDGE := $(abspath $(VENV)/bin/agent-shell-bridge)
 EMACS ?= emacs
 ELISP_FILES := $(wildcard elisp/*.el)
 ELISP_TESTS := $(wildcard tests/elisp/test-*.el)
+ELPA := /usr/share/emacs/site-lisp/elpa
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export AGENT_SHELL_TEST_BRIDGE := $(BRIDGE)
 
@@ -30,6 +31,7 @@ system-deps:
 	command -v tmux >/dev/null || missing="$$missing tmux"; \
 	command -v git >/dev/null || missing="$$missing git"; \
 	[ -d /usr/share/emacs/site-lisp/elpa/magit-3.3.0 ] || ls -d /usr/share/emacs/site-lisp/elpa/magit-* >/dev/null 2>&1 || missing="$$missing elpa-magit"; \
+	ls -d $(ELPA)/package-lint-[0-9]* >/dev/null 2>&1 || missing="$$missing elpa-package-lint"; \
 	if [ -n "$$missing" ]; then \
 	  echo "Installing:$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
@@ -60,7 +62,10 @@ lint: deps
 	  --eval '(setq byte-compile-error-on-warn t)' \
 	  -f batch-byte-compile $(wildcard tests/elisp/*.el)
 	@rm -f bench/*.elc tests/elisp/*.elc
-	$(EMACS) -Q --batch -L elisp -l tests/elisp/lint.el $(ELISP_FILES)
+	@# package-lint comes from elpa-package-lint (system-deps installs it); lint.el
+	@# fails when it cannot load it, and on any finding it does not accept by name.
+	pl=$$(ls -d $(ELPA)/package-lint-[0-9]* | sort -V | tail -1) && \
+	$(EMACS) -Q --batch -L elisp -L "$$pl" -l tests/elisp/lint.el $(ELISP_FILES)
 	@rm -f elisp/*.elc
 
 # Byte-compiles the package in place, for a checkout loaded with use-package.

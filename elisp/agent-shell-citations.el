@@ -11,11 +11,18 @@
 ;; `agent-shell-citations-link' -- only that text is scanned, never the
 ;; whole transcript.  A citation becomes a button only when it names a
 ;; regular file inside the project root.
+;;
+;; A tool's full output (`log_ref' such as out-2, kept by the bridge in
+;; `.agent-shell/outputs/SESSION/') shows as a button made by
+;; `agent-shell-citations-output-button'; it opens the file read-only.
 
 ;;; Code:
 
 (require 'cl-lib)
 (require 'button)
+
+(defvar agent-shell--session-id)
+(defvar agent-shell--root)
 
 (defvar-local agent-shell-citations--start nil
   "Marker where the output of the current turn begins, or nil.")
@@ -81,6 +88,33 @@ under ROOT (default: `default-directory').  Return the number made."
                                (line-end-position))
                t)
     (recenter)))
+
+(defun agent-shell-citations-output-button (ref)
+  "Return REF, a tool's `log_ref', as a button that opens the full output."
+  (make-text-button (copy-sequence ref) nil
+                    'agent-shell-output ref
+                    'action #'agent-shell-citations--open-output
+                    'follow-link t
+                    'help-echo "RET or mouse-1: open the full output"))
+
+(defun agent-shell-citations--open-output (button)
+  "Open the full output named by BUTTON."
+  (agent-shell-open-output (button-get button 'agent-shell-output)))
+
+(defun agent-shell-open-output (ref)
+  "Open the full output REF (such as \"out-2\") of this buffer's session.
+The bridge keeps it in the project's `.agent-shell/outputs/SESSION/'."
+  (interactive (list (read-string "Output (out-N): ")))
+  (unless (string-match-p "\\`out-[0-9]+\\'" ref)
+    (user-error "Not an output reference: %s" ref))
+  (unless (and (stringp agent-shell--session-id) (stringp agent-shell--root))
+    (user-error "Not in an agent-shell buffer with a session"))
+  (let ((file (expand-file-name
+               (format ".agent-shell/outputs/%s/%s.txt" agent-shell--session-id ref)
+               agent-shell--root)))
+    (unless (file-readable-p file)
+      (user-error "The full output %s is not in %s" ref (file-name-directory file)))
+    (find-file-read-only-other-window file)))
 
 (provide 'agent-shell-citations)
 ;;; agent-shell-citations.el ends here

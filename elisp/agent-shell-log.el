@@ -370,6 +370,15 @@ inserted at POS would then show glued to the folded heading."
     (when (fboundp 'org-fold-region)
       (org-fold-region (1- pos) pos nil))))
 
+(defun agent-shell-log--fold-drawer (pos)
+  "Fold the properties drawer of the heading at POS, as the saved log opens.
+TAB on the drawer shows it again."
+  (save-excursion
+    (goto-char pos)
+    (forward-line 1)
+    (when (looking-at-p "^:PROPERTIES:$")
+      (org-hide-drawer-toggle t t))))
+
 (defun agent-shell-log-insert-entry (buffer entry)
   "Insert ENTRY, the parsed params of a `log/entry' notification, in BUFFER.
 A step goes after the last entry of its parent; an entry without a
@@ -407,6 +416,7 @@ shown is ignored, so a replayed notification does no harm."
                          body-text)
              id)
             (agent-shell-log--unfold-before pos)
+            (agent-shell-log--fold-drawer pos)
             (setf (agent-shell-log--node-marker node) (copy-marker pos t))
             (puthash id node agent-shell-log--nodes)
             ;; Ancestors whose subtree ended where the entry went now end with it.
@@ -457,7 +467,8 @@ appended to the entry; nothing else in the buffer is touched."
                       (agent-shell-log--node-todo node)
                       (agent-shell-log--node-props node))
                id)
-              (set-marker marker start)))
+              (set-marker marker start)
+              (agent-shell-log--fold-drawer start)))
           (when append-blocks
             (let ((text (agent-shell-log--render-body append-blocks)))
               (setf (agent-shell-log--node-body node)

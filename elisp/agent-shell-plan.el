@@ -33,6 +33,8 @@
 (declare-function agent-shell--set-state "agent-shell-transcript" (state &optional detail))
 (defvar agent-shell--name)
 (defvar agent-shell--turn-id)
+(defvar agent-shell--plan-notice)
+(declare-function agent-shell--resolve-plan-notice "agent-shell-lifecycle" (text))
 
 ;;; Options
 
@@ -262,6 +264,14 @@ The value is an alist of `goal', `steps' (a vector of alists with
     (agent-shell-plan--in-shell
      (plist-get request :session)
      (lambda ()
+       (when (fboundp 'agent-shell--resolve-plan-notice)
+         (agent-shell--resolve-plan-notice
+          (if (equal (alist-get 'outcome result) "approved")
+              "Plan approved"
+            (concat "Plan rejected"
+                    (if-let ((reason (alist-get 'reason result)))
+                        (concat ": " reason)
+                      "")))))
        (when (fboundp 'agent-shell--set-state)
          (agent-shell--set-state (if agent-shell--turn-id 'thinking 'idle)))))))
 
@@ -284,9 +294,11 @@ The value is an alist of `goal', `steps' (a vector of alists with
      session
      (lambda ()
        (when (fboundp 'agent-shell--notice)
-         (agent-shell--notice
-          (format "Plan waiting for you in %s: C-c C-c approves, C-c C-k rejects"
-                  (buffer-name buffer)))
+         (let ((range (agent-shell--notice
+                       (format "Plan waiting for you in %s: C-c C-c approves, C-c C-k rejects"
+                               (buffer-name buffer)))))
+           (when (boundp 'agent-shell--plan-notice)
+             (setq agent-shell--plan-notice range)))
          (agent-shell--set-state 'waiting))))
     (if agent-shell-plan-select-window
         (pop-to-buffer buffer)

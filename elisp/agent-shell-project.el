@@ -95,14 +95,29 @@ of its choosing, nor widen what the agent may read and write.")
 "
   "Initial content of `.agent-shell/allowlist.el'.")
 
+(defconst agent-shell--gitignore-template
+  "# agent-shell's own records stay out of the repository; memory/, config.el and
+# allowlist.el are yours to commit (or not).
+logs/
+snapshots/
+outputs/
+sessions/
+workspace/
+"
+  "Initial content of `.agent-shell/.gitignore'.
+The bridge writes the same file when a session opens without one.")
+
 (defun agent-shell-scaffold (root)
   "Create ROOT's `.agent-shell/' directory and files when missing.
-Return the directory.  Existing files are left alone."
+Return the directory.  Existing files are left alone.  The
+`.gitignore' keeps the records (logs, sessions, snapshots, outputs,
+workspace) out of git; the settings and memory may be committed."
   (let ((dir (expand-file-name ".agent-shell/" root)))
     (dolist (sub '("memory/" "logs/" "workspace/"))
       (make-directory (expand-file-name sub dir) t))
     (dolist (file `(("config.el" . ,agent-shell--config-template)
-                    ("allowlist.el" . ,agent-shell--allowlist-template)))
+                    ("allowlist.el" . ,agent-shell--allowlist-template)
+                    (".gitignore" . ,agent-shell--gitignore-template)))
       (let ((path (expand-file-name (car file) dir)))
         (unless (file-exists-p path)
           (with-temp-file path (insert (cdr file))))))

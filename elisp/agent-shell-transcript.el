@@ -41,6 +41,8 @@
 (defvar agent-shell--turn-start)
 (defvar agent-shell--stale-turns)
 (defvar agent-shell--history)
+(defvar agent-shell--queued-prompt)
+(declare-function agent-shell--cancel-running-tools "agent-shell-lifecycle" (why))
 
 ;;; Options
 
@@ -112,6 +114,27 @@ START is a marker because the plan entry is redrawn in place.")
          (_ entry)))
      list)))
 
+(defvar-local agent-shell--prompt-gap nil
+  "Overlay that shows the prompt on its own line after an unfinished line.")
+
+(defun agent-shell--update-prompt-gap ()
+  "Keep the prompt off the end of the transcript's last line.
+While a tool runs, its line has no newline yet; a display-only line
+break (never text in the buffer) goes before the prompt until it has."
+  (when (and (markerp agent-shell--output-marker)
+             (marker-buffer agent-shell--output-marker))
+    (let* ((pos (marker-position agent-shell--output-marker))
+           (glued (and (> pos (point-min))
+                       (not (and (eq (char-before pos) ?\n)
+                                 (not (get-text-property (1- pos) 'invisible)))))))
+      (if (and (overlayp agent-shell--prompt-gap) (overlay-buffer agent-shell--prompt-gap))
+          (move-overlay agent-shell--prompt-gap pos pos)
+        ;; One of a transcript erased by `agent-shell-mode' may be left over.
+        (remove-overlays (point-min) (point-max) 'agent-shell-prompt-gap t)
+        (setq agent-shell--prompt-gap (make-overlay pos pos nil nil nil))
+        (overlay-put agent-shell--prompt-gap 'agent-shell-prompt-gap t))
+      (overlay-put agent-shell--prompt-gap 'before-string (and glued "\n")))))
+
 (defmacro agent-shell--editing (&rest body)
   "Run BODY at the output marker with the transcript writable.
 Modification hooks are off and the insertion is kept out of the undo
@@ -126,6 +149,7 @@ list, whose recorded input positions are shifted instead."
                 (save-excursion
                   (goto-char agent-shell--output-marker)
                   ,@body))
+         (agent-shell--update-prompt-gap)
          (unless (eq ,undo t)
            (setq buffer-undo-list
                  (agent-shell--shift-undo
@@ -328,7 +352,8 @@ still lands in its own entry."
     (when-let ((bounds (agent-shell--entry-body-bounds id)))
       (let ((inhibit-read-only t) (inhibit-modification-hooks t)
             (buffer-undo-list t))
-        (put-text-property (car bounds) (cdr bounds) 'invisible folded)))))
+        (put-text-property (car bounds) (cdr bounds) 'invisible folded)))
+    (agent-shell--update-prompt-gap)))
 
 (defun agent-shell--set-entry-glyph (id glyph)
   "Show status GLYPH (one character) in entry ID's header."
@@ -360,6 +385,7 @@ still lands in its own entry."
     ('running (format "running %s" (or agent-shell--state-detail "tool")))
     ('waiting "waiting for you")
     ('dead "bridge stopped")
+    ('starting (if agent-shell--queued-prompt "starting, 1 prompt queued" "starting"))
     (state (symbol-name state))))
 
 (defun agent-shell--format-tokens (n)
@@ -507,7 +533,8 @@ Alists stay objects; other lists become vectors (JSON arrays)."
            (and (eq (alist-get 'truncated raw) t)
                 "(output truncated; the action log has all of it)")
            (and (stringp (alist-get 'log_ref raw))
-                (format "full output: %s (action log)" (alist-get 'log_ref raw)))))))
+                (concat "full output: "
+                        (agent-shell-citations-output-button (alist-get 'log_ref raw))))))))
 
 (defun agent-shell--failure-detail (status raw)
   "Return the short reason shown on a tool entry's line, or nil.
@@ -534,6 +561,8 @@ STATUS is the tool's status and RAW its output summary."
       (let ((id (agent-shell--new-entry "tool" (agent-shell--status-glyph status)
                                         title)))
         (push (cons call-id id) agent-shell--tools)
+        (setf (plist-get (cdr (assoc id agent-shell--entries)) :status)
+              (or status "pending"))
         (when input
           (agent-shell--append-body
            id (concat "args: " (agent-shell--arguments-line input))))))
@@ -571,6 +600,8 @@ on the entry's line."
                                      ""))))
         (_ (agent-shell--resolve-waiting call-id "Approved: %s"))))
     (when (and id status)
+      (when plist
+        (setf (plist-get (cdr (assoc id agent-shell--entries)) :status) status))
       (agent-shell--set-entry-glyph id (agent-shell--status-glyph status)))
     (when (and plist detail)
       (let ((base (or (plist-get plist :base-title) (plist-get plist :title))))
@@ -698,6 +729,9 @@ began; that report must not end the new turn."
           ((alist-get 'summary update)
            (agent-shell--notice (format "Done: %s" (alist-get 'summary update))))
           (t (agent-shell--editing (agent-shell--close-block))))
+    ;; A step the turn never finished (cancelled, stopped) has no spinner left.
+    (agent-shell--cancel-running-tools
+     (if (equal reason "cancelled") "cancelled" "not finished"))
     (setq agent-shell--turn-id nil
           agent-shell--turn-start nil)
     (agent-shell--set-state 'idle)

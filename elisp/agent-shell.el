@@ -1,4 +1,4 @@
-;;; agent-shell.el --- A coding agent that lives inside Emacs  -*- lexical-binding: t; -*-
+;;; agent-shell.el --- Coding agent with a Python bridge, org action log and memory  -*- lexical-binding: t; -*-
 
 ;; SPDX-License-Identifier: GPL-3.0-or-later
 
@@ -35,6 +35,11 @@
 
 ;;; Code:
 
+;; Before anything is defined: the unrelated package of the same name
+;; must not be half overwritten (see agent-shell-coexist.el).
+(require 'agent-shell-coexist)
+(agent-shell-coexist-check)
+
 (require 'cl-lib)
 (require 'subr-x)
 (require 'agent-shell-rpc)
@@ -45,6 +50,8 @@
 (require 'agent-shell-project)
 (require 'agent-shell-transcript)
 (require 'agent-shell-grants)
+(require 'agent-shell-commands)
+(require 'agent-shell-lifecycle)
 
 ;;; Options
 
@@ -264,6 +271,7 @@ KEY is the log entry id, or the request id when there is none.")
   (agent-shell--each-shell
    (lambda ()
      (when (eq agent-shell--state 'starting)
+       (agent-shell--unqueue)
        (agent-shell--notice message)
        (agent-shell--set-state 'dead)))))
 
@@ -358,16 +366,9 @@ the environment form of its --memory-dir option."
         (agent-shell-log-abandon-pending
          buffer "The bridge stopped before this step was decided")))
     (agent-shell-plan-abandon conn)
-    (let ((text (format "The agent-shell bridge stopped (%s).  \
-Run M-x agent-shell-start to restart it, or M-x agent-shell-resume \
-to reopen a session."
-                        (string-trim (format "%s" reason)))))
+    (let ((text (agent-shell--dead-bridge-text reason)))
       (agent-shell--fail-ready-queue text)
-      (agent-shell--each-shell
-       (lambda ()
-         (unless (eq agent-shell--state 'dead)
-           (agent-shell--notice text)
-           (agent-shell--set-state 'dead))))
+      (agent-shell--each-shell (lambda () (agent-shell--connection-lost text)))
       (message "%s" text))))
 
 (defun agent-shell--each-shell (fn)
@@ -383,7 +384,9 @@ to reopen a session."
 Signal a `user-error' when the bridge is not running."
   (let ((conn (agent-shell--live-connection)))
     (unless conn
-      (user-error "The bridge is not running; M-x agent-shell-start restarts it"))
+      (user-error (substitute-command-keys
+                   "The bridge is not running; \\<agent-shell-mode-map>\\[agent-shell-restart] \
+in the shell buffer restarts it and resumes the session")))
     (apply #'agent-shell-rpc-request conn method params args)))
 
 (defun agent-shell--session-buffer (session-id)
@@ -412,9 +415,11 @@ than shown in a stray buffer."
   nil)
 
 (cl-defmethod agent-shell-rpc-handle (_conn (_m (eql log/entry)) params _id)
-  "Add the `log/entry' PARAMS to the session's action log."
+  "Add the `log/entry' PARAMS to the session's action log.
+The experiences recalled for a turn are also named in its shell buffer."
   (when-let ((log (agent-shell--log-buffer-for (alist-get 'session_id params))))
     (agent-shell-log-insert-entry log params))
+  (agent-shell--show-recalled params)
   nil)
 
 (cl-defmethod agent-shell-rpc-handle (_conn (_m (eql log/update)) params _id)
@@ -638,6 +643,7 @@ the snapshot only says that the user's buffer is outside the project."
   (agent-shell--insert-prompt)
   ;; Created after the prompt, so that it stays before it.
   (setq agent-shell--output-marker (copy-marker (point-min) t))
+  (agent-shell--update-prompt-gap)
   (goto-char (point-max))
   (when session-id
     (agent-shell--attach session-id)))
@@ -709,13 +715,16 @@ buffers take the same name."
          (substitute-command-keys
           "This project's allowlist is not applied until you trust it: \
 \\[agent-shell-trust-allowlist]")))
+      (when-let ((loaded (agent-shell-instructions--on-session result)))
+        (agent-shell--notice loaded))
       (let ((memories (alist-get 'memories result)))
         (when memories
           (agent-shell--notice
            (format "Recalled %d experience%s: %s" (length memories)
                    (if (cdr memories) "s" "")
                    (mapconcat (lambda (m) (or (alist-get 'title m) "?"))
-                              memories "; "))))))))
+                              memories "; ")))))
+      (agent-shell--send-queued))))
 
 (defun agent-shell--session-new-params (root &optional settings wide-confirmed)
   "Return the params of `session/new' for ROOT.
@@ -740,6 +749,7 @@ although it is $HOME or /; only then is `allowHomeRoot' sent."
   (lambda (err)
     (when (buffer-live-p buffer)
       (with-current-buffer buffer
+        (agent-shell--unqueue)
         (agent-shell--notice (format "%s failed: %s" what (alist-get 'message err)))
         (agent-shell--set-state 'dead)))))
 
@@ -753,7 +763,12 @@ or `default-directory'; with a prefix argument ASK, read it.  Your
 home directory and / are never a project silently: from there (say,
 *scratch*) a project directory is asked for, and keeping $HOME or /
 needs an explicit yes.  The bridge is started once per Emacs and
-reused."
+reused.
+
+A shell buffer of the project that is still starting is shown as it
+is.  One whose bridge stopped is never erased: its session is resumed
+in place with `agent-shell-restart', keeping the transcript and the
+unsent input."
   (interactive "P")
   (let* ((chosen (agent-shell--confirmed-root (agent-shell--project-root ask)))
          (root (car chosen))
@@ -761,8 +776,16 @@ reused."
          (buffer (get-buffer-create (agent-shell--buffer-name name))))
     (agent-shell-scaffold root)
     (with-current-buffer buffer
-      (unless (and (derived-mode-p 'agent-shell-mode) agent-shell--session-id
-                   (agent-shell--live-connection))
+      (cond
+       ((not (derived-mode-p 'agent-shell-mode)) nil)
+       ((eq agent-shell--state 'starting) (setq root nil))
+       ((and agent-shell--session-id (agent-shell--live-connection)
+             (not (eq agent-shell--state 'dead)))
+        (setq root nil))
+       ((agent-shell--has-content-p)
+        (agent-shell-restart)
+        (setq root nil)))
+      (when root
         (agent-shell--setup name root nil)
         (let ((settings (agent-shell-read-config root)))
           (setq agent-shell--mode
@@ -777,6 +800,12 @@ reused."
             :on-error (agent-shell--session-error buffer "Starting the session")))))))
     (pop-to-buffer buffer)
     buffer))
+
+(defun agent-shell--has-content-p ()
+  "Return non-nil when this shell buffer has a transcript or input."
+  (and (markerp agent-shell--output-marker)
+       (or (> agent-shell--output-marker (point-min))
+           (not (string-empty-p (agent-shell--input))))))
 
 (defun agent-shell--ensure-shell ()
   "Signal a `user-error' unless in a shell buffer with a session."
@@ -805,34 +834,49 @@ On an entry header in the transcript, toggle the entry instead."
         (agent-shell-toggle-entry)
       (goto-char (point-max))))
    (t
-    (agent-shell--ensure-shell)
+    (unless (derived-mode-p 'agent-shell-mode)
+      (user-error "Not in an agent-shell buffer"))
     (let ((text (string-trim (agent-shell--input))))
       (when (string-empty-p text)
         (user-error "Nothing to send"))
-      (when agent-shell--turn-id
-        (user-error "A turn is running; C-c C-k cancels it"))
-      (agent-shell-send text)))))
+      (if (eq agent-shell--state 'starting)
+          (agent-shell--queue-prompt text)
+        (agent-shell--ensure-shell)
+        (when agent-shell--turn-id
+          (user-error "A turn is running; C-c C-k cancels it"))
+        (agent-shell-send text))))))
 
 (defun agent-shell-send (text)
   "Send TEXT as a prompt in the current shell buffer's session.
 When the prompt cannot be sent at all, nothing changes: no turn
 starts and TEXT stays (or is put back) in the input."
   (unless (agent-shell--live-connection)
-    (user-error "The bridge is not running; M-x agent-shell-start restarts it"))
+    (user-error (substitute-command-keys
+                 "The bridge is not running; \\<agent-shell-mode-map>\\[agent-shell-restart] \
+restarts it and resumes this session (the transcript and input stay)")))
+  (agent-shell--show-prompt text)
+  (agent-shell--dispatch-prompt text))
+
+(defun agent-shell--show-prompt (text)
+  "Move TEXT from the input to the transcript as the user's prompt."
+  (unless (equal text (car agent-shell--history))
+    (push text agent-shell--history))
+  (setq agent-shell--history-index -1
+        agent-shell--history-draft nil)
+  (let ((inhibit-read-only t))
+    (delete-region agent-shell--input-marker (point-max)))
+  (setq buffer-undo-list nil)
+  (agent-shell--editing
+    (agent-shell--close-block)
+    (unless (bobp) (agent-shell--insert "\n"))
+    (agent-shell--insert (concat "> " text "\n\n") 'face 'agent-shell-user-face
+                         'agent-shell-role 'user))
+  (agent-shell-citations-mark agent-shell--output-marker))
+
+(defun agent-shell--dispatch-prompt (text)
+  "Start a turn with TEXT, already shown in the transcript.
+When it cannot be sent, no turn runs and TEXT goes back to the input."
   (let ((buffer (current-buffer)))
-    (unless (equal text (car agent-shell--history))
-      (push text agent-shell--history))
-    (setq agent-shell--history-index -1
-          agent-shell--history-draft nil)
-    (let ((inhibit-read-only t))
-      (delete-region agent-shell--input-marker (point-max)))
-    (setq buffer-undo-list nil)
-    (agent-shell--editing
-      (agent-shell--close-block)
-      (unless (bobp) (agent-shell--insert "\n"))
-      (agent-shell--insert (concat "> " text "\n\n") 'face 'agent-shell-user-face
-                           'agent-shell-role 'user))
-    (agent-shell-citations-mark agent-shell--output-marker)
     (agent-shell--start-turn-entries)
     (setq agent-shell--turn-id 'pending
           agent-shell--turn-start (current-time))
@@ -870,6 +914,10 @@ starts and TEXT stays (or is put back) in the input."
                    (setq agent-shell--turn-id nil)
                    (agent-shell--notice (format "The prompt failed: %s"
                                                 (alist-get 'message err)))
+                   ;; Refused prompts (an unknown /command, say) come back to
+                   ;; be fixed, unless the user already typed something new.
+                   (when (string-empty-p (agent-shell--input))
+                     (agent-shell--set-input text))
                    (agent-shell--set-state 'idle))))))
 
 (defun agent-shell-newline ()
@@ -989,12 +1037,14 @@ With several steps waiting, ask which; PERMISSION, when given, is it."
 
 (defun agent-shell-toggle-entry ()
   "Show or hide the body of the thought, tool or plan entry at point.
-Anywhere on an entry's line counts, its end too.  Elsewhere, indent
-as TAB would."
+Anywhere on an entry's line counts, its end too.  On a /command
+name at the prompt, complete it; elsewhere, indent as TAB would."
   (interactive)
   (let ((id (agent-shell--entry-at (point))))
     (if (not id)
-        (indent-for-tab-command)
+        (if (agent-shell-commands-completion-at-point)
+            (completion-at-point)
+          (indent-for-tab-command))
       (let ((plist (agent-shell--entry id)))
         (agent-shell--set-folded id (not (plist-get plist :folded)))))))
 
@@ -1053,9 +1103,22 @@ as TAB would."
                        (format "A turn is running in %s; cancel it and resume? "
                                (buffer-name buffer)))))
         (user-error "Not resumed; the running turn goes on"))
+      (when (and (derived-mode-p 'agent-shell-mode)
+                 (not agent-shell--turn-id)
+                 (not (equal agent-shell--session-id session-id))
+                 (agent-shell--has-content-p)
+                 (not (yes-or-no-p
+                       (format "Show session %s in %s instead of its transcript \
+\(kept in its log)? " session-id (buffer-name buffer)))))
+        (user-error "Not resumed; the transcript stays"))
       (when agent-shell--session-id
         (agent-shell--kill-buffer))
-      (agent-shell--setup name root nil)
+      (let ((typed (and (derived-mode-p 'agent-shell-mode)
+                        (markerp agent-shell--input-marker)
+                        (agent-shell--input))))
+        (agent-shell--setup name root nil)
+        ;; Unsent input survives: only the transcript is redrawn.
+        (when typed (agent-shell--set-input typed)))
       (agent-shell--set-state 'starting))
     (agent-shell-rpc-request
      conn "session/resume" `((sessionId . ,session-id)
@@ -1063,7 +1126,9 @@ as TAB would."
      :on-success (lambda (result)
                    (when (buffer-live-p buffer)
                      (with-current-buffer buffer
-                       (agent-shell--insert-history (alist-get 'history result))
+                       (agent-shell--before-queued
+                        (lambda ()
+                          (agent-shell--insert-history (alist-get 'history result))))
                        (agent-shell--on-session buffer result))))
      :on-error (agent-shell--session-error buffer "Resuming the session"))
     (pop-to-buffer buffer)
@@ -1097,6 +1162,7 @@ as TAB would."
     (define-key map (kbd "C-c C-y") #'agent-shell-approve)
     (define-key map (kbd "C-c C-n") #'agent-shell-reject)
     (define-key map (kbd "C-c C-s") #'agent-shell-save-memory)
+    (define-key map (kbd "C-c C-r") #'agent-shell-restart)
     map)
   "Keymap of `agent-shell-mode'.")
 
@@ -1116,14 +1182,20 @@ waits for your approval, answer with y/n in the action log
 \(\\[agent-shell-show-log]) or with \\[agent-shell-approve] / \\[agent-shell-reject] here.
 
 The header line shows the model, the mode (act or ask), the state
-\(idle, thinking, running TOOL, waiting for you), tokens used and how
-full the context window is.
+\(starting, idle, thinking, running TOOL, waiting for you, bridge
+stopped), tokens used and how full the context window is.  A prompt
+sent while the session starts is queued and goes out once it is
+ready.  When the bridge stops, \\[agent-shell-restart] restarts it and
+resumes the session in place, keeping the transcript and the input.
 
 \\{agent-shell-mode-map}"
   (setq-local header-line-format '(:eval (agent-shell--header-line)))
   (setq-local truncate-lines nil)
   (setq-local word-wrap t)
+  (add-hook 'completion-at-point-functions
+            #'agent-shell-commands-completion-at-point nil t)
   (add-hook 'kill-buffer-hook #'agent-shell--kill-buffer nil t))
 
 (provide 'agent-shell)
+(agent-shell-coexist-watch)
 ;;; agent-shell.el ends here

@@ -24,6 +24,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "agent_shell_bridge.policy.cli",
     "agent_shell_bridge.memory.cli",
     "agent_shell_bridge.headless",
+    "agent_shell_bridge.acp_agent.cli",
 )
 
 

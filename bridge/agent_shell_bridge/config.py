@@ -60,6 +60,8 @@ class BridgeConfig:
     # Where task completions and failures are posted ("generic", "wecom", "slack").
     notify_webhook: str | None = field(default=None, repr=False)
     notify_kind: str = "generic"
+    # The user's own agent-shell files (global AGENTS.md, commands/); None: XDG default.
+    user_config_dir: Path | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> BridgeConfig:

@@ -131,7 +131,11 @@ async def _drive(conn: BridgeConnection, args: argparse.Namespace) -> int:
         approver = FixedApprover("none")
     sid = session["sessionId"]
     messages = conn.messages()
-    await conn.call("session/prompt", {"sessionId": sid, "prompt": args.task})
+    try:
+        await conn.call("session/prompt", {"sessionId": sid, "prompt": args.task})
+    except RemoteError as exc:  # an unknown /command, an empty prompt: nothing ran
+        print(f"agent-shell: {exc.message}", file=sys.stderr)
+        return 2
     async for msg in messages:
         if args.json:
             print(json.dumps(msg, ensure_ascii=False), flush=True)

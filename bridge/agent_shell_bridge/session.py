@@ -76,6 +76,8 @@ class SessionState:
     dry_run: bool = False
     max_steps: int = 25
     extra_allowed_paths: list[str] = field(default_factory=list)
+    # Nested AGENTS.md files already in force (labels such as "src/AGENTS.md").
+    active_instructions: list[str] = field(default_factory=list)
 
     def to_json(self) -> JSONObject:
         return asdict(self)

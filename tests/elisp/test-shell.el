@@ -28,7 +28,7 @@
 (defvar test-shell--mock-base nil "The mock model's API base.")
 
 (defconst test-shell--mock-script
-  '((steps . [((match . ((last_user_contains . "slow")))
+  `((steps . [((match . ((last_user_contains . "slow")))
                (text . "late") (delay_ms . 20000))
               ((match . ((last_user_contains . "repeat")))
                (text . "再说一遍：done.") (chunk_size . 3))
@@ -38,7 +38,14 @@
               ((match . ((last_user_contains . "grant me")))
                (text . "granted 已授权"))
               ((match . ((last_user_contains . "hello")))
-               (text . "你好，世界！Streaming works.") (chunk_size . 1))]))
+               (text . "你好，世界！Streaming works.") (chunk_size . 1))
+              ;; test-lifecycle.el: one step per prompt, each used once.
+              ((match . ((last_user_contains . "lingering")))
+               (text . "late") (delay_ms . 20000))
+              ,@(mapcar (lambda (word)
+                          `((match . ((last_user_contains . ,word)))
+                            (text . ,(format "答复 %s: ok." word))))
+                        '("at-once" "before-restart" "before-start" "after-start" "before-resume" "after-resume"))]))
   "Script of the mock model.")
 
 (defalias 'test-shell--wait #'agent-shell-test-wait)
@@ -1033,7 +1040,7 @@ Every command the README names is a command right after
   (princ (cl-remove-if #'commandp
    '(agent-shell-start agent-shell-resume agent-shell-log agent-shell-save-memory
      agent-shell-memory-browse agent-shell-undo-turn agent-shell-toggle-mode
-     agent-shell-trust-allowlist agent-shell-stop-bridge))))")
+     agent-shell-trust-allowlist agent-shell-stop-bridge agent-shell-restart))))")
            (buffer-string))))
     (should (equal (string-trim output) "nil"))))
 
@@ -1520,7 +1527,7 @@ recorded, leaving a running bridge nobody could reach or stop."
     (let ((proc (agent-shell-rpc-conn-process agent-shell--connection)))
       (signal-process proc 'SIGKILL)
       (test-shell--wait "the notice" (lambda () (eq agent-shell--state 'dead)))
-      (should (string-search "M-x agent-shell-start" (test-shell--transcript)))
+      (should (string-search "C-c C-r restarts it" (test-shell--transcript)))
       (should (string-search "bridge stopped" (agent-shell--header-line)))
       (should-not (agent-shell--live-connection)))))
 

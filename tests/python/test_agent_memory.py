@@ -178,6 +178,9 @@ async def test_fail_fix_pass_extracts_exactly_one_experience_and_the_next_sessio
         assert "Relevant past experiences" in system
         assert files[0].name in system
         assert SUMMARY in system
+        # The recalled titles reach the client at the start of the turn (the shell
+        # names them there), through the memory entry of the log.
+        assert f":RECALLED: {TITLE}\n" in org_log(opened)
         assert len(extraction_requests(rig)) == 1  # a text answer extracts nothing
         assert memory_files(project) == files
 

@@ -144,3 +144,24 @@ def test_run_rejects_a_missing_root(tmp_path: Path, mock_model: Any) -> None:
     result = _run(tmp_path, tmp_path / "nope", mock_model([{"text": "x"}]), "task")
     assert result.returncode == 2
     assert "not a directory" in result.stderr
+
+
+def test_run_expands_a_project_command(tmp_path: Path, mock_model: Any) -> None:
+    project = make_project(
+        tmp_path / "cmdproj",
+        {".agent-shell/commands/say.md": "---\ndescription: d\n---\nSay $ARGUMENTS please\n"},
+    )
+    steps = [{"match": {"last_user_contains": "Say 中文 words please"}, "text": "matched-ok"}]
+    result = _run(tmp_path, project, mock_model(steps), "/say 中文 words")
+    assert result.returncode == 0, result.stderr
+    assert "matched-ok" in result.stdout
+
+
+def test_run_refuses_an_unknown_command_clearly(
+    tmp_path: Path, project: Path, mock_model: Any
+) -> None:
+    result = _run(tmp_path, project, mock_model([{"text": "never"}]), "/nosuch 中文")
+    assert result.returncode == 2
+    assert "agent-shell: unknown command /nosuch" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "never" not in result.stdout

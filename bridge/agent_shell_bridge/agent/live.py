@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..config import BridgeConfig
 from ..errors import SessionBusy, ToolFailed
 from ..execution import ProcessResult, ProcessRunner, default_timeout
+from ..instructions import Instructions, load_instructions
 from ..memory.index import MemoryIndex
 from ..model.openai import ModelClient
 from ..model.types import ModelSettings, Prices, Usage
@@ -69,6 +70,8 @@ class LiveSession:
     counted_messages: int = 0
     # (path, start, end) → sha256 of reads whose text is still in the history.
     read_cache: dict[tuple[str, int | None, int | None], str] = field(default_factory=dict)
+    # AGENTS.md and friends; nested files join as the agent reaches their directories.
+    instructions: Instructions | None = None
 
     @property
     def project(self) -> str:
@@ -348,6 +351,8 @@ def open_session(
         )
     )
     memory_dir = config.memory_dir
+    instructions = load_instructions(root, config.user_config_dir)
+    instructions.restore(state.active_instructions)
     return LiveSession(
         state=state,
         root=root,
@@ -367,4 +372,5 @@ def open_session(
         memory=MemoryIndex(memory_dir) if memory_dir is not None else None,
         dry_run=state.dry_run,
         max_steps=state.max_steps,
+        instructions=instructions,
     )

@@ -25,6 +25,7 @@ from ..tools.catalogue import CATALOGUE, tool_schemas
 from ..types import JSONObject, Risk
 from .context import maybe_compact
 from .executor import Outcome, ToolExecutor, describe_call, signature_of
+from .instructions_glue import activate_nested_instructions, session_instructions
 from .memory_glue import finish_task_memory, inject_memories
 from .prompt import frame_tool_result, summary_messages, system_prompt
 from .reporter import src, text
@@ -59,6 +60,7 @@ async def _model_step(live: LiveSession, turn: TurnState, memories: str) -> Comp
                 mode=state.mode,
                 snapshot=live.snapshot,
                 memories=memories,
+                instructions=session_instructions(live),
             ),
         },
         *summary_messages(state.summary),
@@ -217,6 +219,7 @@ async def run_turn(
                 while pending:
                     call = pending[0]
                     outcome = await executor.run(call, turn)
+                    await activate_nested_instructions(live, call, turn.task_entry)
                     turn.tool_calls += 1
                     state.totals.tool_calls += 1
                     notes = _guard_notes(turn, call.name, signature_of(call), outcome)

@@ -56,7 +56,7 @@ async def inject_memories(live: LiveSession, prompt: str, parent: str) -> str:
             f"Memory: {len(hits)} experience(s) injected into the system prompt",
             source="memory",
             parent=parent,
-            properties={"COUNT": len(hits)},
+            properties={"COUNT": len(hits), "RECALLED": " | ".join(h.title for h in hits)},
             body=[src(block, "markdown")],
         )
     return block

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from ..agent.grants import list_grants, revoke_grant
+from ..agent.instructions_glue import announce_instructions
 from ..agent.live import LiveSession, open_session
 from ..agent.loop import run_turn
 from ..agent.memory_glue import recent_memories
@@ -20,6 +21,8 @@ from ..agent.prompt import frame_tool_result
 from ..agent.reporter import text
 from ..config import BridgeConfig, ModelConfig
 from ..errors import InvalidParams, SessionBusy, SessionNotFound
+from ..instructions import user_config_dir
+from ..prompt_commands import expand_command, resolve_command, split_command
 from ..rpc import Dispatcher, Params
 from ..runtime import Runtime
 from ..session import SessionState, SessionStore, new_session_id
@@ -177,6 +180,7 @@ def _describe(live: LiveSession) -> dict[str, Any]:
         "dryRun": live.dry_run,
         "memories": live.state.memories,
         "allowlist": live.policy.allowlist_status,
+        "instructions": live.instructions.describe() if live.instructions else [],
     }
 
 
@@ -199,6 +203,7 @@ def register(d: Dispatcher[Runtime]) -> None:
         live = await asyncio.to_thread(open_session, rt, state, config)
         rt.sessions[state.id] = live
         await recent_memories(live)
+        await announce_instructions(live)
         await live.checkpoint()
         if live.policy.allowlist_status == "invalid":
             await live.reporter.entry(
@@ -232,6 +237,13 @@ def register(d: Dispatcher[Runtime]) -> None:
         if live.busy:
             raise SessionBusy("A turn is already running in this session; cancel it first")
         turn_mode, text = split_mode_prefix(p.text)
+        command = split_command(text)
+        if command is not None:
+            name, arguments = command
+            user_dir = rt.config.user_config_dir or user_config_dir()
+            found = await asyncio.to_thread(resolve_command, live.root, user_dir, name)
+            text = expand_command(found, arguments)
+            turn_mode = turn_mode or found.mode
         if not text.strip():
             raise InvalidParams(f"nothing to do after /{turn_mode}")
         if p.mode is not None:

@@ -1,0 +1,1 @@
+"""``agent-shell-bridge acp``: the Agent Client Protocol front end (stdio)."""

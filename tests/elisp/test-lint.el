@@ -1,0 +1,76 @@
+;;; test-lint.el --- The lint gate really runs package-lint  -*- lexical-binding: t; -*-
+
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; Regression tests: `make lint' never ran package-lint (Emacs started
+;; with -Q could not find it, and lint.el skipped it silently).  Each
+;; case runs tests/elisp/lint.el in a fresh batch Emacs, as the Makefile
+;; does, with the system's package-lint (elpa-package-lint).
+
+;;; Code:
+
+(require 'ert)
+(require 'agent-shell-test-helpers)
+
+(defconst test-lint--script
+  (expand-file-name "lint.el" (file-name-directory (or load-file-name buffer-file-name)))
+  "The lint script under test.")
+
+(defconst test-lint--elisp
+  (file-name-directory (locate-library "agent-shell"))
+  "The package's elisp directory.")
+
+(defun test-lint--package-lint-dir ()
+  "Return the directory of the system's package-lint; fail when there is none."
+  (or (car (last (sort (file-expand-wildcards
+                        "/usr/share/emacs/site-lisp/elpa/package-lint-[0-9]*")
+                       #'string<)))
+      (ert-fail "elpa-package-lint is not installed (make system-deps installs it)")))
+
+(defun test-lint--run (dirs files)
+  "Run lint.el with DIRS on `load-path' over FILES; return (STATUS . OUTPUT)."
+  (with-temp-buffer
+    (let ((status (apply #'call-process
+                         (expand-file-name invocation-name invocation-directory)
+                         nil t nil "-Q" "--batch"
+                         (append (apply #'append (mapcar (lambda (d) (list "-L" d)) dirs))
+                                 (list "-l" test-lint--script)
+                                 files))))
+      (cons status (buffer-string)))))
+
+(ert-deftest test-lint/package-lint-finds-a-redundant-summary ()
+  "A main file whose summary says \"Emacs\" fails the lint, through package-lint."
+  (let* ((dir (make-temp-file "agent-shell-lint-" t))
+         (file (expand-file-name "agent-shell.el" dir)))
+    (with-temp-file file
+      (insert-file-contents (expand-file-name "agent-shell.el" test-lint--elisp))
+      (goto-char (point-min))
+      (delete-region (point) (line-end-position))
+      (insert ";;; agent-shell.el --- A coding agent that lives inside Emacs  \
+-*- lexical-binding: t; -*-"))
+    (let ((result (test-lint--run (list test-lint--elisp (test-lint--package-lint-dir))
+                                  (list file))))
+      (delete-directory dir t)
+      (should (eql (car result) 1))
+      (should (string-search "Including \"Emacs\" in the package summary" (cdr result))))))
+
+(ert-deftest test-lint/the-package-passes ()
+  "The package's main file passes package-lint; accepted findings say why."
+  (let ((result (test-lint--run (list test-lint--elisp (test-lint--package-lint-dir))
+                                (list (expand-file-name "agent-shell.el" test-lint--elisp)))))
+    (should (eql (car result) 0))
+    (should (string-match-p "package-lint [0-9.]+ checked 1 file" (cdr result)))
+    (should (string-search "accepted: This makes the package uninstallable" (cdr result)))))
+
+(ert-deftest test-lint/missing-package-lint-fails-instead-of-skipping ()
+  "Without package-lint on `load-path' the lint fails and says what to install."
+  (let ((result (test-lint--run (list test-lint--elisp)
+                                (list (expand-file-name "agent-shell-coexist.el"
+                                                        test-lint--elisp)))))
+    (should (eql (car result) 1))
+    (should (string-search "elpa-package-lint" (cdr result)))))
+
+(provide 'test-lint)
+;;; test-lint.el ends here

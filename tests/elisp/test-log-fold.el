@@ -1,0 +1,68 @@
+;;; test-log-fold.el --- The live action log opens folded like the saved one  -*- lexical-binding: t; -*-
+
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; Regression tests: the live log buffer was a wall of property drawers
+;; while the saved file opens folded.  The live buffer is built by the
+;; real `agent-shell-log-insert-entry' and `agent-shell-log-apply-update'
+;; from parsed notification JSON, as the shell's handlers call them.
+
+;;; Code:
+
+(require 'ert)
+(require 'agent-shell-log)
+
+(defun test-log-fold--entry (json)
+  "Return the parsed notification params JSON."
+  (json-parse-string json :object-type 'alist :null-object nil :false-object :json-false))
+
+(defun test-log-fold--invisible-at (buffer text)
+  "Return non-nil when the first TEXT in BUFFER is hidden."
+  (with-current-buffer buffer
+    (save-excursion
+      (goto-char (point-min))
+      (search-forward text)
+      (invisible-p (match-beginning 0)))))
+
+(ert-deftest test-log-fold/drawers-are-folded-live ()
+  "New entries show their heading and body; the drawer is folded, also after an update."
+  (let* ((agent-shell-log-notify-on-wait nil)
+         (buf (agent-shell-log-buffer (format "fold-%s" (random 1000000)))))
+    (unwind-protect
+        (progn
+          (agent-shell-log-insert-entry
+           buf (test-log-fold--entry
+                "{\"id\":\"t\",\"session_id\":\"s\",\"title\":\"修复 测试\",\"source\":\"user\",
+                  \"timestamp\":\"2026-11-30T10:15:00+08:00\",\"properties\":{\"MODEL\":\"m\"},\"body\":[]}"))
+          (agent-shell-log-insert-entry
+           buf (test-log-fold--entry
+                "{\"id\":\"w\",\"parent_id\":\"t\",\"session_id\":\"s\",\"todo\":\"WAIT\",
+                  \"title\":\"run make\",\"source\":\"tool\",\"timestamp\":\"2026-11-30T10:16:00+08:00\",
+                  \"properties\":{\"TOOL\":\"run_command\",\"RISK\":\"write\"},
+                  \"body\":[{\"kind\":\"src\",\"lang\":\"sh\",\"text\":\"make 构建\"}]}"))
+          (should-not (test-log-fold--invisible-at buf "修复 测试"))
+          (should-not (test-log-fold--invisible-at buf "WAIT [2026-11-30 Mon 10:16] run make"))
+          (should-not (test-log-fold--invisible-at buf "make 构建"))
+          (should-not (test-log-fold--invisible-at buf ":PROPERTIES:"))
+          (should (test-log-fold--invisible-at buf ":TOOL: run_command"))
+          (should (test-log-fold--invisible-at buf ":MODEL: m"))
+          (agent-shell-log-apply-update
+           buf (test-log-fold--entry
+                "{\"id\":\"w\",\"session_id\":\"s\",\"todo\":\"APPROVED\",
+                  \"properties\":{\"EXIT_CODE\":0}}"))
+          (should-not (test-log-fold--invisible-at buf "APPROVED"))
+          (should (test-log-fold--invisible-at buf ":EXIT_CODE: 0"))
+          (should (test-log-fold--invisible-at buf ":TOOL: run_command"))
+          ;; TAB on the drawer shows it again, as in any org buffer.
+          (with-current-buffer buf
+            (goto-char (point-min))
+            (search-forward ":EXIT_CODE:")
+            (re-search-backward "^:PROPERTIES:$")
+            (org-cycle))
+          (should-not (test-log-fold--invisible-at buf ":EXIT_CODE: 0")))
+      (kill-buffer buf))))
+
+(provide 'test-log-fold)
+;;; test-log-fold.el ends here
