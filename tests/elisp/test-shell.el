@@ -1344,7 +1344,8 @@ takes it back in the bridge."
       (should (string-search (directory-file-name root) (car prompts)))
       (with-current-buffer shell
         (test-shell--wait "the turn's end"
-                          (lambda () (string-search "granted 已授权" (test-shell--transcript)))
+                          (lambda () (and (string-search "granted 已授权" (test-shell--transcript))
+                                          (eq agent-shell--state 'idle)))
                           20))
       (should (file-directory-p (expand-file-name "构建" root)))
       (let ((grants (with-current-buffer shell (agent-shell-grants))))
