@@ -71,6 +71,11 @@ It is called with ENTRY-ID and returns non-nil when a request of the
 bridge waits for that step.  Waiting steps it rejects (left over from a
 bridge that has gone) are skipped by the decision keys.")
 
+(defvar agent-shell-log-grant-function nil
+  "Function saying what \"allow for this session\" would grant, or nil.
+It is called with ENTRY-ID and returns a sentence such as \"run exactly
+`make' in /proj without asking ...\", or nil when it does not know.")
+
 ;;; Internals: rendering (keep in step with orglog.py)
 
 (defconst agent-shell-log--todo-line
@@ -576,23 +581,57 @@ notification when D-Bus is available, else shows a message."
   (unless (and (derived-mode-p 'agent-shell-log-mode) agent-shell-log--nodes)
     (user-error "Not in a live agent-shell log buffer")))
 
-(defun agent-shell-log--target ()
-  "Return the waiting node at point, else the oldest one not yet answered."
+(defun agent-shell-log--waiting-nodes ()
+  "Return the waiting nodes that can be answered and are not yet, oldest first."
+  (cl-loop for id in agent-shell-log--pending
+           for node = (gethash id agent-shell-log--nodes)
+           when (and (not (agent-shell-log--node-sent node))
+                     (agent-shell-log--answerable-p node))
+           collect node))
+
+(defun agent-shell-log--no-waiting-error ()
+  "Signal the `user-error' for a decision key with nothing to decide."
+  (user-error (if (cl-some (lambda (id)
+                             (agent-shell-log--node-sent
+                              (gethash id agent-shell-log--nodes)))
+                           agent-shell-log--pending)
+                  "Decisions sent; waiting for the bridge to answer"
+                "No step is waiting for a decision")))
+
+(defun agent-shell-log--choice-labels (nodes)
+  "Return an alist (LABEL . NODE) naming NODES uniquely, oldest first."
+  (let ((seen (make-hash-table :test #'equal)))
+    (mapcar (lambda (node)
+              (let* ((risk (cdr (assoc "RISK" (agent-shell-log--node-props node))))
+                     (base (format "%s%s" (agent-shell-log--title node)
+                                   (if risk (format " [%s]" risk) "")))
+                     (n (cl-incf (gethash base seen 0))))
+                (cons (if (= n 1) base (format "%s <%d>" base n)) node)))
+            nodes)))
+
+(defun agent-shell-log--target (&optional verb)
+  "Return the waiting node at point; elsewhere ask which waiting step.
+VERB (\"Approve\", \"Reject\", ...) starts the question.  A decision
+never falls on a step the user did not point at or name: with point
+off the waiting steps, `completing-read' offers them (the only one as
+the default), and point moves to the chosen step."
   (agent-shell-log--ensure-mode)
   (let ((here (agent-shell-log--node-at-point)))
-    (if (and here (agent-shell-log--answerable-p here))
+    (if (and here (agent-shell-log--answerable-p here)
+             (not (agent-shell-log--node-sent here)))
         here
-      (or (cl-loop for id in agent-shell-log--pending
-                   for node = (gethash id agent-shell-log--nodes)
-                   when (and (not (agent-shell-log--node-sent node))
-                             (agent-shell-log--answerable-p node))
-                   return node)
-          (user-error (if (cl-some (lambda (id)
-                                     (agent-shell-log--node-sent
-                                      (gethash id agent-shell-log--nodes)))
-                                   agent-shell-log--pending)
-                          "Decisions sent; waiting for the bridge to answer"
-                        "No step is waiting for a decision"))))))
+      (let* ((table (or (agent-shell-log--choice-labels (agent-shell-log--waiting-nodes))
+                        (agent-shell-log--no-waiting-error)))
+             (choice (completing-read
+                      (format "%s which waiting step? " (or verb "Decide"))
+                      table nil t nil nil (and (null (cdr table)) (caar table))))
+             (node (or (cdr (assoc choice table)) (user-error "No step chosen"))))
+        (goto-char (agent-shell-log--node-marker node))
+        node))))
+
+(defun agent-shell-log--oldest-waiting ()
+  "Return the oldest waiting node that can be answered."
+  (or (car (agent-shell-log--waiting-nodes)) (agent-shell-log--no-waiting-error)))
 
 (defun agent-shell-log--title (node)
   "Return NODE's display title."
@@ -615,30 +654,44 @@ notification when D-Bus is available, else shows a message."
   (message "Sent %s for: %s" decision (agent-shell-log--title node)))
 
 (defun agent-shell-log-approve ()
-  "Approve the waiting step at point, else the oldest waiting step."
+  "Approve the waiting step at point; elsewhere, ask which one."
   (interactive)
-  (agent-shell-log--decide (agent-shell-log--target) 'approve nil))
+  (agent-shell-log--decide (agent-shell-log--target "Approve") 'approve nil))
 
-(defun agent-shell-log-reject (reason)
-  "Reject the waiting step at point, else the oldest one, giving REASON.
-The model sees REASON; an empty one is sent as nil."
+(defun agent-shell-log-reject (reason &optional node)
+  "Reject the waiting step at point, giving REASON; elsewhere, ask which one.
+The model sees REASON; an empty one is sent as nil.  NODE, when given,
+is the step to reject."
   (interactive
-   (let ((node (agent-shell-log--target)))
+   (let ((node (agent-shell-log--target "Reject")))
      (list (read-string (format "Reason for rejecting \"%s\" (optional): "
                                 (truncate-string-to-width
-                                 (agent-shell-log--title node) 40 nil nil "…"))))))
-  (agent-shell-log--decide (agent-shell-log--target) 'reject
+                                 (agent-shell-log--title node) 40 nil nil "…")))
+           node)))
+  (agent-shell-log--decide (or node (agent-shell-log--target "Reject")) 'reject
                            (and reason (not (string-empty-p reason)) reason)))
 
+(defun agent-shell-log--grant-text (node)
+  "Return what approving NODE for the session would grant, as a sentence."
+  (or (and (functionp agent-shell-log-grant-function)
+           (funcall agent-shell-log-grant-function (agent-shell-log--node-id node)))
+      (format "approve steps like \"%s\" without asking for the rest of this session"
+              (agent-shell-log--title node))))
+
 (defun agent-shell-log-approve-session ()
-  "Approve the waiting step and this kind of write for the rest of the session.
-Refused for a step whose risk is dangerous."
+  "Approve the waiting step and grant its kind for the rest of the session.
+The grant is said exactly (this command in this directory, or this
+kind of edit) and takes effect only after you confirm it; elsewhere
+than on a waiting step, ask which one.  Refused for a dangerous step.
+\[agent-shell-grants] lists the session's grants and revokes them."
   (interactive)
-  (let* ((node (agent-shell-log--target))
+  (let* ((node (agent-shell-log--target "Allow for the session"))
          (risk (cdr (assoc "RISK" (agent-shell-log--node-props node)))))
     (when (and (stringp risk) (string= (downcase risk) "dangerous"))
       (user-error "A dangerous step can only be approved one at a time"))
-    (agent-shell-log--decide node 'approve-session nil)))
+    (if (y-or-n-p (format "Grant: %s.  Allow? " (agent-shell-log--grant-text node)))
+        (agent-shell-log--decide node 'approve-session nil)
+      (message "Nothing granted; the step still waits"))))
 
 (defun agent-shell-log--diff-block (node)
   "Return the first diff src block of NODE's body, or nil."
@@ -654,7 +707,7 @@ Refused for a step whose risk is dangerous."
   (let* ((here (agent-shell-log--node-at-point))
          (node (if (and here (agent-shell-log--diff-block here))
                    here
-                 (agent-shell-log--target)))
+                 (agent-shell-log--oldest-waiting)))
          (block (or (agent-shell-log--diff-block node)
                     (user-error "This step has no diff")))
          (link (alist-get 'link block))

@@ -306,7 +306,8 @@ CONTEXT are dropped."
                                  (let ((file-name-handler-alist nil))
                                    (file-exists-p group))
                                  (agent-shell-tools-truename group))))
-                 (when (and file (agent-shell-tools--containing-root file roots))
+                 (when (and file (agent-shell-tools--containing-root file roots)
+                            (not (agent-shell-tools-secret-reason group file)))
                    (let ((marker (ignore-errors
                                    (agent-shell-perception--without-prompts
                                      (xref-location-marker location)))))
@@ -369,7 +370,10 @@ ripgrep is not installed."
                                                              0)))
                                    'utf-8)))
                    (column (1+ (or (string-search symbol text start) start))))
-              (when file
+              (when (and file
+                         (let ((found (expand-file-name file root)))
+                           (not (agent-shell-tools-secret-reason
+                                 found (agent-shell-tools-truename found)))))
                 (push (agent-shell-perception--hit
                        (expand-file-name file root)
                        (alist-get 'line_number data) column text context)
@@ -487,6 +491,7 @@ ripgrep is not installed."
                  (agent-shell-tools-truename
                   (agent-shell-perception--default-org-file context))))
          (visiting (find-buffer-visiting file)))
+    (agent-shell-tools--check-secret (or name file) file)
     (unless (file-regular-p file)
       (agent-shell-tools-error "No such org file: %s" (or name file)))
     (require 'org)

@@ -236,6 +236,39 @@ With ASK non-nil, read a directory."
           (agent-shell-workspace-root)
           (t default-directory)))))
 
+(defun agent-shell--wide-root (root)
+  "Return a description of ROOT when it is $HOME or /, else nil.
+Such a directory is never a project silently: the agent could read
+and change everything below it."
+  (let* ((file-name-handler-alist nil)
+         (true (file-name-as-directory (file-truename (expand-file-name root))))
+         (home (getenv "HOME")))
+    (cond ((equal true "/") "the root directory /")
+          ((and home (file-name-absolute-p home)
+                (equal true (file-name-as-directory (file-truename home))))
+           (format "your home directory %s" (directory-file-name home))))))
+
+(defun agent-shell--confirmed-root (root)
+  "Return (ROOT . WIDE-CONFIRMED) for a new session, asking when ROOT is too wide.
+When ROOT is $HOME or /, read a project directory instead, saying
+why.  Choosing $HOME or / again needs an explicit `yes-or-no-p';
+WIDE-CONFIRMED is then t, and only then may the session's parameters
+carry the override the bridge asks for."
+  (let ((confirmed nil))
+    (while (let ((wide (and (not confirmed) (agent-shell--wide-root root))))
+             (when wide
+               (setq root (read-directory-name
+                           (format "agent-shell: %s is not a project (the agent could \
+read and change everything in it).  Project directory: " wide)
+                           nil nil t))
+               (when-let ((again (agent-shell--wide-root root)))
+                 (setq confirmed
+                       (yes-or-no-p
+                        (format "The agent could read and change any file in %s \
+\(credential files excepted).  Really use it as the project? " again))))
+               t)))
+    (cons (file-name-as-directory (expand-file-name root)) confirmed)))
+
 ;;; Commands
 
 (defconst agent-shell--allowlist-review-buffer "*agent-shell allowlist review*"

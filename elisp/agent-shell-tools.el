@@ -49,6 +49,19 @@
   :group 'agent-shell-tools
   :package-version '(agent-shell . "0.1.0"))
 
+(defcustom agent-shell-secret-paths
+  '(".ssh" ".gnupg" ".aws" ".netrc" ".pypirc" ".docker/config.json"
+    ".config/gh" ".kube" ".authinfo*" ".password-store"
+    ".local/share/keyrings" ".gnome2/keyrings" ".git-credentials")
+  "Files and directories under $HOME that hold credentials.
+Names are relative to the home directory; a `*' matches any characters
+within one file name.  Emacs-side tools refuse to read or write them,
+and everything below them, whatever the project root; so are the files
+named in `auth-sources'.  Names are compared without regard to case."
+  :type '(repeat (string :tag "Name relative to $HOME"))
+  :group 'agent-shell-tools
+  :package-version '(agent-shell . "0.2.0"))
+
 ;;; Catalogue and dispatch
 
 (defconst agent-shell-tools-catalogue
@@ -181,17 +194,163 @@ Only the name is parsed; no connection is made."
     (expand-file-name file dir)))
 
 (defun agent-shell-tools-truename (file &optional dir)
-  "Return the truename of FILE (expanded against DIR) with no handler involved."
+  "Return the truename of FILE (expanded against DIR) with no handler involved.
+A symlink loop is a tool error."
   (let ((file-name-handler-alist nil))
-    (file-truename (expand-file-name file dir))))
+    (condition-case err
+        (file-truename (expand-file-name file dir))
+      (error (agent-shell-tools-error "Cannot resolve `%s': %s" file
+                                      (error-message-string err))))))
 
-(defconst agent-shell-tools--protected-files
-  '(".agent-shell/allowlist.el" ".agent-shell/config.el")
-  "Files under a root that the agent may never write.")
+;;; Home references and secrets
 
-(defconst agent-shell-tools--protected-dirs
-  '(".agent-shell/snapshots/" ".agent-shell/logs/" ".agent-shell/sessions/")
-  "Directories under a root that the agent may never write into.")
+;; A tool path starting with a home reference is read the way a shell
+;; would read it, and the bridge reads it the same way
+;; (tests/fixtures/policy/home_paths.jsonl holds the shared cases):
+;; "~" and "~/..." name $HOME; so do "$HOME" and "${HOME}" when the
+;; variable name ends there.  "~user" and "$HOMEX" (another variable)
+;; are refused rather than guessed at.  Only the start of a path counts:
+;; "./~/x" and "src/~" are ordinary names inside the project.
+
+(defun agent-shell-tools--home ()
+  "Return $HOME as a directory name, or signal a tool error when unset."
+  (let ((home (getenv "HOME")))
+    (unless (and home (file-name-absolute-p home))
+      (agent-shell-tools-error "$HOME is not set to an absolute directory"))
+    (file-name-as-directory (agent-shell-tools--expand home))))
+
+(defun agent-shell-tools-expand-home (path)
+  "Return PATH with a leading home reference replaced by $HOME.
+\"~\", \"~/REST\", \"$HOME\", \"$HOME/REST\", \"${HOME}\" and
+\"${HOME}REST\" expand as in a POSIX shell; any other PATH comes back
+unchanged.  \"~user...\" and \"$HOMEX...\" signal a tool error."
+  (cond
+   ((string-match "\\`~\\([^/]*\\)" path)
+    (unless (string-empty-p (match-string 1 path))
+      (agent-shell-tools-error
+       "Path `%s' names another user's home directory; only ~ and ~/ are understood"
+       path))
+    (concat (directory-file-name (agent-shell-tools--home))
+            (substring path (match-end 0))))
+   ((string-prefix-p "${HOME}" path)
+    (concat (directory-file-name (agent-shell-tools--home))
+            (substring path (length "${HOME}"))))
+   ((string-prefix-p "$HOME" path)
+    (let ((rest (substring path (length "$HOME"))))
+      (when (string-match-p "\\`[A-Za-z0-9_]" rest)
+        (agent-shell-tools-error
+         "Path `%s' starts with a variable other than $HOME; use a real path" path))
+      (concat (directory-file-name (agent-shell-tools--home)) rest)))
+   (t path)))
+
+(defun agent-shell-tools--glob-regexp (pattern)
+  "Return a regexp matching PATTERN and anything below it.
+A `*' in PATTERN matches any characters except a slash."
+  (concat "\\`"
+          (mapconcat #'regexp-quote (split-string pattern "\\*") "[^/]*")
+          "\\(?:/\\|\\'\\)"))
+
+(defvar auth-sources)
+
+(defun agent-shell-tools--auth-source-files ()
+  "Return the expanded file names listed in `auth-sources'."
+  (delq nil
+        (mapcar (lambda (source)
+                  (let ((file (cond ((stringp source) source)
+                                    ((and (consp source) (stringp (plist-get source :source)))
+                                     (plist-get source :source)))))
+                    (and file (not (agent-shell-tools-remote-p file))
+                         (agent-shell-tools--expand file))))
+                (and (boundp 'auth-sources) (listp auth-sources) auth-sources))))
+
+(defun agent-shell-tools--under-p (file dir)
+  "Return non-nil when FILE is DIR or below it, ignoring case."
+  (let ((file (downcase (directory-file-name file)))
+        (dir (downcase (directory-file-name dir))))
+    (or (string= file dir) (string-prefix-p (file-name-as-directory dir) file))))
+
+(defun agent-shell-tools-secret-reason (&rest files)
+  "Return why one of FILES is a credential store, or nil when none is.
+FILES are absolute names; pass both the name as written and its
+truename, so neither a symlink to a secret nor a symlinked secret
+directory slips through."
+  (let* ((home (agent-shell-tools--home))
+         (true-home (file-name-as-directory (agent-shell-tools-truename home)))
+         (homes (delete-dups (list home true-home))))
+    (cl-loop
+     for file in (delq nil files)
+     thereis
+     (or (cl-loop
+          for base in homes
+          for rel = (and (agent-shell-tools--under-p file base)
+                         (substring (file-name-as-directory file) (length base)))
+          thereis
+          (and rel
+               (let ((case-fold-search t))
+                 (cl-find-if (lambda (pattern)
+                               (string-match-p (agent-shell-tools--glob-regexp pattern) rel))
+                             agent-shell-secret-paths))))
+         ;; A secret directory may itself be a symlink to somewhere else.
+         (cl-loop
+          for pattern in agent-shell-secret-paths
+          thereis
+          (cl-loop for match in (let ((file-name-handler-alist nil))
+                                  (file-expand-wildcards (concat home pattern) t))
+                   when (agent-shell-tools--under-p file (agent-shell-tools-truename match))
+                   return pattern))
+         (cl-loop for source in (agent-shell-tools--auth-source-files)
+                  when (or (agent-shell-tools--under-p file source)
+                           (agent-shell-tools--under-p
+                            file (agent-shell-tools-truename source)))
+                  return (format "%s (in `auth-sources')"
+                                 (abbreviate-file-name source)))))))
+
+(defun agent-shell-tools--check-secret (path &rest files)
+  "Refuse PATH when one of FILES (its expansions) is a credential store."
+  (when-let ((reason (apply #'agent-shell-tools-secret-reason files)))
+    (agent-shell-tools-error
+     "`%s' holds credentials (%s); agent-shell's tools never read or write it"
+     path reason)))
+
+(defconst agent-shell-tools--protected-files '("allowlist.el" "config.el")
+  "Files in a `.agent-shell' directory that the agent may never write.")
+
+(defconst agent-shell-tools--protected-dirs '("logs" "snapshots" "sessions")
+  "Directories in a `.agent-shell' directory the agent may never write into.
+They hold the bridge's records: the log, undo snapshots and checkpoints.")
+
+(defconst agent-shell-tools--max-path-chars 4096
+  "Longest path a tool may name, as the bridge allows.")
+
+(defconst agent-shell-tools--max-component-bytes 255
+  "Longest file name (in UTF-8 bytes) within a path.")
+
+(defun agent-shell-tools-protected-reason (parts)
+  "Return why writing the path made of PARTS is refused, or nil.
+PARTS are the file names below a root.  Anything under `.git', the
+`.agent-shell' directory itself, its settings and its records are
+protected, at any depth; names are compared case-folded so that a
+case-insensitive file system cannot be used to sneak past.  This is
+the bridge's rule (policy/paths.py), case for case."
+  (let ((folded (mapcar #'downcase parts)))
+    (cond
+     ((member ".git" folded)
+      "nothing inside .git may be written (hooks there would run code)")
+     (t
+      (cl-loop
+       for tail on folded
+       for i from 0
+       when (equal (car tail) ".agent-shell")
+       return
+       (cond ((null (cdr tail))
+              (format "%s/ holds agent-shell's settings and records; it cannot be replaced"
+                      (nth i parts)))
+             ((member (cadr tail) agent-shell-tools--protected-files)
+              (format "%s/%s is agent-shell's own configuration and cannot be written by the agent"
+                      (nth i parts) (nth (1+ i) parts)))
+             ((member (cadr tail) agent-shell-tools--protected-dirs)
+              (format "%s/%s/ holds agent-shell's history and cannot be written by the agent"
+                      (nth i parts) (nth (1+ i) parts)))))))))
 
 (defun agent-shell-tools--true-dir (dir)
   "Return DIR with symlinks resolved, as a directory name."
@@ -221,18 +380,19 @@ Only the name is parsed; no connection is made."
 
 (defun agent-shell-tools-resolve (path context &optional for-write)
   "Return the absolute truename of PATH, confined to the roots of CONTEXT.
-PATH is relative to the project root or absolute.  Symlinks and
-\"..\" are resolved before the check.  With FOR-WRITE non-nil also
+PATH is relative to the project root or absolute; a leading home
+reference is expanded first (`agent-shell-tools-expand-home').
+Symlinks and \"..\" are resolved before the check, and files holding
+credentials (`agent-shell-secret-paths') are refused.  With FOR-WRITE
+non-nil also
 refuse `.git' internals and agent-shell's own protected files."
-  (when (or (not (stringp path)) (string-empty-p path))
-    (agent-shell-tools-error "Path must be a non-empty string"))
-  (when (string-match-p "\0" path)
-    (agent-shell-tools-error "Path contains a NUL byte"))
+  (agent-shell-tools--check-syntax path)
   (when (agent-shell-tools-remote-p path)
     (agent-shell-tools-error "Remote file names are not allowed: %s" path))
   (let* ((root (agent-shell-tools-context-root context))
          (roots (agent-shell-tools-roots context))
-         (true (directory-file-name (agent-shell-tools-truename path root)))
+         (expanded (agent-shell-tools--expand (agent-shell-tools-expand-home path) root))
+         (true (directory-file-name (agent-shell-tools-truename expanded)))
          (home (agent-shell-tools--containing-root true roots)))
     (unless home
       (agent-shell-tools-error
@@ -240,35 +400,62 @@ refuse `.git' internals and agent-shell's own protected files."
        path (abbreviate-file-name root)))
     (when (agent-shell-tools-remote-p true)
       (agent-shell-tools-error "Remote file names are not allowed: %s" path))
+    (agent-shell-tools--check-secret path expanded true)
     (when for-write
-      (agent-shell-tools--check-writable true home path))
+      (agent-shell-tools--check-writable true expanded roots path))
     true))
 
 (defun agent-shell-tools-inside-roots (file context)
   "Return the truename of FILE when it is local and under the roots of CONTEXT.
-Return nil for remote names, names outside the roots and non-strings."
+Return nil for remote names, names outside the roots, files holding
+credentials and non-strings."
   (when (and (stringp file) (file-name-absolute-p file)
              (not (agent-shell-tools-remote-p file)))
     (let ((true (directory-file-name (agent-shell-tools-truename file))))
       (and (agent-shell-tools--containing-root true (agent-shell-tools-roots context))
+           (not (agent-shell-tools-secret-reason (agent-shell-tools--expand file) true))
            true))))
 
-(defun agent-shell-tools--check-writable (true home path)
-  "Refuse writing TRUE (below root HOME) when it is protected.
-PATH is the name the model used, for the message."
-  (let* ((rel (file-relative-name true home))
-         (parts (split-string rel "/" t))
-         (rel-down (downcase rel)))
-    (when (string= rel ".")
-      (agent-shell-tools-error "Path `%s' is a root directory, not a file" path))
-    (when (cl-some (lambda (part) (string= (downcase part) ".git")) parts)
-      (agent-shell-tools-error "Writing inside .git is not allowed: %s" path))
-    (when (or (member rel-down agent-shell-tools--protected-files)
-              (cl-some (lambda (dir) (string-prefix-p dir rel-down))
-                       agent-shell-tools--protected-dirs))
+(defun agent-shell-tools--parts-below (file roots)
+  "Return FILE's names below the first of ROOTS holding it, else all its names."
+  (let ((base (agent-shell-tools--containing-root file roots)))
+    (split-string (if base (substring (file-name-as-directory file) (length base)) file)
+                  "/" t)))
+
+(defun agent-shell-tools--check-writable (true expanded roots path)
+  "Refuse writing TRUE, named EXPANDED before symlinks, when it is protected.
+ROOTS are the allowed roots; PATH is the name the model used, for the
+message.  A regular file with other hard links is refused too, since
+writing it would change the other names' content."
+  (when (cl-some (lambda (root) (string= (file-name-as-directory true) root)) roots)
+    (agent-shell-tools-error "Path `%s' is a root directory, not a file" path))
+  (let ((reason (or (agent-shell-tools-protected-reason
+                     (agent-shell-tools--parts-below true roots))
+                    ;; The name as written may pass through a symlink to .git.
+                    (agent-shell-tools-protected-reason
+                     (agent-shell-tools--parts-below expanded roots)))))
+    (when reason
+      (agent-shell-tools-error "Writing `%s' is refused: %s" path reason)))
+  (let ((attributes (let ((file-name-handler-alist nil)) (file-attributes true))))
+    (when (and attributes (null (file-attribute-type attributes))
+               (> (file-attribute-link-number attributes) 1))
       (agent-shell-tools-error
-       "`%s' is agent-shell's own configuration or history and cannot be written by the agent"
-       rel))))
+       "`%s' is hard-linked elsewhere; writing it is refused" path))))
+
+(defun agent-shell-tools--check-syntax (path)
+  "Refuse PATH when it is empty, too long or has a NUL byte."
+  (when (or (not (stringp path)) (string-empty-p path))
+    (agent-shell-tools-error "Path must be a non-empty string"))
+  (when (string-match-p "\0" path)
+    (agent-shell-tools-error "Path contains a NUL byte"))
+  (when (> (length path) agent-shell-tools--max-path-chars)
+    (agent-shell-tools-error "Path is longer than %d characters"
+                             agent-shell-tools--max-path-chars))
+  (when (cl-some (lambda (part) (> (string-bytes (encode-coding-string part 'utf-8))
+                                   agent-shell-tools--max-component-bytes))
+                 (split-string path "/"))
+    (agent-shell-tools-error "A path component is longer than %d bytes"
+                             agent-shell-tools--max-component-bytes)))
 
 (defun agent-shell-tools-relative (file context)
   "Return FILE relative to the project root of CONTEXT when inside it.

@@ -461,10 +461,21 @@ A diff item shows its unified diff, under a line naming its file."
 (defconst agent-shell--max-argument-chars 60
   "Longest argument value shown in a tool entry's one-line arguments.")
 
+(defun agent-shell--json-ready (value)
+  "Return VALUE, decoded with arrays as lists, in a form `json-serialize' takes.
+Alists stay objects; other lists become vectors (JSON arrays)."
+  (cond ((and (consp value) (consp (car value)) (symbolp (caar value)))
+         (mapcar (lambda (cell) (cons (car cell) (agent-shell--json-ready (cdr cell))))
+                 value))
+        ((consp value) (vconcat (mapcar #'agent-shell--json-ready value)))
+        ((vectorp value) (vconcat (mapcar #'agent-shell--json-ready value)))
+        (t value)))
+
 (defun agent-shell--compact-json (value)
   "Return VALUE as one line of JSON, or its printed form."
   (condition-case nil
-      (json-serialize value :null-object nil :false-object :json-false)
+      (json-serialize (agent-shell--json-ready value)
+                      :null-object nil :false-object :json-false)
     (error (format "%S" value))))
 
 (defun agent-shell--short-value (value)

@@ -49,6 +49,7 @@
 (require 'agent-shell-citations)
 (require 'agent-shell-project)
 (require 'agent-shell-transcript)
+(require 'agent-shell-grants)
 (require 'agent-shell-commands)
 (require 'agent-shell-lifecycle)
 (require 'agent-shell-roles)
@@ -499,14 +500,23 @@ or C-c C-y / C-c C-n here%s" title
   nil)
 
 (defun agent-shell--grant-text (params)
-  "Return the scope of an `allow_session' answer to permission PARAMS."
-  (let* ((call (alist-get 'toolCall params))
+  "Return the scope of an `allow_session' answer to permission PARAMS.
+The bridge's own description (PARAMS' `grant') is used when present."
+  (let* ((described (alist-get 'description (alist-get 'grant params)))
+         (call (alist-get 'toolCall params))
          (input (alist-get 'rawInput call))
          (command (and (consp input) (alist-get 'command input)))
          (title (or (alist-get 'title call) "this step")))
-    (if (stringp command)
-        (format "the command `%s' in the same directory" command)
-      (format "%s on any file" (car (split-string title " " t))))))
+    (cond ((stringp described) described)
+          ((stringp command)
+           (format "the command `%s' in the same directory" command))
+          (t (format "%s on any file" (car (split-string title " " t)))))))
+
+(defun agent-shell--permission-grant-text (entry-id)
+  "Return what approving log entry ENTRY-ID for the session grants, or nil.
+This is `agent-shell-log-grant-function'."
+  (when-let ((permission (agent-shell--permission-waiting-p entry-id)))
+    (agent-shell--grant-text (plist-get permission :params))))
 
 (defun agent-shell--show-decision (permission decision reason)
   "Show in the shell buffer that PERMISSION was answered with DECISION.
@@ -592,6 +602,8 @@ string or nil.  This is `agent-shell-log-decision-function'."
 
 (setq agent-shell-log-decision-function #'agent-shell-log-decide)
 (setq agent-shell-log-answerable-function #'agent-shell--permission-waiting-p)
+(setq agent-shell-log-grant-function #'agent-shell--permission-grant-text)
+(define-key agent-shell-log-mode-map (kbd "G") #'agent-shell-grants)
 
 ;;; Internals: context snapshot
 
@@ -752,11 +764,14 @@ buffers take the same name."
                               memories "; ")))))
       (agent-shell--send-queued))))
 
-(defun agent-shell--session-new-params (root &optional settings)
+(defun agent-shell--session-new-params (root &optional settings wide-confirmed)
   "Return the params of `session/new' for ROOT.
-SETTINGS are ROOT's project settings, read when not given."
+SETTINGS are ROOT's project settings, read when not given.
+WIDE-CONFIRMED non-nil means the user explicitly confirmed ROOT
+although it is $HOME or /; only then is `allow_wide_root' sent."
   (let ((settings (or settings (agent-shell-read-config root))))
     `((cwd . ,(directory-file-name root))
+      ,@(and wide-confirmed '((allow_wide_root . t)))
       (mode . ,(symbol-name (agent-shell--setting settings 'agent-shell-default-mode)))
       (model . ((model . ,(agent-shell--setting settings 'agent-shell-model))
                 ,@(when-let ((window (agent-shell--setting
@@ -783,15 +798,19 @@ SETTINGS are ROOT's project settings, read when not given."
 (defun agent-shell-start (&optional ask)
   "Start an agent session for the current project.
 The root is the current project's, else `agent-shell-workspace-root'
-or `default-directory'; with a prefix argument ASK, read it.  The
-bridge is started once per Emacs and reused.
+or `default-directory'; with a prefix argument ASK, read it.  Your
+home directory and / are never a project silently: from there (say,
+*scratch*) a project directory is asked for, and keeping $HOME or /
+needs an explicit yes.  The bridge is started once per Emacs and
+reused.
 
 A shell buffer of the project that is still starting is shown as it
 is.  One whose bridge stopped is never erased: its session is resumed
 in place with `agent-shell-restart', keeping the transcript and the
 unsent input."
   (interactive "P")
-  (let* ((root (agent-shell--project-root ask))
+  (let* ((chosen (agent-shell--confirmed-root (agent-shell--project-root ask)))
+         (root (car chosen))
          (name (agent-shell--name-for-root root))
          (buffer (get-buffer-create (agent-shell--buffer-name name))))
     (agent-shell-scaffold root)
@@ -814,7 +833,8 @@ unsent input."
           (agent-shell--with-bridge
            (lambda (conn)
              (agent-shell-rpc-request
-              conn "session/new" (agent-shell--session-new-params root settings)
+              conn "session/new"
+              (agent-shell--session-new-params root settings (cdr chosen))
             :on-success (lambda (result) (agent-shell--on-session buffer result))
             :on-error (agent-shell--session-error buffer "Starting the session")))))))
     (pop-to-buffer buffer)
@@ -1011,28 +1031,48 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
                        (force-mode-line-update)
                        (message "agent-shell: %s mode" agent-shell--mode)))))))
 
-(defun agent-shell--oldest-permission ()
-  "Return this session's oldest permission request not being answered."
-  (or (cl-find-if (lambda (p) (and (equal (plist-get p :session) agent-shell--session-id)
+(defun agent-shell--chosen-permission (verb)
+  "Return this session's waiting permission request the user means.
+With one step waiting, that one; with several, ask which (VERB starts
+the question), so no decision falls on a step the user did not name."
+  (let ((waiting (cl-remove-if-not
+                  (lambda (p) (and (equal (plist-get p :session) agent-shell--session-id)
                                    (not (plist-get p :sending))))
-                  agent-shell--permissions)
-      (user-error "No step is waiting for a decision")))
+                  agent-shell--permissions)))
+    (cond
+     ((null waiting) (user-error "No step is waiting for a decision"))
+     ((null (cdr waiting)) (car waiting))
+     (t (let* ((n 0)
+               (table (mapcar (lambda (p)
+                                (cons (format "%d. %s" (cl-incf n)
+                                              (or (alist-get 'title (alist-get 'toolCall
+                                                                               (plist-get p :params)))
+                                                  "a step"))
+                                      p))
+                              waiting)))
+          (or (cdr (assoc (completing-read (format "%s which waiting step? " verb)
+                                           table nil t)
+                          table))
+              (user-error "No step chosen")))))))
 
-(defun agent-shell-approve ()
-  "Approve this session's oldest step waiting for a decision."
+(defun agent-shell-approve (&optional permission)
+  "Approve this session's waiting step; with several, ask which.
+PERMISSION, when given, is the request to approve."
   (interactive)
   (agent-shell--ensure-shell)
-  (agent-shell--answer-permission (agent-shell--oldest-permission) 'approve nil))
+  (agent-shell--answer-permission
+   (or permission (agent-shell--chosen-permission "Approve")) 'approve nil))
 
-(defun agent-shell-reject (reason)
-  "Reject this session's oldest waiting step, telling the model REASON."
+(defun agent-shell-reject (reason &optional permission)
+  "Reject this session's waiting step, telling the model REASON.
+With several steps waiting, ask which; PERMISSION, when given, is it."
   (interactive
    (progn (agent-shell--ensure-shell)
-          (agent-shell--oldest-permission)
-          (list (read-string "Reason (optional): "))))
+          (let ((permission (agent-shell--chosen-permission "Reject")))
+            (list (read-string "Reason (optional): ") permission))))
   (agent-shell--ensure-shell)
-  (agent-shell--answer-permission (agent-shell--oldest-permission) 'reject
-                                  (agent-shell--nonempty reason)))
+  (agent-shell--answer-permission (or permission (agent-shell--chosen-permission "Reject"))
+                                  'reject (agent-shell--nonempty reason)))
 
 (defun agent-shell-toggle-entry ()
   "Show or hide the body of the thought, tool or plan entry at point.

@@ -62,6 +62,8 @@ class SessionState:
     visible: list[JSONObject] = field(default_factory=list)
     read_hashes: dict[str, str] = field(default_factory=dict)
     session_allow: list[str] = field(default_factory=list)
+    # What each "allow for this session" key covers, for listing (agent/grants.py).
+    grant_details: dict[str, JSONObject] = field(default_factory=dict)
     totals: TokenTotals = field(default_factory=TokenTotals)
     turns: int = 0
     log_path: str = ""

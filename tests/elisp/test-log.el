@@ -219,28 +219,61 @@
   (agent-shell-log-insert-entry
    buf (test-log--entry "d" "done" :parent_id "t" :todo "DONE")))
 
-(ert-deftest test-log/y-acts-on-point-else-oldest ()
-  "`y' approves the WAIT entry at point, else the oldest waiting one."
+(defun test-log--keys (&rest parts)
+  "Run PARTS as typed keys: strings in `kbd' syntax, or (text STRING) typed as is."
+  (execute-kbd-macro
+   (apply #'vconcat (mapcar (lambda (part)
+                              (if (consp part) (vconcat (cadr part)) (kbd part)))
+                            parts))))
+
+(ert-deftest test-log/y-acts-on-point-else-asks-which ()
+  "`y' approves the WAIT entry at point; elsewhere it asks which waiting step.
+Regression: with point elsewhere `y' decided the oldest waiting step,
+which could be off-screen."
   (test-log--with-buffer buf
     (test-log--waiting-buffer buf)
-    (test-log--goto buf "w2")
-    (execute-kbd-macro (kbd "y"))
-    (should (equal (car test-log--decisions) '("w2" approve nil)))
     (test-log--goto buf "d")
-    (execute-kbd-macro (kbd "y"))
-    (should (equal (car test-log--decisions) '("w1" approve nil)))
+    ;; Both steps are offered; the user names the newer one.
+    (test-log--keys "y" '(text "second [dangerous]") "RET")
+    (should (equal test-log--decisions '(("w2" approve nil))))
+    (should (equal (agent-shell-log--node-id (agent-shell-log--node-at-point)) "w2"))
     (should (equal (test-log--heading buf "w1")
                    "** WAIT [2026-11-30 Mon 10:15] first"))
+    ;; One waiting step left: it is the default, and RET takes it.
+    (test-log--goto buf "d")
+    (test-log--keys "y RET")
+    (should (equal (car test-log--decisions) '("w1" approve nil)))
     (should (equal (test-log--last-message) "Sent approve for: first"))))
+
+(ert-deftest test-log/quitting-the-question-decides-nothing ()
+  "Quitting the which-step question sends no decision at all."
+  (test-log--with-buffer buf
+    (test-log--waiting-buffer buf)
+    (test-log--goto buf "d")
+    (let ((asked nil))
+      (cl-letf (((symbol-function 'completing-read)
+                 (lambda (prompt table &rest _)
+                   (setq asked (list prompt (mapcar #'car table)))
+                   (signal 'quit nil))))
+        (should (eq (condition-case nil (progn (agent-shell-log-approve) 'ran)
+                      (quit 'quit))
+                    'quit))
+        (should (eq (condition-case nil
+                        (progn (call-interactively #'agent-shell-log-reject) 'ran)
+                      (quit 'quit))
+                    'quit)))
+      (should (equal asked '("Reject which waiting step? "
+                             ("first [write]" "second [dangerous]")))))
+    (should (null test-log--decisions))))
 
 (ert-deftest test-log/y-skips-steps-nobody-waits-for ()
   "Regression: `y' took a WAIT step whose request had gone with an old bridge.
-Steps the answerable function rejects are now skipped, at point too."
+Steps the answerable function rejects are neither decided at point nor offered."
   (test-log--with-buffer buf
     (test-log--waiting-buffer buf)
     (let ((agent-shell-log-answerable-function (lambda (id) (not (equal id "w1")))))
       (test-log--goto buf "w1")
-      (execute-kbd-macro (kbd "y"))
+      (test-log--keys "y RET")
       (should (equal (car test-log--decisions) '("w2" approve nil)))
       (should-error (agent-shell-log-approve) :type 'user-error))
     (agent-shell-log-abandon-pending buf "gone")
@@ -252,32 +285,51 @@ Steps the answerable function rejects are now skipped, at point too."
   (test-log--with-buffer buf
     (test-log--waiting-buffer buf)
     (goto-char (point-min))
-    (execute-kbd-macro (kbd "C-c C-c"))
+    (test-log--keys "C-c C-c" '(text "first [write]") "RET")
     (should (equal (car test-log--decisions) '("w1" approve nil)))
     (test-log--goto buf "w2")
     (execute-kbd-macro (kbd "n 太 危 险 SPC r m RET"))
     (should (equal (car test-log--decisions) '("w2" reject "太危险 rm")))
     (test-log--goto buf "w1")
+    ;; Both decisions are sent: on a sent step the key finds nothing to decide.
+    (should-error (execute-kbd-macro (kbd "C-c C-k RET")) :type 'user-error)
+    (agent-shell-log-unsend buf "w1")
+    (test-log--goto buf "w1")
     (execute-kbd-macro (kbd "C-c C-k RET"))
     (should (equal (car test-log--decisions) '("w1" reject nil)))))
 
-(ert-deftest test-log/a-approves-session-but-not-dangerous ()
-  "`a' sends approve-session, and is refused for a dangerous step."
+(ert-deftest test-log/a-says-what-it-grants-and-asks ()
+  "`a' names the grant and asks before sending approve-session.
+It is refused for a dangerous step, and answering no grants nothing."
   (test-log--with-buffer buf
     (test-log--waiting-buffer buf)
-    (test-log--goto buf "w2")
-    (should-error (execute-kbd-macro (kbd "a")) :type 'user-error)
-    (should (null test-log--decisions))
-    (test-log--goto buf "w1")
-    (execute-kbd-macro (kbd "a"))
-    (should (equal test-log--decisions '(("w1" approve-session nil))))))
+    (let* ((prompts nil)
+           (agent-shell-log-grant-function
+            (lambda (id) (format "run exactly `make' in /proj (step %s)" id))))
+      (cl-letf (((symbol-function 'y-or-n-p)
+                 (lambda (prompt) (push prompt prompts) (string-search "w1" (car prompts)))))
+        (test-log--goto buf "w2")
+        (should-error (execute-kbd-macro (kbd "a")) :type 'user-error)
+        (should (null prompts))
+        (test-log--goto buf "w1")
+        (execute-kbd-macro (kbd "a"))
+        (should (equal prompts '("Grant: run exactly `make' in /proj (step w1).  Allow? ")))
+        (should (equal test-log--decisions '(("w1" approve-session nil))))
+        ;; The user says no: the step keeps waiting, nothing is sent.
+        (setq agent-shell-log-grant-function (lambda (_) "make any edit"))
+        (agent-shell-log-unsend buf "w1")
+        (test-log--goto buf "w1")
+        (execute-kbd-macro (kbd "a"))
+        (should (equal (length test-log--decisions) 1))
+        (should (equal (agent-shell-log-pending buf) '("w1" "w2")))))))
 
 (ert-deftest test-log/keyword-changes-only-on-bridge-update ()
   "A sent decision leaves WAIT until the bridge's update, then pending shrinks."
   (test-log--with-buffer buf
     (test-log--waiting-buffer buf)
-    (goto-char (point-min))
+    (test-log--goto buf "w1")
     (execute-kbd-macro (kbd "y"))
+    (test-log--goto buf "w2")
     (execute-kbd-macro (kbd "y"))
     (should (equal (mapcar #'car test-log--decisions) '("w2" "w1")))
     (should-error (execute-kbd-macro (kbd "y")) :type 'user-error)
@@ -294,6 +346,7 @@ Steps the answerable function rejects are now skipped, at point too."
     (let ((agent-shell-log-mode-map (copy-keymap agent-shell-log-mode-map)))
       (define-key agent-shell-log-mode-map (kbd "Y") #'agent-shell-log-approve)
       (use-local-map agent-shell-log-mode-map)
+      (test-log--goto buf "w1")
       (execute-kbd-macro (kbd "Y"))
       (should (equal (car test-log--decisions) '("w1" approve nil))))))
 

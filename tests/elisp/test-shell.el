@@ -39,6 +39,11 @@
                (text . "late") (delay_ms . 20000))
               ((match . ((last_user_contains . "repeat")))
                (text . "再说一遍：done.") (chunk_size . 3))
+              ((match . ((last_user_contains . "grant me")))
+               (tool_calls . [((name . "run_command")
+                               (arguments . ((command . "mkdir -p 构建"))))]))
+              ((match . ((last_user_contains . "grant me")))
+               (text . "granted 已授权"))
               ((match . ((last_user_contains . "hello")))
                (text . "你好，世界！Streaming works.") (chunk_size . 1))
               ;; test-lifecycle.el: one step per prompt, each used once.
@@ -119,6 +124,35 @@
   (test-shell--update session `((sessionUpdate . ,(or kind "agent_message_chunk"))
                                 (content . ((type . "text") (text . ,text))))))
 
+;;; The recorded turn (tests/fixtures/updates/turn.json)
+
+(defconst test-shell--recorded-file
+  (expand-file-name "../fixtures/updates/turn.json"
+                    (file-name-directory (or load-file-name buffer-file-name)))
+  "A real scripted turn's `session/update' params, recorded through the bridge.
+tests/python/test_update_fixture.py regenerates it and fails when it
+is stale, so these tests render what the bridge really sends.")
+
+(defun test-shell--recorded (session &rest kinds)
+  "Return the recorded updates for SESSION, only those of KINDS when given.
+Each is a `session/update' params object whose sessionId is SESSION."
+  (let ((all (with-temp-buffer
+               (let ((coding-system-for-read 'utf-8))
+                 (insert-file-contents test-shell--recorded-file))
+               (json-parse-buffer :object-type 'alist :array-type 'array
+                                  :null-object :null :false-object :json-false))))
+    (cl-loop for params across all
+             for update = (alist-get 'update params)
+             when (or (null kinds)
+                      (member (alist-get 'sessionUpdate update) kinds))
+             collect (test-shell--update session update))))
+
+(defun test-shell--recorded-text (kind)
+  "Return the text of the recorded chunks of KIND joined, in order."
+  (mapconcat (lambda (params)
+               (alist-get 'text (alist-get 'content (alist-get 'update params))))
+             (test-shell--recorded "s" kind) ""))
+
 (defvar test-shell--counter 0 "Counter for fake session ids.")
 
 (defmacro test-shell--with-shell (spec &rest body)
@@ -145,6 +179,47 @@ for SID-VAR through the real event stream land in it."
 
 ;;; Rendering
 
+(ert-deftest test-shell/recorded-turn-renders ()
+  "A whole recorded turn renders as the user should see it.
+Thought folded, text in order, one line per tool with its status, the
+edit's diff in its body, one plan entry with its final state, the
+usage in the header line and the summary at the end."
+  (test-shell--with-shell (sid)
+    (apply #'test-shell--emit (test-shell--recorded sid))
+    (test-shell--wait "turn_end" (lambda () (string-search "Done:" (test-shell--transcript))))
+    (let* ((text (test-shell--transcript))
+           (usage (alist-get 'update (car (last (test-shell--recorded sid "usage")))))
+           (thought (test-shell--recorded-text "agent_thought_chunk")))
+      ;; Text and entries in the order the bridge sent them.
+      (should (string-match-p
+               (concat "\\`▸ … Thinking\n" (regexp-quote thought) "\n我先看看代码。\n"
+                       "▸ ● read_file calc\\.py\n.*\n计划如下。\n"
+                       "▸ ● propose_plan\n.*\n▸ ≡ Plan (1/1 done)\n\\[x\\] 改 calc\\.py 里的 add\n"
+                       "▸ ● write_file calc\\.py\n\\(?:.*\n\\)*?"
+                       "▸ ● complete_step\n.*\n修好了：add 现在返回 a \\+ b。\n"
+                       "▸ ● task_complete\n.*\nDone: 修好了：add 现在返回 a \\+ b\n*\\'")
+               text))
+      ;; Structured arguments read as JSON, not as Lisp data.
+      (should (string-search "steps: [{\"title\":\"改 calc.py 里的 add\"" text))
+      (should-not (string-search "((title" text))
+      ;; The edit's diff is in the write_file entry, folded.
+      (let ((write (test-shell--entry-text "write_file")))
+        (should (string-search "-    return a - b\n+    return a + b" write)))
+      (goto-char (point-min))
+      (search-forward "+    return a")
+      (should (invisible-p (point)))
+      ;; One plan entry for the four plan updates.
+      (should (= (length (test-shell--recorded sid "plan")) 4))
+      (should (= (cl-count-if (lambda (e) (string-prefix-p "plan-" (car e)))
+                              agent-shell--entries)
+                 1))
+      (should (eq agent-shell--state 'idle))
+      (should (string-search
+               (format "context %d%%" (round (* 100.0 (/ (float (alist-get 'contextUsed usage))
+                                                        (alist-get 'contextWindow usage)))))
+               (agent-shell--header-line))))))
+
+
 (ert-deftest test-shell/streams-chinese-one-char-chunks ()
   "Many one-character chunks, Chinese included, arrive intact and in order.
 The user's half-typed input and point stay where they were."
@@ -166,14 +241,17 @@ The user's half-typed input and point stay where they were."
       (should-error (insert "x") :type 'text-read-only))))
 
 (ert-deftest test-shell/turn-end-shows-the-task-summary ()
-  "The summary given to task_complete is shown when the turn ends."
+  "The summary given to task_complete is shown when the turn ends.
+The turn_end is the recorded turn's."
   (test-shell--with-shell (sid)
-    (test-shell--emit (test-shell--update sid '((sessionUpdate . "turn_end")
-                                                (turnId . "t9")
-                                                (stopReason . "end_turn")
-                                                (summary . "修好了：add 现在返回 a + b"))))
-    (test-shell--wait "turn_end" (lambda () (string-search "修好了" (test-shell--transcript))))
-    (should (string-search "Done: 修好了：add 现在返回 a + b" (test-shell--transcript)))))
+    (let* ((end (car (test-shell--recorded sid "turn_end")))
+           (summary (alist-get 'summary (alist-get 'update end))))
+      (should (string-prefix-p "修好了" summary))
+      (setq agent-shell--turn-id (alist-get 'turnId (alist-get 'update end)))
+      (test-shell--emit end)
+      (test-shell--wait "turn_end" (lambda () (string-search "修好了" (test-shell--transcript))))
+      (should (string-search (concat "Done: " summary) (test-shell--transcript)))
+      (should (eq agent-shell--state 'idle)))))
 
 (ert-deftest test-shell/point-in-transcript-is-kept ()
   "Output arriving while the user reads the transcript does not move point."
@@ -187,57 +265,60 @@ The user's half-typed input and point stay where they were."
       (test-shell--wait "second chunk" (lambda () (string-search "more" (test-shell--transcript))))
       (should (= (point) here)))))
 
+(defun test-shell--recorded-call (session call-id)
+  "Return the recorded updates for SESSION of the tool call CALL-ID, in order."
+  (cl-remove-if-not (lambda (params)
+                      (equal (alist-get 'toolCallId (alist-get 'update params)) call-id))
+                    (test-shell--recorded session "tool_call" "tool_call_update")))
+
 (ert-deftest test-shell/tool-call-folds-and-updates ()
-  "A tool call is one folded line whose status glyph follows the updates; TAB unfolds."
+  "A tool call is one folded line whose status glyph follows the updates; TAB unfolds.
+The call and its updates are the recorded turn's write_file."
   (test-shell--with-shell (sid)
-    (test-shell--emit
-     (test-shell--chunk sid "Let me look.")
-     (test-shell--update sid '((sessionUpdate . "tool_call") (toolCallId . "c1")
-                               (title . "read_file 中文.py") (kind . "read")
-                               (status . "in_progress")
-                               (rawInput . ((path . "中文.py"))))))
-    (test-shell--wait "tool call" (lambda () (string-search "read_file" (test-shell--transcript))))
-    (should (string-match-p "^Let me look\\.\n▸ ◐ read_file 中文\\.py" (test-shell--transcript)))
-    (should (equal (agent-shell--state-text) "running read_file 中文.py"))
-    (test-shell--emit
-     (test-shell--update sid '((sessionUpdate . "tool_call_update") (toolCallId . "c1")
-                               (status . "completed")
-                               (content . [((type . "content")
-                                            (content . ((type . "text")
-                                                        (text . "print(\"你好\")"))))]))))
-    (test-shell--wait "tool update" (lambda () (string-search "▸ ●" (test-shell--transcript))))
-    (should (equal (agent-shell--state-text) "thinking"))
-    (goto-char (point-min))
-    (search-forward "print(")
-    (should (invisible-p (point)))
-    ;; TAB on the header line, through the real keymap.
-    (goto-char (point-min))
-    (search-forward "read_file")
-    (execute-kbd-macro (kbd "TAB"))
-    (should (string-search "▾ ● read_file" (test-shell--transcript)))
-    (search-forward "print(")
-    (should-not (invisible-p (point)))
-    (goto-char (point-min))
-    (search-forward "read_file")
-    (execute-kbd-macro (kbd "TAB"))
-    (search-forward "print(")
-    (should (invisible-p (point)))))
+    (pcase-let ((`(,call ,running ,done) (test-shell--recorded-call sid "call_write")))
+      (test-shell--emit (test-shell--chunk sid "Let me look.") call running)
+      (test-shell--wait "tool call" (lambda () (string-search "◐" (test-shell--transcript))))
+      (should (string-match-p "^Let me look\\.\n▸ ◐ write_file calc\\.py" (test-shell--transcript)))
+      (should (equal (agent-shell--state-text) "running write_file calc.py"))
+      (test-shell--emit done)
+      (test-shell--wait "tool update" (lambda () (string-search "▸ ●" (test-shell--transcript))))
+      (should (equal (agent-shell--state-text) "thinking"))
+      (goto-char (point-min))
+      (search-forward "+    return a")
+      (should (invisible-p (point)))
+      ;; TAB on the header line, through the real keymap.
+      (goto-char (point-min))
+      (search-forward "write_file")
+      (execute-kbd-macro (kbd "TAB"))
+      (should (string-search "▾ ● write_file" (test-shell--transcript)))
+      (search-forward "+    return a")
+      (should-not (invisible-p (point)))
+      (goto-char (point-min))
+      (search-forward "write_file")
+      (execute-kbd-macro (kbd "TAB"))
+      (search-forward "+    return a")
+      (should (invisible-p (point))))))
 
 (ert-deftest test-shell/thoughts-fold-into-one-line ()
-  "Thought chunks gather under one folded line; the message after starts a new line."
+  "Thought chunks gather under one folded line; the message after starts a new line.
+The chunks are the recorded turn's, as the bridge sends them."
   (test-shell--with-shell (sid)
-    (apply #'test-shell--emit
-           (append (mapcar (lambda (c) (test-shell--chunk sid (string c) "agent_thought_chunk"))
-                           "先想一想")
-                   (list (test-shell--chunk sid "答案"))))
-    (test-shell--wait "message" (lambda () (string-search "答案" (test-shell--transcript))))
-    (should (equal (test-shell--transcript) "▸ … Thinking\n先想一想\n答案"))
-    (goto-char (point-min))
-    (search-forward "先")
-    (should (invisible-p (point)))
-    (should (equal (cl-count-if (lambda (e) (string-prefix-p "thought-" (car e)))
-                                agent-shell--entries)
-                   1))))
+    (let ((thought (test-shell--recorded-text "agent_thought_chunk"))
+          (answer (test-shell--recorded-text "agent_message_chunk")))
+      (should (> (length (test-shell--recorded sid "agent_thought_chunk")) 3))
+      (apply #'test-shell--emit
+             (seq-take (test-shell--recorded sid "agent_thought_chunk" "agent_message_chunk")
+                       (1+ (length (test-shell--recorded sid "agent_thought_chunk")))))
+      (test-shell--wait "message" (lambda () (string-search "我先" (test-shell--transcript))))
+      (should (string-prefix-p "我先" answer))
+      (should (equal (test-shell--transcript)
+                     (concat "▸ … Thinking\n" thought "\n我先看看")))
+      (goto-char (point-min))
+      (search-forward (substring thought 0 1))
+      (should (invisible-p (point)))
+      (should (equal (cl-count-if (lambda (e) (string-prefix-p "thought-" (car e)))
+                                  agent-shell--entries)
+                     1)))))
 
 (ert-deftest test-shell/header-line-usage-and-states ()
   "The header line shows tokens and context fill from usage, and the state."
@@ -262,15 +343,15 @@ The user's half-typed input and point stay where they were."
     (should (string-search "[turn ended: max_turn_requests]" (test-shell--transcript)))))
 
 (ert-deftest test-shell/long-turn-notifies ()
-  "A turn longer than `agent-shell-notify-threshold' calls the notify function."
+  "A turn longer than `agent-shell-notify-threshold' calls the notify function.
+The turn_end is the recorded turn's."
   (test-shell--with-shell (sid)
     (let* ((notes nil)
-           (agent-shell-notify-function (lambda (text) (push text notes))))
-      (setq agent-shell--turn-id "t9"
+           (agent-shell-notify-function (lambda (text) (push text notes)))
+           (end (car (test-shell--recorded sid "turn_end"))))
+      (setq agent-shell--turn-id (alist-get 'turnId (alist-get 'update end))
             agent-shell--turn-start (time-subtract nil (+ agent-shell-notify-threshold 5)))
-      (test-shell--emit (test-shell--update sid '((sessionUpdate . "turn_end")
-                                                  (turnId . "t9")
-                                                  (stopReason . "end_turn"))))
+      (test-shell--emit end)
       (test-shell--wait "notification" (lambda () notes))
       (should (string-match-p "turn finished after [0-9]+ s" (car notes))))))
 
@@ -924,29 +1005,28 @@ Undo in a reused shell buffer could bring back the old transcript."
 
 (ert-deftest test-shell/plan-updates-redraw-one-entry ()
   "Regression: every `plan' update appended a new transcript entry.
-The plan is now one entry redrawn in place; what follows it stays."
+The plan is now one entry redrawn in place; what follows it stays.
+The plan updates are the recorded turn's first and last."
   (test-shell--with-shell (sid)
-    (let ((plan (lambda (status)
-                  (test-shell--update
-                   sid `((sessionUpdate . "plan")
-                         (entries . [((content . "第一步") (status . ,status))
-                                     ((content . "second") (status . "pending"))]))))))
-      (test-shell--emit (funcall plan "in_progress") (test-shell--chunk sid "中间的话"))
+    (let ((plans (test-shell--recorded sid "plan")))
+      (test-shell--emit (car plans) (test-shell--chunk sid "中间的话"))
       (test-shell--wait "the message" (lambda () (string-search "中间" (test-shell--transcript))))
+      (should (string-match-p "\\`▸ ≡ Plan (0/1 done)\n\\[ \\] 改 calc\\.py 里的 add\n中间的话\\'"
+                              (test-shell--transcript)))
       (goto-char (point-max))
       (insert "草稿")
-      (test-shell--emit (funcall plan "completed") (test-shell--chunk sid " end"))
+      (test-shell--emit (car (last plans)) (test-shell--chunk sid " end"))
       (test-shell--wait "the end" (lambda () (string-search " end" (test-shell--transcript))))
       (should (equal (cl-count-if (lambda (e) (string-prefix-p "plan-" (car e)))
                                   agent-shell--entries)
                      1))
-      (should (string-match-p "\\`▸ ≡ Plan (1/2 done)\n\\[x\\] 第一步\n\\[ \\] second\n中间的话 end\\'"
+      (should (string-match-p "\\`▸ ≡ Plan (1/1 done)\n\\[x\\] 改 calc\\.py 里的 add\n中间的话 end\\'"
                               (test-shell--transcript)))
       (should (equal (agent-shell--input) "草稿"))
       ;; TAB still folds the redrawn entry.
       (goto-char (point-min))
       (agent-shell-toggle-entry)
-      (search-forward "第一步")
+      (search-forward "改 calc")
       (should-not (invisible-p (point))))))
 
 (ert-deftest test-shell/same-directory-names-get-separate-sessions ()
@@ -1184,7 +1264,7 @@ The :eval result is a mode line construct; every % is now doubled."
   "Regression: TAB at the end of a folded tool line said \"Text is read-only\".
 The entry is now found from the line, not only from point."
   (test-shell--with-shell (sid)
-    (test-shell--emit (test-shell--tool sid "e1" "grep 中文" '((pattern . "中文")))
+    (test-shell--emit (car (test-shell--recorded-call sid "call_read"))
                       (test-shell--chunk sid "after"))
     (test-shell--wait "the message" (lambda () (string-search "after" (test-shell--transcript))))
     (goto-char (point-min))
@@ -1292,6 +1372,44 @@ notice turns into the decision and the diff joins the tool's entry."
       (should (string-match-p "\\`▸ ● replace_region calc\\.py\nargs: path: calc\\.py\ndiff calc\\.py\n-a = 1\n\\+a = 2 # 改\nApproved: replace_region calc\\.py\n\\'"
                               (test-shell--transcript))))))
 
+(ert-deftest test-shell/c-c-c-y-asks-which-when-several-wait ()
+  "Regression: C-c C-y approved the oldest waiting step, possibly off-screen.
+With several steps waiting it now asks which; the one named is answered."
+  (test-shell--with-shell (sid)
+    (let ((answers nil) (offered nil))
+      (dolist (n '(1 2))
+        (let ((title (format "write_file 第%d.py" n)))
+          (agent-shell-rpc-request
+           (test-shell--bridge) "debug/client_request"
+           `((method . "session/request_permission")
+             (params . ((sessionId . ,sid)
+                        (toolCall . ((toolCallId . ,(format "w%d" n)) (title . ,title)))
+                        (options . [((optionId . "allow_once") (name . "Allow")
+                                     (kind . "allow_once"))])
+                        (logEntryId . ,(format "%s-w%d" sid n)) (risk . "write")))
+             (timeout_s . 20))
+           :timeout 25
+           :on-success (lambda (r) (push (cons title r) answers)))))
+      (test-shell--wait "both requests"
+                        (lambda () (= 2 (cl-count sid agent-shell--permissions
+                                                  :key (lambda (p) (plist-get p :session))
+                                                  :test #'equal))))
+      (cl-letf (((symbol-function 'completing-read)
+                 (lambda (_prompt table &rest _)
+                   (setq offered (mapcar #'car table))
+                   (cadr offered))))
+        (execute-kbd-macro (kbd "C-c C-y")))
+      (should (equal offered '("1. write_file 第1.py" "2. write_file 第2.py")))
+      (test-shell--wait "the answer" (lambda () answers))
+      (should (equal (mapcar #'car answers) '("write_file 第2.py")))
+      ;; One step left: C-c C-y answers it without a question.
+      (setq offered nil)
+      (cl-letf (((symbol-function 'completing-read)
+                 (lambda (&rest _) (error "Asked with a single step waiting"))))
+        (execute-kbd-macro (kbd "C-c C-y")))
+      (test-shell--wait "the second answer" (lambda () (= (length answers) 2)))
+      (should (equal (car (car answers)) "write_file 第1.py")))))
+
 (ert-deftest test-shell/session-grant-is-shown ()
   "Regression: approving with `a' (for the session) left no trace.
 The shell now says what was allowed and the header counts grants."
@@ -1316,6 +1434,166 @@ The shell now says what was allowed and the header counts grants."
       (should (string-search "Allowed for this session: write_file on any file"
                              (test-shell--transcript)))
       (should (string-search "│ 1 grant" (agent-shell--header-line))))))
+
+(ert-deftest test-shell/grants-are-said-listed-and-revoked ()
+  "`a' says exactly what it grants and asks; `agent-shell-grants' lists and revokes.
+A real turn on the real bridge: the model runs `mkdir -p 构建', the
+user allows it for the session, the grants buffer shows it, and `k'
+takes it back in the bridge."
+  (test-shell--with-session (root)
+    (goto-char (point-max))
+    (insert "grant me 授权")
+    (execute-kbd-macro (kbd "RET"))
+    (let ((log (agent-shell-log-buffer agent-shell--name))
+          (shell (current-buffer))
+          (sid agent-shell--session-id)
+          (prompts nil))
+      (test-shell--wait "the WAIT step" (lambda () (agent-shell-log-pending log)) 20)
+      (test-shell--wait "the permission request"
+                        (lambda () (agent-shell--permission-waiting-p
+                                    (car (agent-shell-log-pending log)))))
+      (with-current-buffer log
+        (switch-to-buffer log)
+        (goto-char (agent-shell-log--node-marker
+                    (gethash (car (agent-shell-log-pending log)) agent-shell-log--nodes)))
+        (cl-letf (((symbol-function 'y-or-n-p)
+                   (lambda (prompt) (push prompt prompts) t)))
+          (execute-kbd-macro (kbd "a"))))
+      (should (equal (length prompts) 1))
+      (should (string-search "run exactly `mkdir -p 构建` in" (car prompts)))
+      (should (string-search (directory-file-name root) (car prompts)))
+      (with-current-buffer shell
+        (test-shell--wait "the turn's end"
+                          (lambda () (and (string-search "granted 已授权" (test-shell--transcript))
+                                          (eq agent-shell--state 'idle)))
+                          20))
+      (should (file-directory-p (expand-file-name "构建" root)))
+      (let ((grants (with-current-buffer shell (agent-shell-grants))))
+        (unwind-protect
+            (with-current-buffer grants
+              (test-shell--wait "the listing" (lambda () agent-shell-grants--list))
+              (goto-char (point-min))
+              (should (search-forward "`mkdir -p 构建'" nil t))
+              (should (equal (length (alist-get 'grants
+                                                (test-shell--sync
+                                                 "session/grants" `((sessionId . ,sid)))))
+                             1))
+              (should (string-search "│ 1 grant" (with-current-buffer shell
+                                                   (agent-shell--header-line))))
+              (beginning-of-line)
+              (execute-kbd-macro (kbd "k"))
+              (test-shell--wait "the revocation" (lambda () (null tabulated-list-entries)))
+              (should (equal (alist-get 'grants (test-shell--sync
+                                                 "session/grants" `((sessionId . ,sid))))
+                             nil))
+              (should-not (with-current-buffer shell agent-shell--grants)))
+          (kill-buffer grants))))))
+
+;;; Home and / are never a project silently
+
+(defun test-shell--events-text ()
+  "Return the text of the bridge traffic buffer."
+  (with-current-buffer (get-buffer-create "*agent-shell events*")
+    (buffer-substring-no-properties (point-min) (point-max))))
+
+(defun test-shell--fresh-events ()
+  "Empty the bridge traffic buffer."
+  (when-let ((buffer (get-buffer "*agent-shell events*")))
+    (kill-buffer buffer)))
+
+(defmacro test-shell--from-home (spec &rest body)
+  "Run BODY with SPEC's (HOME PROJECT) bound to a fake $HOME and a git project.
+Questions are answered by `test-shell--answers': a list of directories
+for `read-directory-name' and of booleans for `yes-or-no-p'; what was
+asked is collected in `test-shell--asked'."
+  (declare (indent 1) (debug ((symbolp symbolp) body)))
+  `(agent-shell-test-with-project (,(cadr spec) nil)
+     (test-shell--bridge)
+     (let* ((,(car spec) (file-name-as-directory
+                          (file-truename (make-temp-file "agent-shell-home-" t))))
+            (process-environment (cons (concat "HOME=" (directory-file-name ,(car spec)))
+                                       process-environment))
+            (agent-shell-log-events t))
+       (test-shell--fresh-events)
+       (unwind-protect
+           (cl-letf (((symbol-function 'read-directory-name)
+                      (lambda (prompt &rest _)
+                        (push (cons 'dir prompt) test-shell--asked)
+                        (or (pop test-shell--directories) (error "Asked once too often"))))
+                     ((symbol-function 'yes-or-no-p)
+                      (lambda (prompt)
+                        (push (cons 'yes prompt) test-shell--asked)
+                        (pop test-shell--yes))))
+             (ignore ,(car spec) ,(cadr spec))
+             ,@body)
+         (dolist (buffer (buffer-list))
+           (when (and (eq (buffer-local-value 'major-mode buffer) 'agent-shell-mode)
+                      (member (buffer-local-value 'agent-shell--root buffer)
+                              (list ,(car spec) ,(cadr spec))))
+             (kill-buffer buffer)))
+         (delete-directory ,(car spec) t)))))
+
+(defvar test-shell--asked nil "Questions asked, newest first: (dir . PROMPT) or (yes . PROMPT).")
+(defvar test-shell--directories nil "Answers to `read-directory-name', in order.")
+(defvar test-shell--yes nil "Answers to `yes-or-no-p', in order.")
+
+(defun test-shell--start-in (dir)
+  "Run `agent-shell-start' from a buffer in DIR; wait for the session."
+  (with-temp-buffer
+    (setq default-directory dir)
+    (let ((shell (agent-shell-start)))
+      (with-current-buffer shell
+        (test-shell--wait "session/new" (lambda () agent-shell--session-id) 20))
+      shell)))
+
+(ert-deftest test-shell/start-from-home-asks-for-a-project ()
+  "Regression: `agent-shell-start' from *scratch* made $HOME the project silently.
+It now asks for a project directory, says why, and touches nothing in $HOME."
+  (test-shell--from-home (home project)
+    (setq test-shell--asked nil test-shell--directories (list project) test-shell--yes nil)
+    (let ((shell (test-shell--start-in home)))
+      (should (equal (buffer-local-value 'agent-shell--root shell) project))
+      (should (equal (mapcar #'car test-shell--asked) '(dir)))
+      (should (string-search "your home directory" (cdar test-shell--asked)))
+      (should (string-search "not a project" (cdar test-shell--asked)))
+      (should-not (file-exists-p (expand-file-name ".agent-shell" home)))
+      (should (string-search "session/new" (test-shell--events-text)))
+      (should-not (string-search "allow_wide_root" (test-shell--events-text))))))
+
+(ert-deftest test-shell/start-from-root-refuses-root-unless-confirmed ()
+  "From /, choosing / again needs an explicit yes; a no asks for a directory again."
+  (test-shell--from-home (home project)
+    (setq test-shell--asked nil test-shell--directories (list "/" project)
+          test-shell--yes (list nil))
+    (let ((shell (test-shell--start-in "/")))
+      (should (equal (buffer-local-value 'agent-shell--root shell) project))
+      (should (equal (mapcar #'car (reverse test-shell--asked)) '(dir yes dir)))
+      (should (string-search "root directory /" (cdr (nth 1 test-shell--asked)))))))
+
+(ert-deftest test-shell/home-kept-as-root-only-after-yes-and-says-so ()
+  "Keeping $HOME after an explicit yes starts there and sends `allow_wide_root'."
+  (test-shell--from-home (home project)
+    (setq test-shell--asked nil test-shell--directories (list home) test-shell--yes (list t))
+    (let ((shell (test-shell--start-in home)))
+      (should (equal (buffer-local-value 'agent-shell--root shell) home))
+      (should (equal (mapcar #'car (reverse test-shell--asked)) '(dir yes)))
+      (should (string-search "\"allow_wide_root\":true" (test-shell--events-text))))))
+
+(ert-deftest test-shell/wide-root-recognised ()
+  "$HOME and / are wide roots, through symlinks too; a project below $HOME is not."
+  (test-shell--from-home (home project)
+    (let ((link (make-temp-name (expand-file-name "agent-shell-homelink-"
+                                                  temporary-file-directory))))
+      (make-symbolic-link (directory-file-name home) link)
+      (unwind-protect
+          (progn
+            (should (agent-shell--wide-root home))
+            (should (agent-shell--wide-root link))
+            (should (agent-shell--wide-root "/"))
+            (should-not (agent-shell--wide-root project))
+            (make-directory (expand-file-name "src" home))
+            (should-not (agent-shell--wide-root (expand-file-name "src" home))))
+        (delete-file link)))))
 
 ;;; Starting the bridge
 

@@ -14,6 +14,7 @@ from typing import Literal, Protocol
 
 from ..events import EventHub
 from ..types import JSONObject, Risk
+from .grants import Grant, grant_record
 
 __all__ = [
     "Answer",
@@ -41,6 +42,8 @@ class PermissionRequest:
     diff: str | None = None
     # Where the step runs once approved (inside or outside the sandbox).
     note: str | None = None
+    command: str | None = None  # the command that would run (run_test's detected one too)
+    cwd: str | None = None  # where it would run
 
     @property
     def offers_session(self) -> bool:
@@ -79,7 +82,15 @@ class PermissionRequest:
             params["diff"] = self.diff
         if self.note is not None:
             params["note"] = self.note
+        if self.offers_session:
+            # Exactly what "allow for this session" would grant, for the client to show
+            # before the user confirms it.
+            params["grant"] = self.grant().to_json()
         return params
+
+    def grant(self) -> Grant:
+        """What "allow for this session" grants: this command here, or this kind of edit."""
+        return grant_record(self.tool, self.command, self.cwd)
 
 
 @dataclass(frozen=True, slots=True)

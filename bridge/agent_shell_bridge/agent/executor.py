@@ -32,6 +32,7 @@ from ..tools.catalogue import CATALOGUE, Side, ToolSpec
 from ..types import Decision, JSONObject, Risk, Verdict
 from .approval import PermissionRequest
 from .delegate import run_delegate
+from .grants import add_grant, grant_key, grant_record
 from .outputs import clip_lines
 from .plan import PLAN_TOOLS, handle_plan_tool
 from .reporter import src, text
@@ -206,7 +207,7 @@ class ToolExecutor:
             except ToolFailed as exc:
                 return _Prepared(spec, args, Verdict(Decision.DENY, Risk.WRITE, exc.message), paths)
             diff = plan.diff
-        if _session_key(spec.name, None) in live.state.session_allow:
+        if grant_key(spec.name, None) in live.state.session_allow:
             verdict = Verdict(Decision.ALLOW, Risk.WRITE, "allowed for this session by the user")
         else:
             verdict = Verdict(Decision.CONFIRM, Risk.WRITE, "changes files in the project")
@@ -287,7 +288,7 @@ class ToolExecutor:
         if (
             verdict.decision is Decision.CONFIRM
             and verdict.risk is Risk.WRITE
-            and _session_key(spec.name, command, cwd) in live.state.session_allow
+            and grant_key(spec.name, command, str(cwd)) in live.state.session_allow
         ):
             verdict = Verdict(Decision.ALLOW, verdict.risk, "allowed for this session by the user")
             by_user = True
@@ -392,6 +393,8 @@ class ToolExecutor:
                 log_entry_id=entry_id,
                 diff=p.diff,
                 note=note,
+                command=p.command,
+                cwd=_cwd_text(p),
             )
             try:
                 answer = await live.approver.ask(request)
@@ -423,7 +426,7 @@ class ToolExecutor:
                 )
             p.by_user = True
             if answer.option == "allow_session":
-                live.state.session_allow.append(_session_key(p.spec.name, p.command, p.cwd))
+                add_grant(live.state, grant_record(p.spec.name, p.command, _cwd_text(p)))
             await live.reporter.change(
                 entry_id,
                 todo="APPROVED",
@@ -673,17 +676,8 @@ class ToolExecutor:
         return payload
 
 
-def _session_key(tool: str, command: str | None, cwd: Path | None = None) -> str:
-    """What "allow for this session" covers: one kind of edit, or one exact command
-    in one directory.
-
-    A command grant never widens to other commands or places: allowing `mkdir build`
-    must not let `curl -d @~/.aws/credentials …` through later, nor `rm -rf *` approved
-    in build/ run at the project root.
-    """
-    if command is None:
-        return f"write:{tool}"
-    return f"command:{cwd}:{' '.join(command.split())}"
+def _cwd_text(p: _Prepared) -> str | None:
+    return str(p.cwd) if p.command is not None and p.cwd is not None else None
 
 
 def _summary_for_client(payload: JSONObject) -> JSONObject:

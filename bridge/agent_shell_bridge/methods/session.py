@@ -1,4 +1,5 @@
-"""Session methods: ``session/new``, ``prompt``, ``cancel``, ``set_mode``, ``list``, ``resume``."""
+"""Session methods: ``session/new``, ``prompt``, ``cancel``, ``set_mode``, ``list``,
+``resume``, and the session's grants (``grants``, ``revoke_grant``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from ..agent.grants import list_grants, revoke_grant
 from ..agent.instructions_glue import announce_instructions
 from ..agent.live import LiveSession, open_session
 from ..agent.loop import run_turn
@@ -96,6 +98,10 @@ class SessionRef(Params):
 
 class ModeParams(SessionRef):
     mode: Mode
+
+
+class RevokeParams(SessionRef):
+    grantId: str = Field(min_length=1, max_length=64)
 
 
 class ListParams(Params):
@@ -340,6 +346,34 @@ def register(d: Dispatcher[Runtime]) -> None:
         live.state.mode = p.mode
         await live.checkpoint()
         return {"mode": p.mode}
+
+    @d.method("session/grants", SessionRef)
+    async def grants(rt: Runtime, p: SessionRef) -> dict[str, Any]:
+        """What "allow for this session" has granted so far, oldest first."""
+        live = session_of(rt, p.sessionId)
+        return {"grants": [g.to_json() for g in list_grants(live.state)]}
+
+    @d.method("session/revoke_grant", RevokeParams)
+    async def revoke(rt: Runtime, p: RevokeParams) -> dict[str, Any]:
+        """Take a grant back: the next such step asks again, even within this turn."""
+        live = session_of(rt, p.sessionId)
+        grant = revoke_grant(live.state, p.grantId)
+        if grant is None:
+            raise InvalidParams(
+                f"no grant {p.grantId!r} in this session (session/grants lists them)"
+            )
+        await live.checkpoint()
+        await live.reporter.entry(
+            "Grant revoked by the user",
+            source="user",
+            parent=None,
+            properties={"GRANT": grant.id},
+            body=[text(f"No longer allowed without asking: {grant.description}.")],
+        )
+        return {
+            "revoked": grant.to_json(),
+            "grants": [g.to_json() for g in list_grants(live.state)],
+        }
 
     @d.method("session/list", ListParams)
     async def list_sessions(rt: Runtime, p: ListParams) -> dict[str, Any]:
