@@ -223,7 +223,9 @@ A symlink loop is a tool error."
   "Return PATH with a leading home reference replaced by $HOME.
 \"~\", \"~/REST\", \"$HOME\", \"$HOME/REST\", \"${HOME}\" and
 \"${HOME}REST\" expand as in a POSIX shell; any other PATH comes back
-unchanged.  \"~user...\" and \"$HOMEX...\" signal a tool error."
+unchanged.  \"~user...\", \"$HOMEX...\" and any other leading variable
+\($PWD, ${X}) signal a tool error, as in the bridge: a shell would expand
+them to something this side cannot know."
   (cond
    ((string-match "\\`~\\([^/]*\\)" path)
     (unless (string-empty-p (match-string 1 path))
@@ -241,6 +243,10 @@ unchanged.  \"~user...\" and \"$HOMEX...\" signal a tool error."
         (agent-shell-tools-error
          "Path `%s' starts with a variable other than $HOME; use a real path" path))
       (concat (directory-file-name (agent-shell-tools--home)) rest)))
+   ((string-prefix-p "$" path)
+    (agent-shell-tools-error
+     "Path `%s' starts with a variable other than $HOME; write the path in full \
+\(or ./$... for a file literally named so)" path))
    (t path)))
 
 (defun agent-shell-tools--glob-regexp (pattern)

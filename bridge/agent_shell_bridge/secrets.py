@@ -11,7 +11,14 @@ import fnmatch
 import os
 from pathlib import Path
 
-__all__ = ["SECRET_GLOBS", "SECRET_NAMES", "is_secret", "is_secret_resolved", "secret_paths"]
+__all__ = [
+    "SECRET_GLOBS",
+    "SECRET_NAMES",
+    "is_secret",
+    "is_secret_resolved",
+    "real_secret_roots",
+    "secret_paths",
+]
 
 # Relative to $HOME: whole directories or single files.
 SECRET_NAMES: tuple[str, ...] = (
@@ -50,6 +57,22 @@ def secret_paths(home: Path) -> tuple[Path, ...]:
     return tuple(home / name for name in SECRET_NAMES)
 
 
+def real_secret_roots(home: Path) -> tuple[Path, ...]:
+    """Where secrets really live when they are symlinks: a ``~/.ssh`` that points to
+    ``~/dotfiles/ssh`` makes that folder a secret too, under any name."""
+    found: list[Path] = []
+    for path in secret_paths(home):
+        if os.path.lexists(path):
+            real = _real(path)
+            if real != Path(os.path.normpath(os.path.abspath(path))):
+                found.append(real)
+    return tuple(found)
+
+
+def _under_any(path: Path, roots: tuple[Path, ...]) -> bool:
+    return any(path == root or path.is_relative_to(root) for root in roots)
+
+
 def _real(path: Path) -> Path:
     return Path(os.path.realpath(os.path.abspath(path)))
 
@@ -76,4 +99,6 @@ def is_secret(path: Path, home: Path) -> bool:
     """
     homes = {Path(os.path.normpath(os.path.abspath(home))), _real(home)}
     candidates = {Path(os.path.normpath(os.path.abspath(path))), _real(path)}
-    return any(is_secret_resolved(c, h) for c in candidates for h in homes)
+    if any(is_secret_resolved(c, h) for c in candidates for h in homes):
+        return True
+    return _under_any(_real(path), real_secret_roots(home))

@@ -79,6 +79,12 @@ No file name handler runs: a `.gpg' name must not start EasyPG."
     (make-symbolic-link (expand-file-name ".agent-shell/config.el" root)
                         (expand-file-name "config_link" root))
     (make-symbolic-link "../proj/src" (expand-file-name "outside/to_inside" tmp))
+    ;; Not expand-file-name: "~/" there would mean the real home directory.
+    (make-directory (concat root "~") t)
+    (with-temp-file (concat root "~/note.txt")
+      (insert "a directory literally named ~\n"))
+    (test-paths--write (expand-file-name ".ssh/id_rsa" root) "PRIVATE\n")
+    (make-symbolic-link ".ssh" (expand-file-name "ssh_link" root))
     (add-name-to-file (expand-file-name ".git/hooks/pre-commit" root)
                       (expand-file-name "innocent_hardlink.txt" root))
     root))
@@ -110,9 +116,7 @@ The tree is deleted when BODY succeeds and kept when it fails."
     (agent-shell-tool-error (cons "deny" (cadr err)))))
 
 (defun test-paths--home-row-p (row)
-  "Return non-nil when ROW's path starts with a home reference.
-How the bridge reads \"~\" is issue 14's change (the policy branch);
-those cases live in home_paths.jsonl, which both sides replay."
+  "Return non-nil when ROW's path starts with a home reference."
   (string-match-p "\\`\\(~\\|\\$HOME\\|\\${HOME}\\)" (alist-get 'path row)))
 
 ;;; The shared corpus
@@ -124,15 +128,21 @@ containment shapes (the sibling /proj-evil, `..', symlinks in and out,
 dangling links, loops, extra roots) and the protected paths."
   (test-paths--with-tree (tmp root)
     (let* ((home (make-temp-file "agent-shell-home-" t))
-           (process-environment (cons (concat "HOME=" home) process-environment))
            (context (agent-shell-test-context
                      root 'extra_roots (list (concat tmp "extra"))))
-           (rows (cl-remove-if #'test-paths--home-row-p (test-paths--rows "paths.jsonl")))
+           (rows (test-paths--rows "paths.jsonl"))
            (failures nil))
       (should (> (length rows) 90))
+      (should (cl-some #'test-paths--home-row-p rows))
       (dolist (row rows)
         (let* ((path (test-paths--expand (alist-get 'path row) tmp))
                (op (alist-get 'op row))
+               ;; A row marked home "root" is judged with $HOME at the project root.
+               (process-environment
+                (cons (concat "HOME=" (if (equal (alist-get 'home row) "root")
+                                          (directory-file-name root)
+                                        home))
+                      process-environment))
                (got (test-paths--decide path op context))
                (want (alist-get 'decision row)))
           (unless (and (equal (car got) want)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import PathNotAllowed
+from ..secrets import real_secret_roots
 from ..types import Decision, Risk, Verdict
 from .allowlist import Allowlist, AllowlistError, parse_allowlist
 from .commands import (
@@ -74,6 +75,7 @@ class PolicyEngine:
         self.allowlist_status = "applied" if allowlist is not None else "none"
         self._allowlist = allowlist or Allowlist()
         self._home = self._confinement.home
+        self._secret_roots = real_secret_roots(self._home)
         self._temp = resolve_physical(Path(os.path.abspath(tempfile.gettempdir())))
 
     @classmethod
@@ -180,6 +182,7 @@ class PolicyEngine:
             extra=self._confinement.extra,
             cwd=cwd,
             home=self._home,
+            secret_roots=self._secret_roots,
             temp=self._temp,
             nested=lambda text: self._nested(text, depth),
             write_check=self._write_reason,

@@ -53,5 +53,7 @@ class Context:
     temp: Path
     nested: Callable[[str], Finding]
     write_check: Callable[[str, Path], str | None]
+    # Where symlinked secrets really live (secrets.real_secret_roots), found once.
+    secret_roots: tuple[Path, ...] = ()
     # Judges a command a rule finds inside another (find -exec, env, xargs …).
     classify_argv: Callable[[Sequence[Word], Context, SimpleCommand], Finding] | None = None

@@ -39,14 +39,16 @@ _PROTECTED_FILES = frozenset({"allowlist.el", "config.el"})
 # (which hold what the user allowed) must not be forged by the agent.
 _PROTECTED_DIRS = frozenset({"logs", "snapshots", "sessions"})
 _AGENT_DIR = ".agent-shell"
-_HOME_VAR_RE = re.compile(r"^(\$HOME|\$\{HOME\})(?=/|$)")
+# $HOME ends where a shell ends the name: "$HOME.bak" is $HOME then ".bak";
+# "$HOME_x" is another variable. ${HOME} ends at its brace.
+_HOME_VAR_RE = re.compile(r"^(\$\{HOME\}|\$HOME(?![A-Za-z0-9_]))")
 
 
 def expand_home(path: str, home: Path) -> str:
     """Expand a leading ``~`` or ``$HOME``/``${HOME}`` the way a shell would.
 
-    Only ``~`` and ``~/...`` (and ``$HOME``, ``${HOME}``, alone or before ``/``)
-    are expanded. ``~user`` (``~root``, ``~+``, ``~-``) and any other leading
+    Only ``~`` and ``~/...``, ``$HOME`` (where a shell ends the name) and
+    ``${HOME}`` are expanded. ``~user`` (``~root``, ``~+``, ``~-``) and any other leading
     ``$VARIABLE`` are refused: a shell would expand them to something this side
     cannot know for sure. Any other text is returned unchanged, so ``./~`` and
     ``src/$x`` stay names in the project.

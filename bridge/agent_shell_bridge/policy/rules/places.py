@@ -294,7 +294,10 @@ def _secret_finding(
 ) -> Finding | None:
     """Reading a key, token or credential file of the user always asks first."""
     for p in (path, real):
-        if p is not None and is_secret_resolved(p, ctx.home):
+        if p is not None and (
+            is_secret_resolved(p, ctx.home)
+            or any(p == r or p.is_relative_to(r) for r in ctx.secret_roots)
+        ):
             return Finding.write(f"{name} reads {w.text!r}: one of the user's secrets ({p})")
     return None
 
