@@ -99,7 +99,7 @@ class ToolExecutor:
             raw = {}
             return await self._early_failure(call, turn, raw, exc.message)
         title = _title(call.name, raw)
-        spec = CATALOGUE.get(call.name)
+        spec = CATALOGUE.get(call.name) or live.external_tool(call.name)
         await live.reporter.update(
             "tool_call",
             toolCallId=call.id,
@@ -146,6 +146,8 @@ class ToolExecutor:
                 Decision.DENY, spec.risk or Risk.WRITE, "ask mode: no edits or commands"
             )
             return _Prepared(spec, args, verdict, [])
+        if spec.external is not None:
+            return self._decide_external(spec, args)
         op = "write" if spec.risk is Risk.WRITE else "read"
         paths: list[tuple[Path, str]] = []
         try:
@@ -189,6 +191,16 @@ class ToolExecutor:
         else:
             verdict = Verdict(Decision.CONFIRM, Risk.WRITE, "changes files in the project")
         return _Prepared(spec, args, verdict, paths, diff=diff)
+
+    def _decide_external(self, spec: ToolSpec, args: cat.Args) -> _Prepared:
+        assert spec.external is not None
+        verdict = spec.external.verdict()
+        if (
+            verdict.decision is Decision.CONFIRM
+            and _session_key(spec.name, None) in self.live.state.session_allow
+        ):
+            verdict = Verdict(Decision.ALLOW, verdict.risk, "allowed for this session by the user")
+        return _Prepared(spec, args, verdict, [])
 
     def _path_args(self, spec: ToolSpec, args: cat.Args) -> list[str]:
         if spec.name == "magit_stage":
@@ -248,6 +260,8 @@ class ToolExecutor:
         }
         if p.paths:
             props["PATH"] = p.paths[0][1]
+        if p.spec.external is not None:
+            props.update(p.spec.external.log_properties())
         if isinstance(raw.get("line") or raw.get("start_line"), int):
             props["LINE"] = int(raw.get("line") or raw.get("start_line") or 1)
         body: list[TextBlock | SrcBlock] = []
@@ -432,6 +446,8 @@ class ToolExecutor:
         live = self.live
         name = p.spec.name
         args: Any = p.args
+        if p.spec.external is not None:
+            return await p.spec.external.call(p.args.model_dump())
         if name == "task_complete":
             turn.completed = args.summary
             return {"ok": True}

@@ -27,6 +27,7 @@ from ..policy.trust import AllowlistTrust, default_trust_file
 from ..session import SessionState, SessionStore
 from ..testing_summary import TestSummary, detect_test_command, summarize_test_output
 from ..tools import files
+from ..tools.catalogue import ToolSource, ToolSpec
 from ..types import JSONObject
 from .approval import Approver, ClientApprover
 from .outputs import OutputStore
@@ -69,6 +70,8 @@ class LiveSession:
     counted_messages: int = 0
     # (path, start, end) → sha256 of reads whose text is still in the history.
     read_cache: dict[tuple[str, int | None, int | None], str] = field(default_factory=dict)
+    # Tools gained at run time (the session's MCP servers), after the catalogue's.
+    tool_sources: list[ToolSource] = field(default_factory=list)
 
     @property
     def project(self) -> str:
@@ -81,6 +84,16 @@ class LiveSession:
     @property
     def busy(self) -> bool:
         return self.turn_open
+
+    def external_tools(self) -> list[ToolSpec]:
+        return [spec for source in self.tool_sources for spec in source.specs()]
+
+    def external_tool(self, name: str) -> ToolSpec | None:
+        for source in self.tool_sources:
+            spec = source.spec(name)
+            if spec is not None:
+                return spec
+        return None
 
     def display_path(self, resolved: Path) -> str:
         try:
@@ -191,6 +204,11 @@ class LiveSession:
         """Shut down: the turn and every child process first, then what can wait."""
         await self.cancel_turn(force=True)
         await self.runner.kill_all()
+        for source in self.tool_sources:
+            try:
+                await source.aclose()
+            except Exception:
+                log.exception("error while closing a tool source")
         if self.background:  # a webhook gets a moment, not the shutdown's deadline
             _, late = await asyncio.wait(self.background, timeout=1)
             for task in late:

@@ -21,7 +21,7 @@ from ..model.types import Completion, ReasoningDelta, StreamRestart, TextDelta
 from ..notify import NotifyEvent, post_webhook
 from ..orglog import Prices as LogPrices
 from ..orglog import SrcBlock, TaskUsage, TextBlock, summary_drawer_entry
-from ..tools.catalogue import CATALOGUE, tool_schemas
+from ..tools.catalogue import CATALOGUE, ToolSpec, tool_schemas
 from ..types import JSONObject, Risk
 from .context import maybe_compact
 from .executor import Outcome, ToolExecutor, describe_call, signature_of
@@ -41,11 +41,11 @@ REPEAT_LIMIT = 3
 FAIL_LIMIT = 2
 
 
-def _tools_for(mode: str) -> list[JSONObject]:
+def _tools_for(mode: str, extra: list[ToolSpec]) -> list[JSONObject]:
     if mode == "ask":
         names = {n for n, s in CATALOGUE.items() if s.risk is Risk.READ} | {"task_complete"}
-        return tool_schemas(names)
-    return tool_schemas()
+        return tool_schemas(names, [s for s in extra if s.risk is Risk.READ])
+    return tool_schemas(None, extra)
 
 
 async def _model_step(live: LiveSession, turn: TurnState, memories: str) -> Completion:
@@ -65,7 +65,9 @@ async def _model_step(live: LiveSession, turn: TurnState, memories: str) -> Comp
         *state.messages,
     ]
     completion: Completion | None = None
-    async for event in live.model.stream_chat(messages, _tools_for(state.mode)):
+    async for event in live.model.stream_chat(
+        messages, _tools_for(state.mode, live.external_tools())
+    ):
         if isinstance(event, TextDelta):
             await live.reporter.update(
                 "agent_message_chunk", content={"type": "text", "text": event.text}

@@ -6,7 +6,7 @@ import os
 
 from ..rpc import Dispatcher
 from ..runtime import Runtime
-from . import core, debug, memory, session
+from . import core, debug, mcp, memory, session
 
 __all__ = ["build_dispatcher"]
 
@@ -16,7 +16,7 @@ def build_dispatcher(*, debug_methods: bool | None = None) -> Dispatcher[Runtime
     if debug_methods is None:
         debug_methods = os.environ.get("AGENT_SHELL_BRIDGE_DEBUG") == "1"
     dispatcher: Dispatcher[Runtime] = Dispatcher()
-    for module in (core, session, memory):
+    for module in (core, session, memory, mcp):
         module.register(dispatcher)
     if debug_methods:
         debug.register(dispatcher)

@@ -18,6 +18,8 @@ from ..agent.prompt import frame_tool_result
 from ..agent.reporter import text
 from ..config import BridgeConfig, ModelConfig
 from ..errors import InvalidParams, SessionBusy, SessionNotFound
+from ..mcp.config import ServerPolicy, WireServer, from_wire
+from ..mcp.session import attach_mcp
 from ..rpc import Dispatcher, Params
 from ..runtime import Runtime
 from ..session import SessionState, SessionStore, new_session_id
@@ -46,6 +48,10 @@ class NewParams(Params):
     extra_allowed_paths: list[str] = Field(default_factory=list)
     dry_run: bool | None = None
     title: str | None = Field(None, max_length=200)
+    # MCP servers in the Agent Client Protocol's shape, and the user's per-server policy.
+    mcpServers: list[WireServer] = Field(default_factory=list, max_length=100)
+    mcpServerPolicy: dict[str, ServerPolicy] = Field(default_factory=dict)
+    mcpStartTimeoutS: float = Field(30.0, gt=0, le=600)
 
     @field_validator("extra_allowed_paths")
     @classmethod
@@ -94,6 +100,9 @@ class ListParams(Params):
 class ResumeParams(SessionRef):
     cwd: str
     model: ModelConfig | None = None
+    mcpServers: list[WireServer] = Field(default_factory=list, max_length=100)
+    mcpServerPolicy: dict[str, ServerPolicy] = Field(default_factory=dict)
+    mcpStartTimeoutS: float = Field(30.0, gt=0, le=600)
 
 
 def project_root(cwd: str) -> Path:
@@ -160,6 +169,21 @@ def _config_for(rt: Runtime, p: NewParams | ResumeParams) -> BridgeConfig:
     return rt.config.with_model(p.model)
 
 
+async def _start_mcp(live: LiveSession, p: NewParams | ResumeParams) -> dict[str, Any]:
+    servers = from_wire(p.mcpServers)  # bad entries: -32602 before anything starts
+    return await attach_mcp(
+        live, servers, dict(p.mcpServerPolicy), start_timeout_s=p.mcpStartTimeoutS
+    )
+
+
+def _mcp_status(live: LiveSession) -> dict[str, Any]:
+    for source in live.tool_sources:
+        status = getattr(source, "status", None)
+        if callable(status):
+            return {**status(), "notices": []}
+    return {"servers": [], "connected": 0, "configured": 0, "notices": []}
+
+
 def _describe(live: LiveSession) -> dict[str, Any]:
     return {
         "sessionId": live.state.id,
@@ -178,6 +202,7 @@ def register(d: Dispatcher[Runtime]) -> None:
     @d.method("session/new", NewParams)
     async def new(rt: Runtime, p: NewParams) -> dict[str, Any]:
         root = project_root(p.cwd)
+        from_wire(p.mcpServers)  # refuse a bad server list before the session exists
         config = _config_for(rt, p)
         state = SessionState(
             id=new_session_id(),
@@ -217,7 +242,7 @@ def register(d: Dispatcher[Runtime]) -> None:
                     )
                 ],
             )
-        return _describe(live)
+        return {**_describe(live), "mcp": await _start_mcp(live, p)}
 
     @d.method("session/prompt", PromptParams)
     async def prompt(rt: Runtime, p: PromptParams) -> dict[str, Any]:
@@ -282,4 +307,7 @@ def register(d: Dispatcher[Runtime]) -> None:
                 )
             rt.sessions[state.id] = live
             await live.checkpoint()
-        return {**_describe(live), "history": live.state.visible}
+            mcp = await _start_mcp(live, p)
+        else:
+            mcp = _mcp_status(live)
+        return {**_describe(live), "history": live.state.visible, "mcp": mcp}
