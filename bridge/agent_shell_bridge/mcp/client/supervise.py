@@ -5,11 +5,12 @@ stdio client spawns this script in a new process group, with the server's pipes.
 It asks Linux for SIGTERM when its parent (the bridge) dies (``PR_SET_PDEATHSIG``),
 gives up at once if the bridge is already gone, then starts the server in the same
 process group (the server inherits the pipes and talks to the bridge directly) and
-waits for it. A SIGTERM, SIGHUP or SIGINT -- the bridge's death, or the SDK's own
-shutdown escalation -- kills the whole group, grandchildren included (an ``npx`` or
-``uvx`` launcher's real server). The server itself also gets SIGKILL if this
-supervisor dies first. Standard library only, and nothing of the bridge's: it must
-start fast and import nothing heavy.
+waits for it; when the server exits, the rest of its group is sent SIGTERM. A
+SIGTERM, SIGHUP or SIGINT -- the bridge's death, or the SDK's own shutdown
+escalation -- kills the whole group, grandchildren included (an ``npx`` or ``uvx``
+launcher's real server). The server itself also gets SIGKILL if this supervisor
+dies first. Standard library only, and nothing of the bridge's: it must start fast
+and import nothing heavy.
 """
 
 from __future__ import annotations
@@ -69,7 +70,11 @@ def main(argv: list[str]) -> int:
             _, status = os.waitpid(child, 0)
         except InterruptedError:
             continue
-        return os.waitstatus_to_exitcode(status) & 0xFF
+        break
+    # Whatever the server left behind in its group goes with it.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    os.killpg(0, signal.SIGTERM)
+    return os.waitstatus_to_exitcode(status) & 0xFF
 
 
 if __name__ == "__main__":
