@@ -43,6 +43,7 @@
 (require 'agent-shell-plan)
 (require 'agent-shell-citations)
 (require 'agent-shell-project)
+(require 'agent-shell-mcp)
 (require 'agent-shell-transcript)
 
 ;;; Options
@@ -692,6 +693,7 @@ buffers take the same name."
       (when-let ((path (alist-get 'logPath result)))
         (setq agent-shell--log-path path)
         (agent-shell-log-set-file (agent-shell-log-buffer agent-shell--name) path))
+      (agent-shell-mcp-on-status (alist-get 'mcp result) t)
       (when (equal (alist-get 'allowlist result) "untrusted")
         (agent-shell--notice
          (substitute-command-keys
@@ -718,7 +720,8 @@ SETTINGS are ROOT's project settings, read when not given."
       (max_steps . ,(agent-shell--setting settings 'agent-shell-max-steps))
       ;; Only the user's own setting: never one from the project's files.
       (extra_allowed_paths
-       . ,(vconcat (mapcar #'expand-file-name agent-shell-extra-allowed-paths))))))
+       . ,(vconcat (mapcar #'expand-file-name agent-shell-extra-allowed-paths)))
+      ,@(agent-shell-mcp-session-params))))
 
 (defun agent-shell--session-error (buffer what)
   "Return an error callback reporting WHAT failed in BUFFER."
@@ -1019,7 +1022,8 @@ as TAB would."
       (agent-shell--set-state 'starting))
     (agent-shell-rpc-request
      conn "session/resume" `((sessionId . ,session-id)
-                             (cwd . ,(directory-file-name root)))
+                             (cwd . ,(directory-file-name root))
+                             ,@(agent-shell-mcp-session-params))
      :on-success (lambda (result)
                    (when (buffer-live-p buffer)
                      (with-current-buffer buffer
