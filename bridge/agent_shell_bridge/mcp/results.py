@@ -29,7 +29,9 @@ class Rendered:
 def _size(data: Any) -> str:
     if not isinstance(data, str):
         return "unknown size"
-    return f"{len(data) * 3 // 4} bytes"
+    data = data.strip()
+    padding = len(data) - len(data.rstrip("="))
+    return f"{len(data) * 3 // 4 - padding} bytes"
 
 
 def _item_text(item: JSONObject) -> tuple[str, bool]:

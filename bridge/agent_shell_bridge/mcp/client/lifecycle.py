@@ -149,7 +149,10 @@ class ServerConnection:
     async def call(self, tool: str, arguments: JSONObject, timeout_s: float) -> JSONObject:
         """Call ``tool``; the result as JSON. Failures of the server raise ToolFailed."""
         from mcp.shared.exceptions import MCPError
+        from mcp.types import CONNECTION_CLOSED
 
+        if self._wake.is_set() and not self._stop.is_set():
+            self._mark_down()  # its output ended; the owner restarts it
         if self.state == "restarting":
             await asyncio.wait([self._ready], timeout=self.start_timeout_s + 5)
         session = self._session
@@ -158,15 +161,34 @@ class ServerConnection:
         try:
             result = await session.call_tool(tool, arguments, read_timeout_seconds=timeout_s)
         except MCPError as exc:
-            if self._session is not session or self.state != "connected":
+            if exc.code == CONNECTION_CLOSED:
+                self._mark_down()
                 raise ToolFailed(
-                    f"MCP server {self.name} stopped during the call ({exc.message})"
+                    f"MCP server {self.name} stopped during the call ({exc.message}); "
+                    "it is restarted once"
                 ) from exc
             raise ToolFailed(f"MCP server {self.name}: {exc.message}") from exc
         except (ValueError, RuntimeError) as exc:  # a result that breaks its own schema
             raise ToolFailed(f"MCP server {self.name}: {exc}") from exc
+        await self._settle_refresh()
         dumped: JSONObject = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         return dumped
+
+    async def _settle_refresh(self) -> None:
+        """Let a tools/list_changed sent with the call land before the next model step."""
+        for _ in range(3):  # the notification's handler was scheduled before our wake-up
+            await asyncio.sleep(0)
+        if self._helpers:
+            await asyncio.wait(list(self._helpers), timeout=self.start_timeout_s)
+
+    def _mark_down(self) -> None:
+        """The connection is gone: calls wait for the restart from here on."""
+        if self.state != "connected":
+            return
+        self.state = "restarting"
+        self._session = None
+        self._ready = asyncio.get_running_loop().create_future()
+        self._wake.set()
 
     async def aclose(self) -> None:
         """Stop the server (stdin closed, then the SDK's kill escalation)."""
@@ -202,7 +224,8 @@ class ServerConnection:
                 return
             self.restarts += 1
             self.state = "restarting"
-            self._ready = asyncio.get_running_loop().create_future()
+            if self._ready.done():
+                self._ready = asyncio.get_running_loop().create_future()
             await self._on_event(self.name, "stopped unexpectedly; restarting it once")
 
     def _settle_ready(self) -> None:
