@@ -4,8 +4,8 @@ Run as ``python mcp_fixture_server.py RECORD_FILE``. Its tools provoke what the
 third-party servers never do on demand: ``grow`` adds a tool and sends
 ``notifications/tools/list_changed``; ``crash`` kills the process mid-call; ``slow``
 waits until cancelled and appends ``started``/``cancelled`` lines to RECORD_FILE;
-``picture`` answers with an image; ``fail`` answers ``isError: true``. ``echo`` is
-annotated read-only.
+``picture`` answers with an image; ``fail`` answers ``isError: true``; ``lines``
+answers with many lines. ``echo`` and ``lines`` are annotated read-only.
 """
 
 from __future__ import annotations
@@ -71,6 +71,12 @@ def picture() -> list[TextContent | ImageContent]:
         TextContent(type="text", text="图：一个像素"),
         ImageContent(type="image", data="iVBORw0KGgo=", mimeType="image/png"),
     ]
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def lines(count: int) -> str:
+    """COUNT numbered lines of text."""
+    return "\n".join(f"行 {n}" for n in range(1, count + 1))
 
 
 @server.tool()

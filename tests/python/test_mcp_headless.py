@@ -316,3 +316,14 @@ def test_no_server_survives_a_sigkilled_bridge(
         if bridge.poll() is None:
             bridge.kill()
             bridge.wait()
+
+
+def test_a_missing_config_file_is_reported_and_nothing_runs(
+    tmp_path: Path, project: Path, mock_model: Any
+) -> None:
+    model = mock_model([{"text": "x"}])
+    result = _run(tmp_path, project, model, "--mcp-config", str(tmp_path / "nope.json"), "task")
+    assert result.returncode == 2
+    assert "cannot read MCP configuration" in result.stderr and "nope.json" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert model.requests() == []

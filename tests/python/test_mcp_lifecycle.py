@@ -140,6 +140,33 @@ async def test_images_are_described_and_is_error_fails_the_step(
         assert "status=failed" in failed and "失败了：on purpose" in failed
 
 
+async def test_long_results_are_cut_and_kept_whole_in_the_log(
+    serve_app: Any, project: Path, tmp_path: Path
+) -> None:
+    steps = [
+        _call("lines", {"count": 1000}),
+        {
+            "tool_calls": [
+                {
+                    "name": "request_log_view",
+                    "arguments": {"ref": "out-1", "offset": 499, "limit": 2},
+                }
+            ]
+        },
+        {"text": "ok"},
+    ]
+    async with running_rig(serve_app, project, steps) as rig:
+        sid = await rig.new_session(**_fixture(tmp_path / "rec.txt", policy="default"))
+        await rig.turn(sid, "lines")
+        clipped = json.loads(tool_messages(rig.requests[1])[-1].split("\n")[1])
+        assert clipped["truncated"] is True and clipped["omitted_lines"] == 700
+        assert clipped["log_ref"] == "out-1"
+        assert "行 1\n" in clipped["content"] and "行 1000" in clipped["content"]
+        assert "行 500" not in clipped["content"]
+        page = tool_messages(rig.requests[2])[-1]
+        assert "行 500" in page and "行 501" in page
+
+
 async def test_default_policy_asks_for_unannotated_tools_and_denied_servers_never_start(
     serve_app: Any, project: Path, tmp_path: Path
 ) -> None:

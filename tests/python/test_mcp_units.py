@@ -177,6 +177,17 @@ def test_structured_content_equal_to_the_text_is_not_repeated() -> None:
     assert rendered.text == json.dumps(body)
 
 
+def test_a_result_wrapper_repeating_the_text_is_not_repeated() -> None:
+    rendered = render(
+        {
+            "content": [{"type": "text", "text": "行一\n行二"}],
+            "structuredContent": {"result": "行一\n行二"},
+        }
+    )
+    assert rendered.text == "行一\n行二"
+    assert rendered.structured == {"result": "行一\n行二"}
+
+
 def test_media_and_resources_are_described_not_inlined() -> None:
     blob = "QUJD" * 100
     rendered = render(

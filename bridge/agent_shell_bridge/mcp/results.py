@@ -56,10 +56,15 @@ def _item_text(item: JSONObject) -> tuple[str, bool]:
 
 
 def _same_as_text(structured: JSONObject, text: str) -> bool:
+    """Whether ``structured`` only repeats the text (as SDK servers' ``{"result": …}`` do)."""
+    candidates: list[Any] = [structured]
+    if len(structured) == 1:
+        candidates.append(next(iter(structured.values())))
     try:
-        return bool(json.loads(text) == structured)
+        parsed: Any = json.loads(text)
     except ValueError:
-        return False
+        parsed = None
+    return any(c == text or (parsed is not None and c == parsed) for c in candidates)
 
 
 def render(result: JSONObject) -> Rendered:
