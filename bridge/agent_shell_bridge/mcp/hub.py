@@ -103,6 +103,8 @@ class McpHub:
                 on_tools_changed=self._tools_changed,
             )
         if self.connections:
+            # The SDK takes most of a second to import: not on the event loop.
+            await asyncio.to_thread(_import_sdk)
             await asyncio.gather(*(c.start() for c in self.connections.values()))
         for connection in self.connections.values():  # names in a stable, config order
             for tool in connection.tools:
@@ -212,6 +214,13 @@ class McpHub:
             servers.append(item)
         connected = sum(1 for c in self.connections.values() if c.connected)
         return {"servers": servers, "connected": connected, "configured": len(self.configs)}
+
+
+def _import_sdk() -> None:
+    import mcp.client.session
+    import mcp.client.stdio
+
+    del mcp
 
 
 def _first_line(text: str) -> str:
