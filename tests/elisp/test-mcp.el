@@ -115,5 +115,20 @@ The status the bridge answers with gives the header line's MCP count."
       (agent-shell-rpc-stop conn)
       (delete-directory memory t))))
 
+(ert-deftest test-mcp/status-update-shows-notice-and-count ()
+  "An `mcp_servers' update puts its notice in the transcript and the count in the header."
+  (with-temp-buffer
+    (agent-shell--setup "mcp-test" temporary-file-directory nil)
+    (agent-shell--apply-update
+     '((sessionUpdate . "mcp_servers") (connected . 1) (configured . 2)
+       (servers . [((name . "git") (status . "failed"))])
+       (notice . "MCP server git stopped again after a restart; not restarted")))
+    (should (string-search "MCP server git stopped again after a restart"
+                           (buffer-substring-no-properties
+                            (point-min) agent-shell--output-marker)))
+    (should (string-search "│ MCP 1/2" (agent-shell--header-line)))
+    (agent-shell-mcp-on-status '((servers . []) (connected . 0) (configured . 0)))
+    (should-not (string-search "MCP" (agent-shell--header-line)))))
+
 (provide 'test-mcp)
 ;;; test-mcp.el ends here
