@@ -187,6 +187,16 @@ async def test_default_policy_asks_for_unannotated_tools_and_denied_servers_neve
         assert result["mcp"]["servers"][0]["status"] == "skipped"
 
 
+async def test_ask_mode_offers_only_read_only_mcp_tools(
+    serve_app: Any, project: Path, tmp_path: Path
+) -> None:
+    async with running_rig(serve_app, project, [{"text": "看过了"}]) as rig:
+        sid = await rig.new_session(mode="ask", **_fixture(tmp_path / "rec.txt"))
+        await rig.turn(sid, "look")
+        offered = [n for n in _tools(rig.requests[0]) if n.startswith("mcp__")]
+        assert sorted(offered) == ["mcp__fx__echo", "mcp__fx__lines"]
+
+
 def _project_config(root: Path) -> bytes:
     content = json.dumps(
         {"mcpServers": {"clock": {"command": TIME_SERVER, "env": {"NOTE": "项目"}}}},

@@ -64,7 +64,7 @@ class _EofWatch:
     async def receive(self) -> Any:
         try:
             return await self._inner.receive()
-        except BaseException:
+        except Exception:  # end of stream or closed; a cancellation is not an end
             self._ended.set()
             raise
 
