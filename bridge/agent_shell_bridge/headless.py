@@ -134,7 +134,7 @@ def _mcp_params(args: argparse.Namespace) -> JSONObject:
 
     servers: list[Any] = []
     for path in args.mcp_config:
-        servers = merge(servers, load_file(path)[1])
+        servers = merge(servers, load_file(path, expand=False)[1])
     policy = {name: "trusted" for name in args.mcp_trust}
     policy.update({name: "denied" for name in args.mcp_deny})
     return {"mcpServers": to_wire(servers), "mcpServerPolicy": policy}

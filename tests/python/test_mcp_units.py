@@ -71,6 +71,28 @@ def test_bad_configuration_is_a_clear_error(text: str, message: str) -> None:
     assert "proj/.mcp.json" in info.value.message or "'a'" in info.value.message
 
 
+def test_variables_expand_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCP_TEST_TOKEN", "令牌")
+    monkeypatch.delenv("MCP_TEST_UNSET", raising=False)
+    text = json.dumps(
+        {
+            "mcpServers": {
+                "a": {
+                    "command": "${MCP_TEST_BIN:-uvx}",
+                    "args": ["--token=${MCP_TEST_TOKEN}"],
+                    "env": {"T": "${MCP_TEST_TOKEN}", "LITERAL": "$MCP_TEST_TOKEN"},
+                },
+                "b": {"command": "x", "env": {"T": "${MCP_TEST_UNSET}"}},
+            }
+        }
+    )
+    a, b = from_claude_json(text, "f")
+    assert a.command == "uvx"
+    assert a.args == ("--token=令牌",)
+    assert dict(a.env) == {"T": "令牌", "LITERAL": "$MCP_TEST_TOKEN"}
+    assert b.unsupported == "environment variable MCP_TEST_UNSET is not set"
+
+
 def test_duplicate_names_in_the_acp_list_are_refused() -> None:
     wire = [WireServer(name="a", command="x"), WireServer(name="a", command="y")]
     with pytest.raises(InvalidParams, match="appears twice"):

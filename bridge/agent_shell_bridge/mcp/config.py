@@ -9,7 +9,10 @@ Two shapes describe the same thing, a list of stdio servers:
   "args", "env": [{"name", "value"}]}]`` (what Emacs sends, and what an ACP front end
   passes straight through from its editor).
 
-Both parse into :class:`ServerConfig`. Bad input raises :class:`InvalidParams` with
+Both parse into :class:`ServerConfig`. As in Claude Code, ``${VAR}`` and
+``${VAR:-default}`` in the command, args, env values and cwd are taken from the
+bridge's environment (a server needing an unset variable is not started, and the
+notice names the variable). Bad input raises :class:`InvalidParams` with
 the server's name and the field at fault. Servers with a ``url`` (HTTP transports)
 are kept as unsupported so the session notice can name them.
 """
@@ -17,6 +20,9 @@ are kept as unsupported so the session notice can name them.
 from __future__ import annotations
 
 import json
+import os
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -102,6 +108,27 @@ class _ClaudeFile(BaseModel):
     mcpServers: dict[str, _ClaudeServer] = Field(default_factory=dict)
 
 
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+class _Unset(Exception):
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+def _expand(value: str, environ: Mapping[str, str]) -> str:
+    def one(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        if name in environ:
+            return environ[name]
+        if default is not None:
+            return default
+        raise _Unset(name)
+
+    return _VAR.sub(one, value)
+
+
 def _make(
     name: str,
     command: str | None,
@@ -111,6 +138,7 @@ def _make(
     kind: str | None,
     url: str | None,
     origin: str,
+    expand: bool = True,
 ) -> ServerConfig:
     if not name.strip():
         raise InvalidParams("an MCP server needs a non-empty name")
@@ -126,6 +154,21 @@ def _make(
     for value in (command, *args, *(v for pair in env for v in pair)):
         if "\x00" in value:
             raise InvalidParams(f"MCP server {name!r}: NUL byte in its command, args or env")
+    environ = os.environ
+    if not expand:
+        return ServerConfig(name, command, tuple(args), tuple(env), cwd, origin=origin)
+    try:
+        command = _expand(command, environ)
+        args = [_expand(a, environ) for a in args]
+        env = [(k, _expand(v, environ)) for k, v in env]
+        cwd = _expand(cwd, environ) if cwd is not None else None
+    except _Unset as unset:
+        return ServerConfig(
+            name,
+            command,
+            origin=origin,
+            unsupported=f"environment variable {unset.name} is not set",
+        )
     return ServerConfig(name, command, tuple(args), tuple(env), cwd, origin=origin)
 
 
@@ -148,8 +191,12 @@ def from_wire(servers: list[WireServer], origin: str = "session") -> list[Server
     )
 
 
-def from_claude_json(text: str | bytes, origin: str) -> list[ServerConfig]:
-    """Servers from a ``.mcp.json``-shaped document; ``origin`` names it in errors."""
+def from_claude_json(text: str | bytes, origin: str, *, expand: bool = True) -> list[ServerConfig]:
+    """Servers from a ``.mcp.json``-shaped document; ``origin`` names it in errors.
+
+    ``expand=False`` keeps ``${VAR}`` as written (for a client passing the servers on
+    to the bridge, which expands them).
+    """
     try:
         data = json.loads(text)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -175,19 +222,20 @@ def from_claude_json(text: str | bytes, origin: str) -> list[ServerConfig]:
                 s.type,
                 s.url,
                 origin,
+                expand,
             )
             for name, s in parsed.mcpServers.items()
         ]
     )
 
 
-def load_file(path: Path) -> tuple[bytes, list[ServerConfig]]:
+def load_file(path: Path, *, expand: bool = True) -> tuple[bytes, list[ServerConfig]]:
     """Read a ``.mcp.json``-shaped file once; return its bytes and its servers."""
     try:
         content = path.read_bytes()
     except OSError as exc:
         raise InvalidParams(f"cannot read MCP configuration {path}: {exc.strerror}") from exc
-    return content, from_claude_json(content, str(path))
+    return content, from_claude_json(content, str(path), expand=expand)
 
 
 def to_wire(servers: list[ServerConfig]) -> list[dict[str, Any]]:
