@@ -240,6 +240,8 @@ class ServerConnection:
         cwd = Path(self.config.cwd).expanduser() if self.config.cwd else self.root
         if not cwd.is_absolute():
             cwd = self.root / cwd
+        if not cwd.is_dir():
+            raise FileNotFoundError(f"working directory not found: {cwd}")
         found = shutil.which(self.config.command, path=search)
         if found is None and os.sep in self.config.command:
             candidate = cwd / self.config.command
