@@ -28,6 +28,7 @@
 (require 'subr-x)
 (require 'agent-shell-citations)
 (require 'agent-shell-plan)
+(require 'agent-shell-mcp)
 
 ;; Session state owned by agent-shell.el.
 (defvar agent-shell-model)
@@ -430,7 +431,8 @@ context fill and any in the model name show as written."
         "")
       (if (eq (alist-get 'available agent-shell--sandbox) :json-false)
           " │ no sandbox"
-        "")))))
+        "")
+      (agent-shell-mcp-header)))))
 
 ;;; Internals: session updates
 
@@ -776,6 +778,7 @@ began; that report must not end the new turn."
     ("plan" (agent-shell--on-plan update))
     ("usage" (setq agent-shell--usage update) (force-mode-line-update))
     ("turn_end" (agent-shell--on-turn-end update))
+    ("mcp_servers" (agent-shell-mcp-on-update update))
     (kind (message "agent-shell: unknown session update %S" kind))))
 
 (defun agent-shell--start-turn-entries ()

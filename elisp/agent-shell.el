@@ -48,6 +48,7 @@
 (require 'agent-shell-plan)
 (require 'agent-shell-citations)
 (require 'agent-shell-project)
+(require 'agent-shell-mcp)
 (require 'agent-shell-transcript)
 (require 'agent-shell-grants)
 (require 'agent-shell-commands)
@@ -748,6 +749,7 @@ buffers take the same name."
          (substitute-command-keys
           "This project's config.el turns the sandbox off only once you trust it: \
 \\[agent-shell-trust-config]")))
+      (agent-shell-mcp-on-status (alist-get 'mcp result) t)
       (when (equal (alist-get 'allowlist result) "untrusted")
         (agent-shell--notice
          (substitute-command-keys
@@ -781,7 +783,8 @@ although it is $HOME or /; only then is `allow_wide_root' sent."
       ;; Only the user's own setting: never one from the project's files.
       (extra_allowed_paths
        . ,(vconcat (mapcar #'expand-file-name agent-shell-extra-allowed-paths)))
-      ,@(agent-shell-roles-params))))
+      ,@(agent-shell-roles-params)
+      ,@(agent-shell-mcp-session-params))))
 
 (defun agent-shell--session-error (buffer what)
   "Return an error callback reporting WHAT failed in BUFFER."
@@ -1161,7 +1164,8 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
       (agent-shell--set-state 'starting))
     (agent-shell-rpc-request
      conn "session/resume" `((sessionId . ,session-id)
-                             (cwd . ,(directory-file-name root)))
+                             (cwd . ,(directory-file-name root))
+                             ,@(agent-shell-mcp-session-params))
      :on-success (lambda (result)
                    (when (buffer-live-p buffer)
                      (with-current-buffer buffer

@@ -27,6 +27,7 @@ from .agent.approval import Answer, FixedApprover, PermissionRequest, TerminalAp
 from .agent.plan import plan_text
 from .client import BridgeConnection, RemoteError
 from .config import BridgeConfig
+from .errors import BridgeError
 from .methods import build_dispatcher
 from .runtime import Runtime
 from .server import ServerSettings, create_app
@@ -55,6 +56,20 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         action=argparse.BooleanOptionalAction,
         default=False,
         help="have the reviewer role check a turn that changed files",
+    )
+    p.add_argument(
+        "--mcp-config",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help='MCP servers, a .mcp.json-shaped file ({"mcpServers": {...}}); repeatable',
+    )
+    p.add_argument(
+        "--mcp-trust", action="append", default=[], metavar="SERVER", help="allow all its tools"
+    )
+    p.add_argument(
+        "--mcp-deny", action="append", default=[], metavar="SERVER", help="never start it"
     )
     p.set_defaults(func=_main)
 
@@ -119,6 +134,18 @@ async def run_task(args: argparse.Namespace) -> int:
         sock.close()
 
 
+def _mcp_params(args: argparse.Namespace) -> JSONObject:
+    """``session/new``'s MCP fields from ``--mcp-config``/``--mcp-trust``/``--mcp-deny``."""
+    from .mcp.config import load_file, merge, to_wire
+
+    servers: list[Any] = []
+    for path in args.mcp_config:
+        servers = merge(servers, load_file(path, expand=False)[1])
+    policy = {name: "trusted" for name in args.mcp_trust}
+    policy.update({name: "denied" for name in args.mcp_deny})
+    return {"mcpServers": to_wire(servers), "mcpServerPolicy": policy}
+
+
 async def _drive(conn: BridgeConnection, args: argparse.Namespace) -> int:
     await conn.call("initialize", {"clientInfo": {"name": "agent-shell-bridge run"}})
     try:
@@ -129,9 +156,10 @@ async def _drive(conn: BridgeConnection, args: argparse.Namespace) -> int:
                 "mode": args.mode,
                 "dry_run": bool(args.dry_run),
                 "review": bool(args.review),
+                **_mcp_params(args),
             },
         )
-    except RemoteError as exc:
+    except (RemoteError, BridgeError) as exc:
         print(f"agent-shell: {exc.message}", file=sys.stderr)
         return 2
     sandbox = session.get("sandbox") or {}
@@ -141,6 +169,8 @@ async def _drive(conn: BridgeConnection, args: argparse.Namespace) -> int:
             "commands run without asking",
             file=sys.stderr,
         )
+    for notice in (session.get("mcp") or {}).get("notices", []):
+        print(f"agent-shell: {notice}", file=sys.stderr, flush=True)
     if args.approve:
         approver: FixedApprover | TerminalApprover = FixedApprover(args.approve)
     elif sys.stdin.isatty():
@@ -185,6 +215,8 @@ async def _drive(conn: BridgeConnection, args: argparse.Namespace) -> int:
             print(f"  {update.get('status')} {detail}".rstrip(), file=sys.stderr, flush=True)
         elif kind == "plan":
             print("\n" + plan_text(update), file=sys.stderr, flush=True)
+        elif kind == "mcp_servers" and update.get("notice"):
+            print(f"agent-shell: {update['notice']}", file=sys.stderr, flush=True)
         elif kind == "turn_end":
             sys.stdout.write("\n")
             return _exit_code(update)

@@ -123,7 +123,7 @@ class ToolExecutor:
         title = _title(call.name, raw)
         if turn.role is not None:  # a role's step, shown under its name
             title = f"[{turn.role.name}] {title}"
-        spec = CATALOGUE.get(call.name)
+        spec = CATALOGUE.get(call.name) or live.external_tool(call.name)
         await live.reporter.update(
             "tool_call",
             toolCallId=call.id,
@@ -174,6 +174,8 @@ class ToolExecutor:
                 Decision.DENY, spec.risk or Risk.WRITE, "ask mode: no edits or commands"
             )
             return _Prepared(spec, args, verdict, [])
+        if spec.external is not None:
+            return self._decide_external(spec, args)
         op = "write" if spec.risk is Risk.WRITE else "read"
         paths: list[tuple[Path, str]] = []
         try:
@@ -234,6 +236,16 @@ class ToolExecutor:
         await asyncio.to_thread(files.snapshot_edit, ctx, resolved, plan)
         await client.write(self.live.state.id, resolved, plan.new)
         return files.edit_result(plan)
+
+    def _decide_external(self, spec: ToolSpec, args: cat.Args) -> _Prepared:
+        assert spec.external is not None
+        verdict = spec.external.verdict()
+        if (
+            verdict.decision is Decision.CONFIRM
+            and grant_key(spec.name, None) in self.live.state.session_allow
+        ):
+            verdict = Verdict(Decision.ALLOW, verdict.risk, "allowed for this session by the user")
+        return _Prepared(spec, args, verdict, [])
 
     def _path_args(self, spec: ToolSpec, args: cat.Args) -> list[str]:
         if spec.name == "magit_stage":
@@ -308,6 +320,8 @@ class ToolExecutor:
         }
         if p.paths:
             props["PATH"] = p.paths[0][1]
+        if p.spec.external is not None:
+            props.update(p.spec.external.log_properties())
         if isinstance(raw.get("line") or raw.get("start_line"), int):
             props["LINE"] = int(raw.get("line") or raw.get("start_line") or 1)
         body: list[TextBlock | SrcBlock] = []
@@ -515,6 +529,8 @@ class ToolExecutor:
         live = self.live
         name = p.spec.name
         args: Any = p.args
+        if p.spec.external is not None:
+            return await p.spec.external.call(p.args.model_dump())
         if name == "task_complete":
             turn.completed = args.summary
             return {"ok": True}

@@ -30,7 +30,7 @@ from ..sandbox_config import config_trust, project_sandbox
 from ..session import SessionState, SessionStore
 from ..testing_summary import TestSummary, detect_test_command, summarize_test_output
 from ..tools import files
-from ..tools.catalogue import CATALOGUE
+from ..tools.catalogue import CATALOGUE, ToolSource, ToolSpec
 from ..types import JSONObject
 from .approval import Approver, ClientApprover
 from .outputs import OutputStore
@@ -92,6 +92,9 @@ class LiveSession:
     # The roles the lead may delegate to (and the reviewer), by name.
     roles: dict[str, Role] = field(default_factory=lambda: dict(BUILTIN_ROLES))
 
+    # Tools gained at run time (the session's MCP servers), after the catalogue's.
+    tool_sources: list[ToolSource] = field(default_factory=list)
+
     @property
     def review(self) -> bool:
         return self.state.review
@@ -124,6 +127,16 @@ class LiveSession:
     @property
     def busy(self) -> bool:
         return self.turn_open
+
+    def external_tools(self) -> list[ToolSpec]:
+        return [spec for source in self.tool_sources for spec in source.specs()]
+
+    def external_tool(self, name: str) -> ToolSpec | None:
+        for source in self.tool_sources:
+            spec = source.spec(name)
+            if spec is not None:
+                return spec
+        return None
 
     def display_path(self, resolved: Path) -> str:
         try:
@@ -256,6 +269,11 @@ class LiveSession:
         """Shut down: the turn and every child process first, then what can wait."""
         await self.cancel_turn(force=True)
         await self.runner.kill_all()
+        for source in self.tool_sources:
+            try:
+                await source.aclose()
+            except Exception:
+                log.exception("error while closing a tool source")
         if self.background:  # a webhook gets a moment, not the shutdown's deadline
             _, late = await asyncio.wait(self.background, timeout=1)
             for task in late:

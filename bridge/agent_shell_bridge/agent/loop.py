@@ -21,7 +21,7 @@ from ..model.types import Completion, ReasoningDelta, StreamRestart, TextDelta
 from ..notify import NotifyEvent, post_webhook
 from ..orglog import Prices as LogPrices
 from ..orglog import SrcBlock, TaskUsage, TextBlock, summary_drawer_entry
-from ..tools.catalogue import CATALOGUE, tool_schemas
+from ..tools.catalogue import CATALOGUE, ToolSpec, tool_schemas
 from ..types import JSONObject, Risk
 from .context import after_provider_refusal, calibrate, fit_request, request_chars
 from .executor import Outcome, ToolExecutor, describe_call, signature_of
@@ -46,11 +46,12 @@ REPEAT_LIMIT = 3
 FAIL_LIMIT = 2
 
 
-def _tools_for(mode: str) -> list[JSONObject]:
+def _tools_for(mode: str, extra: list[ToolSpec]) -> list[JSONObject]:
     names = {n for n in CATALOGUE if n not in ROLE_ONLY_TOOLS}
     if mode == "ask":
         names = {n for n in names if CATALOGUE[n].risk is Risk.READ} | {"task_complete"}
-    return tool_schemas(names)
+        return tool_schemas(names, [s for s in extra if s.risk is Risk.READ])
+    return tool_schemas(names, extra)
 
 
 def _request_messages(live: LiveSession, memories: str) -> list[JSONObject]:
@@ -77,7 +78,7 @@ async def _fitted_model_step(live: LiveSession, turn: TurnState, memories: str) 
     """One model step whose request fits the window; a provider's refusal as too
     long gets one emergency compaction and one retry."""
     deliver_notes(live.state)
-    tools = _tools_for(live.state.mode)
+    tools = _tools_for(live.state.mode, live.external_tools())
 
     def build() -> list[JSONObject]:
         return _request_messages(live, memories)

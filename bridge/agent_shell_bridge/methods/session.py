@@ -24,6 +24,8 @@ from ..agent.roles import RoleConfig, merge_roles
 from ..config import BridgeConfig, ModelConfig
 from ..errors import InvalidParams, RootNotAllowed, SessionBusy, SessionNotFound
 from ..instructions import user_config_dir
+from ..mcp.config import ServerPolicy, WireServer, from_wire
+from ..mcp.session import attach_mcp
 from ..prompt_commands import expand_command, resolve_command, split_command
 from ..rpc import Dispatcher, Params
 from ..runtime import Runtime
@@ -59,6 +61,10 @@ class NewParams(Params):
     review: bool = False
     # Set by the client only after the user confirmed $HOME or / as the project.
     allow_wide_root: bool = False
+    # MCP servers in the Agent Client Protocol's shape, and the user's per-server policy.
+    mcpServers: list[WireServer] = Field(default_factory=list, max_length=100)
+    mcpServerPolicy: dict[str, ServerPolicy] = Field(default_factory=dict)
+    mcpStartTimeoutS: float = Field(30.0, gt=0, le=600)
 
     @field_validator("extra_allowed_paths")
     @classmethod
@@ -111,6 +117,9 @@ class ListParams(Params):
 class ResumeParams(SessionRef):
     cwd: str
     model: ModelConfig | None = None
+    mcpServers: list[WireServer] = Field(default_factory=list, max_length=100)
+    mcpServerPolicy: dict[str, ServerPolicy] = Field(default_factory=dict)
+    mcpStartTimeoutS: float = Field(30.0, gt=0, le=600)
 
 
 def project_root(cwd: str) -> Path:
@@ -200,6 +209,21 @@ def _config_for(rt: Runtime, p: NewParams | ResumeParams) -> BridgeConfig:
     return rt.config.with_model(p.model)
 
 
+async def _start_mcp(live: LiveSession, p: NewParams | ResumeParams) -> dict[str, Any]:
+    servers = from_wire(p.mcpServers)  # bad entries: -32602 before anything starts
+    return await attach_mcp(
+        live, servers, dict(p.mcpServerPolicy), start_timeout_s=p.mcpStartTimeoutS
+    )
+
+
+def _mcp_status(live: LiveSession) -> dict[str, Any]:
+    for source in live.tool_sources:
+        status = getattr(source, "status", None)
+        if callable(status):
+            return {**status(), "notices": []}
+    return {"servers": [], "connected": 0, "configured": 0, "notices": []}
+
+
 def _describe(live: LiveSession) -> dict[str, Any]:
     notice = key_notice(live.config)
     return {
@@ -229,6 +253,7 @@ def register(d: Dispatcher[Runtime]) -> None:
         root = project_root(p.cwd)
         if not p.allow_wide_root:
             check_wide_root(root)
+        from_wire(p.mcpServers)  # refuse a bad server list before the session exists
         config = _config_for(rt, p)
         state = SessionState(
             id=new_session_id(),
@@ -309,7 +334,7 @@ def register(d: Dispatcher[Runtime]) -> None:
                     )
                 ],
             )
-        return _describe(live)
+        return {**_describe(live), "mcp": await _start_mcp(live, p)}
 
     @d.method("session/prompt", PromptParams)
     async def prompt(rt: Runtime, p: PromptParams) -> dict[str, Any]:
@@ -409,4 +434,7 @@ def register(d: Dispatcher[Runtime]) -> None:
                 )
             rt.sessions[state.id] = live
             await live.checkpoint()
-        return {**_describe(live), "history": live.state.visible}
+            mcp = await _start_mcp(live, p)
+        else:
+            mcp = _mcp_status(live)
+        return {**_describe(live), "history": live.state.visible, "mcp": mcp}

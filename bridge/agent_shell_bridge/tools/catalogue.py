@@ -11,14 +11,23 @@ from __future__ import annotations
 import copy
 import enum
 import functools
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..types import JSONObject, Risk
+from ..types import JSONObject, Risk, Verdict
 
-__all__ = ["CATALOGUE", "Side", "ToolSpec", "tool_schemas"]
+__all__ = [
+    "CATALOGUE",
+    "AnyArgs",
+    "ExternalTool",
+    "Side",
+    "ToolSource",
+    "ToolSpec",
+    "tool_schemas",
+]
 
 
 class Side(enum.StrEnum):
@@ -30,6 +39,12 @@ class Args(BaseModel):
     """Base for tool arguments: unknown keys are an error the model can fix."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+class AnyArgs(Args):
+    """Arguments of an external tool: its own server validates them."""
+
+    model_config = ConfigDict(extra="allow")
 
 
 class BufferOverviewArgs(Args):
@@ -152,6 +167,21 @@ class CompleteStepArgs(Args):
     note: str | None = None
 
 
+class ExternalTool(Protocol):
+    """A tool from outside the catalogue (an MCP server's), behind the same executor.
+
+    The executor still validates, asks, logs, clips and reports; the tool supplies
+    the policy verdict (the bridge's policy for its kind of tool), extra log
+    properties and the call itself.
+    """
+
+    def verdict(self) -> Verdict: ...
+
+    def log_properties(self) -> dict[str, str]: ...
+
+    async def call(self, arguments: JSONObject) -> JSONObject: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
     name: str
@@ -162,6 +192,9 @@ class ToolSpec:
     timeout_s: float = 60.0
     # Kind in the Agent Client Protocol sense, for tool_call updates.
     kind: str = "other"
+    # External tools: the schema as their source gives it, and the hook that runs them.
+    input_schema: JSONObject | None = None
+    external: ExternalTool | None = None
 
     @property
     def is_write(self) -> bool:
@@ -169,6 +202,15 @@ class ToolSpec:
 
     def schema(self) -> JSONObject:
         """The OpenAI ``tools`` entry (a fresh copy: callers may change it)."""
+        if self.input_schema is not None:  # a tool found at run time (MCP)
+            return {
+                "type": "function",
+                "function": {
+                    "name": self.name,
+                    "description": self.description,
+                    "parameters": copy.deepcopy(self.input_schema),
+                },
+            }
         return copy.deepcopy(_schema(self))
 
 
@@ -388,6 +430,21 @@ CATALOGUE: dict[str, ToolSpec] = {
 }
 
 
-def tool_schemas(names: set[str] | None = None) -> list[JSONObject]:
-    """OpenAI ``tools`` array for the given tool names (all when None)."""
-    return [spec.schema() for name, spec in CATALOGUE.items() if names is None or name in names]
+class ToolSource(Protocol):
+    """Tools a session gains at run time (a registry hook): looked up after the catalogue.
+
+    ``specs`` is the source's current list in a stable order; a name once given out
+    keeps meaning the same tool for the session.
+    """
+
+    def specs(self) -> list[ToolSpec]: ...
+
+    def spec(self, name: str) -> ToolSpec | None: ...
+
+    async def aclose(self) -> None: ...
+
+
+def tool_schemas(names: set[str] | None = None, extra: Iterable[ToolSpec] = ()) -> list[JSONObject]:
+    """OpenAI ``tools`` array for the given tool names (all when None), then ``extra``."""
+    listed = [spec.schema() for name, spec in CATALOGUE.items() if names is None or name in names]
+    return listed + [spec.schema() for spec in extra]

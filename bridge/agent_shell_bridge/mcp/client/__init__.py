@@ -1,0 +1,1 @@
+"""One MCP server process: its lifetime (``lifecycle``) and its supervisor (``supervise``)."""

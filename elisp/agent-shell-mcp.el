@@ -1,0 +1,228 @@
+;;; agent-shell-mcp.el --- The user's MCP servers for agent sessions  -*- lexical-binding: t; -*-
+
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; Model Context Protocol servers become tools of agent sessions.  The
+;; bridge runs them; this file only says which:
+;;
+;; - `agent-shell-mcp-servers' names them, in Claude Code's `.mcp.json'
+;;   shape (an alist NAME -> command, args, env, cwd) or as the path of
+;;   such a JSON file; `agent-shell-mcp-session-params' turns them into
+;;   `session/new''s `mcpServers' list, in the Agent Client Protocol's
+;;   shape (env as a list of name/value objects);
+;; - `agent-shell-mcp-server-policy' marks servers trusted (every tool
+;;   runs unasked) or denied (never started);
+;; - `agent-shell-trust-mcp' shows the project's own `.mcp.json' and asks
+;;   the bridge to use exactly those bytes from the next session on;
+;; - the session's MCP status (servers connected, notices) is kept in
+;;   `agent-shell-mcp--status' for the header line.
+;;
+;; agent-shell.el requires this file; requests go through its
+;; `agent-shell--request' and notices through `agent-shell--notice'.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+
+(defvar agent-shell--root)
+(declare-function agent-shell--request "agent-shell" (method params &rest args))
+(declare-function agent-shell--notice "agent-shell-transcript" (text))
+(declare-function agent-shell--project-root "agent-shell-project" (&optional ask))
+
+;;; Options
+
+(defcustom agent-shell-mcp-servers nil
+  "MCP servers for agent sessions, in the shape of Claude Code's `.mcp.json'.
+Either the path of a JSON file {\"mcpServers\": {NAME: {...}}}, or an
+alist of (NAME . SPEC), where SPEC is an alist with `command' (a
+string), `args' (a list of strings), `env' (an alist of variable name
+and value) and `cwd' (a directory; default the project root).  Each
+server's tools reach the model as mcp__NAME__TOOL; a tool its server
+annotates read-only runs unasked, every other tool asks first.
+
+Example:
+  ((\"time\" . ((command . \"uvx\") (args . (\"mcp-server-time\"))))
+   (\"git\" . ((command . \"uvx\")
+             (args . (\"mcp-server-git\"))
+             (env . ((\"GIT_PAGER\" . \"cat\"))))))"
+  :type '(choice (const :tag "None" nil)
+                 (file :tag "JSON file (.mcp.json shape)")
+                 (alist :tag "Servers"
+                        :key-type (string :tag "Name")
+                        :value-type (alist :tag "Server"
+                                           :key-type symbol
+                                           :value-type sexp)))
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.2.0"))
+
+(defcustom agent-shell-mcp-server-policy nil
+  "Per-server policy overrides: an alist of (NAME . POLICY).
+POLICY `trusted' lets every tool of server NAME run without asking;
+`denied' keeps the server from starting at all.  Servers not named
+here follow the default rule: read-only tools run, others ask."
+  :type '(alist :key-type (string :tag "Server")
+                :value-type (choice (const :tag "Trusted: never ask" trusted)
+                                    (const :tag "Denied: never start" denied)))
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.2.0"))
+
+(defcustom agent-shell-mcp-start-timeout 30
+  "Seconds an MCP server has to start and answer the MCP handshake."
+  :type 'number
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.2.0"))
+
+;;; Internals
+
+(defvar-local agent-shell-mcp--status nil
+  "The session's MCP status from the bridge: servers, connected, notices.")
+
+(defun agent-shell-mcp--name (key)
+  "Return KEY, a symbol or string, as a string."
+  (if (symbolp key) (symbol-name key) key))
+
+(defun agent-shell-mcp--get (spec key)
+  "Return the value of KEY (a symbol) in server SPEC.
+SPEC is an alist keyed by symbols or strings."
+  (cdr (or (assq key spec) (assoc (symbol-name key) spec))))
+
+(defun agent-shell-mcp--read-file (file)
+  "Return the `mcpServers' alist of the JSON FILE."
+  (let ((data (condition-case err
+                  (with-temp-buffer
+                    (insert-file-contents file)
+                    (json-parse-buffer :object-type 'alist :array-type 'list
+                                       :null-object nil :false-object nil))
+                (file-missing (user-error "MCP configuration %s does not exist" file))
+                (json-parse-error
+                 (user-error "MCP configuration %s is not valid JSON: %s"
+                             file (error-message-string err))))))
+    (unless (and (listp data) (listp (alist-get 'mcpServers data)))
+      (user-error "MCP configuration %s has no \"mcpServers\" object" file))
+    (alist-get 'mcpServers data)))
+
+(defun agent-shell-mcp--servers ()
+  "Return `agent-shell-mcp-servers' as an alist of (NAME . SPEC)."
+  (let ((value agent-shell-mcp-servers))
+    (cond ((null value) nil)
+          ((stringp value) (agent-shell-mcp--read-file (expand-file-name value)))
+          ((listp value) value)
+          (t (user-error "`agent-shell-mcp-servers' is neither a file nor an alist")))))
+
+(defun agent-shell-mcp--wire-server (name spec)
+  "Return server NAME with SPEC as an ACP `mcpServers' entry."
+  (let ((command (agent-shell-mcp--get spec 'command))
+        (args (agent-shell-mcp--get spec 'args))
+        (env (agent-shell-mcp--get spec 'env))
+        (cwd (agent-shell-mcp--get spec 'cwd)))
+    (unless (and (stringp command) (not (string-empty-p command)))
+      (user-error "MCP server %s needs a `command' string" name))
+    `((name . ,(agent-shell-mcp--name name))
+      (command . ,command)
+      (args . ,(vconcat (mapcar (lambda (a) (format "%s" a)) args)))
+      (env . ,(vconcat (mapcar (lambda (pair)
+                                 `((name . ,(agent-shell-mcp--name (car pair)))
+                                   (value . ,(format "%s" (cdr pair)))))
+                               env)))
+      ,@(when (stringp cwd) `((cwd . ,(expand-file-name cwd)))))))
+
+(defun agent-shell-mcp-session-params ()
+  "Return the MCP part of the params of `session/new' (and `session/resume').
+An alist with `mcpServers' (a vector of ACP server objects),
+`mcpServerPolicy' and `mcpStartTimeoutS'."
+  `((mcpServers . ,(vconcat (mapcar (lambda (entry)
+                                      (agent-shell-mcp--wire-server (car entry) (cdr entry)))
+                                    (agent-shell-mcp--servers))))
+    (mcpServerPolicy . ,(mapcar (lambda (entry)
+                                  (cons (intern (agent-shell-mcp--name (car entry)))
+                                        (symbol-name (cdr entry))))
+                                agent-shell-mcp-server-policy))
+    (mcpStartTimeoutS . ,agent-shell-mcp-start-timeout)))
+
+(defun agent-shell-mcp-on-status (status &optional show-notices)
+  "Keep the session's MCP STATUS; with SHOW-NOTICES, show its notices."
+  (when status
+    (setq agent-shell-mcp--status status)
+    (when show-notices
+      (let ((notices (alist-get 'notices status)))
+        (dolist (notice (if (vectorp notices) (append notices nil) notices))
+          (agent-shell--notice notice))))
+    (force-mode-line-update)))
+
+(defun agent-shell-mcp-on-update (update)
+  "Apply an `mcp_servers' session UPDATE: new status, and its notice if any."
+  (setq agent-shell-mcp--status update)
+  (when-let ((notice (alist-get 'notice update)))
+    (agent-shell--notice notice))
+  (force-mode-line-update))
+
+(defun agent-shell-mcp-header ()
+  "Return the header line's MCP part, e.g. \" │ MCP 2/3\", or \"\"."
+  (let ((configured (alist-get 'configured agent-shell-mcp--status)))
+    (if (and (numberp configured) (> configured 0))
+        (format " │ MCP %d/%d" (or (alist-get 'connected agent-shell-mcp--status) 0)
+                configured)
+      "")))
+
+;;; Commands
+
+(defconst agent-shell-mcp--review-buffer "*agent-shell MCP review*"
+  "Name of the buffer showing a project's `.mcp.json' while the user decides.")
+
+(defun agent-shell-mcp--review (file bytes)
+  "Show BYTES, the content of FILE, and ask whether to trust it."
+  (let ((review (get-buffer-create agent-shell-mcp--review-buffer)))
+    (unwind-protect
+        (progn
+          (with-current-buffer review
+            (let ((inhibit-read-only t))
+              (erase-buffer)
+              (insert (decode-coding-string bytes 'utf-8))
+              (js-mode)
+              (setq buffer-read-only t)))
+          (display-buffer review)
+          (yes-or-no-p (format "Start the MCP servers of %s as shown, in new sessions? "
+                               (abbreviate-file-name file))))
+      (when (buffer-live-p review)
+        (dolist (window (get-buffer-window-list review nil t))
+          (quit-window nil window))
+        (kill-buffer review)))))
+
+;;;###autoload
+(defun agent-shell-trust-mcp (&optional root)
+  "Review ROOT's `.mcp.json' and let new sessions start its servers.
+A project's own MCP configuration arrives with the repository, and its
+servers are programs that run on your machine, so the bridge starts
+them only after you trust the file's current content; any change
+needs trust again.  What is trusted is exactly the bytes shown.  ROOT
+defaults to this session's project, else the current project."
+  (interactive)
+  (let* ((root (file-name-as-directory
+                (or root agent-shell--root (agent-shell--project-root))))
+         (file (expand-file-name ".mcp.json" root))
+         (bytes (progn
+                  (unless (and (file-regular-p file) (not (file-symlink-p file)))
+                    (user-error "No .mcp.json (or a symlink) at %s" root))
+                  (with-temp-buffer
+                    (set-buffer-multibyte nil)
+                    (insert-file-contents-literally file)
+                    (buffer-string)))))
+    (when (or (not (called-interactively-p 'interactive))
+              (agent-shell-mcp--review file bytes))
+      (agent-shell--request
+       "mcp/trust" `((cwd . ,(directory-file-name root))
+                     (sha256 . ,(secure-hash 'sha256 bytes)))
+       :on-success
+       (lambda (result)
+         (let ((servers (append (alist-get 'servers result) nil)))
+           (message "Trusted %s: %s (used from the next session on)"
+                    (abbreviate-file-name file)
+                    (if servers (string-join servers ", ") "no servers"))))
+       :on-error
+       (lambda (err) (message "Trusting .mcp.json failed: %s" (alist-get 'message err)))))))
+
+(provide 'agent-shell-mcp)
+;;; agent-shell-mcp.el ends here

@@ -1,0 +1,89 @@
+"""A small MCP server for lifecycle tests, built on the official SDK's ``MCPServer``.
+
+Run as ``python mcp_fixture_server.py RECORD_FILE``. Its tools provoke what the
+third-party servers never do on demand: ``grow`` adds a tool and sends
+``notifications/tools/list_changed``; ``crash`` kills the process mid-call; ``slow``
+waits until cancelled and appends ``started``/``cancelled`` lines to RECORD_FILE;
+``picture`` answers with an image; ``fail`` answers ``isError: true``; ``lines``
+answers with many lines. ``echo`` and ``lines`` are annotated read-only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ImageContent, TextContent, ToolAnnotations
+
+RECORD = Path(sys.argv[1])
+server = MCPServer("fixture")
+
+
+def record(line: str) -> None:
+    with RECORD.open("a", encoding="utf-8") as fh:
+        fh.write(line + "\n")
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
+def echo(text: str) -> str:
+    """Return the text unchanged."""
+    return text
+
+
+@server.tool()
+async def grow(ctx: Context) -> str:  # type: ignore[type-arg]
+    """Add the tool added_later and announce the new list."""
+
+    def added_later() -> str:
+        return "I was added later"
+
+    server.add_tool(added_later, description="A tool that appeared at run time")
+    await ctx.session.send_tool_list_changed()
+    return "grown"
+
+
+@server.tool()
+def crash() -> str:
+    """Exit the process in the middle of the call."""
+    os._exit(3)
+
+
+@server.tool()
+async def slow() -> str:
+    """Wait for a minute unless cancelled."""
+    record("started")
+    try:
+        await asyncio.sleep(60)
+    except asyncio.CancelledError:
+        record("cancelled")
+        raise
+    return "late"
+
+
+@server.tool()
+def picture() -> list[TextContent | ImageContent]:
+    """A caption and a tiny PNG."""
+    return [
+        TextContent(type="text", text="图：一个像素"),
+        ImageContent(type="image", data="iVBORw0KGgo=", mimeType="image/png"),
+    ]
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def lines(count: int) -> str:
+    """COUNT numbered lines of text."""
+    return "\n".join(f"行 {n}" for n in range(1, count + 1))
+
+
+@server.tool()
+def fail() -> str:
+    """Always fails."""
+    raise ToolError("失败了：on purpose")
+
+
+if __name__ == "__main__":
+    asyncio.run(server.run_stdio_async())
