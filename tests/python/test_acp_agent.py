@@ -334,3 +334,34 @@ async def test_acp_reads_and_edits_go_through_the_editors_buffers(
         ]
     # The disk still has the saved text: the editor decides when to save.
     assert (project / "calc.py").read_text(encoding="utf-8") == BUGGY
+
+
+async def test_acp_passes_the_editors_mcp_servers_through(tmp_path: Path, project: Path) -> None:
+    """The client's stdio MCP servers start for the session; their tools reach the model."""
+    import sys
+
+    from acp.schema import McpServerStdio
+
+    time_server = str(Path(sys.executable).parent / "mcp-server-time")
+    steps = [
+        {
+            "tool_calls": [
+                {
+                    "name": "mcp__time__get_current_time",
+                    "arguments": {"timezone": "Asia/Shanghai"},
+                }
+            ]
+        },
+        {"text": "现在的时间已知。"},
+    ]
+    async with acp_agent(tmp_path, steps) as rig:
+        await rig.conn.initialize(protocol_version=PROTOCOL_VERSION)
+        server = McpServerStdio(name="time", command=time_server, args=[], env=[])
+        session = await rig.conn.new_session(cwd=str(project), mcp_servers=[server])
+        reply = await rig.conn.prompt(session_id=session.session_id, prompt=[text_block("几点?")])
+        assert reply.stop_reason == "end_turn"
+        offered = {t["function"]["name"] for t in rig.requests[0]["tools"]}
+        assert "mcp__time__get_current_time" in offered
+        result = [m["content"] for m in rig.requests[1]["messages"] if m["role"] == "tool"][-1]
+        assert "Asia/Shanghai" in result and "status=completed" in result
+        assert rig.client.permissions == []  # read-only annotated: no question
