@@ -147,9 +147,11 @@ async def start_rig(
     steps: list[dict[str, Any]],
     *,
     memory_dir: Path | None = None,
+    provider_rules: dict[str, Any] | None = None,
     **config: Any,
 ) -> tuple[AgentRig, Callable[[], Any]]:
-    mock = MockServer(MockScript.model_validate({"steps": steps}))
+    """``provider_rules``: what the emulated provider refuses in a history (see MockScript)."""
+    mock = MockServer(MockScript.model_validate({"steps": steps, **(provider_rules or {})}))
     await mock.start()
     rt = make_runtime()
     rt.config = BridgeConfig(
@@ -178,10 +180,13 @@ async def running_rig(
     steps: list[dict[str, Any]],
     *,
     memory_dir: Path | None = None,
+    provider_rules: dict[str, Any] | None = None,
     **config: Any,
 ) -> AsyncIterator[AgentRig]:
     """``start_rig`` as a context manager: the rig is stopped however the test ends."""
-    rig, stop = await start_rig(serve_app, root, steps, memory_dir=memory_dir, **config)
+    rig, stop = await start_rig(
+        serve_app, root, steps, memory_dir=memory_dir, provider_rules=provider_rules, **config
+    )
     try:
         yield rig
     finally:

@@ -345,6 +345,7 @@ def open_session(
             context_window=config.context_window,
             trust_env=config.trust_env,
             prices=_prices(config),
+            echo_reasoning=config.echo_reasoning,
         )
     )
     memory_dir = config.memory_dir

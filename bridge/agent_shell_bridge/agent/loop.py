@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 from ..errors import BridgeError, Cancelled
-from ..model.types import Completion, ReasoningDelta, StreamRestart, TextDelta
+from ..model.types import Completion, ReasoningDelta, RefusalDelta, StreamRestart, TextDelta
 from ..notify import NotifyEvent, post_webhook
 from ..orglog import Prices as LogPrices
 from ..orglog import SrcBlock, TaskUsage, TextBlock, summary_drawer_entry
@@ -70,6 +70,11 @@ async def _model_step(live: LiveSession, turn: TurnState, memories: str) -> Comp
             await live.reporter.update(
                 "agent_message_chunk", content={"type": "text", "text": event.text}
             )
+        elif isinstance(event, RefusalDelta):
+            # The model declined: its words are the answer, marked as a refusal.
+            await live.reporter.update(
+                "agent_message_chunk", content={"type": "text", "text": event.text}, refusal=True
+            )
         elif isinstance(event, ReasoningDelta):
             await live.reporter.update(
                 "agent_thought_chunk", content={"type": "text", "text": event.text}
@@ -99,16 +104,17 @@ async def _model_step(live: LiveSession, turn: TurnState, memories: str) -> Comp
             costUsd=round(totals.cost, 6) if live.model.settings.prices else None,
         )
     calls = completion.tool_calls
-    title = (
-        f"Model: {len(calls)} tool call(s): {', '.join(c.name for c in calls)}"
-        if calls
-        else "Model: answer"
-    )
+    if calls:
+        title = f"Model: {len(calls)} tool call(s): {', '.join(c.name for c in calls)}"
+    elif completion.refusal and not completion.content:
+        title = "Model: refusal"
+    else:
+        title = "Model: answer"
     body: list[TextBlock | SrcBlock] = []
     if completion.reasoning:
         body.append(src(completion.reasoning, "text"))
-    if completion.content:
-        body.append(text(completion.content))
+    if completion.answer:
+        body.append(text(completion.answer))
     props: dict[str, str | int | float] = {"STEP": turn.steps}
     if completion.usage is not None:
         props["TOKENS_IN"] = completion.usage.prompt_tokens
@@ -203,13 +209,15 @@ async def run_turn(
             await maybe_compact(live, turn)
             completion = await _model_step(live, turn, memories)
             state.messages.append(completion.to_message())
-            if completion.content:
-                state.visible.append({"role": "assistant", "text": completion.content})
+            if completion.answer:
+                state.visible.append({"role": "assistant", "text": completion.answer})
             await live.checkpoint()
             if not completion.tool_calls:
                 if completion.finish_reason == "length":
                     stop_reason = "max_tokens"
-                elif completion.finish_reason == "content_filter":
+                elif completion.finish_reason == "content_filter" or (
+                    completion.refusal and not completion.content
+                ):
                     stop_reason = "refusal"
                 break
             pending = list(completion.tool_calls)

@@ -84,6 +84,7 @@ def register(d: Dispatcher[Runtime]) -> None:
                 "model": rt.config.model,
                 "context_window": rt.config.context_window,
                 "has_key": rt.config.api_key is not None,
+                "echo_reasoning": rt.config.echo_reasoning,
             },
         }
 

@@ -391,6 +391,12 @@ def create_mock_app(script: MockScript) -> Starlette:
             error = {"message": "mock: body must be a JSON object with messages", "type": "x"}
             return JSONResponse({"error": error}, status_code=400)
         record.body = body
+        complaint = script.history_error(body["messages"])
+        if complaint is not None:
+            record.status = 400
+            recorder.add(record)
+            error = {"message": complaint, "type": "invalid_request_error"}
+            return JSONResponse({"error": error}, status_code=400)
         index, step, fault = state.take(body["messages"])
         record.step = index
         record.fault = fault
