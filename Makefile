@@ -10,7 +10,7 @@ ELISP_TESTS := $(wildcard tests/elisp/test-*.el)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export AGENT_SHELL_TEST_BRIDGE := $(BRIDGE)
 
-.PHONY: test test-python test-elisp test-e2e lint compile demo bench deps venv system-deps clean
+.PHONY: test test-python test-elisp test-e2e test-recordings lint compile demo bench deps venv system-deps clean
 
 test: deps test-python test-elisp
 
@@ -49,8 +49,8 @@ test-elisp: deps
 	  -f ert-run-tests-batch-and-exit
 
 lint: deps
-	$(VENV)/bin/ruff check bridge tests/python tests/e2e bench
-	$(VENV)/bin/ruff format --check bridge tests/python tests/e2e bench
+	$(VENV)/bin/ruff check bridge tests/python tests/e2e tests/recordings bench
+	$(VENV)/bin/ruff format --check bridge tests/python tests/e2e tests/recordings bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy --strict bench
 	$(EMACS) -Q --batch -L elisp \
@@ -74,6 +74,16 @@ demo: deps
 
 test-e2e: deps
 	$(PY) -m pytest -q -m e2e tests/e2e
+
+# Real provider streams (other projects' captures, kept outside the repository)
+# replayed through the model client and compared with the official openai SDK.
+RECORDINGS ?= ../shared/provider-recordings
+test-recordings: deps $(VENV)/.recordings
+	RECORDINGS=$(abspath $(RECORDINGS)) $(PY) -m pytest -q -p no:cacheprovider tests/recordings
+
+$(VENV)/.recordings: pyproject.toml
+	$(PY) -m pip install -q -e '.[test,recordings]'
+	@touch $@
 
 bench: deps
 	$(PY) -m bench --emacs $(EMACS) --out bench/results.json
