@@ -232,7 +232,7 @@ def test_refusal_is_the_answer_and_marked() -> None:
         (
             {"reasoning": None, "reasoning_details": [{"type": "reasoning.text", "text": "思"}]},
             "思",
-        ),  # noqa: E501
+        ),
         ({"reasoning_details": [{"type": "reasoning.summary", "summary": "概要"}]}, "概要"),
         ({"reasoning_details": [{"type": "reasoning.encrypted", "data": "xx"}]}, ""),
         ({"reasoning_details": None, "reasoning": ""}, ""),

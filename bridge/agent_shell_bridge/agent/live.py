@@ -18,12 +18,9 @@ from typing import TYPE_CHECKING, Any
 from ..config import BridgeConfig
 from ..errors import SessionBusy, ToolFailed
 from ..execution import ProcessResult, ProcessRunner, default_timeout
-from ..memory.index import MemoryIndex
 from ..model.openai import ModelClient
 from ..model.types import ModelSettings, Prices, Usage
 from ..orglog import OrgLogWriter, log_path_for
-from ..policy.engine import PolicyEngine
-from ..policy.trust import AllowlistTrust, default_trust_file
 from ..session import SessionState, SessionStore
 from ..testing_summary import TestSummary, detect_test_command, summarize_test_output
 from ..tools import files
@@ -33,6 +30,10 @@ from .outputs import OutputStore
 from .reporter import Reporter, finish_even_if_cancelled
 
 if TYPE_CHECKING:
+    # Imported when a session opens, not when the server starts: the policy loads
+    # tree-sitter and the memory index sqlite-utils.
+    from ..memory.index import MemoryIndex
+    from ..policy.engine import PolicyEngine
     from ..runtime import Runtime
     from .turnstate import TurnState
 
@@ -329,6 +330,10 @@ def open_session(
     approver: Approver | None = None,
 ) -> LiveSession:
     """Assemble the parts of a session (new or resumed) from its state."""
+    from ..memory.index import MemoryIndex
+    from ..policy.engine import PolicyEngine
+    from ..policy.trust import AllowlistTrust, default_trust_file
+
     root = Path(state.root)
     config = replace(config, extra_allowed_paths=tuple(Path(x) for x in state.extra_allowed_paths))
     base = root / ".agent-shell"
