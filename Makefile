@@ -87,6 +87,7 @@ $(VENV)/.recordings: pyproject.toml
 
 bench: deps
 	$(PY) -m bench --emacs $(EMACS) --out bench/results.json
+	$(PY) -m bench.readme --results bench/results.json --readme README.org
 
 clean:
 	rm -rf $(VENV) elisp/*.elc .pytest_cache .mypy_cache .ruff_cache
