@@ -105,3 +105,25 @@ def test_server_starts_without_tree_sitter_or_sqlite_utils() -> None:
     loaded = set(done.stdout.strip().strip("[]").replace("'", "").split(", "))
     assert "starlette" in loaded  # the probe did build the server
     assert not loaded & {"tree_sitter", "tree_sitter_bash", "sqlite_utils"}
+
+
+def test_server_defers_the_agent_loop_to_the_first_session() -> None:
+    probe = (
+        "import sys, agent_shell_bridge.serve\n"
+        "from agent_shell_bridge.methods import build_dispatcher\n"
+        "build_dispatcher(debug_methods=False)\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('agent_shell_bridge.'))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    loaded = set(done.stdout.split())
+    assert "agent_shell_bridge.methods.session" in loaded
+    deferred = {
+        "agent_shell_bridge.agent.loop",
+        "agent_shell_bridge.agent.live",
+        "agent_shell_bridge.agent.executor",
+        "agent_shell_bridge.policy",
+        "agent_shell_bridge.memory.index",
+    }
+    assert not loaded & deferred, sorted(loaded & deferred)

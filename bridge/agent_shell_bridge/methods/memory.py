@@ -8,7 +8,6 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ..agent.memory_glue import extract_experience
 from ..errors import InvalidParams, MemoryError_, SessionBusy
 from ..memory.experience import parse_experience
 from ..rpc import Dispatcher, Params
@@ -42,6 +41,8 @@ class PolicyParams(Params):
 def register(d: Dispatcher[Runtime]) -> None:
     @d.method("memory/save", SaveParams)
     async def save(rt: Runtime, p: SaveParams) -> dict[str, Any]:
+        from ..agent.memory_glue import extract_experience  # the agent loop: first use
+
         live = session_of(rt, p.sessionId)
         if live.busy:
             raise SessionBusy("A turn is running; save the memory when it has ended")

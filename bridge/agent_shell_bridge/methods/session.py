@@ -7,21 +7,23 @@ import os
 import re
 import secrets
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator
 
-from ..agent.live import LiveSession, open_session
-from ..agent.loop import run_turn
-from ..agent.memory_glue import recent_memories
 from ..agent.prompt import frame_tool_result
-from ..agent.reporter import text
 from ..config import BridgeConfig, ModelConfig
 from ..errors import InvalidParams, SessionBusy, SessionNotFound
 from ..rpc import Dispatcher, Params
 from ..runtime import Runtime
 from ..session import SessionState, SessionStore, new_session_id
 from ..types import JSONObject
+
+if TYPE_CHECKING:
+    from ..agent.live import LiveSession
+
+# The agent loop (model client, executor, policy, action log) is imported by the
+# first session, not at server start: the ready line comes sooner.
 
 Mode = Literal["act", "ask"]
 
@@ -177,6 +179,10 @@ def _describe(live: LiveSession) -> dict[str, Any]:
 def register(d: Dispatcher[Runtime]) -> None:
     @d.method("session/new", NewParams)
     async def new(rt: Runtime, p: NewParams) -> dict[str, Any]:
+        from ..agent.live import open_session
+        from ..agent.memory_glue import recent_memories
+        from ..agent.reporter import text
+
         root = project_root(p.cwd)
         config = _config_for(rt, p)
         state = SessionState(
@@ -221,6 +227,8 @@ def register(d: Dispatcher[Runtime]) -> None:
 
     @d.method("session/prompt", PromptParams)
     async def prompt(rt: Runtime, p: PromptParams) -> dict[str, Any]:
+        from ..agent.loop import run_turn
+
         live = session_of(rt, p.sessionId)
         # Refuse before changing anything: a busy session keeps its mode and context.
         if live.busy:
@@ -260,6 +268,8 @@ def register(d: Dispatcher[Runtime]) -> None:
 
     @d.method("session/resume", ResumeParams)
     async def resume(rt: Runtime, p: ResumeParams) -> dict[str, Any]:
+        from ..agent.live import open_session
+
         root = project_root(p.cwd)
         live = rt.sessions.get(p.sessionId)
         if live is None:
