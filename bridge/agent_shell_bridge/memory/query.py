@@ -11,6 +11,7 @@ every word of one or two letters.
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -83,6 +84,11 @@ def plan_query(text: str) -> QueryPlan:
     return QueryPlan(_dedupe(units), _dedupe(fts), _dedupe(like))
 
 
+_CJK_RUN = re.compile(rf"[{_CJK}]+")
+# Parts of words ("go" in "go_lang"): runs of word characters other than "_" and CJK.
+_SHORT_PART = re.compile(rf"(?<![^\W_{_CJK}])[^\W_{_CJK}]{{1,2}}(?![^\W_{_CJK}])")
+
+
 def short_grams(text: str) -> str:
     """The short-term index tokens of ``text``, space-separated, each once.
 
@@ -91,18 +97,10 @@ def short_grams(text: str) -> str:
     words (and ``_``-separated parts of words) of one or two characters.
     """
     norm = unicodedata.normalize("NFKC", text).casefold()
-    grams: dict[str, None] = {}
-    for m in _TOKEN.finditer(norm):
-        tok = m.group(0)
-        if m.group("cjk"):
-            for i in range(len(tok)):
-                grams[tok[i]] = None
-                if i + 1 < len(tok):
-                    grams[tok[i : i + 2]] = None
-        else:
-            for part in tok.split("_"):
-                if 0 < len(part) <= 2:
-                    grams[part] = None
+    grams: dict[str, None] = dict.fromkeys(_SHORT_PART.findall(norm))
+    for run in _CJK_RUN.findall(norm):
+        grams.update(dict.fromkeys(run))
+        grams.update(dict.fromkeys(map("".join, itertools.pairwise(run))))
     return " ".join(grams)
 
 
