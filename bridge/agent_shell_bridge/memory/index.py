@@ -412,14 +412,16 @@ class MemoryIndex:
         # One MATCH per table returns every matching row with its rank (cheaper than
         # ORDER BY ... LIMIT twice, once per scope); the best rows overall and the
         # best of the current project become candidates.
-        mine = (
-            {r[0] for r in conn.execute("SELECT id FROM experiences WHERE project = ?", (proj,))}
-            if project
-            else set()
-        )
+        mine: set[int] | None = None
 
         def best(rows: list[tuple[int, float]], n: int) -> list[tuple[int, float]]:
+            nonlocal mine
             rows.sort(key=lambda r: r[1])
+            if not project or len(rows) <= n:
+                return rows[:n]
+            if mine is None:  # the project's rows, through the project index
+                sql = "SELECT id FROM experiences WHERE project = ?"
+                mine = {r[0] for r in conn.execute(sql, (project,))}
             return rows[:n] + [r for r in rows[n:] if r[0] in mine][:n]
 
         if plan.fts_terms:
