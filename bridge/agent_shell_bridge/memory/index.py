@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 from ..errors import MemoryError_
 from .experience import MEMORY_SUBDIR, clamp_text, parse_experience
 from .files import atomic_write_bytes
-from .frontmatter import split_front_matter
+from .frontmatter import body_after_front_matter
 from .hit import MemoryHit
 from .migrations import apply_migrations
 from .query import QueryPlan, fts_string, plan_query, short_grams
@@ -532,7 +532,7 @@ def _record(path: Path, data: bytes, root: str, project: str) -> dict[str, Any]:
     try:
         exp = parse_experience(text)
     except MemoryError_ as exc:
-        _, body = split_front_matter(text.replace("\r\n", "\n"))
+        body = body_after_front_matter(text.replace("\r\n", "\n"))
         return {
             "path": str(path),
             "root": root,
@@ -547,7 +547,7 @@ def _record(path: Path, data: bytes, root: str, project: str) -> dict[str, Any]:
             "body": body,
             "parse_error": exc.message,
         }
-    _, body = split_front_matter(text.removeprefix("\ufeff").replace("\r\n", "\n"))
+    body = body_after_front_matter(text.removeprefix("\ufeff").replace("\r\n", "\n"))
     return {
         "path": str(path),
         "root": root,

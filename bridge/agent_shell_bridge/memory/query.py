@@ -11,7 +11,6 @@ every word of one or two letters.
 
 from __future__ import annotations
 
-import itertools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -87,6 +86,7 @@ def plan_query(text: str) -> QueryPlan:
 _CJK_RUN = re.compile(rf"[{_CJK}]+")
 # Parts of words ("go" in "go_lang"): runs of word characters other than "_" and CJK.
 _SHORT_PART = re.compile(rf"(?<![^\W_{_CJK}])[^\W_{_CJK}]{{1,2}}(?![^\W_{_CJK}])")
+_ASCII_SHORT_PART = re.compile(r"(?<![a-z0-9])[a-z0-9]{1,2}(?![a-z0-9])")
 
 
 def short_grams(text: str) -> str:
@@ -96,12 +96,14 @@ def short_grams(text: str) -> str:
     found exactly where it occurs: CJK characters and adjacent pairs within a run,
     words (and ``_``-separated parts of words) of one or two characters.
     """
+    if text.isascii():  # NFKC and casefold of ASCII are lower()
+        return " ".join(dict.fromkeys(_ASCII_SHORT_PART.findall(text.lower())))
     norm = unicodedata.normalize("NFKC", text).casefold()
-    grams: dict[str, None] = dict.fromkeys(_SHORT_PART.findall(norm))
+    grams: list[str] = _SHORT_PART.findall(norm)
     for run in _CJK_RUN.findall(norm):
-        grams.update(dict.fromkeys(run))
-        grams.update(dict.fromkeys(map("".join, itertools.pairwise(run))))
-    return " ".join(grams)
+        grams += run
+        grams += [run[i : i + 2] for i in range(len(run) - 1)]
+    return " ".join(dict.fromkeys(grams))
 
 
 def fts_string(term: str) -> str:
