@@ -16,7 +16,6 @@ Everything here is synchronous and serialised by a lock; async callers wrap call
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -303,6 +302,8 @@ class MemoryIndex:
         return self._guard(run)
 
     def _sync(self, root: Path, project: str) -> SyncStats:
+        import hashlib  # OpenSSL loads in milliseconds: only when indexing
+
         stats = SyncStats(roots=[str(root)])
         directory = root / MEMORY_SUBDIR
         on_disk: dict[str, os.stat_result] = {}

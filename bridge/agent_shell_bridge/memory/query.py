@@ -11,6 +11,7 @@ every word of one or two letters.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -83,10 +84,19 @@ def plan_query(text: str) -> QueryPlan:
     return QueryPlan(_dedupe(units), _dedupe(fts), _dedupe(like))
 
 
-_CJK_RUN = re.compile(rf"[{_CJK}]+")
-# Parts of words ("go" in "go_lang"): runs of word characters other than "_" and CJK.
-_SHORT_PART = re.compile(rf"(?<![^\W_{_CJK}])[^\W_{_CJK}]{{1,2}}(?![^\W_{_CJK}])")
-_ASCII_SHORT_PART = re.compile(r"(?<![a-z0-9])[a-z0-9]{1,2}(?![a-z0-9])")
+@functools.cache
+def _indexing_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """CJK runs, short word parts, short ASCII word parts: compiled when first indexing.
+
+    The big character classes take milliseconds to compile; a one-shot search,
+    which never indexes, does not pay for them.
+    """
+    return (
+        re.compile(rf"[{_CJK}]+"),
+        # Parts of words ("go" in "go_lang"): runs of word characters but "_" and CJK.
+        re.compile(rf"(?<![^\W_{_CJK}])[^\W_{_CJK}]{{1,2}}(?![^\W_{_CJK}])"),
+        re.compile(r"(?<![a-z0-9])[a-z0-9]{1,2}(?![a-z0-9])"),
+    )
 
 
 def short_grams(text: str) -> str:
@@ -96,11 +106,12 @@ def short_grams(text: str) -> str:
     found exactly where it occurs: CJK characters and adjacent pairs within a run,
     words (and ``_``-separated parts of words) of one or two characters.
     """
+    cjk_run, short_part, ascii_short_part = _indexing_patterns()
     if text.isascii():  # NFKC and casefold of ASCII are lower()
-        return " ".join(dict.fromkeys(_ASCII_SHORT_PART.findall(text.lower())))
+        return " ".join(dict.fromkeys(ascii_short_part.findall(text.lower())))
     norm = unicodedata.normalize("NFKC", text).casefold()
-    grams: list[str] = _SHORT_PART.findall(norm)
-    for run in _CJK_RUN.findall(norm):
+    grams: list[str] = short_part.findall(norm)
+    for run in cjk_run.findall(norm):
         grams += run
         grams += [run[i : i + 2] for i in range(len(run) - 1)]
     return " ".join(dict.fromkeys(grams))
