@@ -162,33 +162,17 @@ async def run_turn(
     session's own mode is back before ``turn_end`` is sent.
     """
     state = live.state
-    started = time.monotonic()
-    restore_mode = None
-    if mode is not None and mode != state.mode:
-        restore_mode, state.mode = state.mode, mode
-    first_line = prompt.strip().splitlines()[0] if prompt.strip() else "(empty prompt)"
-    task_entry = await live.reporter.entry(
-        first_line,
-        source="user",
-        parent=None,
-        properties={
-            "SESSION": state.id,
-            "MODEL": live.config.model,
-            "TURN": turn_id,
-            "MODE": state.mode,
-        },
-        body=[text(prompt)] if "\n" in prompt.strip() else [],
-    )
-    turn = TurnState(turn_id=turn_id, task_entry=task_entry, prompt=prompt, started_ms=started)
-    turn.restore_mode = restore_mode
-    turn.mode = state.mode
-    start_index = len(state.messages)
-    state.messages.append({"role": "user", "content": prompt})
-    state.visible.append({"role": "user", "text": prompt, "turnId": turn_id})
-    state.turns += 1
-    state.title = state.title or first_line[:80]
-    state.turn_in_progress = turn_id
-    await live.checkpoint()
+    # Recording the task is finished even when a cancel arrives meanwhile (a client
+    # may cancel the moment it has the turn id): the turn then ends as cancelled,
+    # with its turn_end, instead of vanishing.
+    begin = asyncio.ensure_future(_begin_turn(live, prompt, turn_id, mode))
+    try:
+        turn, start_index = await asyncio.shield(begin)
+    except asyncio.CancelledError:
+        turn, start_index = await begin
+        await _finish(live, turn, "cancelled", None, start_index)
+        return
+    task_entry = turn.task_entry
     stop_reason = "end_turn"
     error: JSONObject | None = None
     executor = ToolExecutor(live)
@@ -283,6 +267,41 @@ async def run_turn(
         stop_reason = "error"
         error = {"code": -32603, "message": f"internal error: {type(exc).__name__}"}
     await _finish(live, turn, stop_reason, error, start_index)
+
+
+async def _begin_turn(
+    live: LiveSession, prompt: str, turn_id: str, mode: str | None
+) -> tuple[TurnState, int]:
+    """Record the task: its log entry, the user's message and a checkpoint."""
+    state = live.state
+    started = time.monotonic()
+    restore_mode = None
+    if mode is not None and mode != state.mode:
+        restore_mode, state.mode = state.mode, mode
+    first_line = prompt.strip().splitlines()[0] if prompt.strip() else "(empty prompt)"
+    task_entry = await live.reporter.entry(
+        first_line,
+        source="user",
+        parent=None,
+        properties={
+            "SESSION": state.id,
+            "MODEL": live.config.model,
+            "TURN": turn_id,
+            "MODE": state.mode,
+        },
+        body=[text(prompt)] if "\n" in prompt.strip() else [],
+    )
+    turn = TurnState(turn_id=turn_id, task_entry=task_entry, prompt=prompt, started_ms=started)
+    turn.restore_mode = restore_mode
+    turn.mode = state.mode
+    start_index = len(state.messages)
+    state.messages.append({"role": "user", "content": prompt})
+    state.visible.append({"role": "user", "text": prompt, "turnId": turn_id})
+    state.turns += 1
+    state.title = state.title or first_line[:80]
+    state.turn_in_progress = turn_id
+    await live.checkpoint()
+    return turn, start_index
 
 
 async def _finish(
