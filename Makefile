@@ -11,7 +11,7 @@ ELPA := /usr/share/emacs/site-lisp/elpa
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export AGENT_SHELL_TEST_BRIDGE := $(BRIDGE)
 
-.PHONY: test test-python test-no-sandbox test-elisp test-e2e lint compile demo bench bench-deps deps venv system-deps clean
+.PHONY: test test-python test-no-sandbox test-elisp test-e2e test-recordings lint compile demo bench bench-deps deps venv system-deps clean
 
 test: deps test-python test-elisp
 
@@ -65,8 +65,8 @@ test-elisp: deps
 	  -f ert-run-tests-batch-and-exit
 
 lint: deps
-	$(VENV)/bin/ruff check bridge tests/python tests/e2e bench
-	$(VENV)/bin/ruff format --check bridge tests/python tests/e2e bench
+	$(VENV)/bin/ruff check bridge tests/python tests/e2e tests/recordings bench
+	$(VENV)/bin/ruff format --check bridge tests/python tests/e2e tests/recordings bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy --strict bench
 	$(EMACS) -Q --batch -L elisp \
@@ -99,8 +99,19 @@ bench-deps: deps
 	@command -v curl >/dev/null || { echo "Installing: curl"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq curl >/dev/null; }
 
+# Real provider streams (other projects' captures, kept outside the repository)
+# replayed through the model client and compared with the official openai SDK.
+RECORDINGS ?= ../shared/provider-recordings
+test-recordings: deps $(VENV)/.recordings
+	RECORDINGS=$(abspath $(RECORDINGS)) $(PY) -m pytest -q -p no:cacheprovider tests/recordings
+
+$(VENV)/.recordings: pyproject.toml
+	$(PY) -m pip install -q -e '.[test,recordings]'
+	@touch $@
+
 bench: bench-deps
 	$(PY) -m bench --emacs $(EMACS) --out bench/results.json
+	$(PY) -m bench.readme --results bench/results.json --readme README.org
 
 clean:
 	rm -rf $(VENV) elisp/*.elc .pytest_cache .mypy_cache .ruff_cache

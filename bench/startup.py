@@ -1,8 +1,11 @@
-"""Bridge start: spawn to ready line, against a bare interpreter importing the same libraries.
+"""Start-up: the bridge to its ready line, and the command line to ``--version``.
 
-The baseline is the floor any Python bridge pays (interpreter start plus importing
-httpx, starlette, uvicorn, sse-starlette, pydantic, sqlite-utils and tree-sitter);
-the ratio shows what the bridge adds on top of it.
+``bridge_start``: the baseline is the floor any Python bridge pays (interpreter start
+plus importing httpx, starlette, uvicorn, sse-starlette, pydantic, sqlite-utils and
+tree-sitter); the ratio shows what the bridge adds on top of it.
+
+``cli_start``: ``agent-shell-bridge --version`` against ``python -c pass``; a
+sub-command imports only its own modules, so this stays near the interpreter's start.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import time
 from pathlib import Path
 
 from .bridgeproc import spawn_bridge
-from .common import Figure, Scale, clean_env, median
+from .common import Figure, Scale, bridge_command, clean_env, median
 
 __all__ = ["run"]
 
@@ -23,15 +26,41 @@ IMPORTS = (
 )
 
 
-async def _bare_import() -> float:
+async def _timed(*argv: str) -> float:
     started = time.perf_counter()
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", IMPORTS, env=clean_env(), stdin=asyncio.subprocess.DEVNULL
+        *argv,
+        env=clean_env(),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
     )
     code = await process.wait()
     if code != 0:
-        raise RuntimeError(f"python -c {IMPORTS!r} failed with {code}")
+        raise RuntimeError(f"{' '.join(argv)} failed with {code}")
     return time.perf_counter() - started
+
+
+async def _bare_import() -> float:
+    return await _timed(sys.executable, "-c", IMPORTS)
+
+
+async def _cli_start(runs: int) -> Figure:
+    version = [*bridge_command(), "--version"]
+    bare = [sys.executable, "-c", "pass"]
+    await _timed(*version)  # warm the page cache for both sides
+    await _timed(*bare)
+    cli_s = [await _timed(*version) for _ in range(runs)]
+    bare_s = [await _timed(*bare) for _ in range(runs)]
+    return Figure(
+        key="cli_start",
+        title="CLI start (agent-shell-bridge --version)",
+        unit="ms",
+        value=median(cli_s) * 1000,
+        baseline=median(bare_s) * 1000,
+        baseline_label="python -c pass",
+        better="lower",
+        details={"runs": runs},
+    )
 
 
 async def run(scale: Scale, work: Path) -> list[Figure]:
@@ -54,5 +83,6 @@ async def run(scale: Scale, work: Path) -> list[Figure]:
             baseline_label="python -c 'import <same deps>'",
             better="lower",
             details={"runs": len(bridge_s)},
-        )
+        ),
+        await _cli_start(max(3, scale.startup_runs)),
     ]

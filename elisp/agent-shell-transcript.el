@@ -69,6 +69,11 @@ The action log and its files keep the full output."
   :group 'agent-shell
   :package-version '(agent-shell . "0.1.0"))
 
+(defface agent-shell-refusal-face '((t :inherit error))
+  "Face of an answer in which the model refused the request."
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
 ;;; Internals: state
 
 (defvar-local agent-shell--plan-entry nil
@@ -224,13 +229,18 @@ TEXT is a format string whose one %s is the step's title."
       (agent-shell--replace-notice
        (cons start end) (format text (or title "the step"))))))
 
-(defun agent-shell--append-message (text)
-  "Append TEXT to the assistant's message."
+(defun agent-shell--append-message (text &optional refusal)
+  "Append TEXT to the assistant's message.
+When REFUSAL is non-nil, TEXT is the model refusing the request and
+is shown in `agent-shell-refusal-face'."
   (agent-shell--editing
     (unless (eq agent-shell--block 'message)
       (agent-shell--close-block)
       (setq agent-shell--block 'message))
-    (agent-shell--insert text 'agent-shell-role 'assistant)))
+    (if refusal
+        (agent-shell--insert text 'agent-shell-role 'assistant
+                             'agent-shell-refusal t 'face 'agent-shell-refusal-face)
+      (agent-shell--insert text 'agent-shell-role 'assistant))))
 
 (defun agent-shell--fold-char (folded)
   "Return the arrow shown before an entry that is FOLDED or not."
@@ -770,7 +780,8 @@ began; that report must not end the new turn."
      (when (memq agent-shell--state '(idle starting))
        (agent-shell--set-state 'thinking))
      (agent-shell--append-message
-      (or (alist-get 'text (alist-get 'content update)) "")))
+      (or (alist-get 'text (alist-get 'content update)) "")
+      (eq (alist-get 'refusal update) t)))
     ("agent_thought_chunk"
      (agent-shell--on-thought (or (alist-get 'text (alist-get 'content update)) "")))
     ("tool_call" (agent-shell--on-tool-call update))

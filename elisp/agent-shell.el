@@ -98,6 +98,19 @@ AGENT_SHELL_API_KEY, DEEPSEEK_API_KEY and OPENAI_API_KEY.  Prefer
   :group 'agent-shell
   :package-version '(agent-shell . "0.1.0"))
 
+(defcustom agent-shell-echo-reasoning 'auto
+  "Whether the model's reasoning is sent back with its tool calls.
+DeepSeek's thinking mode requires it; other providers (Groq, among
+others) reject it.  `auto' decides by the API base: only DeepSeek
+gets it.  Whatever the choice, when a provider answers that the
+`reasoning_content' field is wrong, the bridge flips the choice and
+sends the request once more."
+  :type '(choice (const :tag "By provider (DeepSeek only)" auto)
+                 (const :tag "Always" always)
+                 (const :tag "Never" never))
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
 (defcustom agent-shell-trust-env nil
   "When non-nil, the bridge honours proxy variables for model API calls.
 Loopback traffic between Emacs and the bridge never uses a proxy."
@@ -250,6 +263,9 @@ KEY is the log entry id, or the request id when there is none.")
       ,@(and agent-shell-context-window
              `((context_window . ,agent-shell-context-window)))
       (trust_env . ,(if agent-shell-trust-env t :json-false))
+      ,@(pcase agent-shell-echo-reasoning
+          ('always '((echo_reasoning . t)))
+          ('never '((echo_reasoning . :json-false))))
       ,@(and agent-shell-prices
              `((price_input_per_mtok . ,(nth 0 agent-shell-prices))
                (price_output_per_mtok . ,(nth 1 agent-shell-prices))

@@ -13,9 +13,27 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["KEY_ENV_VARS", "BridgeConfig", "ModelConfig", "key_from_env", "key_source_from_env"]
+__all__ = [
+    "KEY_ENV_VARS",
+    "BridgeConfig",
+    "ModelConfig",
+    "echo_setting",
+    "key_from_env",
+    "key_source_from_env",
+]
 
 KEY_ENV_VARS = ("AGENT_SHELL_API_KEY", "DEEPSEEK_API_KEY", "OPENAI_API_KEY")
+_ECHO_WORDS = {"always": True, "never": False, "auto": None}
+
+
+def echo_setting(word: str | None) -> bool | None:
+    """``always``/``never``/``auto`` (or unset) as the ``echo_reasoning`` setting."""
+    if word is None or not word.strip():
+        return None
+    key = word.strip().lower()
+    if key not in _ECHO_WORDS:
+        raise ValueError(f"echo reasoning must be always, never or auto, not {word!r}")
+    return _ECHO_WORDS[key]
 
 
 def key_from_env(env: Mapping[str, str]) -> str | None:
@@ -49,6 +67,8 @@ class ModelConfig(BaseModel):
     )
     context_window: int | None = Field(default=None, ge=1024)
     trust_env: bool | None = None
+    # Send reasoning back on tool-call messages; absent or null = by provider profile.
+    echo_reasoning: bool | None = None
     price_input_per_mtok: float | None = None
     price_output_per_mtok: float | None = None
     price_cached_input_per_mtok: float | None = None
@@ -65,6 +85,7 @@ class BridgeConfig:
     api_key_source: str = "none"
     context_window: int = 64_000
     trust_env: bool = False
+    echo_reasoning: bool | None = None
     prices: tuple[float, float, float] | None = None
     memory_dir: Path | None = None
     max_steps: int = 25
@@ -116,5 +137,8 @@ class BridgeConfig:
             api_key_source=source,
             context_window=wire.context_window or self.context_window,
             trust_env=self.trust_env if wire.trust_env is None else wire.trust_env,
+            echo_reasoning=(
+                self.echo_reasoning if wire.echo_reasoning is None else wire.echo_reasoning
+            ),
             prices=prices,
         )

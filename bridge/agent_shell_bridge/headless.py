@@ -26,7 +26,7 @@ import uvicorn
 from .agent.approval import Answer, FixedApprover, PermissionRequest, TerminalApprover
 from .agent.plan import plan_text
 from .client import BridgeConnection, RemoteError
-from .config import BridgeConfig
+from .config import BridgeConfig, echo_setting
 from .errors import BridgeError
 from .methods import build_dispatcher
 from .runtime import Runtime
@@ -48,6 +48,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--dry-run", action="store_true", help="record actions, run nothing")
     p.add_argument("--max-steps", type=int, default=None, help="model steps per turn")
     p.add_argument("--context-window", type=int, default=None, help="model context in tokens")
+    p.add_argument(
+        "--echo-reasoning",
+        choices=["auto", "always", "never"],
+        default=None,
+        help="send the model's reasoning back with its tool calls (auto: by provider)",
+    )
     p.add_argument("--mode", choices=["act", "ask"], default="act")
     p.add_argument("--memory-dir", type=Path, default=None, help="memory index directory")
     p.add_argument("--json", action="store_true", help="print every event as a JSON line")
@@ -96,6 +102,8 @@ async def run_task(args: argparse.Namespace) -> int:
         overrides["model"] = args.model
     if args.context_window:
         overrides["context_window"] = args.context_window
+    if args.echo_reasoning:
+        overrides["echo_reasoning"] = echo_setting(args.echo_reasoning)
     if args.memory_dir:
         overrides["memory_dir"] = args.memory_dir
     if args.max_steps:

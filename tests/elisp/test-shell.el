@@ -253,6 +253,33 @@ The turn_end is the recorded turn's."
       (should (string-search (concat "Done: " summary) (test-shell--transcript)))
       (should (eq agent-shell--state 'idle)))))
 
+(ert-deftest test-shell/refusal-is-shown-marked ()
+  "A refusal chunk is shown as the answer in the refusal face; the turn end says so."
+  (test-shell--with-shell (sid)
+    (test-shell--emit
+     (test-shell--update sid '((sessionUpdate . "agent_message_chunk")
+                               (content . ((type . "text") (text . "抱歉，不能这样做。")))
+                               (refusal . t)))
+     (test-shell--update sid '((sessionUpdate . "turn_end") (turnId . "t3")
+                               (stopReason . "refusal"))))
+    (test-shell--wait "turn_end" (lambda () (string-search "refusal]" (test-shell--transcript))))
+    (let* ((text (test-shell--transcript))
+           (at (string-search "抱歉，不能这样做。" text)))
+      (should at)
+      (should (eq (get-text-property (+ (point-min) at) 'face) 'agent-shell-refusal-face))
+      (should (get-text-property (+ (point-min) at) 'agent-shell-refusal))
+      (should (string-search "[turn ended: refusal]" text)))))
+
+(ert-deftest test-shell/echo-reasoning-setting-reaches-the-bridge ()
+  "The defcustom goes into the model settings of `initialize' only when not `auto'."
+  (let ((agent-shell-api-key "k"))
+    (let ((agent-shell-echo-reasoning 'auto))
+      (should-not (assq 'echo_reasoning (agent-shell--model-params))))
+    (let ((agent-shell-echo-reasoning 'always))
+      (should (eq (alist-get 'echo_reasoning (agent-shell--model-params)) t)))
+    (let ((agent-shell-echo-reasoning 'never))
+      (should (eq (alist-get 'echo_reasoning (agent-shell--model-params)) :json-false)))))
+
 (ert-deftest test-shell/point-in-transcript-is-kept ()
   "Output arriving while the user reads the transcript does not move point."
   (test-shell--with-shell (sid)

@@ -148,10 +148,16 @@ async def start_rig(
     *,
     memory_dir: Path | None = None,
     mock_options: dict[str, Any] | None = None,
+    provider_rules: dict[str, Any] | None = None,
     **config: Any,
 ) -> tuple[AgentRig, Callable[[], Any]]:
-    """``mock_options`` are script-level settings of the scripted model (``context_limit``)."""
-    mock = MockServer(MockScript.model_validate({"steps": steps, **(mock_options or {})}))
+    """``mock_options`` are script-level settings of the scripted model (``context_limit``);
+    ``provider_rules``: what the emulated provider refuses in a history (see MockScript)."""
+    mock = MockServer(
+        MockScript.model_validate(
+            {"steps": steps, **(mock_options or {}), **(provider_rules or {})}
+        )
+    )
     await mock.start()
     rt = make_runtime()
     rt.config = BridgeConfig(
@@ -181,11 +187,18 @@ async def running_rig(
     *,
     memory_dir: Path | None = None,
     mock_options: dict[str, Any] | None = None,
+    provider_rules: dict[str, Any] | None = None,
     **config: Any,
 ) -> AsyncIterator[AgentRig]:
     """``start_rig`` as a context manager: the rig is stopped however the test ends."""
     rig, stop = await start_rig(
-        serve_app, root, steps, memory_dir=memory_dir, mock_options=mock_options, **config
+        serve_app,
+        root,
+        steps,
+        memory_dir=memory_dir,
+        mock_options=mock_options,
+        provider_rules=provider_rules,
+        **config,
     )
     try:
         yield rig

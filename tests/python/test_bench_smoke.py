@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 EXPECTED = {
     "bridge_start",
+    "cli_start",
     "relay_rate",
     "relay_latency_median",
     "relay_latency_p99",
@@ -36,6 +37,7 @@ EXPECTED = {
     "memory_search_median",
     "memory_search_p95",
     "memory_recall",
+    "memory_search_cli",
     "context_bytes",
     "sandbox_overhead",
 }
@@ -68,6 +70,27 @@ def test_bench_small_scale_writes_every_figure(tmp_path: Path) -> None:
         assert fig["ratio"] == pytest.approx(fig["value"] / fig["baseline"]), key
         assert fig["title"] in proc.stdout, key
     assert proc.stdout.startswith("Machine: ")
+    # The README's table is regenerated from this JSON, between its markers only.
+    readme = tmp_path / "README.org"
+    original = (ROOT / "README.org").read_text(encoding="utf-8")
+    readme.write_text(original, encoding="utf-8")
+    gen = subprocess.run(
+        [sys.executable, "-m", "bench.readme", "--results", str(out), "--readme", str(readme)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert "README.org" in gen.stdout
+    updated = readme.read_text(encoding="utf-8")
+    begin, end = updated.index("# bench-table: begin"), updated.index("# bench-table: end")
+    table = updated[begin:end]
+    assert "=BENCH_SCALE=small=" in table
+    for fig in data["figures"].values():
+        assert f"| {fig['title']} " in table, fig["key"]
+    assert updated[:begin] == original[: original.index("# bench-table: begin")]
+    assert updated[end:] == original[original.index("# bench-table: end") :]
 
 
 def test_bench_rejects_a_figure_without_a_number(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -164,3 +164,17 @@ def test_write_refuses_memory_dir_symlinked_outside_root(tmp_path: Path) -> None
     with pytest.raises(MemoryError_, match="outside"):
         write_experience(root, _exp())
     assert list(outside.iterdir()) == []
+
+
+@given(
+    st.lists(
+        st.sampled_from(["---", "--- ", "...", "title: x", "tags: [a]", "- b", "", "正文 body"]),
+        max_size=12,
+    )
+)
+def test_body_after_front_matter_is_the_body_split_front_matter_gives(lines: list[str]) -> None:
+    """The indexer's cheap body split agrees with the full parse on any header shape."""
+    from agent_shell_bridge.memory.frontmatter import body_after_front_matter, split_front_matter
+
+    text = "\n".join(lines)
+    assert body_after_front_matter(text) == split_front_matter(text)[1]

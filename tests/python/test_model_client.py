@@ -200,6 +200,7 @@ async def test_vllm_missing_arguments_and_reasoning_field(rig: Factory) -> None:
 
 
 async def test_reasoning_round_trip_carries_reasoning_content(rig: Factory) -> None:
+    """With echoing on (DeepSeek's profile), the tool-call message keeps its reasoning."""
     r = await rig(
         [
             {
@@ -208,7 +209,8 @@ async def test_reasoning_round_trip_carries_reasoning_content(rig: Factory) -> N
                 "chunk_size": 2,
             },
             {"text": "完成"},
-        ]
+        ],
+        echo_reasoning=True,
     )
     done = final(await r.run())
     message = done.to_message()

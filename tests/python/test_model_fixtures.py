@@ -31,6 +31,7 @@ from agent_shell_bridge.model.types import (
     ModelEvent,
     ModelSettings,
     ReasoningDelta,
+    RefusalDelta,
     StreamRestart,
     TextDelta,
 )
@@ -77,7 +78,115 @@ CASES: dict[str, dict[str, Any]] = {
         "tool_calls": [{"name": "project_status"}],
     },
     "keepalive": {"keepalive": True, "text": "排队后回答", "chunk_size": 3},
+    # Written from the providers' documented chunk formats (see the helpers below).
+    "refusal_openai": {"raw_chunks": "refusal"},
+    "reasoning_details_openrouter": {"raw_chunks": "reasoning_details"},
+    "reasoning_details_only": {"raw_chunks": "details_only"},
+    "indexless_parallel_calls": {"raw_chunks": "indexless"},
 }
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-fixture",
+        "object": "chat.completion.chunk",
+        "created": 1_700_000_000,
+        "model": "fixture-model",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        **extra,
+    }
+
+
+DONE = "data: [DONE]\n\n"
+
+
+def _details(text: str) -> list[dict[str, Any]]:
+    return [{"type": "reasoning.text", "text": text, "format": "unknown", "index": 0}]
+
+
+RAW: dict[str, list[dict[str, Any] | str]] = {
+    # OpenAI: a refusal streams in ``delta.refusal`` with ``content: null``.
+    "refusal": [
+        _chunk({"role": "assistant", "content": None, "refusal": ""}),
+        _chunk({"refusal": "抱歉，"}),
+        _chunk({"refusal": "I can't help with that."}),
+        _chunk({}, "stop"),
+        DONE,
+    ],
+    # OpenRouter: the same thinking in ``reasoning`` and in ``reasoning_details``
+    # (it must count once); an encrypted detail carries no text.
+    "reasoning_details": [
+        _chunk({"role": "assistant", "content": "", "reasoning": None, "reasoning_details": []}),
+        _chunk({"content": "", "reasoning": "先想", "reasoning_details": _details("先想")}),
+        _chunk({"content": "", "reasoning": "一想。", "reasoning_details": _details("一想。")}),
+        _chunk(
+            {
+                "content": "",
+                "reasoning": None,
+                "reasoning_details": [
+                    {"type": "reasoning.encrypted", "data": "b64==", "format": "unknown"}
+                ],
+            }
+        ),
+        _chunk({"content": "答案是 42。"}),
+        _chunk({"content": ""}, "stop"),
+        DONE,
+    ],
+    # Only ``reasoning_details`` (Snowflake via Claude): summary entries count too.
+    "details_only": [
+        _chunk({"role": "assistant", "content": "", "reasoning_details": _details("15 × 27")}),
+        _chunk({"content": "", "reasoning_details": _details(" = 405")}),
+        _chunk(
+            {
+                "content": "",
+                "reasoning_details": [{"type": "reasoning.summary", "summary": "；核对完毕"}],
+            }
+        ),
+        _chunk({"content": "405"}),
+        _chunk({}, "stop"),
+        DONE,
+    ],
+    # Gemini's OpenAI-compatible endpoint: whole calls, no ``index``, empty ids.
+    "indexless": [
+        _chunk(
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {
+                        "id": "",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "台北"}'},
+                    }
+                ],
+            }
+        ),
+        _chunk(
+            {
+                "tool_calls": [
+                    {
+                        "id": "",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "Tokyo"}'},
+                    },
+                    {
+                        "id": "",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": '{"path": "a.py"}'},
+                    },
+                ]
+            }
+        ),
+        _chunk({}, "tool_calls"),
+        DONE,
+    ],
+}
+
+
+def _step(case: str) -> dict[str, Any]:
+    step = dict(CASES[case])
+    if isinstance(step.get("raw_chunks"), str):
+        step["raw_chunks"] = RAW[step["raw_chunks"]]
+    return step
 
 
 def event_json(event: ModelEvent) -> dict[str, Any]:
@@ -85,6 +194,8 @@ def event_json(event: ModelEvent) -> dict[str, Any]:
         return {"type": "text", "text": event.text}
     if isinstance(event, ReasoningDelta):
         return {"type": "reasoning", "text": event.text}
+    if isinstance(event, RefusalDelta):
+        return {"type": "refusal", "text": event.text}
     if isinstance(event, StreamRestart):
         return {"type": "restart"}
     return {"type": "completion"}
@@ -116,7 +227,7 @@ def check(path: Path, fresh: bytes) -> None:
 
 @pytest.mark.parametrize("case", sorted(CASES))
 async def test_recorded_stream_is_current(case: str) -> None:
-    script = MockScript.model_validate({"steps": [CASES[case]]})
+    script = MockScript.model_validate({"steps": [_step(case)]})
     async with MockServer(script) as mock, httpx.AsyncClient() as http:
         settings = ModelSettings(api_base=mock.api_base, model="deepseek-chat")
         body = ModelClient(settings, http=http).build_body(MESSAGES, TOOLS, tool_choice="auto")

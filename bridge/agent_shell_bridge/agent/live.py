@@ -19,12 +19,9 @@ from ..config import BridgeConfig
 from ..errors import SessionBusy, ToolFailed
 from ..execution import ProcessResult, ProcessRunner, default_timeout
 from ..instructions import Instructions, load_instructions
-from ..memory.index import MemoryIndex
 from ..model.openai import ModelClient
 from ..model.types import ModelSettings, Prices, Usage
 from ..orglog import OrgLogWriter, log_path_for
-from ..policy.engine import PolicyEngine
-from ..policy.trust import AllowlistTrust, default_trust_file
 from ..sandbox import SandboxSpec, SandboxStatus
 from ..sandbox_config import config_trust, project_sandbox
 from ..session import SessionState, SessionStore
@@ -38,6 +35,10 @@ from .reporter import Reporter, finish_even_if_cancelled
 from .roles import BUILTIN_ROLES, Role, RoleConfig, merge_roles
 
 if TYPE_CHECKING:
+    # Imported when a session opens, not when the server starts: the policy loads
+    # tree-sitter and the memory index sqlite-utils.
+    from ..memory.index import MemoryIndex
+    from ..policy.engine import PolicyEngine
     from ..runtime import Runtime
     from .turnstate import TurnState
 
@@ -412,6 +413,10 @@ def open_session(
     approver: Approver | None = None,
 ) -> LiveSession:
     """Assemble the parts of a session (new or resumed) from its state."""
+    from ..memory.index import MemoryIndex
+    from ..policy.engine import PolicyEngine
+    from ..policy.trust import AllowlistTrust, default_trust_file
+
     root = Path(state.root)
     config = replace(config, extra_allowed_paths=tuple(Path(x) for x in state.extra_allowed_paths))
     base = root / ".agent-shell"
@@ -428,6 +433,7 @@ def open_session(
             context_window=config.context_window,
             trust_env=config.trust_env,
             prices=_prices(config),
+            echo_reasoning=config.echo_reasoning,
         )
     )
     memory_dir = config.memory_dir

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 from ..errors import BridgeError, Cancelled, ModelContextLimit
-from ..model.types import Completion, ReasoningDelta, StreamRestart, TextDelta
+from ..model.types import Completion, ReasoningDelta, RefusalDelta, StreamRestart, TextDelta
 from ..notify import NotifyEvent, post_webhook
 from ..orglog import Prices as LogPrices
 from ..orglog import SrcBlock, TaskUsage, TextBlock, summary_drawer_entry
@@ -106,6 +106,11 @@ async def _model_step(
     async for event in live.model.stream_chat(messages, tools):
         if isinstance(event, TextDelta):
             live.reporter.chunk("agent_message_chunk", event.text)
+        elif isinstance(event, RefusalDelta):
+            # The model declined: its words are the answer, marked as a refusal.
+            await live.reporter.update(
+                "agent_message_chunk", content={"type": "text", "text": event.text}, refusal=True
+            )
         elif isinstance(event, ReasoningDelta):
             live.reporter.chunk("agent_thought_chunk", event.text)
         elif isinstance(event, StreamRestart):
@@ -130,16 +135,17 @@ async def _model_step(
             costUsd=round(totals.cost, 6) if live.model.settings.prices else None,
         )
     calls = completion.tool_calls
-    title = (
-        f"Model: {len(calls)} tool call(s): {', '.join(c.name for c in calls)}"
-        if calls
-        else "Model: answer"
-    )
+    if calls:
+        title = f"Model: {len(calls)} tool call(s): {', '.join(c.name for c in calls)}"
+    elif completion.refusal and not completion.content:
+        title = "Model: refusal"
+    else:
+        title = "Model: answer"
     body: list[TextBlock | SrcBlock] = []
     if completion.reasoning:
         body.append(src(completion.reasoning, "text"))
-    if completion.content:
-        body.append(text(completion.content))
+    if completion.answer:
+        body.append(text(completion.answer))
     props: dict[str, str | int | float] = {"STEP": turn.steps}
     if completion.usage is not None:
         props["TOKENS_IN"] = completion.usage.prompt_tokens
@@ -198,32 +204,17 @@ async def run_turn(
     session's own mode is back before ``turn_end`` is sent.
     """
     state = live.state
-    started = time.monotonic()
-    restore_mode = None
-    if mode is not None and mode != state.mode:
-        restore_mode, state.mode = state.mode, mode
-    first_line = prompt.strip().splitlines()[0] if prompt.strip() else "(empty prompt)"
-    task_entry = await live.reporter.entry(
-        first_line,
-        source="user",
-        parent=None,
-        properties={
-            "SESSION": state.id,
-            "MODEL": live.config.model,
-            "TURN": turn_id,
-            "MODE": state.mode,
-        },
-        body=[text(prompt)] if "\n" in prompt.strip() else [],
-    )
-    turn = TurnState(turn_id=turn_id, task_entry=task_entry, prompt=prompt, started_ms=started)
-    turn.restore_mode = restore_mode
-    turn.mode = state.mode
-    start_index = len(state.messages)
-    state.messages.append({"role": "user", "content": prompt})
-    state.visible.append({"role": "user", "text": prompt, "turnId": turn_id})
-    state.turns += 1
-    state.title = state.title or first_line[:80]
-    state.turn_in_progress = turn_id
+    # Recording the task is finished even when a cancel arrives meanwhile (a client
+    # may cancel the moment it has the turn id): the turn then ends as cancelled,
+    # with its turn_end, instead of vanishing.
+    begin = asyncio.ensure_future(_begin_turn(live, prompt, turn_id, mode))
+    try:
+        turn, start_index = await asyncio.shield(begin)
+    except asyncio.CancelledError:
+        turn, start_index = await begin
+        await _finish(live, turn, "cancelled", None, start_index)
+        return
+    task_entry = turn.task_entry
     # Off the path to the first token: the checkpoint (an fsync) and the branch
     # lookup (a git process) run while the memory search and the model call go on.
     # The checkpoint lock keeps later checkpoints after this one.
@@ -246,13 +237,15 @@ async def run_turn(
             turn.steps += 1
             completion = await _fitted_model_step(live, turn, memories)
             state.messages.append(completion.to_message())
-            if completion.content:
-                state.visible.append({"role": "assistant", "text": completion.content})
+            if completion.answer:
+                state.visible.append({"role": "assistant", "text": completion.answer})
             await live.checkpoint()
             if not completion.tool_calls:
                 if completion.finish_reason == "length":
                     stop_reason = "max_tokens"
-                elif completion.finish_reason == "content_filter":
+                elif completion.finish_reason == "content_filter" or (
+                    completion.refusal and not completion.content
+                ):
                     stop_reason = "refusal"
                 if stop_reason == "end_turn" and await _reviewed_back(live, executor, turn):
                     continue
@@ -344,6 +337,40 @@ async def _settle(work: asyncio.Future[None]) -> None:
         await asyncio.wait([work])
     except Exception:
         log.exception("the start of the turn failed")
+
+
+async def _begin_turn(
+    live: LiveSession, prompt: str, turn_id: str, mode: str | None
+) -> tuple[TurnState, int]:
+    """Record the task: its log entry, the user's message and a checkpoint."""
+    state = live.state
+    started = time.monotonic()
+    restore_mode = None
+    if mode is not None and mode != state.mode:
+        restore_mode, state.mode = state.mode, mode
+    first_line = prompt.strip().splitlines()[0] if prompt.strip() else "(empty prompt)"
+    task_entry = await live.reporter.entry(
+        first_line,
+        source="user",
+        parent=None,
+        properties={
+            "SESSION": state.id,
+            "MODEL": live.config.model,
+            "TURN": turn_id,
+            "MODE": state.mode,
+        },
+        body=[text(prompt)] if "\n" in prompt.strip() else [],
+    )
+    turn = TurnState(turn_id=turn_id, task_entry=task_entry, prompt=prompt, started_ms=started)
+    turn.restore_mode = restore_mode
+    turn.mode = state.mode
+    start_index = len(state.messages)
+    state.messages.append({"role": "user", "content": prompt})
+    state.visible.append({"role": "user", "text": prompt, "turnId": turn_id})
+    state.turns += 1
+    state.title = state.title or first_line[:80]
+    state.turn_in_progress = turn_id
+    return turn, start_index
 
 
 async def _finish(

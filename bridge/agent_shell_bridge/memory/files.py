@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
 
 __all__ = ["atomic_create_bytes", "atomic_write_bytes"]
@@ -29,6 +28,8 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def _write_temp(directory: Path, data: bytes) -> Path:
+    import tempfile  # only writers pay for it; a one-shot search never writes
+
     fd, name = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=directory)
     try:
         os.fchmod(fd, 0o644)  # mkstemp's 0600 would surprise people sharing the files

@@ -13,6 +13,7 @@ import re
 
 __all__ = [
     "FrontMatter",
+    "body_after_front_matter",
     "parse_list",
     "parse_scalar",
     "render_list",
@@ -31,6 +32,18 @@ _LIST_UNSAFE = re.compile(r"[,\[\]\"]")
 
 def _norm_key(key: str) -> str:
     return re.sub(r"[ -]+", "_", key.strip().lower())
+
+
+def body_after_front_matter(text: str) -> str:
+    """The body of ``text`` (newlines already ``\\n``) without parsing the header.
+
+    The same body :func:`split_front_matter` returns, for callers that need no keys.
+    """
+    lines = text.split("\n")
+    if not lines or not _DELIM.match(lines[0]):
+        return text
+    end = next((i for i in range(1, len(lines)) if _CLOSE.match(lines[i])), None)
+    return text if end is None else "\n".join(lines[end + 1 :])
 
 
 def split_front_matter(

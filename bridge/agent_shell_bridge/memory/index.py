@@ -5,14 +5,17 @@ The files are the truth; this index is a cache that can be thrown away.  It live
 its ``roots`` table and in ``memory_dir/roots.json`` (written atomically), so that a
 missing or damaged database is rebuilt from the files without losing anything.
 
+Search never scans the table: terms of three or more characters are matched in the
+trigram FTS5 index, shorter ones (two-character Chinese words, "go") in the
+short-term FTS5 index, symbols through the indexed ``experience_symbols`` table.
+
 Everything here is synchronous and serialised by a lock; async callers wrap calls in
-``asyncio.to_thread``.
+``asyncio.to_thread``. sqlite-utils (for bulk writes) is loaded only when writing.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -25,15 +28,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-import sqlite_utils
-
 from ..errors import MemoryError_
 from .experience import MEMORY_SUBDIR, clamp_text, parse_experience
 from .files import atomic_write_bytes
-from .frontmatter import split_front_matter
+from .frontmatter import body_after_front_matter
 from .hit import MemoryHit
 from .migrations import apply_migrations
-from .query import QueryPlan, fts_string, like_pattern, plan_query
+from .query import QueryPlan, fts_string, plan_query, short_grams
 from .ranking import score_candidates
 
 __all__ = ["MemoryHit", "MemoryIndex", "SyncStats"]
@@ -45,6 +46,7 @@ ROOTS_NAME = "roots.json"
 MAX_FILE_BYTES = 1 << 20  # an experience is a page of notes; skip anything huge
 RACY_WINDOW_NS = 2_000_000_000  # re-hash files modified this close to their indexing
 CANDIDATES = 200
+_SEARCHED = ("title", "tags", "symbols", "summary", "body")
 _BM25 = "bm25(experiences_fts, 4.0, 3.0, 3.0, 2.0, 1.0)"
 _DATE_PREFIX = re.compile(r"^(\d{4}-\d{2}-\d{2})--(.*)$")
 
@@ -128,7 +130,9 @@ class MemoryIndex:
                 raise sqlite3.DatabaseError(f"quick_check: {check}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
-            apply_migrations(conn)
+            before = apply_migrations(conn)
+            if 0 < before < 2:
+                _fill_aux(conn)  # rows indexed before the short-term index existed
         except BaseException:
             conn.close()
             raise
@@ -156,7 +160,6 @@ class MemoryIndex:
             except sqlite3.Error as exc2:
                 raise MemoryError_(f"cannot recreate memory index: {exc2}") from exc2
         self._conn = conn
-        self._db = sqlite_utils.Database(conn)
         if fresh:
             known = self._roots_from_file()
             if known:
@@ -164,6 +167,14 @@ class MemoryIndex:
                 for root, project in known.items():
                     self._sync(Path(root), project)
         return conn
+
+    def _database(self) -> Any:
+        """The sqlite-utils view of the connection, for bulk writes (loaded on first use)."""
+        if self._db is None:
+            import sqlite_utils
+
+            self._db = sqlite_utils.Database(self._open())
+        return self._db
 
     def _quarantine(self) -> None:
         """Move a damaged database aside (kept once for inspection) with its WAL files."""
@@ -291,6 +302,8 @@ class MemoryIndex:
         return self._guard(run)
 
     def _sync(self, root: Path, project: str) -> SyncStats:
+        import hashlib  # OpenSSL loads in milliseconds: only when indexing
+
         stats = SyncStats(roots=[str(root)])
         directory = root / MEMORY_SUBDIR
         on_disk: dict[str, os.stat_result] = {}
@@ -322,6 +335,7 @@ class MemoryIndex:
                 stats.removed += 1
             now = time.time_ns()
             new_records: list[dict[str, Any]] = []
+            changed: list[tuple[int, dict[str, Any]]] = []
             for path, st in sorted(on_disk.items()):
                 old = known.get(path)
                 if (
@@ -359,10 +373,14 @@ class MemoryIndex:
                     new_records.append(record)
                     stats.added += 1
                 else:
-                    self._db["experiences"].update(old[5], record)
+                    self._database()["experiences"].update(old[5], record)
+                    changed.append((old[5], record))
                     stats.updated += 1
             if new_records:
-                self._db["experiences"].insert_all(new_records, batch_size=200)
+                self._database()["experiences"].insert_all(new_records, batch_size=200)
+                ids = _ids_of(conn, [r["path"] for r in new_records])
+                changed += [(ids[r["path"]], r) for r in new_records]
+            _write_aux(conn, changed)
             self._remember_root(str(root), project)
         return stats
 
@@ -392,42 +410,51 @@ class MemoryIndex:
         bm25: dict[int, float] = {}
         ids: set[int] = set()
         proj = project or ""
+        # One MATCH per table returns every matching row with its rank (cheaper than
+        # ORDER BY ... LIMIT twice, once per scope); the best rows overall and the
+        # best of the current project become candidates.
+        mine: set[int] | None = None
+
+        def best(rows: list[tuple[int, float]], n: int) -> list[tuple[int, float]]:
+            nonlocal mine
+            rows.sort(key=lambda r: r[1])
+            if not project or len(rows) <= n:
+                return rows[:n]
+            if mine is None:  # the project's rows, through the project index
+                sql = "SELECT id FROM experiences WHERE project = ?"
+                mine = {r[0] for r in conn.execute(sql, (project,))}
+            return rows[:n] + [r for r in rows[n:] if r[0] in mine][:n]
+
         if plan.fts_terms:
             match = " OR ".join(fts_string(t) for t in plan.fts_terms)
-            sql = (
-                f"SELECT e.id, {_BM25} FROM experiences_fts "  # noqa: S608 - fixed text only
-                "JOIN experiences e ON e.id = experiences_fts.rowid "
-                "WHERE experiences_fts MATCH ? {extra} ORDER BY 2 LIMIT ?"
-            )
-            rows = list(conn.execute(sql.format(extra=""), (match, CANDIDATES)))
-            if project:
-                rows += conn.execute(
-                    sql.format(extra="AND e.project = ?"), (match, project, CANDIDATES)
-                ).fetchall()
-            for rid, rank in rows:
+            rows = conn.execute(
+                f"SELECT rowid, {_BM25} FROM experiences_fts "  # noqa: S608 - fixed text only
+                "WHERE experiences_fts MATCH ?",
+                (match,),
+            ).fetchall()
+            for rid, rank in best(rows, CANDIDATES):
                 bm25[rid] = -float(rank)
                 ids.add(rid)
         if plan.like_terms:
-            # Rank LIKE matches by how many short terms each row contains, so a common
-            # term ("go") cannot crowd the rows matching all of them out of the limit.
-            cols = ("title", "tags", "symbols", "summary", "body")
-            one = "(" + " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in cols) + ")"
-            matched = " + ".join(one for _ in plan.like_terms)
-            params: list[Any] = [like_pattern(t) for t in plan.like_terms for _ in cols]
-            sql = (
-                f"SELECT id FROM (SELECT id, project, date, {matched} AS n "  # noqa: S608
-                "FROM experiences) WHERE n > 0 "
-                "ORDER BY n DESC, project = ? DESC, date DESC LIMIT ?"
-            )
-            ids.update(r[0] for r in conn.execute(sql, (*params, proj, CANDIDATES * 2)))
+            # BM25 over one-token-per-term rows ranks rows holding more (and rarer)
+            # short terms first, so a common one ("go") cannot crowd the rows
+            # matching all of them out of the limit.
+            match = " OR ".join(fts_string(t) for t in plan.like_terms)
+            rows = conn.execute(
+                "SELECT rowid, rank FROM experiences_short WHERE experiences_short MATCH ?",
+                (match,),
+            ).fetchall()
+            ids.update(rid for rid, _ in best(rows, CANDIDATES * 2))
         if symbols:
-            conds = " OR ".join("symbols LIKE ? ESCAPE '\\'" for _ in symbols)
+            folded = [s.casefold() for s in symbols]
+            marks = ",".join("?" * len(folded))
             ids.update(
                 r[0]
                 for r in conn.execute(
-                    f"SELECT id FROM experiences WHERE {conds} "  # noqa: S608 - placeholders only
-                    "ORDER BY project = ? DESC, date DESC LIMIT ?",
-                    (*[like_pattern(s) for s in symbols], proj, CANDIDATES),
+                    "SELECT s.experience_id FROM experience_symbols s "  # noqa: S608 - marks only
+                    f"JOIN experiences e ON e.id = s.experience_id WHERE s.symbol IN ({marks}) "
+                    "ORDER BY e.project = ? DESC, e.date DESC LIMIT ?",
+                    (*folded, proj, CANDIDATES),
                 )
             )
         if plan.empty and not symbols:
@@ -440,15 +467,61 @@ class MemoryIndex:
             )
         if not ids:
             return []
-        hits = score_candidates(conn, plan, ids, bm25, project, symbols)
-        hits.sort(key=lambda h: (-h.score, h.path))
-        return hits[:limit]
+        return score_candidates(conn, plan, ids, bm25, project, symbols, limit)
 
     def count(self) -> int:
         """How many experience files are indexed."""
         return self._guard(
             lambda: int(self._open().execute("SELECT count(*) FROM experiences").fetchone()[0])
         )
+
+
+def _ids_of(conn: sqlite3.Connection, paths: list[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for start in range(0, len(paths), 500):
+        chunk = paths[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        sql = f"SELECT path, id FROM experiences WHERE path IN ({marks})"  # noqa: S608
+        out.update((p, i) for p, i in conn.execute(sql, chunk))
+    return out
+
+
+def _write_aux(conn: sqlite3.Connection, rows: list[tuple[int, dict[str, Any]]]) -> None:
+    """(Re)write the short-term tokens and the symbols of these experiences."""
+    if not rows:
+        return
+    ids = [(rid,) for rid, _ in rows]
+    conn.executemany("DELETE FROM experiences_short WHERE rowid = ?", ids)
+    conn.executemany("DELETE FROM experience_symbols WHERE experience_id = ?", ids)
+    conn.executemany(
+        "INSERT INTO experiences_short (rowid, grams) VALUES (?, ?)",
+        [(rid, short_grams("\n".join(str(r[c]) for c in _SEARCHED))) for rid, r in rows],
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO experience_symbols (symbol, experience_id) VALUES (?, ?)",
+        [
+            (sym, rid)
+            for rid, r in rows
+            for sym in {s.strip().casefold() for s in str(r["symbols"]).split("\n")}
+            if sym
+        ],
+    )
+
+
+def _fill_aux(conn: sqlite3.Connection) -> None:
+    """Fill the short-term and symbol tables for every row (after migrating to them)."""
+    cols = ", ".join(("id", *_SEARCHED))
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        rows = [
+            (row[0], dict(zip(_SEARCHED, row[1:], strict=True)))
+            for row in conn.execute(f"SELECT {cols} FROM experiences")  # noqa: S608
+        ]
+        _write_aux(conn, rows)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def _record(path: Path, data: bytes, root: str, project: str) -> dict[str, Any]:
@@ -460,7 +533,7 @@ def _record(path: Path, data: bytes, root: str, project: str) -> dict[str, Any]:
     try:
         exp = parse_experience(text)
     except MemoryError_ as exc:
-        _, body = split_front_matter(text.replace("\r\n", "\n"))
+        body = body_after_front_matter(text.replace("\r\n", "\n"))
         return {
             "path": str(path),
             "root": root,
@@ -475,7 +548,7 @@ def _record(path: Path, data: bytes, root: str, project: str) -> dict[str, Any]:
             "body": body,
             "parse_error": exc.message,
         }
-    _, body = split_front_matter(text.removeprefix("\ufeff").replace("\r\n", "\n"))
+    body = body_after_front_matter(text.removeprefix("\ufeff").replace("\r\n", "\n"))
     return {
         "path": str(path),
         "root": root,

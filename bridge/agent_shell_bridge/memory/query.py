@@ -4,16 +4,19 @@ User text never reaches ``MATCH`` as syntax: it is cut into word and CJK runs, a
 each term is emitted as a double-quoted FTS5 string, so quotes, ``NEAR``, ``AND``,
 ``*``, ``-``, ``^`` and column filters are all plain text.  The trigram tokenizer
 cannot match terms shorter than three characters (two-character Chinese words such as
-解析 are common), so those become ``LIKE`` terms instead.
+解析 are common), so those become ``short`` terms, matched in a second FTS5 table
+whose tokens :func:`short_grams` makes: every CJK character and character pair and
+every word of one or two letters.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["QueryPlan", "fts_string", "like_pattern", "plan_query"]
+__all__ = ["QueryPlan", "fts_string", "like_pattern", "plan_query", "short_grams"]
 
 _CJK = (
     "\u2e80-\u2fdf\u3040-\u30ff\u3100-\u312f\u31a0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
@@ -29,8 +32,8 @@ class QueryPlan:
     """What to look for: ``units`` score coverage; the rest select candidates."""
 
     units: tuple[str, ...]  # lower-cased terms whose presence is scored
-    fts_terms: tuple[str, ...]  # >= 3 characters, searched with MATCH
-    like_terms: tuple[str, ...]  # < 3 characters, searched with LIKE
+    fts_terms: tuple[str, ...]  # >= 3 characters, searched in the trigram index
+    like_terms: tuple[str, ...]  # < 3 characters, searched in the short-term index
 
     @property
     def empty(self) -> bool:
@@ -79,6 +82,39 @@ def plan_query(text: str) -> QueryPlan:
     if not units and singles:
         units, like = singles[:MAX_TERMS], singles[:MAX_TERMS]
     return QueryPlan(_dedupe(units), _dedupe(fts), _dedupe(like))
+
+
+@functools.cache
+def _indexing_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """CJK runs, short word parts, short ASCII word parts: compiled when first indexing.
+
+    The big character classes take milliseconds to compile; a one-shot search,
+    which never indexes, does not pay for them.
+    """
+    return (
+        re.compile(rf"[{_CJK}]+"),
+        # Parts of words ("go" in "go_lang"): runs of word characters but "_" and CJK.
+        re.compile(rf"(?<![^\W_{_CJK}])[^\W_{_CJK}]{{1,2}}(?![^\W_{_CJK}])"),
+        re.compile(r"(?<![a-z0-9])[a-z0-9]{1,2}(?![a-z0-9])"),
+    )
+
+
+def short_grams(text: str) -> str:
+    """The short-term index tokens of ``text``, space-separated, each once.
+
+    Normalised as :func:`plan_query` normalises queries, so a short query term is
+    found exactly where it occurs: CJK characters and adjacent pairs within a run,
+    words (and ``_``-separated parts of words) of one or two characters.
+    """
+    cjk_run, short_part, ascii_short_part = _indexing_patterns()
+    if text.isascii():  # NFKC and casefold of ASCII are lower()
+        return " ".join(dict.fromkeys(ascii_short_part.findall(text.lower())))
+    norm = unicodedata.normalize("NFKC", text).casefold()
+    grams: list[str] = short_part.findall(norm)
+    for run in cjk_run.findall(norm):
+        grams += run
+        grams += [run[i : i + 2] for i in range(len(run) - 1)]
+    return " ".join(dict.fromkeys(grams))
 
 
 def fts_string(term: str) -> str:

@@ -12,6 +12,7 @@ import datetime as dt
 import math
 import re
 import sqlite3
+from collections.abc import Callable
 
 from .experience import clamp_text
 from .hit import MemoryHit
@@ -25,13 +26,16 @@ RECENCY_WEIGHT = 0.1
 RECENCY_HALF_LIFE_DAYS = 180.0
 
 _ASCII_WORD = re.compile(r"^[a-z0-9_]+$")
+_Test = Callable[[str], bool]
 
 
-def _present(unit: str, text: str) -> bool:
+def _tester(unit: str) -> _Test:
+    """How to tell whether ``unit`` occurs in a (case-folded) text."""
     if len(unit) < 3 and _ASCII_WORD.match(unit):
         # Short ASCII words ("go", "ci") count only as whole words.
-        return re.search(rf"(?<![a-z0-9]){re.escape(unit)}(?![a-z0-9])", text) is not None
-    return unit in text
+        pattern = re.compile(rf"(?<![a-z0-9]){re.escape(unit)}(?![a-z0-9])")
+        return lambda text: pattern.search(text) is not None
+    return lambda text: unit in text
 
 
 def _recency(date: str, today: dt.date) -> float:
@@ -49,12 +53,19 @@ def score_candidates(
     bm25: dict[int, float],
     project: str | None,
     symbols: list[str],
+    limit: int | None = None,
 ) -> list[MemoryHit]:
-    """Blend term coverage, BM25, project, symbols and recency into one score."""
+    """Blend term coverage, BM25, project, symbols and recency into one score.
+
+    Returns the best ``limit`` hits (all when None), best first, ties by path.
+    """
     top = max(bm25.values(), default=0.0)
     today = dt.date.today()
     want_syms = [s.casefold() for s in symbols]
-    hits: list[MemoryHit] = []
+    tests = [_tester(unit) for unit in plan.units]
+    n_units = len(tests)
+    recency: dict[str, float] = {}
+    scored: list[tuple[float, str, tuple[object, ...]]] = []
     id_list = sorted(ids)
     for start in range(0, len(id_list), 500):
         chunk = id_list[start : start + 500]
@@ -64,17 +75,23 @@ def score_candidates(
         for row in conn.execute(sql, chunk):
             rid, path, title, proj, summary, date, task_type, tags, syms, body = row
             head = f"{title}\n{tags}\n{syms}".casefold()
-            summ = summary.casefold()
-            text_body = body.casefold()
+            summ: str | None = None
+            text_body: str | None = None
             coverage = 0.0
-            for unit in plan.units:
-                if _present(unit, head):
+            for test in tests:
+                if test(head):
                     coverage += 1.0
-                elif _present(unit, summ):
+                    continue
+                if summ is None:
+                    summ = summary.casefold()
+                if test(summ):
                     coverage += 0.8
-                elif _present(unit, text_body):
+                    continue
+                if text_body is None:
+                    text_body = body.casefold()
+                if test(text_body):
                     coverage += 0.6
-            coverage = coverage / len(plan.units) if plan.units else 0.0
+            coverage = coverage / n_units if n_units else 0.0
             rel = bm25.get(rid, 0.0) / top if top > 0 else 0.0
             text = 0.7 * coverage + 0.3 * rel
             sym = 0.0
@@ -83,23 +100,34 @@ def score_candidates(
                 for s in want_syms:
                     if s in doc_syms:
                         sym += 1.0
-                    elif s in text_body:
-                        sym += 0.4
+                    else:
+                        if text_body is None:
+                            text_body = body.casefold()
+                        if s in text_body:
+                            sym += 0.4
                 sym /= len(want_syms)
             if not plan.empty and text <= 0.0 and sym <= 0.0:
                 continue
-            score = text + SYMBOL_WEIGHT * sym + RECENCY_WEIGHT * _recency(date, today)
+            if date not in recency:
+                recency[date] = _recency(date, today)
+            score = text + SYMBOL_WEIGHT * sym + RECENCY_WEIGHT * recency[date]
             if project and proj == project:
                 score += PROJECT_BOOST
-            hits.append(
-                MemoryHit(
-                    path=path,
-                    title=title,
-                    project=proj,
-                    score=round(score, 6),
-                    summary=clamp_text(summary, 300),
-                    date=date,
-                    task_type=task_type,
-                )
+            scored.append((round(score, 6), path, (title, proj, summary, date, task_type)))
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    if limit is not None:
+        scored = scored[:limit]
+    hits: list[MemoryHit] = []
+    for score, path, (title, proj, summary, date, task_type) in scored:
+        hits.append(
+            MemoryHit(
+                path=path,
+                title=str(title),
+                project=str(proj),
+                score=score,
+                summary=clamp_text(str(summary), 300),
+                date=str(date),
+                task_type=str(task_type),
             )
+        )
     return hits

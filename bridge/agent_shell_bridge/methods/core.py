@@ -89,6 +89,7 @@ def register(d: Dispatcher[Runtime]) -> None:
                 "context_window": rt.config.context_window,
                 "has_key": rt.config.api_key is not None,
                 "key_source": rt.config.api_key_source,
+                "echo_reasoning": rt.config.echo_reasoning,
             },
             "sandbox": {
                 **rt.sandbox.to_json(),

@@ -8,13 +8,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ..agent.memory_glue import extract_experience
 from ..errors import InvalidParams, MemoryError_, SessionBusy
 from ..memory.experience import parse_experience
-from ..memory.index import MemoryIndex
-from ..policy.allowlist import parse_allowlist
-from ..policy.engine import PolicyEngine
-from ..policy.trust import AllowlistTrust, allowlist_path, default_trust_file
 from ..rpc import Dispatcher, Params
 from ..runtime import Runtime
 from .session import project_root, session_of
@@ -46,6 +41,8 @@ class PolicyParams(Params):
 def register(d: Dispatcher[Runtime]) -> None:
     @d.method("memory/save", SaveParams)
     async def save(rt: Runtime, p: SaveParams) -> dict[str, Any]:
+        from ..agent.memory_glue import extract_experience  # the agent loop: first use
+
         live = session_of(rt, p.sessionId)
         if live.busy:
             raise SessionBusy("A turn is running; save the memory when it has ended")
@@ -68,6 +65,8 @@ def register(d: Dispatcher[Runtime]) -> None:
 
     @d.method("memory/search", SearchParams)
     async def search(rt: Runtime, p: SearchParams) -> dict[str, Any]:
+        from ..memory.index import MemoryIndex  # sqlite-utils: loaded on first use
+
         memory_dir = rt.config.memory_dir
         if memory_dir is None:
             raise MemoryError_("No memory directory is configured (--memory-dir)")
@@ -93,6 +92,9 @@ def register(d: Dispatcher[Runtime]) -> None:
 
     @d.method("policy/check", PolicyParams)
     async def policy_check(rt: Runtime, p: PolicyParams) -> dict[str, Any]:
+        from ..policy.engine import PolicyEngine  # tree-sitter: loaded on first use
+        from ..policy.trust import AllowlistTrust, default_trust_file
+
         root = project_root(p.cwd)
         if (p.command is None) == (p.path is None):
             raise InvalidParams("give exactly one of command or path")
@@ -116,6 +118,10 @@ def register(d: Dispatcher[Runtime]) -> None:
     @d.method("policy/trust_allowlist", TrustParams)
     async def trust_allowlist(rt: Runtime, p: TrustParams) -> dict[str, Any]:
         """Trust the project's allowlist as the user reviewed it; live sessions pick it up."""
+        from ..policy.allowlist import parse_allowlist
+        from ..policy.engine import PolicyEngine
+        from ..policy.trust import AllowlistTrust, allowlist_path, default_trust_file
+
         root = project_root(p.cwd)
         path = allowlist_path(root)
         if path.is_symlink() or not path.is_file():

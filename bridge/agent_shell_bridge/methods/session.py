@@ -8,7 +8,7 @@ import os
 import re
 import secrets
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -32,6 +32,12 @@ from ..runtime import Runtime
 from ..session import SessionState, SessionStore, new_session_id
 from ..tools.catalogue import CATALOGUE
 from ..types import JSONObject
+
+if TYPE_CHECKING:
+    from ..agent.live import LiveSession
+
+# The agent loop (model client, executor, policy, action log) is imported by the
+# first session, not at server start: the ready line comes sooner.
 
 Mode = Literal["act", "ask"]
 
@@ -250,6 +256,8 @@ def _describe(live: LiveSession) -> dict[str, Any]:
 def register(d: Dispatcher[Runtime]) -> None:
     @d.method("session/new", NewParams)
     async def new(rt: Runtime, p: NewParams) -> dict[str, Any]:
+        from ..agent.reporter import text
+
         root = project_root(p.cwd)
         if not p.allow_wide_root:
             check_wide_root(root)
@@ -338,6 +346,7 @@ def register(d: Dispatcher[Runtime]) -> None:
 
     @d.method("session/prompt", PromptParams)
     async def prompt(rt: Runtime, p: PromptParams) -> dict[str, Any]:
+
         live = session_of(rt, p.sessionId)
         # Refuse before changing anything: a busy session keeps its mode and context.
         if live.busy:
@@ -412,6 +421,7 @@ def register(d: Dispatcher[Runtime]) -> None:
 
     @d.method("session/resume", ResumeParams)
     async def resume(rt: Runtime, p: ResumeParams) -> dict[str, Any]:
+
         root = project_root(p.cwd)
         live = rt.sessions.get(p.sessionId)
         if live is None:

@@ -2,9 +2,13 @@
 
 Tolerates what real providers send: tool-call fragments keyed by ``index``, a new
 ``id`` at an already used index (Ollama puts every parallel call at index 0), no
-index at all, whole calls in one chunk, no ``arguments`` field (vLLM), arguments
-given as an object, ``reasoning_content`` or ``reasoning``, ``choices: []`` chunks
-(Azure prompt filter, the usage chunk) and an ``error`` object inside the stream.
+index and empty ids (Gemini: a fragment naming a function after a finished call
+starts a new call), whole calls in one chunk, no ``arguments`` field (vLLM),
+arguments given as an object, reasoning as ``reasoning_content`` (DeepSeek, GLM),
+``reasoning`` (vLLM, Groq, OpenRouter) or only ``reasoning_details`` (OpenRouter
+style, Snowflake), ``refusal`` text (OpenAI), ``choices: []`` chunks (Azure prompt
+filter, the usage chunk), other choices than the first (``n > 1``: ignored) and an
+``error`` object inside the stream.
 """
 
 from __future__ import annotations
@@ -14,7 +18,15 @@ from dataclasses import dataclass
 
 from ..errors import ModelStreamError
 from ..types import JSONObject
-from .types import Completion, ModelEvent, ReasoningDelta, TextDelta, ToolCall, Usage
+from .types import (
+    Completion,
+    ModelEvent,
+    ReasoningDelta,
+    RefusalDelta,
+    TextDelta,
+    ToolCall,
+    Usage,
+)
 
 __all__ = ["CompletionAssembler", "provider_error_message"]
 
@@ -35,6 +47,40 @@ def provider_error_message(error: object) -> str:
     return str(error)[:500]
 
 
+def reasoning_text(delta: JSONObject) -> str:
+    """The reasoning in one delta, from whichever field the provider uses.
+
+    ``reasoning_content`` or ``reasoning`` when present (OpenRouter sends the same
+    text in ``reasoning`` and ``reasoning_details``: it must count once), else the
+    ``text`` (or ``summary``) of each ``reasoning_details`` entry; encrypted entries
+    carry no text.
+    """
+    for key in ("reasoning_content", "reasoning"):
+        text = delta.get(key)
+        if isinstance(text, str) and text:
+            return text
+    details = delta.get("reasoning_details")
+    if not isinstance(details, list):
+        return ""
+    parts: list[str] = []
+    for item in details:
+        if isinstance(item, dict):
+            for key in ("text", "summary"):
+                value = item.get(key)
+                if isinstance(value, str) and value:
+                    parts.append(value)
+                    break
+    return "".join(parts)
+
+
+def _is_complete_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return True
+
+
 @dataclass(slots=True)
 class _PartialCall:
     index: int | None
@@ -49,6 +95,7 @@ class CompletionAssembler:
     def __init__(self) -> None:
         self._content: list[str] = []
         self._reasoning: list[str] = []
+        self._refusal: list[str] = []
         self._calls: list[_PartialCall] = []
         self._by_index: dict[int, _PartialCall] = {}
         self.finish_reason: str | None = None
@@ -108,16 +155,18 @@ class CompletionAssembler:
 
     def _feed_delta(self, delta: JSONObject) -> list[ModelEvent]:
         events: list[ModelEvent] = []
-        for key in ("reasoning_content", "reasoning"):
-            text = delta.get(key)
-            if isinstance(text, str) and text:
-                self._reasoning.append(text)
-                events.append(ReasoningDelta(text))
-                break
+        thought = reasoning_text(delta)
+        if thought:
+            self._reasoning.append(thought)
+            events.append(ReasoningDelta(thought))
         text = delta.get("content")
         if isinstance(text, str) and text:
             self._content.append(text)
             events.append(TextDelta(text))
+        refusal = delta.get("refusal")
+        if isinstance(refusal, str) and refusal:
+            self._refusal.append(refusal)
+            events.append(RefusalDelta(refusal))
         calls = delta.get("tool_calls")
         if isinstance(calls, list):
             for raw in calls:
@@ -133,9 +182,10 @@ class CompletionAssembler:
         call_id = raw_id if isinstance(raw_id, str) else ""
         raw_function = raw.get("function")
         function: JSONObject = raw_function if isinstance(raw_function, dict) else {}
-        call = self._slot(index, call_id)
         name = function.get("name")
-        if isinstance(name, str) and name and not call.name:
+        name = name if isinstance(name, str) else ""
+        call = self._slot(index, call_id, name)
+        if name and not call.name:
             call.name = name
         args = function.get("arguments")
         if isinstance(args, str):
@@ -143,8 +193,14 @@ class CompletionAssembler:
         elif isinstance(args, dict | list):
             call.arguments += json.dumps(args, ensure_ascii=False)
 
-    def _slot(self, index: int | None, call_id: str) -> _PartialCall:
-        """Find the call this fragment continues, or start a new one."""
+    def _slot(self, index: int | None, call_id: str, name: str) -> _PartialCall:
+        """Find the call this fragment continues, or start a new one.
+
+        A known id continues its call; a new id at a used index starts one. Without
+        an id, a fragment naming a function starts a new call when the call it
+        would continue already has a name and either another one or finished
+        arguments: some providers repeat the name on every fragment of one call.
+        """
         if call_id:
             for call in self._calls:
                 if call.id == call_id:
@@ -152,6 +208,14 @@ class CompletionAssembler:
         current = self._by_index.get(index) if index is not None else None
         if current is None and index is None and self._calls and not call_id:
             current = self._calls[-1]
+        if (
+            current is not None
+            and not call_id
+            and name
+            and current.name
+            and (name != current.name or _is_complete_json(current.arguments))
+        ):
+            current = None
         if current is not None and (not call_id or not current.id):
             if call_id:
                 current.id = call_id
@@ -173,4 +237,5 @@ class CompletionAssembler:
             tool_calls=calls,
             finish_reason=self.finish_reason,
             usage=self.usage,
+            refusal="".join(self._refusal) or None,
         )

@@ -401,6 +401,12 @@ def create_mock_app(script: MockScript) -> Starlette:
             record.completed = True
             recorder.add(record)
             return overflow_response(script.overflow_style, limit, tokens)
+        complaint = script.history_error(body["messages"])
+        if complaint is not None:
+            record.status = 400
+            recorder.add(record)
+            error = {"message": complaint, "type": "invalid_request_error"}
+            return JSONResponse({"error": error}, status_code=400)
         index, step, fault = state.take(body["messages"])
         record.step = index
         record.fault = fault

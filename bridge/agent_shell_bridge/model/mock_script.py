@@ -86,10 +86,37 @@ class MockStep(_Strict):
 
 
 class MockScript(_Strict):
+    """The steps, plus what the emulated provider says about the history it gets.
+
+    ``reject_message_fields``: any message carrying one of these keys is answered
+    400, as Groq answers an echoed ``reasoning_content``. ``require_on_tool_calls``:
+    an assistant message with tool calls that lacks one of these keys is answered
+    400, as DeepSeek's thinking mode does. Neither uses up a step.
+    """
+
     steps: list[MockStep] = Field(default_factory=list)
     # Refuse (HTTP 400, no step used) any request whose prompt is over this many tokens.
     context_limit: int | None = Field(default=None, ge=1)
     overflow_style: OverflowStyle = "openai"
+    reject_message_fields: list[str] = Field(default_factory=list)
+    require_on_tool_calls: list[str] = Field(default_factory=list)
+
+    def history_error(self, messages: list[JSONObject]) -> str | None:
+        """The provider's complaint about ``messages``, or None when it accepts them."""
+        for n, message in enumerate(messages):
+            if not isinstance(message, dict) or message.get("role") != "assistant":
+                continue
+            for key in self.reject_message_fields:
+                if key in message:
+                    return (
+                        f"'messages.{n}' : for 'role:assistant' the following must be "
+                        f"satisfied[('messages.{n}' : property '{key}' is unsupported)]"
+                    )
+            if message.get("tool_calls"):
+                for key in self.require_on_tool_calls:
+                    if key not in message:
+                        return f"Missing `{key}` field in the assistant message at index {n}"
+        return None
 
 
 def load_script(path: str | Path) -> MockScript:

@@ -9,6 +9,8 @@ Failure handling:
   (:mod:`.retry`); exhausted retries raise :class:`ModelUnavailable`;
 * 400/401/403/404/422 raise :class:`ModelHTTPError` with the provider's message;
   a request over the context length raises its subclass :class:`ModelContextLimit`;
+  a 400 that names ``reasoning_content`` is sent once more with the other echo
+  choice (:mod:`.profiles`), which the client keeps;
 * a stream cut before any tool call began is restarted once, announced by a
   :class:`StreamRestart` event; a cut after that, or an ``error`` object inside the
   stream, raises :class:`ModelStreamError`.
@@ -33,6 +35,7 @@ from ..errors import ModelContextLimit, ModelHTTPError, ModelStreamError, ModelU
 from ..types import JSONObject
 from .assemble import CompletionAssembler, provider_error_message
 from .overflow import context_limit_of, is_context_overflow
+from .profiles import flip_for_error, profile_for, wire_messages
 from .retry import RetryPolicy
 from .sse import SSEDecoder
 from .types import ModelEvent, ModelSettings, StreamRestart
@@ -80,6 +83,10 @@ class ModelClient:
             retry_after_cap_s=settings.retry_after_cap_s,
             rng=rng or random.Random(),  # noqa: S311 - jitter, not cryptography
         )
+        echo = settings.echo_reasoning
+        if echo is None:
+            echo = profile_for(settings.api_base).echo_reasoning
+        self.echo_reasoning = echo
 
     def __repr__(self) -> str:
         return f"ModelClient(api_base={self.settings.api_base!r}, model={self.settings.model!r})"
@@ -102,7 +109,7 @@ class ModelClient:
     ) -> JSONObject:
         body: JSONObject = {
             "model": self.settings.model,
-            "messages": messages,
+            "messages": wire_messages(messages, echo_reasoning=self.echo_reasoning),
             "stream": True,
             "stream_options": {"include_usage": True},
         }
@@ -126,6 +133,7 @@ class ModelClient:
         body = self.build_body(messages, tools, tool_choice=tool_choice, max_tokens=max_tokens)
         retries = 0
         restarted = False
+        flipped = False
         while True:
             assembler = CompletionAssembler()
             try:
@@ -133,6 +141,16 @@ class ModelClient:
                     yield event
                 yield assembler.finish()
                 return
+            except ModelHTTPError as exc:
+                echo = flip_for_error(
+                    exc.status, exc.message, messages, echo_reasoning=self.echo_reasoning
+                )
+                if flipped or echo is None:
+                    raise
+                flipped = True
+                log.warning("the provider rejected the reasoning echo choice; retrying once")
+                self.echo_reasoning = echo
+                body = {**body, "messages": wire_messages(messages, echo_reasoning=echo)}
             except ModelStreamError as exc:
                 raise ModelStreamError(
                     self._scrub(exc.message), data=self._scrub_data(exc.data)

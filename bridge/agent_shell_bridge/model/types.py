@@ -19,6 +19,7 @@ __all__ = [
     "ModelSettings",
     "Prices",
     "ReasoningDelta",
+    "RefusalDelta",
     "StreamRestart",
     "TextDelta",
     "ToolCall",
@@ -69,6 +70,9 @@ class ModelSettings:
     backoff_cap_s: float = 8.0
     retry_after_cap_s: float = 60.0
     prices: Prices | None = None
+    # Send reasoning back on tool-call messages: None = as the provider's profile
+    # says (see :mod:`.profiles`), True/False = always/never.
+    echo_reasoning: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +187,15 @@ class TextDelta:
 
 @dataclass(frozen=True, slots=True)
 class ReasoningDelta:
-    """A fragment of the model's thinking (``reasoning_content`` / ``reasoning``)."""
+    """A fragment of the model's thinking (``reasoning_content``, ``reasoning`` or
+    the text of ``reasoning_details``)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class RefusalDelta:
+    """A fragment of a refusal (OpenAI's ``delta.refusal``): shown as the answer."""
 
     text: str
 
@@ -198,7 +210,8 @@ class Completion:
     """The whole answer; always the last event of a stream.
 
     ``finish_reason`` is the provider's own word: some say ``stop`` although they
-    called tools, so callers should look at ``tool_calls``.
+    called tools, so callers should look at ``tool_calls``. ``refusal`` is the text
+    of a refusal (OpenAI sends it instead of ``content``).
     """
 
     content: str
@@ -206,15 +219,22 @@ class Completion:
     tool_calls: list[ToolCall]
     finish_reason: str | None
     usage: Usage | None
+    refusal: str | None = None
+
+    @property
+    def answer(self) -> str:
+        """What the user reads as the answer: the content, else the refusal."""
+        return self.content or self.refusal or ""
 
     def to_message(self) -> JSONObject:
         """The assistant message to append to the history.
 
-        Carries ``reasoning_content`` whenever reasoning was produced: DeepSeek's
-        thinking mode rejects a tool-calling assistant message without it.
+        Keeps ``reasoning_content`` whenever reasoning was produced; whether a
+        provider gets it back is decided per request (:mod:`.profiles`). A refusal
+        becomes the content, which every provider accepts.
         """
         message: JSONObject = {"role": "assistant"}
-        message["content"] = self.content if (self.content or not self.tool_calls) else None
+        message["content"] = self.answer if (self.answer or not self.tool_calls) else None
         if self.reasoning:
             message["reasoning_content"] = self.reasoning
         if self.tool_calls:
@@ -231,7 +251,8 @@ class Completion:
             ],
             "finish_reason": self.finish_reason,
             "usage": self.usage.to_json() if self.usage else None,
+            **({"refusal": self.refusal} if self.refusal is not None else {}),
         }
 
 
-ModelEvent = TextDelta | ReasoningDelta | StreamRestart | Completion
+ModelEvent = TextDelta | ReasoningDelta | RefusalDelta | StreamRestart | Completion
