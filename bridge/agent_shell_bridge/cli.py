@@ -37,7 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("agent_shell_bridge.headless", "run one task headlessly (no Emacs)"),
     "acp": (
         "agent_shell_bridge.acp_agent.cli",
-        "speak the Agent Client Protocol on stdio (Zed and other editors)",
+        "run as an Agent Client Protocol agent on stdio",
     ),
 }
 

@@ -24,7 +24,7 @@ async def test_cancel_while_the_turn_is_recorded_still_sends_turn_end(
         sid = await rig.new_session()
         live = rig.runtime.sessions[sid]
         async with rig.client.events(from_now=True) as stream:
-            live.start_turn(run_turn(live, "慢一点", "t-early"))
+            live.start_turn(run_turn(live, "慢一点", "t-early"), "t-early")
             await asyncio.sleep(0)  # one loop step: the task is now inside its first await
             assert live.turn_task is not None and not live.turn_task.done()
             assert await live.cancel_turn() is True

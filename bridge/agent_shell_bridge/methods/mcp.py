@@ -10,7 +10,6 @@ from pydantic import Field
 
 from ..errors import InvalidParams
 from ..mcp.config import from_claude_json
-from ..mcp.session import mcp_trust, project_config_path
 from ..rpc import Dispatcher, Params
 from ..runtime import Runtime
 from .session import project_root
@@ -26,6 +25,9 @@ def register(d: Dispatcher[Runtime]) -> None:
     @d.method("mcp/trust", TrustMcpParams)
     async def trust(rt: Runtime, p: TrustMcpParams) -> dict[str, Any]:
         """Trust the project's .mcp.json as the user reviewed it (new sessions use it)."""
+        # Loaded here, not at server start: the trust record pulls in the policy.
+        from ..mcp.session import mcp_trust, project_config_path
+
         root = project_root(p.cwd)
         path = project_config_path(root)
         if path.is_symlink() or not path.is_file():

@@ -12,20 +12,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator
 
-from ..agent.grants import list_grants, revoke_grant
-from ..agent.instructions_glue import announce_instructions
-from ..agent.live import LiveSession, open_session
-from ..agent.loop import run_turn
-from ..agent.memory_glue import recent_memories
-from ..agent.model_help import key_notice
 from ..agent.prompt import frame_tool_result
-from ..agent.reporter import text
 from ..agent.roles import RoleConfig, merge_roles
 from ..config import BridgeConfig, ModelConfig
 from ..errors import InvalidParams, RootNotAllowed, SessionBusy, SessionNotFound
 from ..instructions import user_config_dir
 from ..mcp.config import ServerPolicy, WireServer, from_wire
-from ..mcp.session import attach_mcp
 from ..prompt_commands import expand_command, resolve_command, split_command
 from ..rpc import Dispatcher, Params
 from ..runtime import Runtime
@@ -216,6 +208,8 @@ def _config_for(rt: Runtime, p: NewParams | ResumeParams) -> BridgeConfig:
 
 
 async def _start_mcp(live: LiveSession, p: NewParams | ResumeParams) -> dict[str, Any]:
+    from ..mcp.session import attach_mcp
+
     servers = from_wire(p.mcpServers)  # bad entries: -32602 before anything starts
     return await attach_mcp(
         live, servers, dict(p.mcpServerPolicy), start_timeout_s=p.mcpStartTimeoutS
@@ -231,6 +225,8 @@ def _mcp_status(live: LiveSession) -> dict[str, Any]:
 
 
 def _describe(live: LiveSession) -> dict[str, Any]:
+    from ..agent.model_help import key_notice
+
     notice = key_notice(live.config)
     return {
         "notices": [notice] if notice else [],
@@ -256,6 +252,10 @@ def _describe(live: LiveSession) -> dict[str, Any]:
 def register(d: Dispatcher[Runtime]) -> None:
     @d.method("session/new", NewParams)
     async def new(rt: Runtime, p: NewParams) -> dict[str, Any]:
+        from ..agent.instructions_glue import announce_instructions
+        from ..agent.live import open_session
+        from ..agent.memory_glue import recent_memories
+        from ..agent.model_help import key_notice
         from ..agent.reporter import text
 
         root = project_root(p.cwd)
@@ -346,6 +346,7 @@ def register(d: Dispatcher[Runtime]) -> None:
 
     @d.method("session/prompt", PromptParams)
     async def prompt(rt: Runtime, p: PromptParams) -> dict[str, Any]:
+        from ..agent.loop import run_turn
 
         live = session_of(rt, p.sessionId)
         # Refuse before changing anything: a busy session keeps its mode and context.
@@ -383,12 +384,17 @@ def register(d: Dispatcher[Runtime]) -> None:
 
     @d.method("session/grants", SessionRef)
     async def grants(rt: Runtime, p: SessionRef) -> dict[str, Any]:
+        from ..agent.grants import list_grants
+
         """What "allow for this session" has granted so far, oldest first."""
         live = session_of(rt, p.sessionId)
         return {"grants": [g.to_json() for g in list_grants(live.state)]}
 
     @d.method("session/revoke_grant", RevokeParams)
     async def revoke(rt: Runtime, p: RevokeParams) -> dict[str, Any]:
+        from ..agent.grants import list_grants, revoke_grant
+        from ..agent.reporter import text
+
         """Take a grant back: the next such step asks again, even within this turn."""
         live = session_of(rt, p.sessionId)
         grant = revoke_grant(live.state, p.grantId)
@@ -421,6 +427,7 @@ def register(d: Dispatcher[Runtime]) -> None:
 
     @d.method("session/resume", ResumeParams)
     async def resume(rt: Runtime, p: ResumeParams) -> dict[str, Any]:
+        from ..agent.live import open_session
 
         root = project_root(p.cwd)
         live = rt.sessions.get(p.sessionId)
