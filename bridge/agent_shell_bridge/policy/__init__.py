@@ -23,7 +23,14 @@ _WHERE = {
     "parse_allowlist": "allowlist",
 }
 
-__all__ = sorted(_WHERE)
+__all__ = [
+    "AllowEntry",
+    "Allowlist",
+    "AllowlistError",
+    "PolicyEngine",
+    "load_allowlist",
+    "parse_allowlist",
+]
 
 
 def __getattr__(name: str) -> Any:
