@@ -822,7 +822,18 @@ and keeps a note for the model's next request."
                (with-temp-buffer
                  (insert-file-contents log)
                  (and (search-forward ":UNDO_OF: t-undo-1" nil t)
-                      (search-forward "新.txt" nil t))))))
+                      (search-forward "新.txt" nil t)))))
+            ;; The bridge saves the session last: wait for that too, so the
+            ;; project is not deleted under its write.
+            (test-shell--wait
+             "the session saved with the undo"
+             (lambda ()
+               (let ((saved (expand-file-name (format ".agent-shell/sessions/%s.json" sid)
+                                              root)))
+                 (and (file-exists-p saved)
+                      (with-temp-buffer
+                        (insert-file-contents saved)
+                        (search-forward "the user undid turn t-undo-1" nil t)))))))
         (with-current-buffer shell (setq agent-shell--session-id nil))
         (kill-buffer shell)))))
 
