@@ -1,0 +1,257 @@
+;;; agent-shell-bridge.el --- The bridge process and its connection  -*- lexical-binding: t; -*-
+
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; Starting the Python bridge once per Emacs, initialising the connection,
+;; running what waits for it, and noticing when it exits.  The shell
+;; buffers find their sessions through `agent-shell--sessions'.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'agent-shell-custom)
+(require 'agent-shell-rpc)
+(require 'agent-shell-log)
+(require 'agent-shell-plan)
+(require 'agent-shell-tools)
+(require 'agent-shell-project)
+(require 'agent-shell-transcript)
+(require 'agent-shell-lifecycle)
+
+;;; State
+
+(defvar agent-shell--permissions nil
+  "Pending permission requests, oldest first.
+Each is a plist (:key KEY :conn CONN :id ID :session SID :params P).
+KEY is the log entry id, or the request id when there is none.")
+
+(defvar agent-shell--connection nil
+  "The connection to the bridge, shared by all sessions of this Emacs.")
+
+
+(defvar agent-shell--initialized nil
+  "The connection on which `initialize' succeeded, or nil.")
+
+
+(defvar agent-shell--bridge-info nil
+  "The result of `initialize' on the current connection.")
+
+
+(defvar agent-shell--ready-queue nil
+  "Functions waiting for an initialised connection, newest first.")
+
+
+(defvar agent-shell--sessions (make-hash-table :test #'equal)
+  "Session id to shell buffer.")
+
+
+(defvar agent-shell-debug-bridge nil
+  "When non-nil, start the bridge with its debug methods (for tests).")
+
+;;; Internals: the bridge
+
+(defun agent-shell--model-params ()
+  "Return the `model' object of `initialize', with the key resolved."
+  (let* ((found (agent-shell--api-key-and-source))
+         (key (car found)))
+    `((api_base . ,agent-shell-api-base)
+      (model . ,agent-shell-model)
+      ,@(and key `((api_key . ,key)))
+      (api_key_source . ,(cdr found))
+      ,@(and agent-shell-context-window
+             `((context_window . ,agent-shell-context-window)))
+      (trust_env . ,(if agent-shell-trust-env t :json-false))
+      ,@(pcase agent-shell-echo-reasoning
+          ('always '((echo_reasoning . t)))
+          ('never '((echo_reasoning . :json-false))))
+      ,@(and agent-shell-prices
+             `((price_input_per_mtok . ,(nth 0 agent-shell-prices))
+               (price_output_per_mtok . ,(nth 1 agent-shell-prices))
+               (price_cached_input_per_mtok . ,(nth 2 agent-shell-prices)))))))
+
+(defun agent-shell--initialize-params ()
+  "Return the params of `initialize'."
+  `((protocolVersion . 1)
+    (clientInfo . ((name . "agent-shell.el") (version . "0.1.0")
+                   (emacs . ,emacs-version)))
+    (clientCapabilities . ((tools . ,(vconcat (agent-shell-tools-names)))))
+    ,@(and agent-shell-notify-webhook
+           `((notify . ((webhook . ,agent-shell-notify-webhook)
+                        (kind . ,(symbol-name agent-shell-notify-webhook-kind))))))
+    (sandbox_approved_commands
+     . ,(if agent-shell-sandbox-approved-commands t :json-false))
+    (model . ,(agent-shell--model-params))))
+
+(defun agent-shell--live-connection ()
+  "Return the bridge connection when its process is alive."
+  (and agent-shell--connection
+       (agent-shell-rpc-live-p agent-shell--connection)
+       agent-shell--connection))
+
+(defun agent-shell--run-ready-queue (conn)
+  "Call the functions waiting for CONN, oldest first."
+  (let ((queue (nreverse agent-shell--ready-queue)))
+    (setq agent-shell--ready-queue nil)
+    (dolist (fn queue)
+      (funcall fn conn))))
+
+(defun agent-shell--fail-ready-queue (message)
+  "Tell the shell buffers waiting for the bridge that it failed with MESSAGE."
+  (setq agent-shell--ready-queue nil)
+  (agent-shell--each-shell
+   (lambda ()
+     (when (eq agent-shell--state 'starting)
+       (agent-shell--unqueue)
+       (agent-shell--notice message)
+       (agent-shell--set-state 'dead)))))
+
+(defun agent-shell--initialize-failed (conn message)
+  "Give up on CONN, whose initialisation failed with MESSAGE.
+The waiting functions are told, and the bridge is ended, so that the
+next command starts a fresh one instead of waiting forever."
+  (when (eq conn agent-shell--connection)
+    (setq agent-shell--connection nil))
+  (when (eq conn agent-shell--initialized)
+    (setq agent-shell--initialized nil))
+  (agent-shell--fail-ready-queue message)
+  (message "agent-shell: %s" message)
+  (agent-shell-rpc-kill conn message))
+
+(defun agent-shell--initialize (conn)
+  "Send `initialize' on CONN, then release the waiting functions.
+The params carry the API key, so this one message stays out of the
+events buffer.  When the params cannot be made (the key lookup
+failed or was quit) or the bridge refuses them, CONN is ended."
+  (let ((done nil))
+    (unwind-protect
+        (let ((params (condition-case err
+                          (agent-shell--initialize-params)
+                        (error
+                         (agent-shell--initialize-failed
+                          conn (format "Preparing `initialize' failed: %s"
+                                       (error-message-string err)))
+                         nil))))
+          (when params
+            (let ((agent-shell-log-events nil))
+              (agent-shell-rpc-request
+               conn "initialize" params
+               :on-success (lambda (result)
+                             (setq agent-shell--bridge-info result
+                                   agent-shell--initialized conn)
+                             (agent-shell--run-ready-queue conn))
+               :on-error (lambda (err)
+                           (agent-shell--initialize-failed
+                            conn (format "The bridge refused to initialise: %s"
+                                         (alist-get 'message err)))))))
+          (setq done t))
+      (unless done
+        (agent-shell--initialize-failed conn "Starting the bridge was interrupted")))))
+
+(defun agent-shell--start-bridge ()
+  "Start the bridge process; initialise it once it is ready.
+The memory directory reaches the bridge as AGENT_SHELL_MEMORY_DIR,
+the environment form of its --memory-dir option."
+  (make-directory agent-shell-memory-dir t)
+  (setq agent-shell--initialized nil)
+  (setq agent-shell--connection
+        (agent-shell-rpc-start
+         :directory (expand-file-name "~/")
+         :environment (append
+                       (list (concat "AGENT_SHELL_MEMORY_DIR="
+                                     (expand-file-name agent-shell-memory-dir)))
+                       (and agent-shell-debug-bridge
+                            '("AGENT_SHELL_BRIDGE_DEBUG=1")))
+         :name "agent-shell-bridge"
+         :on-ready #'agent-shell--initialize
+         :on-exit #'agent-shell--bridge-exited)))
+
+(defun agent-shell--with-bridge (fn)
+  "Call FN with an initialised bridge connection, starting one if needed."
+  (let ((conn (agent-shell--live-connection)))
+    (if (and conn (eq agent-shell--initialized conn))
+        (funcall fn conn)
+      (push fn agent-shell--ready-queue)
+      (unless conn
+        (condition-case err
+            (agent-shell--start-bridge)
+          (error
+           (let ((text (format "Cannot start the agent-shell bridge: %s"
+                               (error-message-string err))))
+             (agent-shell--fail-ready-queue text)
+             (message "%s" text))))))))
+
+(defun agent-shell--bridge-exited (conn reason)
+  "Tell every shell buffer that the bridge CONN ended because of REASON."
+  (when (eq conn agent-shell--connection)
+    (setq agent-shell--connection nil
+          agent-shell--initialized nil)
+    (setq agent-shell--permissions
+          (cl-remove-if (lambda (p) (eq (plist-get p :conn) conn))
+                        agent-shell--permissions))
+    ;; Steps and plans that waited for the user can no longer be answered.
+    (dolist (buffer (buffer-list))
+      (when (and (buffer-live-p buffer)
+                 (eq (buffer-local-value 'major-mode buffer) 'agent-shell-log-mode)
+                 (agent-shell-log-pending buffer))
+        (agent-shell-log-abandon-pending
+         buffer "The bridge stopped before this step was decided")))
+    (agent-shell-plan-abandon conn)
+    (let ((text (agent-shell--dead-bridge-text reason)))
+      (agent-shell--fail-ready-queue text)
+      (agent-shell--each-shell (lambda () (agent-shell--connection-lost text)))
+      (message "%s" text))))
+
+(defun agent-shell--each-shell (fn)
+  "Call FN in every live shell buffer."
+  (dolist (buffer (buffer-list))
+    (when (buffer-live-p buffer)
+      (with-current-buffer buffer
+        (when (derived-mode-p 'agent-shell-mode)
+          (funcall fn))))))
+
+(defun agent-shell--request (method params &rest args)
+  "Send METHOD with PARAMS on the bridge; ARGS as `agent-shell-rpc-request'.
+Signal a `user-error' when the bridge is not running."
+  (let ((conn (agent-shell--live-connection)))
+    (unless conn
+      (user-error (substitute-command-keys
+                   "The bridge is not running; \\<agent-shell-mode-map>\\[agent-shell-restart] \
+in the shell buffer restarts it and resumes the session")))
+    (apply #'agent-shell-rpc-request conn method params args)))
+
+(defun agent-shell--report-undo (turn-id paths)
+  "Tell the bridge that the user undid TURN-ID, restoring PATHS.
+The bridge records it in the action log and tells the model in its
+next request.  Call it in the shell buffer; without a live session
+there is nobody to tell."
+  (let ((conn (agent-shell--live-connection)))
+    (when (and conn (stringp agent-shell--session-id))
+      (agent-shell-rpc-request
+       conn "session/undo_turn_done"
+       `((sessionId . ,agent-shell--session-id) (turnId . ,turn-id)
+         (paths . ,(vconcat paths)))
+       :on-error (lambda (err)
+                   (message "agent-shell: the bridge did not record the undo: %s"
+                            (alist-get 'message err)))))))
+
+(defun agent-shell--session-buffer (session-id)
+  "Return the live shell buffer of SESSION-ID, or nil."
+  (let ((buffer (gethash session-id agent-shell--sessions)))
+    (if (buffer-live-p buffer)
+        buffer
+      (remhash session-id agent-shell--sessions)
+      nil)))
+
+(defun agent-shell--log-buffer-for (session-id)
+  "Return the action log buffer of SESSION-ID, or nil when it has no shell.
+Events of a session whose shell buffer is gone are dropped rather
+than shown in a stray buffer."
+  (let ((shell (agent-shell--session-buffer session-id)))
+    (and shell
+         (agent-shell-log-buffer (buffer-local-value 'agent-shell--name shell)))))
+
+(provide 'agent-shell-bridge)
+;;; agent-shell-bridge.el ends here

@@ -1,0 +1,188 @@
+;;; agent-shell-custom.el --- Options of agent-shell  -*- lexical-binding: t; -*-
+
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; The customization group and the user options of agent-shell, in one
+;; file every other part can require without loading the rest.
+
+;;; Code:
+
+(require 'cl-lib)
+
+(declare-function agent-shell-notify-default "agent-shell" (text))
+
+;;; Options
+
+(defgroup agent-shell nil
+  "A coding agent that lives inside Emacs."
+  :group 'tools
+  :prefix "agent-shell-")
+
+(defcustom agent-shell-api-base
+  (or (getenv "AGENT_SHELL_API_BASE") "https://api.deepseek.com/v1")
+  "Base URL of the OpenAI-compatible model API.
+The default comes from the environment variable AGENT_SHELL_API_BASE
+when it is set, else DeepSeek's API."
+  :type 'string
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+(defcustom agent-shell-model (or (getenv "AGENT_SHELL_MODEL") "deepseek-chat")
+  "Model name sent to the model API.
+The default comes from the environment variable AGENT_SHELL_MODEL when
+it is set."
+  :type 'string
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+(defcustom agent-shell-api-key nil
+  "API key for the model API, or a function returning it, or nil.
+When nil, the key comes from `auth-source' for the host of
+`agent-shell-api-base', then from the environment variables
+AGENT_SHELL_API_KEY, DEEPSEEK_API_KEY and OPENAI_API_KEY.  Prefer
+`auth-source' or a function over a plain string."
+  :type '(choice (const :tag "Look it up (auth-source, environment)" nil)
+                 (string :tag "Key")
+                 (function :tag "Function returning the key"))
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+(defcustom agent-shell-context-window nil
+  "Context window of the model in tokens, or nil for the bridge's default."
+  :type '(choice (const :tag "Bridge default" nil)
+                 (integer :tag "Tokens"))
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+(defcustom agent-shell-echo-reasoning 'auto
+  "Whether the model's reasoning is sent back with its tool calls.
+DeepSeek's thinking mode requires it; other providers (Groq, among
+others) reject it.  `auto' decides by the API base: only DeepSeek
+gets it.  Whatever the choice, when a provider answers that the
+`reasoning_content' field is wrong, the bridge flips the choice and
+sends the request once more."
+  :type '(choice (const :tag "By provider (DeepSeek only)" auto)
+                 (const :tag "Always" always)
+                 (const :tag "Never" never))
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+(defcustom agent-shell-trust-env nil
+  "When non-nil, the bridge honours proxy variables for model API calls.
+Loopback traffic between Emacs and the bridge never uses a proxy."
+  :type '(choice (const :tag "Ignore proxy variables" nil)
+                 (const :tag "Use proxy variables" t))
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+(defcustom agent-shell-memory-dir (locate-user-emacs-file "agent-shell-memory/")
+  "Directory of the bridge's memory index, shared by all projects."
+  :type 'directory
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+(defcustom agent-shell-workspace-root nil
+  "Directory used as the project root when no project is found.
+When nil, `default-directory' is used."
+  :type '(choice (const :tag "The current directory" nil)
+                 (directory :tag "Directory"))
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+(defcustom agent-shell-max-steps 25
+  "Largest number of model steps in one turn."
+  :type 'integer
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+(defcustom agent-shell-extra-allowed-paths nil
+  "Directories besides the project root that file tools may touch."
+  :type '(repeat directory)
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+(defcustom agent-shell-sandbox-approved-commands nil
+  "Non-nil runs the commands you approve in the sandbox too, with network.
+Commands that run without your yes always run in the bridge's
+sandbox (bubblewrap) when it has one; by default the ones you approve
+run outside it, with your full permissions.  The header line says
+\"no sandbox\" where bubblewrap cannot run."
+  :type 'boolean
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+(defcustom agent-shell-default-mode 'act
+  "Mode of a new session.
+In `act' mode the agent may change files and run commands (with the
+safety policy); in `ask' mode it only reads and answers."
+  :type '(choice (const :tag "Act: read, write and run" act)
+                 (const :tag "Ask: read only" ask))
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+(defcustom agent-shell-prices nil
+  "Prices in US dollars per million tokens, for the cost shown in the log.
+A list (INPUT OUTPUT CACHED-INPUT), or nil to show no cost."
+  :type '(choice (const :tag "No prices" nil)
+                 (list :tag "Prices per million tokens"
+                       (number :tag "Input")
+                       (number :tag "Output")
+                       (number :tag "Cached input")))
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+(defcustom agent-shell-notify-threshold 30
+  "Seconds a turn must last for its end to be notified."
+  :type 'number
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+(defcustom agent-shell-notify-webhook nil
+  "URL the bridge posts task completions and failures to, or nil for none.
+The message names the task, the failed step, the reason and the log file."
+  :type '(choice (const :tag "No webhook" nil) (string :tag "URL"))
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+(defcustom agent-shell-notify-webhook-kind 'generic
+  "Shape of the webhook message: plain JSON, WeCom or Slack markdown."
+  :type '(choice (const :tag "Generic JSON" generic)
+                 (const :tag "WeCom (企业微信) markdown" wecom)
+                 (const :tag "Slack markdown" slack))
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+(defcustom agent-shell-notify-function #'agent-shell-notify-default
+  "Function called with a message string when a long turn ends."
+  :type 'function
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+(defface agent-shell-prompt-face '((t :inherit minibuffer-prompt))
+  "Face of the input prompt."
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+;;; The session state of a shell buffer
+(defvar-local agent-shell--session-id nil "This buffer's session id.")
+(defvar-local agent-shell--root nil "This buffer's project root.")
+(defvar-local agent-shell--name nil "This buffer's session name.")
+(defvar-local agent-shell--mode nil "This buffer's mode, `act' or `ask'.")
+(defvar-local agent-shell--model nil
+  "The model of this buffer's session, as the bridge reported it.")
+(defvar-local agent-shell--stale-turns nil
+  "Ids of turns this buffer stopped waiting for (cancelled).")
+(defvar-local agent-shell--turn-id nil "The running turn, or nil.")
+(defvar-local agent-shell--turn-start nil "When the running turn started.")
+(defvar-local agent-shell--input-marker nil "Where the user's input starts.")
+(defvar-local agent-shell--history nil "Sent inputs, newest first.")
+(defvar-local agent-shell--history-index -1 "Position while walking history.")
+(defvar-local agent-shell--history-draft nil "Input saved before walking.")
+(defvar-local agent-shell--log-path nil "The session's log file.")
+(defvar-local agent-shell--turn-prompts nil
+  "Turn id to the prompt that started it, newest first.")
+
+(provide 'agent-shell-custom)
+;;; agent-shell-custom.el ends here
