@@ -132,7 +132,36 @@ async def record(serve_app: Any, project: Path) -> list[dict[str, Any]]:
         for m in turn.messages
         if m.get("method") == "session/update" and m["params"].get("sessionId") == sid
     ]
-    return [normalise(p, str(project.resolve()), ids) for p in params]
+    return join_frames([normalise(p, str(project.resolve()), ids) for p in params])
+
+
+_CHUNKS = ("agent_message_chunk", "agent_thought_chunk")
+
+
+def join_frames(updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Join consecutive text frames of one kind into one update.
+
+    How the bridge cuts a stream into frames depends on timing (a frame every 16 ms),
+    so the fixture keeps what a client renders: each run of text whole, in order.
+    """
+    out: list[dict[str, Any]] = []
+    for item in updates:
+        update = item["update"]
+        last = out[-1]["update"] if out else None
+        if (
+            last is not None
+            and update.get("sessionUpdate") in _CHUNKS
+            and last.get("sessionUpdate") == update.get("sessionUpdate")
+            and not update.get("refusal")
+            and not last.get("refusal")
+        ):
+            last["content"] = {
+                **last["content"],
+                "text": last["content"]["text"] + update["content"]["text"],
+            }
+            continue
+        out.append({**item, "update": dict(update)})
+    return out
 
 
 def encode(updates: list[dict[str, Any]]) -> bytes:
