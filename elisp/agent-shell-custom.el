@@ -11,6 +11,10 @@
 
 (require 'cl-lib)
 
+;;; The error every agent-shell error inherits from
+
+(define-error 'agent-shell-error "agent-shell error")
+
 (declare-function agent-shell-notify-default "agent-shell" (text))
 
 ;;; Options

@@ -28,11 +28,9 @@
 
 (require 'cl-lib)
 (require 'subr-x)
+(require 'agent-shell-custom)
 
 ;;; Errors
-
-(unless (get 'agent-shell-error 'error-conditions)
-  (define-error 'agent-shell-error "agent-shell error"))
 
 (define-error 'agent-shell-rpc-error "agent-shell bridge error" 'agent-shell-error)
 

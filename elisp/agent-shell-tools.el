@@ -22,11 +22,9 @@
 
 (require 'cl-lib)
 (require 'subr-x)
+(require 'agent-shell-custom)
 
 ;;; Errors
-
-(unless (get 'agent-shell-error 'error-conditions)
-  (define-error 'agent-shell-error "agent-shell error"))
 
 (define-error 'agent-shell-tool-error "agent-shell tool error" 'agent-shell-error)
 
@@ -34,7 +32,7 @@
 
 (defgroup agent-shell-tools nil
   "Emacs-side tools of agent-shell."
-  :group 'tools
+  :group 'agent-shell
   :prefix "agent-shell-tools-")
 
 (defcustom agent-shell-tools-process-timeout 10

@@ -45,6 +45,7 @@ __all__ = [
     "ProcessRunner",
     "default_timeout",
     "scrubbed_environment",
+    "timeout_for",
 ]
 
 logger = logging.getLogger(__name__)
@@ -88,6 +89,18 @@ class ProcessResult:
 def default_timeout(kind: Literal["command", "test", "build"]) -> float:
     """Default timeout in seconds for a kind of command."""
     return _TIMEOUTS[kind]
+
+
+_BUILD_WORDS = re.compile(r"\b(build|make|compile|install)\b")
+
+
+def timeout_for(kind: str, command: str) -> float:
+    """The default timeout of ``command`` run as a test or as a plain command."""
+    if kind == "test":
+        return default_timeout("test")
+    if _BUILD_WORDS.search(command):
+        return default_timeout("build")
+    return default_timeout("command")
 
 
 def scrubbed_environment(base: Mapping[str, str], secrets: Sequence[str]) -> dict[str, str]:

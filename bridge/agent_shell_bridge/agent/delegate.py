@@ -72,7 +72,7 @@ async def run_role(executor: ToolExecutor, role: Role, task: str, parent: TurnSt
         turn_id=parent.turn_id,
         task_entry=entry,
         prompt=task,
-        started_ms=time.monotonic(),
+        started=time.monotonic(),
         mode=parent.mode,
         role=role,
     )

@@ -22,10 +22,12 @@ from pydantic import ValidationError
 
 from ..errors import BridgeError, Cancelled, PathNotAllowed, ToolFailed
 from ..events import ClientError
+from ..execution import timeout_for
 from ..model.types import ToolCall
 from ..orglog import SrcBlock, TextBlock
 from ..sandbox import roots_without_git, set_aside_new_git
 from ..strict_readonly import strictly_read_only
+from ..testing_summary import detect_test_command, summarize_test_output
 from ..tools import catalogue as cat
 from ..tools import files
 from ..tools.catalogue import CATALOGUE, Side, ToolSpec
@@ -261,7 +263,7 @@ class ToolExecutor:
     async def _decide_command(self, spec: ToolSpec, args: cat.Args) -> _Prepared:
         live = self.live
         if spec.name == "run_test":
-            command = args.command or live.test_command()  # type: ignore[attr-defined]
+            command = args.command or detect_test_command(live.root)  # type: ignore[attr-defined]
             if not command:
                 verdict = Verdict(
                     Decision.DENY,
@@ -628,7 +630,7 @@ class ToolExecutor:
         live = self.live
         assert p.command is not None and p.cwd is not None
         kind = "test" if name == "run_test" else "command"
-        timeout = getattr(p.args, "timeout_s", None) or live.default_timeout(kind, p.command)
+        timeout = getattr(p.args, "timeout_s", None) or timeout_for(kind, p.command)
         if p.by_user:
             # Approved: as the user would run it, unless they sandbox approved ones too.
             network = True
@@ -673,7 +675,7 @@ class ToolExecutor:
         is_verification = name == "run_test" or any(w in p.command for w in _TEST_WORDS)
         ok = result.exit_code == 0 and not result.timed_out
         if is_verification:
-            summary = live.summarize_tests(result.stdout + "\n" + result.stderr)
+            summary = summarize_test_output(result.stdout + "\n" + result.stderr)
             ok = summary.ok(result.exit_code) and not result.timed_out
             payload["summary"] = {
                 "passed": summary.passed,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import BridgeConfig
 from ..errors import SessionBusy, ToolFailed
-from ..execution import ProcessResult, ProcessRunner, default_timeout
+from ..execution import ProcessResult, ProcessRunner
 from ..instructions import Instructions, load_instructions
 from ..model.openai import ModelClient
 from ..model.types import ModelSettings, Prices, Usage
@@ -25,7 +25,6 @@ from ..orglog import OrgLogWriter, log_path_for
 from ..sandbox import SandboxSpec, SandboxStatus
 from ..sandbox_config import config_trust, project_sandbox
 from ..session import SessionState, SessionStore
-from ..testing_summary import TestSummary, detect_test_command, summarize_test_output
 from ..tools import files
 from ..tools.catalogue import CATALOGUE, ToolSource, ToolSpec
 from ..types import JSONObject
@@ -144,19 +143,6 @@ class LiveSession:
             return resolved.relative_to(self.root).as_posix() or "."
         except ValueError:
             return str(resolved)
-
-    def test_command(self) -> str | None:
-        return detect_test_command(self.root)
-
-    def default_timeout(self, kind: str, command: str) -> float:
-        if kind == "test":
-            return default_timeout("test")
-        if re.search(r"\b(build|make|compile|install)\b", command):
-            return default_timeout("build")
-        return default_timeout("command")
-
-    def summarize_tests(self, output: str) -> TestSummary:
-        return summarize_test_output(output)
 
     def remember_read(
         self, display: str, args: Any, result: JSONObject, call_id: str

@@ -361,7 +361,7 @@ async def _begin_turn(
         },
         body=[text(prompt)] if "\n" in prompt.strip() else [],
     )
-    turn = TurnState(turn_id=turn_id, task_entry=task_entry, prompt=prompt, started_ms=started)
+    turn = TurnState(turn_id=turn_id, task_entry=task_entry, prompt=prompt, started=started)
     turn.restore_mode = restore_mode
     turn.mode = state.mode
     start_index = len(state.messages)
@@ -404,7 +404,7 @@ async def _finish(
     this_task = asyncio.current_task()
     live.finishing_task = this_task
     try:
-        duration = int((time.monotonic() - turn.started_ms) * 1000)
+        duration = int((time.monotonic() - turn.started) * 1000)
         prices = live.config.prices
         await live.reporter.add(
             summary_drawer_entry(

@@ -41,7 +41,7 @@ class TurnState:
     turn_id: str
     task_entry: str
     prompt: str
-    started_ms: float
+    started: float  # time.monotonic() when the turn began, in seconds
     steps: int = 0
     model_calls: int = 0
     tool_calls: int = 0
