@@ -11,6 +11,11 @@
 
 ;;; Code:
 
+(declare-function agent-shell--review-allowlist "agent-shell-project" (file bytes &optional question))
+(declare-function agent-shell--request "agent-shell-bridge" (method params &rest args))
+(declare-function agent-shell--project-root "agent-shell-project" (&optional ask))
+(defvar agent-shell--root)
+
 (defcustom agent-shell-review-changes t
   "Whether the reviewer role checks every turn that changed files.
 The reviewer cannot write; it approves or sends comments back to the
@@ -50,6 +55,49 @@ Each element is a plist with :name (lower case) and any of
   "Return the role part of `session/new': the review switch and the roles."
   `((review . ,(if agent-shell-review-changes t :json-false))
     (roles . ,(vconcat (mapcar #'agent-shell-roles--param agent-shell-roles)))))
+
+(defun agent-shell-roles-notice (result)
+  "Return what the user should know of the project's roles in session RESULT."
+  (let* ((project (alist-get 'projectRoles result))
+         (status (alist-get 'status project)))
+    (cond
+     ((equal status "untrusted")
+      (substitute-command-keys
+       "This project's .agent-shell/roles.el is used only once you trust it: \
+\\[agent-shell-trust-roles]"))
+     ((equal status "invalid")
+      (format "This project's .agent-shell/roles.el is not used: %s"
+              (alist-get 'error project))))))
+
+(defun agent-shell-trust-roles (&optional root)
+  "Review ROOT's `.agent-shell/roles.el' and let new sessions use its roles.
+The file arrives with the repository, so its roles (prompts, tools and
+models) apply only after you trust its current content; any change
+needs trust again.  Your own `agent-shell-roles' win on a name.  ROOT
+defaults to this session's project, else the current project."
+  (interactive)
+  (let* ((root (file-name-as-directory
+                (or root agent-shell--root (agent-shell--project-root))))
+         (file (expand-file-name ".agent-shell/roles.el" root))
+         (bytes (progn
+                  (unless (and (file-regular-p file) (not (file-symlink-p file)))
+                    (user-error "No roles.el (or a symlink) at %s" file))
+                  (with-temp-buffer
+                    (set-buffer-multibyte nil)
+                    (insert-file-contents-literally file)
+                    (buffer-string)))))
+    (when (or (not (called-interactively-p 'interactive))
+              (agent-shell--review-allowlist
+               file bytes "Trust %s as shown, letting its roles run in new sessions? "))
+      (agent-shell--request
+       "roles/trust" `((cwd . ,(directory-file-name root))
+                       (sha256 . ,(secure-hash 'sha256 bytes)))
+       :on-success
+       (lambda (result)
+         (message "roles.el trusted: %s"
+                  (mapconcat #'identity (append (alist-get 'roles result) nil) ", ")))
+       :on-error
+       (lambda (err) (message "Trusting roles.el failed: %s" (alist-get 'message err)))))))
 
 (provide 'agent-shell-roles)
 ;;; agent-shell-roles.el ends here

@@ -207,6 +207,8 @@ buffers take the same name."
          (substitute-command-keys
           "This project's allowlist is not applied until you trust it: \
 \\[agent-shell-trust-allowlist]")))
+      (when-let ((roles (agent-shell-roles-notice result)))
+        (agent-shell--notice roles))
       (when-let ((loaded (agent-shell-instructions--on-session result)))
         (agent-shell--notice loaded))
       (let ((memories (alist-get 'memories result)))

@@ -66,5 +66,26 @@
     (let ((agent-shell-review-changes t) (agent-shell-roles nil))
       (should (eq (alist-get 'review (agent-shell--session-new-params root)) t)))))
 
+(ert-deftest test-roles/project-roles-need-trust ()
+  "A project's roles.el is announced until trusted; trusting it lets sessions use it."
+  (agent-shell-test-with-project
+      (root '((".agent-shell/roles.el"
+               . "(setq agent-shell-roles '((:name \"docs\" :prompt \"写文档\"
+  :tools (\"read_file\" \"task_complete\"))))\n")))
+    (test-shell--bridge)
+    (let* ((params `((cwd . ,(directory-file-name root))))
+           (before (test-shell--sync "session/new" params)))
+      (should (string-search "agent-shell-trust-roles" (agent-shell-roles-notice before)))
+      (let ((done nil) (agent-shell--root root))
+        (cl-letf (((symbol-function 'message) (lambda (&rest args)
+                                                 (setq done (apply #'format args)))))
+          (agent-shell-trust-roles root)
+          (test-shell--wait "the trust answer" (lambda () done) 20))
+        (should (string-search "roles.el trusted: docs" done)))
+      (let ((after (test-shell--sync "session/new" params)))
+        (should-not (agent-shell-roles-notice after))
+        (should (cl-find "docs" (append (alist-get 'roles after) nil)
+                         :key (lambda (r) (alist-get 'name r)) :test #'equal))))))
+
 (provide 'test-roles)
 ;;; test-roles.el ends here

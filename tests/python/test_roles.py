@@ -7,6 +7,7 @@ What each side received is read back from the scripted server's request log.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -293,3 +294,64 @@ def test_roles_merge_keeps_builtins_and_refuses_the_lead() -> None:
         merge_roles([RC(name="lead", prompt="x", tools=["read_file"])], CATALOGUE)
     with pytest.raises(ValueError, match="needs a prompt and tools"):
         merge_roles([RC(name="newbie")], CATALOGUE)
+
+
+PROJECT_ROLES = """;; Roles of this project.
+(setq agent-shell-roles
+      '((:name "explorer" :max-steps 3)
+        (:name "docs" :prompt "Improve the documentation. 文档"
+         :tools ("read_file" "task_complete"))))
+"""
+
+
+async def test_roles_project_file_applies_only_once_trusted(
+    serve_app: Any, project: Path, tmp_path: Path
+) -> None:
+    path = project / ".agent-shell" / "roles.el"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(PROJECT_ROLES, encoding="utf-8")
+    async with running_rig(serve_app, project, [], memory_dir=tmp_path / "memory") as rig:
+        before = await rig.client.result("session/new", {"cwd": str(project)})
+        assert before["projectRoles"]["status"] == "untrusted"
+        assert "docs" not in {r["name"] for r in before["roles"]}
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        trusted = await rig.client.result("roles/trust", {"cwd": str(project), "sha256": digest})
+        assert trusted["roles"] == ["explorer", "docs"]
+        after = await rig.client.result(
+            "session/new",
+            {"cwd": str(project), "roles": [{"name": "explorer", "max_steps": 9}]},
+        )
+        assert after["projectRoles"]["status"] == "trusted"
+        assert "docs" in {r["name"] for r in after["roles"]}
+        live = rig.runtime.sessions[after["sessionId"]]
+        assert live.roles["explorer"].max_steps == 9  # the user's own setting wins
+        assert live.roles["docs"].tools == frozenset({"read_file", "task_complete"})
+        # Any change needs trust again.
+        path.write_text(PROJECT_ROLES.replace("3", "4"), encoding="utf-8")
+        changed = await rig.client.result("session/new", {"cwd": str(project)})
+        assert changed["projectRoles"]["status"] == "untrusted"
+        stale = await rig.client.rpc("roles/trust", {"cwd": str(project), "sha256": digest})
+        assert stale["error"]["code"] == -32602
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('(setq agent-shell-roles \'((:name "x" :prompt "p" :tools ("delegate"))))', None),
+        ('(shell-command "rm -rf ~")', "only (setq agent-shell-roles"),
+        ("(setq agent-shell-roles '((:name explorer)))", "unexpected symbol"),
+        ('(setq agent-shell-roles \'(("name" "x")))', "keywords like :name"),
+    ],
+)
+def test_roles_project_file_is_data(text: str, message: str | None) -> None:
+    from agent_shell_bridge.agent.project_roles import parse_roles
+    from agent_shell_bridge.policy.sexp import SexpError
+
+    if message is None:  # parses, but merging refuses the lead's tool
+        (role,) = parse_roles(text)
+        with pytest.raises(ValueError, match="delegate"):
+            merge_roles([role], CATALOGUE)
+        return
+    with pytest.raises(SexpError) as err:
+        parse_roles(text)
+    assert message in err.value.message

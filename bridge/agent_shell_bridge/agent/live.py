@@ -30,6 +30,7 @@ from ..tools.catalogue import CATALOGUE, ToolSource, ToolSpec
 from ..types import JSONObject
 from .approval import Approver, ClientApprover
 from .outputs import OutputStore
+from .project_roles import ProjectRoles, load_project_roles, roles_trust
 from .reporter import Reporter, finish_even_if_cancelled
 from .roles import BUILTIN_ROLES, Role, RoleConfig, merge_roles
 
@@ -91,6 +92,8 @@ class LiveSession:
     instructions: Instructions | None = None
     # The roles the lead may delegate to (and the reviewer), by name.
     roles: dict[str, Role] = field(default_factory=lambda: dict(BUILTIN_ROLES))
+    # What became of the project's own .agent-shell/roles.el.
+    project_roles: ProjectRoles = field(default_factory=lambda: ProjectRoles("none"))
 
     # Tools gained at run time (the session's MCP servers), after the catalogue's.
     tool_sources: list[ToolSource] = field(default_factory=list)
@@ -423,6 +426,7 @@ def open_session(
         )
     )
     memory_dir = config.memory_dir
+    roles, project_roles = _session_roles(root, state, memory_dir)
     instructions = load_instructions(root, config.user_config_dir)
     instructions.restore(state.active_instructions)
     sandbox = project_sandbox(root, runtime.sandbox, config_trust(memory_dir))
@@ -446,9 +450,21 @@ def open_session(
         dry_run=state.dry_run,
         max_steps=state.max_steps,
         instructions=instructions,
-        roles=merge_roles(
-            (RoleConfig.model_validate(c) for c in state.role_configs), CATALOGUE.keys()
-        ),
+        roles=roles,
+        project_roles=project_roles,
         sandbox=sandbox.status,
         sandbox_setting=sandbox.setting,
     )
+
+
+def _session_roles(
+    root: Path, state: SessionState, memory_dir: Path | None
+) -> tuple[dict[str, Role], ProjectRoles]:
+    """Built-in roles, then the project's trusted roles.el, then the user's own."""
+    user = [RoleConfig.model_validate(c) for c in state.role_configs]
+    project = load_project_roles(root, roles_trust(memory_dir))
+    try:
+        return merge_roles([*project.roles, *user], CATALOGUE.keys()), project
+    except ValueError as exc:  # a trusted file can still name a tool roles cannot have
+        invalid = ProjectRoles("invalid", error=str(exc))
+        return merge_roles(user, CATALOGUE.keys()), invalid

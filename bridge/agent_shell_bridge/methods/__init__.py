@@ -6,7 +6,7 @@ import os
 
 from ..rpc import Dispatcher
 from ..runtime import Runtime
-from . import commands, core, debug, mcp, memory, sandbox, session, undo
+from . import commands, core, debug, mcp, memory, roles, sandbox, session, undo
 
 __all__ = ["build_dispatcher"]
 
@@ -16,7 +16,7 @@ def build_dispatcher(*, debug_methods: bool | None = None) -> Dispatcher[Runtime
     if debug_methods is None:
         debug_methods = os.environ.get("AGENT_SHELL_BRIDGE_DEBUG") == "1"
     dispatcher: Dispatcher[Runtime] = Dispatcher()
-    for module in (core, session, undo, memory, commands, sandbox, mcp):
+    for module in (core, session, undo, memory, commands, sandbox, mcp, roles):
         module.register(dispatcher)
     if debug_methods:
         debug.register(dispatcher)

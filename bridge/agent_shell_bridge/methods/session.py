@@ -245,6 +245,11 @@ def _describe(live: LiveSession) -> dict[str, Any]:
             for r in live.roles.values()
         ],
         "review": live.review,
+        "projectRoles": {
+            "status": live.project_roles.status,
+            "roles": [r.name for r in live.project_roles.roles],
+            "error": live.project_roles.error,
+        },
         "sandbox": {**live.sandbox.to_json(), "projectSetting": live.sandbox_setting},
     }
 
@@ -289,6 +294,25 @@ def register(d: Dispatcher[Runtime]) -> None:
         if notice:
             await live.reporter.entry(
                 "No API key found", source="bridge", parent=None, body=[text(notice)]
+            )
+        if live.project_roles.status in ("untrusted", "invalid"):
+            untrusted = live.project_roles.status == "untrusted"
+            await live.reporter.entry(
+                "Project roles not applied: "
+                + ("not trusted yet" if untrusted else "the file is not valid"),
+                source="bridge",
+                parent=None,
+                todo=None if untrusted else "FAILED",
+                properties={"PATH": ".agent-shell/roles.el"},
+                body=[
+                    text(
+                        "This project's .agent-shell/roles.el defines roles (prompts, tools, "
+                        "models) and arrives with the repository. Review it and run "
+                        "M-x agent-shell-trust-roles to use it."
+                        if untrusted
+                        else f"{live.project_roles.error}"
+                    )
+                ],
             )
         if live.policy.allowlist_status == "invalid":
             await live.reporter.entry(

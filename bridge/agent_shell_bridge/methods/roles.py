@@ -1,0 +1,39 @@
+"""``roles/trust``: use a project's ``.agent-shell/roles.el`` as the user reviewed it."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from typing import Any
+
+from ..errors import InvalidParams
+from ..rpc import Dispatcher
+from ..runtime import Runtime
+from .memory import TrustParams
+from .session import project_root
+
+__all__ = ["register"]
+
+
+def register(d: Dispatcher[Runtime]) -> None:
+    @d.method("roles/trust", TrustParams)
+    async def trust_roles(rt: Runtime, p: TrustParams) -> dict[str, Any]:
+        """Trust ``roles.el`` as reviewed; sessions started from now on use its roles."""
+        from ..agent.project_roles import parse_roles, read_roles, roles_path, roles_trust
+
+        root = project_root(p.cwd)
+        content = await asyncio.to_thread(read_roles, root)
+        if content is None:
+            raise InvalidParams(f"{roles_path(root)} does not exist or is a symlink")
+        digest = hashlib.sha256(content).hexdigest()
+        if p.sha256 is not None and p.sha256 != digest:
+            raise InvalidParams(
+                f"{roles_path(root)} changed after you reviewed it; "
+                "review it again before trusting it"
+            )
+        try:
+            roles = parse_roles(content.decode("utf-8"))  # malformed: -32602, nothing trusted
+        except UnicodeDecodeError as exc:
+            raise InvalidParams(f"{roles_path(root)} is not UTF-8 text") from exc
+        await asyncio.to_thread(roles_trust(rt.config.memory_dir).trust, root, content)
+        return {"sha256": digest, "roles": [r.name for r in roles]}
