@@ -43,6 +43,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .limits import HEAD_LINES, TAIL_LINES
+from .model.types import Prices
 
 __all__ = [
     "HEADER_TODO",
@@ -423,26 +424,6 @@ class OrgLogWriter:
 
 
 @dataclass(frozen=True, slots=True)
-class Prices:
-    """Model prices per million tokens; cached input falls back to the input price."""
-
-    input_per_mtok: float
-    output_per_mtok: float
-    cached_per_mtok: float | None = None
-    currency: str = "USD"
-
-    def cost(self, usage: TaskUsage) -> float:
-        cached = min(usage.cached_tokens, usage.input_tokens)
-        cached_price = self.input_per_mtok if self.cached_per_mtok is None else self.cached_per_mtok
-        total = (
-            (usage.input_tokens - cached) * self.input_per_mtok
-            + cached * cached_price
-            + usage.output_tokens * self.output_per_mtok
-        ) / 1_000_000
-        return round(total, 6)
-
-
-@dataclass(frozen=True, slots=True)
 class TaskUsage:
     """What one task consumed, from the API's reported usage."""
 
@@ -497,7 +478,7 @@ def summary_drawer_entry(
         f"({usage.cached_tokens} cached), {_duration_text(usage.duration_ms)}"
     )
     if prices is not None:
-        cost = prices.cost(usage)
+        cost = prices.cost(usage.input_tokens, usage.cached_tokens, usage.output_tokens)
         props["COST"] = cost
         props["CURRENCY"] = prices.currency
         title += f", cost {cost:.4f} {prices.currency}"
@@ -505,7 +486,9 @@ def summary_drawer_entry(
         key = name.upper().replace("-", "_")
         props[f"TOKENS_{key}"] = part.input_tokens + part.output_tokens
         if prices is not None:
-            props[f"COST_{key}"] = prices.cost(part)
+            props[f"COST_{key}"] = prices.cost(
+                part.input_tokens, part.cached_tokens, part.output_tokens
+            )
     return LogEntry(
         id=entry_id,
         session_id=session_id,

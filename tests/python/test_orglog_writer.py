@@ -160,7 +160,9 @@ def test_orglog_writer_summary_entry_counts_and_cost() -> None:
         cached_tokens=300_000,
         duration_ms=160_000,
     )
-    prices = Prices(input_per_mtok=2.0, output_per_mtok=8.0, cached_per_mtok=0.5, currency="CNY")
+    prices = Prices(
+        input_per_million=2.0, output_per_million=8.0, cached_input_per_million=0.5, currency="CNY"
+    )
     when = datetime(2026, 11, 30, 10, 17, 40, tzinfo=timezone(timedelta(hours=8)))
     e = summary_drawer_entry(
         entry_id="e-99",

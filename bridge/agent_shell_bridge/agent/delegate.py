@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolFailed
 from ..model.openai import ModelClient
-from ..model.types import Completion
-from ..orglog import Prices, SrcBlock, TaskUsage, TextBlock
+from ..model.types import Completion, Prices
+from ..orglog import SrcBlock, TaskUsage, TextBlock
 from ..tools.catalogue import tool_schemas
 from ..types import JSONObject
 from .instructions_glue import session_instructions
@@ -135,7 +135,9 @@ def _cost(live: LiveSession, sub: TurnState) -> dict[str, str | int | float]:
     usage = TaskUsage(
         sub.model_calls, sub.tool_calls, sub.input_tokens, sub.output_tokens, sub.cached_tokens
     )
-    return {"COST": round(Prices(*prices).cost(usage), 6)}
+    return {
+        "COST": Prices(*prices).cost(usage.input_tokens, usage.cached_tokens, usage.output_tokens)
+    }
 
 
 async def _step(

@@ -177,7 +177,7 @@ class LiveSession:
         totals.model_calls += 1
         totals.input_tokens += usage.prompt_tokens
         totals.output_tokens += usage.completion_tokens
-        totals.cached_tokens += usage.cached_tokens
+        totals.cached_tokens += usage.effective_cached
         if self.model.settings.prices is not None:
             totals.cost += usage.cost(self.model.settings.prices)
         if turn is None:
@@ -185,7 +185,7 @@ class LiveSession:
         turn.model_calls += 1
         turn.input_tokens += usage.prompt_tokens
         turn.output_tokens += usage.completion_tokens
-        turn.cached_tokens += usage.cached_tokens
+        turn.cached_tokens += usage.effective_cached
 
     async def checkpoint(self) -> None:
         """Save the session: encoded and written in order, fsynced off the event loop."""

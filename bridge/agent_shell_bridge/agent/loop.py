@@ -18,8 +18,8 @@ import httpx
 
 from ..errors import BridgeError, Cancelled, ModelContextLimit
 from ..model.types import Completion, ReasoningDelta, RefusalDelta, StreamRestart, TextDelta
+from ..model.types import Prices as LogPrices
 from ..notify import NotifyEvent, post_webhook
-from ..orglog import Prices as LogPrices
 from ..orglog import SrcBlock, TaskUsage, TextBlock, summary_drawer_entry
 from ..tools.catalogue import CATALOGUE, ToolSpec, tool_schemas
 from ..types import JSONObject, Risk

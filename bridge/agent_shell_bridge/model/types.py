@@ -42,11 +42,31 @@ class InvalidToolArguments(InvalidParams):
 
 @dataclass(frozen=True, slots=True)
 class Prices:
-    """Prices per million tokens, in any one currency."""
+    """Prices per million tokens, in one currency; the one cost formula.
+
+    The header line (a session's running cost) and the action log's summaries
+    (a task's, a role's) all price tokens here, so they cannot disagree.
+    """
 
     input_per_million: float
     output_per_million: float
     cached_input_per_million: float | None = None
+    currency: str = "USD"
+
+    def cost(self, input_tokens: int, cached_tokens: int, output_tokens: int) -> float:
+        """Price of these tokens; cached input falls back to the input price."""
+        cached = min(cached_tokens, input_tokens)
+        cached_price = (
+            self.cached_input_per_million
+            if self.cached_input_per_million is not None
+            else self.input_per_million
+        )
+        total = (
+            (input_tokens - cached) * self.input_per_million
+            + cached * cached_price
+            + output_tokens * self.output_per_million
+        )
+        return round(total / 1_000_000, 6)
 
 
 @dataclass(frozen=True)
@@ -121,21 +141,14 @@ class Usage:
             "cache_miss_tokens": self.cache_miss_tokens,
         }
 
+    @property
+    def effective_cached(self) -> int:
+        """Prompt tokens served from the cache, as OpenAI or DeepSeek report them."""
+        return min(max(self.cache_hit_tokens, self.cached_tokens), self.prompt_tokens)
+
     def cost(self, prices: Prices) -> float:
-        """Price of this call; cached input uses the cached price when one is given."""
-        cached = min(max(self.cache_hit_tokens, self.cached_tokens), self.prompt_tokens)
-        fresh = self.prompt_tokens - cached
-        cached_price = (
-            prices.cached_input_per_million
-            if prices.cached_input_per_million is not None
-            else prices.input_per_million
-        )
-        total = (
-            fresh * prices.input_per_million
-            + cached * cached_price
-            + self.completion_tokens * prices.output_per_million
-        )
-        return total / 1_000_000
+        """Price of this call."""
+        return prices.cost(self.prompt_tokens, self.effective_cached, self.completion_tokens)
 
 
 @dataclass(frozen=True, slots=True)
