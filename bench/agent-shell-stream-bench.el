@@ -68,7 +68,7 @@ is not part of streaming."
       (when (>= agent-shell-stream-bench--seen agent-shell-stream-bench--expected)
         (setq agent-shell-stream-bench--last now)))))
 
-(defun agent-shell-stream-bench--on-message (text)
+(defun agent-shell-stream-bench--on-message (text &rest _)
   "Count TEXT, just appended to the shell's message (advice)."
   (agent-shell-stream-bench--count (length text)))
 
