@@ -17,10 +17,10 @@ command's descendants too, which the kernel's signal alone would leave behind.
 from __future__ import annotations
 
 import asyncio
-import codecs
 import collections
 import contextlib
 import ctypes
+import fcntl
 import logging
 import os
 import re
@@ -51,7 +51,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _MAX_LINE_CHARS = 4000
-_CHUNK = 64 * 1024
+_CHUNK = 1 << 20
 _FLUSH_BYTES = 1 << 20
 _TERM_GRACE_S = 2.0
 _DRAIN_AFTER_EXIT_S = 1.0
@@ -113,87 +113,123 @@ def scrubbed_environment(base: Mapping[str, str], secrets: Sequence[str]) -> dic
     }
 
 
+# The newest bytes kept for the tail: room for TAIL_LINES lines of the longest
+# length shown (4 bytes a character at most), so the tail is always complete.
+_TAIL_WINDOW = TAIL_LINES * (_MAX_LINE_CHARS * 4 + 1)
+_LINE_BYTES = _MAX_LINE_CHARS * 4
+
+
+def _cut(line: str) -> tuple[str, bool]:
+    if len(line) > _MAX_LINE_CHARS:
+        return line[:_MAX_LINE_CHARS] + " [... line cut ...]", True
+    return line, False
+
+
 @dataclass
 class _StreamCapture:
-    """Keeps the head and tail lines of one stream; decodes with replacement."""
+    """Keeps the head and tail lines of one stream, decoding only what it keeps.
 
-    decoder: codecs.IncrementalDecoder = field(
-        default_factory=lambda: codecs.getincrementaldecoder("utf-8")(errors="replace")
-    )
+    The head is taken line by line until it is full; after that the stream is only
+    counted (newlines, in bytes) and its newest bytes kept in a bounded window, which
+    is decoded once, when the result is rendered. A gigabyte of output costs a
+    newline count and a copy into the window per read, nothing per line.
+    """
+
     head: list[str] = field(default_factory=list)
-    tail: collections.deque[str] = field(
-        default_factory=lambda: collections.deque(maxlen=TAIL_LINES)
-    )
-    partial: list[str] = field(default_factory=list)
-    partial_len: int = 0
-    lines: int = 0
+    line: bytearray = field(default_factory=bytearray)  # the head's unfinished line
+    line_cut: bool = False
+    # The newest reads after the head, kept as they came (no copy), about a window.
+    tail: collections.deque[bytes] = field(default_factory=collections.deque)
+    tail_bytes: int = 0
+    tail_trimmed: bool = False
+    tail_newlines: int = 0
     long_lines: bool = False
+    _rendered: tuple[list[str], int] | None = None
 
     def feed(self, data: bytes, final: bool = False) -> None:
-        text = self.decoder.decode(data, final)
-        start = 0
-        # Slow path, line by line, only while the head is still filling.
-        while len(self.head) < HEAD_LINES:
-            nl = text.find("\n", start)
+        view = memoryview(data)
+        while view and len(self.head) < HEAD_LINES:
+            nl = data.find(b"\n", len(data) - len(view))
             if nl < 0:
+                self._grow(view)
+                view = view[len(view) :]
                 break
-            self._extend(text[start:nl])
-            self._finish_line()
-            start = nl + 1
-        last = text.rfind("\n", start)
-        if last >= 0:
-            # Fast path: count the lines, keep only the few that can reach the tail.
-            first = text.find("\n", start)
-            self._extend(text[start:first])
-            self._finish_line()
-            middle = text[first + 1 : last]
-            if first < last:
-                count = middle.count("\n") + 1
-                kept = middle.rsplit("\n", TAIL_LINES)[-TAIL_LINES:]
-                self.lines += count - len(kept)
-                for line in kept:
-                    self._extend(line)
-                    self._finish_line()
-            start = last + 1
-        self._extend(text[start:])
-        if final and self.partial_len:
-            self._finish_line()
+            start = len(data) - len(view)
+            self._grow(view[: nl - start])
+            self._head_line()
+            view = view[nl - start + 1 :]
+        if view:
+            self.tail_newlines += data.count(b"\n", len(data) - len(view))
+            piece = data if len(view) == len(data) else bytes(view)
+            self.tail.append(piece)
+            self.tail_bytes += len(piece)
+            while self.tail_bytes - len(self.tail[0]) >= _TAIL_WINDOW:
+                self.tail_bytes -= len(self.tail.popleft())
+                self.tail_trimmed = True
+        if final and self.line and len(self.head) < HEAD_LINES:
+            self._head_line()
 
-    def _extend(self, piece: str) -> None:
-        room = _MAX_LINE_CHARS - self.partial_len
-        if room <= 0:
-            if piece:
-                self.long_lines = True
-            return
+    def _grow(self, piece: memoryview) -> None:
+        room = _LINE_BYTES - len(self.line)
         if len(piece) > room:
-            self.long_lines = True
-            piece = piece[:room]
-        if piece:
-            self.partial.append(piece)
-            self.partial_len += len(piece)
+            self.line_cut = True
+            piece = piece[: max(room, 0)]
+        self.line += piece
 
-    def _finish_line(self) -> None:
-        line = "".join(self.partial)
-        if self.partial_len >= _MAX_LINE_CHARS:
-            line += " [... line cut ...]"
-        self.partial = []
-        self.partial_len = 0
-        self.lines += 1
-        if len(self.head) < HEAD_LINES:
-            self.head.append(line)
-        else:
-            self.tail.append(line)
+    def _head_line(self) -> None:
+        text, cut = _cut(self.line.decode("utf-8", errors="replace"))
+        self.long_lines = self.long_lines or cut
+        self.head.append(text)
+        self.line.clear()
+        self.line_cut = False
+
+    def _tail(self) -> tuple[list[str], int]:
+        """The tail lines to show, and how many lines came after the head in all."""
+        if self._rendered is None:
+            text = b"".join(self.tail).decode("utf-8", errors="replace")
+            parts = text.split("\n")
+            ends_open = bool(parts[-1])
+            if not ends_open:
+                parts.pop()
+            if self.tail_trimmed and parts:
+                parts.pop(0)  # the window starts inside a line
+            shown = []
+            for part in parts[-TAIL_LINES:]:
+                line, cut = _cut(part)
+                self.long_lines = self.long_lines or cut
+                shown.append(line)
+            self._rendered = (shown, self.tail_newlines + (1 if ends_open else 0))
+        return self._rendered
 
     @property
     def omitted(self) -> int:
-        return max(0, self.lines - len(self.head) - len(self.tail))
+        shown, total = self._tail()
+        return max(0, total - len(shown))
 
     def render(self) -> str:
+        shown, _ = self._tail()
         parts = list(self.head)
         if self.omitted:
             parts.append(f"[... {self.omitted} lines omitted ...]")
-        parts.extend(self.tail)
+        parts.extend(shown)
         return "\n".join(parts)
+
+
+_F_SETPIPE_SZ = 1031  # Linux: a pipe's buffer size
+_PIPE_BYTES = 1 << 20
+
+
+def _widen_pipes(proc: asyncio.subprocess.Process) -> None:
+    """Give the output pipes 1 MiB instead of 64 KiB: a loud command then needs a
+    sixteenth of the reads. Best effort; without the call the pipes work as before."""
+    transport = getattr(proc, "_transport", None)
+    for fd_number in (1, 2):
+        pipe = transport.get_pipe_transport(fd_number) if transport is not None else None
+        handle = pipe.get_extra_info("pipe") if pipe is not None else None
+        if handle is None:
+            continue
+        with contextlib.suppress(OSError, ValueError):  # ValueError: already closed
+            fcntl.fcntl(handle.fileno(), _F_SETPIPE_SZ, _PIPE_BYTES)
 
 
 _PR_SET_PDEATHSIG = 1
@@ -436,6 +472,7 @@ class ProcessRunner:
             _signal_group(pgid, signal.SIGKILL)
         lock = asyncio.Lock()
         assert proc.stdout is not None and proc.stderr is not None
+        _widen_pipes(proc)
         readers = [
             asyncio.create_task(self._pump(proc.stdout, out, log, lock)),
             asyncio.create_task(self._pump(proc.stderr, err, log, lock)),
