@@ -566,17 +566,30 @@ class ProcessRunner:
     ) -> None:
         pending: list[bytes] = []
         size = 0
-        while True:
-            chunk = await stream.read(_CHUNK)
-            if chunk:
-                capture.feed(chunk)
-                pending.append(chunk)
-                size += len(chunk)
-            if size >= _FLUSH_BYTES or (not chunk and pending):
-                data = b"".join(pending)
-                pending, size = [], 0
-                async with lock:
-                    await asyncio.to_thread(log.write, data)
-            if not chunk:
-                capture.feed(b"", final=True)
-                return
+        # One write in flight while the next megabyte is read: reading never waits
+        # for the disk unless the disk falls a whole write behind.
+        writing: asyncio.Task[None] | None = None
+
+        async def write(data: bytes) -> None:
+            async with lock:
+                await asyncio.to_thread(log.write, data)
+
+        try:
+            while True:
+                chunk = await stream.read(_CHUNK)
+                if chunk:
+                    capture.feed(chunk)
+                    pending.append(chunk)
+                    size += len(chunk)
+                if size >= _FLUSH_BYTES or (not chunk and pending):
+                    data = pending[0] if len(pending) == 1 else b"".join(pending)
+                    pending, size = [], 0
+                    if writing is not None:
+                        await writing
+                    writing = asyncio.create_task(write(data))
+                if not chunk:
+                    capture.feed(b"", final=True)
+                    return
+        finally:
+            if writing is not None:  # the log keeps every byte read, even on a cancel
+                await writing
