@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import ToolFailed
 from ..model.openai import ModelClient
 from ..model.types import Completion, Prices
 from ..orglog import SrcBlock, TaskUsage, TextBlock
-from ..tools.catalogue import tool_schemas
+from ..tools.catalogue import DelegateArgs, tool_schemas
 from ..types import JSONObject
 from .instructions_glue import session_instructions
 from .prompt import frame_instructions, frame_tool_result
@@ -170,7 +170,7 @@ async def _step(
     return completion
 
 
-async def run_delegate(executor: ToolExecutor, args: Any, turn: TurnState) -> JSONObject:
+async def run_delegate(executor: ToolExecutor, args: DelegateArgs, turn: TurnState) -> JSONObject:
     """The ``delegate`` tool: run a role for the lead and return its bounded report."""
     live = executor.live
     if turn.role is not None:

@@ -8,9 +8,9 @@ to the edited plan. A client without that method (``agent-shell-bridge run``) is
 asked through the ordinary permission path instead, so ``--approve`` decides.
 
 ``complete_step`` proves a step before ticking it: the step's ``verify`` command
-goes through the executor as a ``run_test`` call — the same policy, permission
-request, process runner and test summariser as any command — and a step whose
-verification does not pass is reported failed, never done.
+goes through the executor (handed in as ``run_tool``) as a ``run_test`` call — the
+same policy, permission request, process runner and test summariser as any command
+— and a step whose verification does not pass is reported failed, never done.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import json
 import logging
 import re
 import secrets
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -27,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..errors import ToolFailed
 from ..events import ClientError
 from ..model.types import ToolCall
+from ..tools.results import Outcome, ToolResult
 from ..types import JSONObject, Risk
 from .approval import PermissionRequest
 from .reporter import text
@@ -39,6 +41,7 @@ __all__ = [
     "PLAN_TOOLS",
     "Plan",
     "PlanStep",
+    "RunTool",
     "handle_plan_tool",
     "parse_plan_answer",
     "plan_checklist",
@@ -49,6 +52,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 PLAN_TOOLS = frozenset({"propose_plan", "complete_step"})
+
+# The executor's entry point, handed in so a step's verification goes through it.
+RunTool = Callable[[ToolCall, "TurnState"], Awaitable[Outcome]]
 
 StepStatus = Literal["pending", "in_progress", "completed", "failed"]
 _BOX = {"pending": " ", "in_progress": "-", "completed": "X", "failed": " "}
@@ -252,13 +258,13 @@ def parse_plan_answer(result: object, proposed: Plan) -> PlanAnswer:
 
 
 async def handle_plan_tool(
-    live: LiveSession, call: ToolCall, name: str, args: Any, turn: TurnState
-) -> JSONObject:
+    live: LiveSession, call: ToolCall, name: str, args: Any, turn: TurnState, run_tool: RunTool
+) -> ToolResult:
     """Run ``propose_plan`` or ``complete_step`` (dispatched by the executor)."""
     if name == "propose_plan":
         return await _propose(live, call, args, turn)
     if name == "complete_step":
-        return await _complete(live, call, args, turn)
+        return await _complete(live, call, args, turn, run_tool)
     raise ToolFailed(f"{name} is not a plan tool")
 
 
@@ -320,7 +326,7 @@ async def _ask_permission(live: LiveSession, call: ToolCall, plan: Plan) -> Plan
     )
 
 
-async def _propose(live: LiveSession, call: ToolCall, args: Any, turn: TurnState) -> JSONObject:
+async def _propose(live: LiveSession, call: ToolCall, args: Any, turn: TurnState) -> ToolResult:
     proposed = Plan(
         plan_id="p" + secrets.token_hex(4),
         goal=args.goal,
@@ -354,15 +360,15 @@ async def _propose(live: LiveSession, call: ToolCall, args: Any, turn: TurnState
             properties={"OUTCOME": "rejected"},
             body=[text(f"Rejected: {answer.reason or 'no reason given'}")],
         )
-        return {
+        rejected: JSONObject = {
             "outcome": "rejected",
             "planId": proposed.plan_id,
             "user_reason": answer.reason or "no reason given",
             "error": f"plan rejected: {answer.reason or 'no reason given'}",
             "instruction": "The user rejected this plan. Do not carry it out. Take the "
             "reason into account, then propose a different plan or ask the user.",
-            "_failed": True,
         }
+        return ToolResult(rejected, failed=True)
 
     plan = answer.plan
     plan.outcome = "approved"
@@ -380,7 +386,7 @@ async def _propose(live: LiveSession, call: ToolCall, args: Any, turn: TurnState
         body=body if plan.edited else [text("Approved as proposed.")],
     )
     how = "as edited by the user" if plan.edited else "as proposed"
-    return {
+    approved: JSONObject = {
         "outcome": "approved",
         "planId": plan.plan_id,
         "edited": plan.edited,
@@ -390,6 +396,7 @@ async def _propose(live: LiveSession, call: ToolCall, args: Any, turn: TurnState
         "steps, in this order, numbered as here; do not do steps that are not in it. After "
         "finishing each step call complete_step with its number here.",
     }
+    return ToolResult(approved)
 
 
 def _current_plan(live: LiveSession) -> Plan:
@@ -421,9 +428,9 @@ def _verification_detail(status: str, payload: JSONObject) -> str:
     return ", ".join(parts)
 
 
-async def _complete(live: LiveSession, call: ToolCall, args: Any, turn: TurnState) -> JSONObject:
-    from .executor import ToolExecutor  # the executor dispatches here: import late
-
+async def _complete(
+    live: LiveSession, call: ToolCall, args: Any, turn: TurnState, run_tool: RunTool
+) -> ToolResult:
     plan = _current_plan(live)
     number: int = args.step
     if number > len(plan.steps):
@@ -441,7 +448,7 @@ async def _complete(live: LiveSession, call: ToolCall, args: Any, turn: TurnStat
             name="run_test",
             arguments=json.dumps({"command": step.verify}, ensure_ascii=False),
         )
-        outcome = await ToolExecutor(live).run(check, turn)
+        outcome = await run_tool(check, turn)
         passed = outcome.status == "completed"
         detail = _verification_detail(outcome.status, outcome.payload)
         verification: JSONObject = {
@@ -477,5 +484,4 @@ async def _complete(live: LiveSession, call: ToolCall, args: Any, turn: TurnStat
             f"Step {number} is not done: its verification did not pass ({detail}). "
             "Fix the problem and call complete_step again."
         )
-        result["_failed"] = True
-    return result
+    return ToolResult(result, failed=not passed)

@@ -18,6 +18,7 @@ from pathlib import Path
 from ..agent.outputs import clip_lines
 from ..errors import ToolFailed
 from ..tools.catalogue import AnyArgs, Side, ToolSpec
+from ..tools.results import ToolResult
 from ..types import JSONObject, Risk, Verdict
 from .client.lifecycle import McpTool, ServerConnection
 from .config import ServerConfig, ServerPolicy
@@ -51,7 +52,7 @@ class _Binding:
     def log_properties(self) -> dict[str, str]:
         return {"SERVER": self.server, "TOOL": self.tool.name}
 
-    async def call(self, arguments: JSONObject) -> JSONObject:
+    async def call(self, arguments: JSONObject) -> ToolResult:
         return await self.hub.call(self.server, self.tool.name, arguments)
 
 
@@ -164,7 +165,7 @@ class McpHub:
 
     # -- calls ------------------------------------------------------------------------
 
-    async def call(self, server: str, tool: str, arguments: JSONObject) -> JSONObject:
+    async def call(self, server: str, tool: str, arguments: JSONObject) -> ToolResult:
         connection = self.connections.get(server)
         if connection is None:
             raise ToolFailed(f"MCP server {server} is not running")
@@ -177,8 +178,6 @@ class McpHub:
             "tool": tool,
             "content": clipped.text,
             "log_ref": ref,
-            "_log_text": rendered.text,
-            "_log_path": str(path),
         }
         if clipped.truncated:
             payload["truncated"] = True
@@ -189,8 +188,9 @@ class McpHub:
             payload["note"] = f"{rendered.images} image(s) described, not shown"
         if rendered.is_error:
             payload["error"] = f"{server}/{tool} reported an error: {_first_line(rendered.text)}"
-            payload["_failed"] = True
-        return payload
+        return ToolResult(
+            payload, failed=rendered.is_error, log_text=rendered.text, log_path=str(path)
+        )
 
     # -- status -------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..types import JSONObject, Risk, Verdict
+from .results import ToolResult
 
 __all__ = [
     "CATALOGUE",
@@ -179,7 +180,7 @@ class ExternalTool(Protocol):
 
     def log_properties(self) -> dict[str, str]: ...
 
-    async def call(self, arguments: JSONObject) -> JSONObject: ...
+    async def call(self, arguments: JSONObject) -> ToolResult: ...
 
 
 @dataclass(frozen=True, slots=True)

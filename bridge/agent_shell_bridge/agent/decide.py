@@ -1,0 +1,220 @@
+"""The policy's say on one validated tool call, before anything runs.
+
+Paths are confined, commands parsed and classified, edits planned against the
+file as it is (read before write), and grants the user gave for this session
+applied. The answer is a :class:`Prepared` call: the verdict and everything the
+later steps need (resolved paths, the command and its directory, the diff).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..errors import PathNotAllowed, ToolFailed
+from ..strict_readonly import strictly_read_only
+from ..testing_summary import detect_test_command
+from ..tools import catalogue as cat
+from ..tools import files
+from ..tools.catalogue import ToolSpec
+from ..types import Decision, Risk, Verdict
+from .grants import grant_key
+from .turnstate import TurnState
+
+if TYPE_CHECKING:
+    from .live import LiveSession
+
+__all__ = ["EDITS", "Prepared", "approval_note", "confine_role_writes", "decide", "plan_edit"]
+
+_PATH_ARGS = {
+    "read_file": "path",
+    "list_directory": "path",
+    "grep": "path",
+    "open_file": "path",
+    "org_search": "file",
+    "replace_region": "path",
+    "insert_text": "path",
+    "replace_pattern": "path",
+    "write_file": "path",
+}
+EDITS = frozenset({"replace_region", "insert_text", "replace_pattern", "write_file"})
+_NO_TEST_COMMAND = (
+    "no test command could be detected for this project (no Makefile test "
+    "target, pytest files, go.mod, Cargo.toml or npm test script); pass one "
+    "in `command`"
+)
+
+
+@dataclass
+class Prepared:
+    spec: ToolSpec
+    args: cat.Args
+    verdict: Verdict
+    paths: list[tuple[Path, str]]  # resolved, display (relative to root)
+    command: str | None = None
+    cwd: Path | None = None
+    diff: str | None = None
+    # The user said yes to this command (now, or by a grant for this session).
+    by_user: bool = False
+
+    @property
+    def cwd_text(self) -> str | None:
+        return str(self.cwd) if self.command is not None and self.cwd is not None else None
+
+    @property
+    def acts(self) -> bool:
+        """Runs a process or writes: what a dry run leaves out."""
+        return self.command is not None or self.spec.risk is Risk.WRITE
+
+
+def _denied(
+    spec: ToolSpec,
+    args: cat.Args,
+    risk: Risk,
+    reason: str,
+    paths: list[tuple[Path, str]] | None = None,
+) -> Prepared:
+    return Prepared(spec, args, Verdict(Decision.DENY, risk, reason), paths or [])
+
+
+def confine_role_writes(turn: TurnState, prepared: Prepared) -> Prepared:
+    """A role with write globs (the tester) may only edit files that match them."""
+    role = turn.role
+    if role is None or role.write_globs is None or prepared.spec.name not in EDITS:
+        return prepared
+    outside = [d for _, d in prepared.paths if not role.may_write(d)]
+    if not outside:
+        return prepared
+    reason = f"the {role.name} role may only write test files, not {', '.join(outside)}"
+    return _denied(prepared.spec, prepared.args, Risk.WRITE, reason)
+
+
+async def decide(live: LiveSession, spec: ToolSpec, args: cat.Args) -> Prepared:
+    if live.state.mode == "ask" and spec.risk is not Risk.READ and spec.name != "task_complete":
+        return _denied(spec, args, spec.risk or Risk.WRITE, "ask mode: no edits or commands")
+    if spec.external is not None:
+        return _decide_external(live, spec, args)
+    op: Literal["read", "write"] = "write" if spec.risk is Risk.WRITE else "read"
+    paths: list[tuple[Path, str]] = []
+    try:
+        for candidate in _path_args(spec, args):
+            resolved = live.policy.resolve_path(candidate, op)
+            paths.append((resolved, live.display_path(resolved)))
+    except PathNotAllowed as exc:
+        return _denied(spec, args, spec.risk or Risk.READ, exc.message)
+
+    if isinstance(args, cat.RunTestArgs):
+        command = args.command or detect_test_command(live.root)
+        if not command:
+            return _denied(spec, args, Risk.READ, _NO_TEST_COMMAND)
+        return _decide_command(live, spec, args, command, live.root)
+    if isinstance(args, cat.RunCommandArgs):
+        try:
+            cwd = live.policy.resolve_path(args.cwd, "read") if args.cwd else live.root
+        except PathNotAllowed as exc:
+            return _denied(spec, args, Risk.READ, exc.message)
+        return _decide_command(live, spec, args, args.command, cwd)
+    if spec.risk is Risk.READ or spec.risk is None:
+        return Prepared(spec, args, Verdict(Decision.ALLOW, Risk.READ, "read-only"), paths)
+
+    # Write risk: read before write, then confirm unless allowed for the session.
+    diff = None
+    if spec.name in EDITS:
+        resolved, display = paths[0]
+        if resolved.exists() and display not in live.state.read_hashes:
+            reason = (
+                f"{display} exists and has not been read in this session; "
+                "read_file it first, then edit"
+            )
+            return _denied(spec, args, Risk.WRITE, reason, paths)
+        try:
+            plan = await plan_edit(
+                live, spec.name, args, resolved, display, live.state.read_hashes.get(display)
+            )
+        except ToolFailed as exc:
+            return _denied(spec, args, Risk.WRITE, exc.message, paths)
+        diff = plan.diff
+    if grant_key(spec.name, None) in live.state.session_allow:
+        verdict = Verdict(Decision.ALLOW, Risk.WRITE, "allowed for this session by the user")
+    else:
+        verdict = Verdict(Decision.CONFIRM, Risk.WRITE, "changes files in the project")
+    return Prepared(spec, args, verdict, paths, diff=diff)
+
+
+async def plan_edit(
+    live: LiveSession, name: str, args: Any, resolved: Path, display: str, expected: str | None
+) -> files.PlannedEdit:
+    """The edit against the file as the client has it, else as the disk has it."""
+    client = live.runtime.client_files
+    if client is None:
+        return await asyncio.to_thread(files.plan_edit, name, args, resolved, display, expected)
+    text = await client.read(live.state.id, resolved)
+    current = text.encode("utf-8") if text is not None else None
+    return files.plan_edit(name, args, resolved, display, expected, current=current)
+
+
+def _decide_external(live: LiveSession, spec: ToolSpec, args: cat.Args) -> Prepared:
+    assert spec.external is not None
+    verdict = spec.external.verdict()
+    if (
+        verdict.decision is Decision.CONFIRM
+        and grant_key(spec.name, None) in live.state.session_allow
+    ):
+        verdict = Verdict(Decision.ALLOW, verdict.risk, "allowed for this session by the user")
+    return Prepared(spec, args, verdict, [])
+
+
+def _path_args(spec: ToolSpec, args: cat.Args) -> list[str]:
+    if isinstance(args, cat.MagitStageArgs):
+        return list(args.paths)
+    key = _PATH_ARGS.get(spec.name)
+    if key is None:
+        return []
+    value = getattr(args, key, None)
+    if value is None:
+        return ["."] if spec.name in ("list_directory", "grep") else []
+    return [value]
+
+
+def _decide_command(
+    live: LiveSession, spec: ToolSpec, args: cat.Args, command: str, cwd: Path
+) -> Prepared:
+    verdict = live.policy.check_command(command, cwd=cwd)
+    if (
+        verdict.decision is Decision.ALLOW
+        and not live.sandbox.available
+        and not strictly_read_only(command, live.writable_roots)
+    ):
+        # Nothing would limit it: project code (tests, builds, allowlisted
+        # commands) runs only with the user's yes.
+        verdict = Verdict(
+            Decision.CONFIRM,
+            Risk.WRITE,
+            f"no sandbox ({live.sandbox.detail}), so only strictly read-only commands "
+            f"run without asking; the policy said: {verdict.reason}",
+        )
+    by_user = False
+    if (
+        verdict.decision is Decision.CONFIRM
+        and verdict.risk is Risk.WRITE
+        and grant_key(spec.name, command, str(cwd)) in live.state.session_allow
+    ):
+        verdict = Verdict(Decision.ALLOW, verdict.risk, "allowed for this session by the user")
+        by_user = True
+    return Prepared(spec, args, verdict, [], command=command, cwd=cwd, by_user=by_user)
+
+
+def approval_note(live: LiveSession, p: Prepared) -> str | None:
+    """Where an approved command will run, said before the user decides."""
+    if p.command is None:
+        return None
+    if not live.sandbox.available:
+        return "No sandbox here: if you approve, it runs with your full permissions."
+    if live.config.sandbox_approved_commands:
+        return "If you approve, it runs in the sandbox, with network access."
+    return (
+        "If you approve, it runs outside the sandbox, with your full permissions "
+        "and network access."
+    )
