@@ -122,12 +122,31 @@ def command_dirs(root: Path, user_dir: Path) -> list[tuple[Scope, Path]]:
     return [("project", root / ".agent-shell" / "commands"), ("user", user_dir / "commands")]
 
 
-def _candidates(directory: Path) -> dict[str, Path]:
+def _inside(path: Path, root: Path) -> bool:
+    """Whether ``path`` resolves to a place under ``root`` (symlinks followed)."""
+    try:
+        path.resolve(strict=True).relative_to(root.resolve())
+    except (OSError, RuntimeError, ValueError):
+        return False
+    return True
+
+
+def _candidates(directory: Path, root: Path | None = None) -> dict[str, Path]:
+    """Command files in ``directory``; with ``root``, only those that stay inside it.
+
+    A project's file arrives with a clone: a link to ``~/.aws/credentials`` must not
+    become the prompt sent to the model.
+    """
     if not directory.is_dir():
         return {}
     found: dict[str, Path] = {}
     for path in sorted(directory.glob("*.md")):
-        if _NAME_RE.match(path.stem) and path.stem not in BUILTIN and path.is_file():
+        if (
+            _NAME_RE.match(path.stem)
+            and path.stem not in BUILTIN
+            and path.is_file()
+            and (root is None or _inside(path, root))
+        ):
             found[path.stem] = path
     return found
 
@@ -136,7 +155,7 @@ def discover_commands(root: Path, user_dir: Path) -> dict[str, tuple[Scope, Path
     """Every command name with the file that defines it (the user's over the project's)."""
     found: dict[str, tuple[Scope, Path]] = {}
     for scope, directory in command_dirs(root, user_dir):
-        for name, path in _candidates(directory).items():
+        for name, path in _candidates(directory, root if scope == "project" else None).items():
             found[name] = (scope, path)
     return found
 
