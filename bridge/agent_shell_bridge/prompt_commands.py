@@ -10,6 +10,7 @@ repository cannot redefine a command the user relies on.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from dataclasses import dataclass
@@ -87,11 +88,15 @@ def _parse_header(lines: list[str], path: Path) -> tuple[dict[str, str], int]:
 def parse_command_file(path: Path, scope: Scope) -> CommandFile:
     """Read one command file; raise :class:`CommandFileError` saying what is wrong."""
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as fh:  # never more than the limit, whatever the file's size
+            raw = fh.read(MAX_BYTES + 1)
+            size = os.fstat(fh.fileno()).st_size
     except OSError as exc:
         raise CommandFileError(f"{path}: cannot be read ({exc.strerror})") from exc
     if len(raw) > MAX_BYTES:
-        raise CommandFileError(f"{path}: {len(raw)} bytes, more than the {MAX_BYTES} allowed")
+        raise CommandFileError(
+            f"{path}: {max(size, len(raw))} bytes, more than the {MAX_BYTES} allowed"
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

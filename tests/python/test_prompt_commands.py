@@ -206,3 +206,19 @@ async def test_commands_project_directory_linked_out_is_not_read(
         refused = await rig.client.rpc("session/prompt", {"sessionId": sid, "prompt": "/steal"})
         assert "unknown command /steal" in refused["error"]["message"]
         assert rig.requests == []
+
+
+async def test_commands_huge_file_is_refused_without_reading_it_whole(
+    serve_app: Any, project: Path, config_dir: Path
+) -> None:
+    """A sparse terabyte command file gets the size error, not a MemoryError."""
+    with (project / ".agent-shell" / "commands" / "huge.md").open("wb") as fh:
+        fh.write(b"---\ndescription: big\n---\nbody\n")
+        fh.truncate(1 << 40)
+    async with running_rig(serve_app, project, [{"text": "ok"}], user_config_dir=config_dir) as rig:
+        listed = await rig.client.result("commands/list", {"cwd": str(project)})
+        assert "huge" in [e["name"] for e in listed["errors"]]
+        sid = await rig.new_session()
+        refused = await rig.client.rpc("session/prompt", {"sessionId": sid, "prompt": "/huge"})
+        assert "more than the 64000 allowed" in refused["error"]["message"]
+        assert rig.requests == []
