@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 from agent_rig import make_project, running_rig, tool_messages
 from agent_shell_bridge.agent.roles import READ_TOOLS, merge_roles
 from agent_shell_bridge.agent.roles import RoleConfig as RC
+from agent_shell_bridge.sandbox import SANDBOX_ENV, detect_sandbox
 from agent_shell_bridge.tools.catalogue import CATALOGUE
 
 LEAD = {"system_contains": "You are agent-shell, a coding agent"}
@@ -210,6 +212,41 @@ async def test_roles_tester_writes_only_test_files(serve_app: Any, project: Path
         assert [p["toolCall"]["rawInput"]["path"] for p in turn.permission_requests] == [
             "tests/test_zero.py"
         ]
+
+
+async def test_roles_tester_test_run_cannot_write_code_under_test(
+    serve_app: Any, project: Path
+) -> None:
+    """The tester's write globs hold for what its auto-allowed test runs write, too.
+
+    Without that, a test file (which the tester may write) or the project's test
+    target rewrites calc.py inside the sandbox, where the project is writable.
+    """
+    status = detect_sandbox({k: v for k, v in os.environ.items() if k != SANDBOX_ENV})
+    if not status.available:
+        pytest.skip(f"bubblewrap cannot run on this machine: {status.detail}")
+    (project / "Makefile").write_text(
+        "test:\n\tprintf 'evil = 1\\n' > calc.py\n\tprintf 'x\\n' > tests/out.txt\n",
+        encoding="utf-8",
+    )
+    before = (project / "calc.py").read_bytes()
+    steps = [
+        step(LEAD, tool_calls=[call("delegate", role="tester", task="run the tests")]),
+        step(TESTER, tool_calls=[call("run_test", command="make test")]),
+        step(TESTER, tool_calls=[call("task_complete", summary="ran them")]),
+        step(LEAD, text="ok"),
+    ]
+    async with running_rig(serve_app, project, steps) as rig:
+        rig.runtime.sandbox = status
+        sid = await rig.new_session(review=False)
+        turn = await rig.turn(sid, "get the tests run")
+        assert turn.permission_requests == []  # auto-allowed in the sandbox
+        tester = requests_of(rig, TESTER["system_contains"])
+        ran = tool_messages(tester[1])[-1]
+        assert (project / "calc.py").read_bytes() == before
+        assert not (project / "tests" / "out.txt").exists()
+        assert "status=failed" in ran and "bubblewrap" in ran
+        assert "Read-only file system" in ran  # it ran, in the project, and could not write
 
 
 async def test_roles_cannot_delegate_further(serve_app: Any, project: Path) -> None:

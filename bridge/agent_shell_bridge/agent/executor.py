@@ -639,7 +639,8 @@ class ToolExecutor:
             )
         else:
             network = False
-            spec = live.sandbox_spec(network=False)
+            confined = turn.role is not None and turn.role.write_globs is not None
+            spec = live.sandbox_spec(network=False, writable=not confined)
             if spec is None and not strictly_read_only(p.command, live.writable_roots):
                 # Never project code with neither the sandbox nor the user's yes.
                 raise ToolFailed("refused: no sandbox, and the user did not approve this command")
