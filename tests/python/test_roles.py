@@ -18,6 +18,8 @@ import pytest
 from agent_rig import make_project, running_rig, tool_messages
 from agent_shell_bridge.agent.roles import READ_TOOLS, merge_roles
 from agent_shell_bridge.agent.roles import RoleConfig as RC
+from agent_shell_bridge.model.mock import estimate_usage
+from agent_shell_bridge.model.mock_script import MockStep
 from agent_shell_bridge.sandbox import SANDBOX_ENV, detect_sandbox
 from agent_shell_bridge.tools.catalogue import CATALOGUE
 
@@ -247,6 +249,51 @@ async def test_roles_tester_test_run_cannot_write_code_under_test(
         assert not (project / "tests" / "out.txt").exists()
         assert "status=failed" in ran and "bubblewrap" in ran
         assert "Read-only file system" in ran  # it ran, in the project, and could not write
+
+
+async def test_roles_explorer_stays_inside_the_context_window(
+    serve_app: Any, project: Path
+) -> None:
+    """A role's own history is kept inside the window, as the lead's is.
+
+    Ten 150-line reads in a 32k window: without a budget the role's eleventh request
+    is over the provider's limit, the role dies with an error and its work is lost.
+    """
+    window = 32_000
+    filler = "filler text so each line has weight 文字 " * 3
+    huge = "".join(f"row {i:04d}: {filler}\n" for i in range(1, 1501))
+    (project / "huge.txt").write_text(huge, encoding="utf-8")
+    reads = [
+        step(
+            EXPLORER,
+            tool_calls=[call("read_file", path="huge.txt", start_line=i, end_line=i + 149)],
+        )
+        for i in range(1, 1501, 150)
+    ]
+    steps = [
+        step(LEAD, tool_calls=[call("delegate", role="explorer", task="read huge.txt whole")]),
+        *reads,
+        step(EXPLORER, tool_calls=[call("task_complete", summary="huge.txt has 1500 rows 行")]),
+        step(LEAD, text="ok"),
+    ]
+    async with running_rig(
+        serve_app,
+        project,
+        steps,
+        context_window=window,
+        mock_options={"context_limit": window},
+    ) as rig:
+        sid = await rig.new_session()
+        turn = await rig.turn(sid, "how long is huge.txt?")
+        assert turn.end["stopReason"] == "end_turn", turn.end
+        explorer = requests_of(rig, EXPLORER["system_contains"])
+        assert len(explorer) == 11
+        sizes = [int(estimate_usage(b, MockStep())["prompt_tokens"]) for b in explorer]
+        assert max(sizes) <= 0.875 * window, sizes
+        # The newest read is whole; the report reached the lead.
+        assert "row 1500: filler" in tool_messages(explorer[-1])[-1]
+        assert any('"compacted": true' in t for t in tool_messages(explorer[-1]))
+        assert "huge.txt has 1500 rows 行" in tool_messages(rig.requests[-1])[-1]
 
 
 async def test_roles_cannot_delegate_further(serve_app: Any, project: Path) -> None:
