@@ -187,6 +187,35 @@ async def test_default_policy_asks_for_unannotated_tools_and_denied_servers_neve
         assert result["mcp"]["servers"][0]["status"] == "skipped"
 
 
+async def test_allow_for_this_session_on_an_mcp_tool_says_it_covers_every_call(
+    serve_app: Any, project: Path, tmp_path: Path
+) -> None:
+    """An MCP tool's grant covers the tool, whatever its arguments; the offer says so.
+
+    A tool whose arguments hold a ``command`` was offered "Allow `ls` for this
+    session", while the grant then let ``rm -rf ~`` through the same tool unasked.
+    """
+    record = tmp_path / "rec.txt"
+    steps = [_call("run", {"command": "ls"}), _call("run", {"command": "rm -rf ~"}), {"text": "ok"}]
+
+    def allow_session(_params: dict[str, Any]) -> dict[str, Any]:
+        return {"outcome": {"outcome": "selected", "optionId": "allow_session"}}
+
+    async with running_rig(serve_app, project, steps) as rig:
+        sid = await rig.new_session(**_fixture(record, policy="default"))
+        turn = await rig.turn(sid, "go", answer=allow_session)
+        [asked] = turn.permission_requests
+        names = {o["optionId"]: o["name"] for o in asked["options"]}
+        assert "`ls`" not in names["allow_session"]
+        assert names["allow_session"] == "Allow every mcp__fx__run call for this session"
+        grants = await rig.client.result("session/grants", {"sessionId": sid})
+        [grant] = grants["grants"]
+        assert "every mcp__fx__run call" in grant["description"]
+        assert "edit" not in grant["description"]
+    # As described: the second call ran without a question.
+    assert record.read_text(encoding="utf-8").splitlines() == ["run ls", "run rm -rf ~"]
+
+
 async def test_ask_mode_offers_only_read_only_mcp_tools(
     serve_app: Any, project: Path, tmp_path: Path
 ) -> None:
