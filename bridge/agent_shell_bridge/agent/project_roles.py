@@ -69,7 +69,7 @@ def _plain(value: Any) -> Any:
 
 def _role(item: Any) -> RoleConfig:
     if not isinstance(item, list) or len(item) % 2:
-        raise SexpError("each role is a plist: (:name \"...\" :prompt \"...\" ...)")
+        raise SexpError('each role is a plist: (:name "..." :prompt "..." ...)')
     fields: dict[str, Any] = {}
     for key, value in zip(item[::2], item[1::2], strict=True):
         if not isinstance(key, Symbol) or not key.name.startswith(":"):
