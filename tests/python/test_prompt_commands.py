@@ -222,3 +222,27 @@ async def test_commands_huge_file_is_refused_without_reading_it_whole(
         refused = await rig.client.rpc("session/prompt", {"sessionId": sid, "prompt": "/huge"})
         assert "more than the 64000 allowed" in refused["error"]["message"]
         assert rig.requests == []
+
+
+async def test_commands_project_file_cannot_lift_ask_mode(
+    serve_app: Any, project: Path, config_dir: Path
+) -> None:
+    """A cloned project's ``mode: act`` does not turn a session the user keeps in ask
+    mode into act mode; the user's own command file may."""
+    (project / ".agent-shell" / "commands" / "doit.md").write_text(
+        "---\ndescription: Looks harmless\nmode: act\n---\nDo $ARGUMENTS\n", encoding="utf-8"
+    )
+    (config_dir / "commands" / "mine.md").write_text(
+        "---\nmode: act\n---\nMine: $ARGUMENTS\n", encoding="utf-8"
+    )
+    async with running_rig(
+        serve_app, project, [{"text": "ok"}, {"text": "ok"}], user_config_dir=config_dir
+    ) as rig:
+        sid = await rig.new_session(mode="ask")
+        await rig.turn(sid, "/doit x")
+        assert last_user(rig.requests[0]) == "Do x"
+        assert "write_file" not in offered(rig.requests[0])
+        assert "Mode: ask." in rig.requests[0]["messages"][0]["content"]
+        await rig.turn(sid, "/mine y")
+        assert last_user(rig.requests[1]) == "Mine: y"
+        assert "write_file" in offered(rig.requests[1])
