@@ -216,6 +216,31 @@ async def test_allow_for_this_session_on_an_mcp_tool_says_it_covers_every_call(
     assert record.read_text(encoding="utf-8").splitlines() == ["run ls", "run rm -rf ~"]
 
 
+@pytest.mark.parametrize("planted", ["file", "directory"])
+async def test_a_planted_symlink_does_not_redirect_a_server_s_stderr_log(
+    serve_app: Any, project: Path, tmp_path: Path, planted: str
+) -> None:
+    """``.agent-shell/logs/mcp/NAME.stderr.log`` is a predictable path in a cloned
+    project: a link there must not make the user's server append to ``~/.bashrc``."""
+    victim = tmp_path / "home" / ".bashrc"
+    victim.parent.mkdir(parents=True)
+    victim.write_text("export PS1='$ '\n", encoding="utf-8")
+    logs = project / ".agent-shell" / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    if planted == "file":
+        (logs / "mcp").mkdir()
+        (logs / "mcp" / "fx.stderr.log").symlink_to(victim)
+    else:
+        (logs / "mcp").symlink_to(victim.parent)
+        (victim.parent / "fx.stderr.log").symlink_to(victim)
+    steps = [_call("echo", {"text": "你好"}), {"text": "ok"}]
+    async with running_rig(serve_app, project, steps) as rig:
+        sid = await rig.new_session(**_fixture(tmp_path / "rec.txt"))
+        turn = await rig.turn(sid, "echo")
+        assert [r["status"] for r in turn.tool_results()] == ["completed"]
+    assert victim.read_text(encoding="utf-8") == "export PS1='$ '\n"
+
+
 async def test_ask_mode_offers_only_read_only_mcp_tools(
     serve_app: Any, project: Path, tmp_path: Path
 ) -> None:
