@@ -241,6 +241,44 @@ async def test_a_planted_symlink_does_not_redirect_a_server_s_stderr_log(
     assert victim.read_text(encoding="utf-8") == "export PS1='$ '\n"
 
 
+async def test_an_mcp_call_naming_a_secret_asks_even_when_read_only_or_trusted(
+    serve_app: Any, project: Path, tmp_path: Path
+) -> None:
+    """The secrets rule holds for MCP tools too: a read-only tool (or a trusted
+    server, or a session grant) handed ``~/.ssh/id_rsa`` asks first, without an
+    "allow for this session"; other arguments still run unasked."""
+    record = tmp_path / "rec.txt"
+    key = str(Path.home() / ".ssh" / "id_rsa")
+
+    def allow_session_if_offered(params: dict[str, Any]) -> dict[str, Any]:
+        ids = [o["optionId"] for o in params["options"]]
+        chosen = "allow_session" if "allow_session" in ids else "reject_once"
+        return {"outcome": {"outcome": "selected", "optionId": chosen}, "reason": "秘密"}
+
+    steps = [
+        _call("echo", {"text": "~/.ssh/id_rsa"}),
+        _call("echo", {"text": "src/main.py"}),
+        _call("run", {"command": "ls"}),
+        _call("run", {"command": f"cat {key}"}),
+        _call("run", {"command": "cat --file=$HOME/.aws/credentials"}),
+        {"text": "ok"},
+    ]
+    async with running_rig(serve_app, project, steps) as rig:
+        sid = await rig.new_session(**_fixture(record, policy="default"))
+        turn = await rig.turn(sid, "go", answer=allow_session_if_offered)
+        asked = turn.permission_requests
+        assert [a["toolCall"]["rawInput"] for a in asked] == [
+            {"text": "~/.ssh/id_rsa"},
+            {"command": "ls"},
+            {"command": f"cat {key}"},
+            {"command": "cat --file=$HOME/.aws/credentials"},
+        ]
+        for question in (asked[0], asked[2], asked[3]):
+            assert "secret" in question["reason"]
+            assert "allow_session" not in [o["optionId"] for o in question["options"]]
+    assert record.read_text(encoding="utf-8").splitlines() == ["run ls"]
+
+
 async def test_ask_mode_offers_only_read_only_mcp_tools(
     serve_app: Any, project: Path, tmp_path: Path
 ) -> None:

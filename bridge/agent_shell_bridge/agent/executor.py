@@ -247,6 +247,10 @@ class ToolExecutor:
             and grant_key(spec.name, None) in self.live.state.session_allow
         ):
             verdict = Verdict(Decision.ALLOW, verdict.risk, "allowed for this session by the user")
+        secret = self.live.policy.secret_named_in(args.model_dump())
+        if secret is not None and verdict.decision is not Decision.DENY:  # asks, never granted
+            why = f"its arguments name {secret!r}, among the user's secrets; {verdict.reason}"
+            verdict = Verdict(Decision.CONFIRM, Risk.DANGEROUS, why)
         return _Prepared(spec, args, verdict, [])
 
     def _path_args(self, spec: ToolSpec, args: cat.Args) -> list[str]:
