@@ -60,8 +60,11 @@ class InstructionFile:
 
 
 def _read_capped(path: Path) -> tuple[str, bool] | None:
+    # Never more than the cap can use (at most 4 bytes a character, and each stray
+    # byte decodes to one character): a cloned file of any size costs no more.
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as fh:
+            raw = fh.read(4 * FILE_CAP + 4)
     except OSError:
         return None
     text = raw.decode("utf-8", errors="replace")

@@ -10,6 +10,7 @@ repository cannot redefine a command the user relies on.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from dataclasses import dataclass
@@ -87,11 +88,15 @@ def _parse_header(lines: list[str], path: Path) -> tuple[dict[str, str], int]:
 def parse_command_file(path: Path, scope: Scope) -> CommandFile:
     """Read one command file; raise :class:`CommandFileError` saying what is wrong."""
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as fh:  # never more than the limit, whatever the file's size
+            raw = fh.read(MAX_BYTES + 1)
+            size = os.fstat(fh.fileno()).st_size
     except OSError as exc:
         raise CommandFileError(f"{path}: cannot be read ({exc.strerror})") from exc
     if len(raw) > MAX_BYTES:
-        raise CommandFileError(f"{path}: {len(raw)} bytes, more than the {MAX_BYTES} allowed")
+        raise CommandFileError(
+            f"{path}: {max(size, len(raw))} bytes, more than the {MAX_BYTES} allowed"
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -122,12 +127,31 @@ def command_dirs(root: Path, user_dir: Path) -> list[tuple[Scope, Path]]:
     return [("project", root / ".agent-shell" / "commands"), ("user", user_dir / "commands")]
 
 
-def _candidates(directory: Path) -> dict[str, Path]:
+def _inside(path: Path, root: Path) -> bool:
+    """Whether ``path`` resolves to a place under ``root`` (symlinks followed)."""
+    try:
+        path.resolve(strict=True).relative_to(root.resolve())
+    except (OSError, RuntimeError, ValueError):
+        return False
+    return True
+
+
+def _candidates(directory: Path, root: Path | None = None) -> dict[str, Path]:
+    """Command files in ``directory``; with ``root``, only those that stay inside it.
+
+    A project's file arrives with a clone: a link to ``~/.aws/credentials`` must not
+    become the prompt sent to the model.
+    """
     if not directory.is_dir():
         return {}
     found: dict[str, Path] = {}
     for path in sorted(directory.glob("*.md")):
-        if _NAME_RE.match(path.stem) and path.stem not in BUILTIN and path.is_file():
+        if (
+            _NAME_RE.match(path.stem)
+            and path.stem not in BUILTIN
+            and path.is_file()
+            and (root is None or _inside(path, root))
+        ):
             found[path.stem] = path
     return found
 
@@ -136,7 +160,7 @@ def discover_commands(root: Path, user_dir: Path) -> dict[str, tuple[Scope, Path
     """Every command name with the file that defines it (the user's over the project's)."""
     found: dict[str, tuple[Scope, Path]] = {}
     for scope, directory in command_dirs(root, user_dir):
-        for name, path in _candidates(directory).items():
+        for name, path in _candidates(directory, root if scope == "project" else None).items():
             found[name] = (scope, path)
     return found
 

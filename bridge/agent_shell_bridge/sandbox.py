@@ -131,6 +131,8 @@ class SandboxSpec:
     home: Path | None
     network: bool = False
     extra_secrets: tuple[str, ...] = ()
+    # The roots are shown read-only (a role confined to some files, the tester).
+    roots_read_only: bool = False
 
     def wrap(self, argv: Sequence[str], *, cwd: Path) -> list[str]:
         """The bwrap argv that runs ``argv`` in ``cwd`` inside the sandbox."""
@@ -156,7 +158,7 @@ class SandboxSpec:
             if cache.is_dir() and not cache.is_symlink():
                 out += ["--tmpfs", str(cache)]
         for root in self.roots:
-            out += ["--bind", str(root), str(root)]
+            out += ["--ro-bind" if self.roots_read_only else "--bind", str(root), str(root)]
             for name in _READ_ONLY_IN_ROOT:
                 inner = root / name
                 if inner.exists():

@@ -5,7 +5,8 @@ third-party servers never do on demand: ``grow`` adds a tool and sends
 ``notifications/tools/list_changed``; ``crash`` kills the process mid-call; ``slow``
 waits until cancelled and appends ``started``/``cancelled`` lines to RECORD_FILE;
 ``picture`` answers with an image; ``fail`` answers ``isError: true``; ``lines``
-answers with many lines. ``echo`` and ``lines`` are annotated read-only.
+answers with many lines; ``run`` takes a ``command`` argument (as shell servers do)
+and only records it. ``echo`` and ``lines`` are annotated read-only.
 """
 
 from __future__ import annotations
@@ -83,6 +84,13 @@ def lines(count: int) -> str:
 def fail() -> str:
     """Always fails."""
     raise ToolError("失败了：on purpose")
+
+
+@server.tool()
+def run(command: str) -> str:
+    """Record the command (a stand-in for a shell server's tool; nothing runs)."""
+    record(f"run {command}")
+    return f"ran {command}"
 
 
 if __name__ == "__main__":

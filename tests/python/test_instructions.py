@@ -170,3 +170,24 @@ def test_instructions_cannot_close_their_frame_early(tmp_path: Path) -> None:
     assert framed.count(INSTRUCTIONS_CLOSE) == 1
     assert framed.index("rm -rf ~") < framed.index(INSTRUCTIONS_CLOSE)
     assert as_json(framed)  # stays valid JSON text
+
+
+async def test_instructions_huge_sparse_file_is_read_only_up_to_the_cap(
+    serve_app: Any, tmp_path: Path, config_dir: Path
+) -> None:
+    """A cloned AGENTS.md of a terabyte (sparse: no disk used) must not sink the session."""
+    project = make_project(tmp_path / "proj", {"sub/x.py": "x = 1\n"})
+    for name in ("AGENTS.md", "sub/AGENTS.md"):
+        with (project / name).open("wb") as fh:
+            fh.write("头 HEAD-MARKER-11\n".encode())
+            fh.truncate(1 << 40)
+    async with running_rig(serve_app, project, [{"text": "ok"}], user_config_dir=config_dir) as rig:
+        result = await rig.client.result("session/new", {"cwd": str(project)})
+        assert [i["truncated"] for i in result["instructions"]] == [True]
+        await rig.turn(result["sessionId"], "hello")
+        system = system_text(rig.requests[0])
+        assert "头 HEAD-MARKER-11" in system
+        assert f"(cut at {FILE_CAP} characters)" in system
+    found = load_instructions(project.resolve(), tmp_path / "nocfg")
+    (nested,) = found.activate_for(["sub/x.py"])
+    assert nested.truncated and len(nested.text) == FILE_CAP

@@ -187,6 +187,98 @@ async def test_default_policy_asks_for_unannotated_tools_and_denied_servers_neve
         assert result["mcp"]["servers"][0]["status"] == "skipped"
 
 
+async def test_allow_for_this_session_on_an_mcp_tool_says_it_covers_every_call(
+    serve_app: Any, project: Path, tmp_path: Path
+) -> None:
+    """An MCP tool's grant covers the tool, whatever its arguments; the offer says so.
+
+    A tool whose arguments hold a ``command`` was offered "Allow `ls` for this
+    session", while the grant then let ``rm -rf ~`` through the same tool unasked.
+    """
+    record = tmp_path / "rec.txt"
+    steps = [_call("run", {"command": "ls"}), _call("run", {"command": "rm -rf ~"}), {"text": "ok"}]
+
+    def allow_session(_params: dict[str, Any]) -> dict[str, Any]:
+        return {"outcome": {"outcome": "selected", "optionId": "allow_session"}}
+
+    async with running_rig(serve_app, project, steps) as rig:
+        sid = await rig.new_session(**_fixture(record, policy="default"))
+        turn = await rig.turn(sid, "go", answer=allow_session)
+        [asked] = turn.permission_requests
+        names = {o["optionId"]: o["name"] for o in asked["options"]}
+        assert "`ls`" not in names["allow_session"]
+        assert names["allow_session"] == "Allow every mcp__fx__run call for this session"
+        grants = await rig.client.result("session/grants", {"sessionId": sid})
+        [grant] = grants["grants"]
+        assert "every mcp__fx__run call" in grant["description"]
+        assert "edit" not in grant["description"]
+    # As described: the second call ran without a question.
+    assert record.read_text(encoding="utf-8").splitlines() == ["run ls", "run rm -rf ~"]
+
+
+@pytest.mark.parametrize("planted", ["file", "directory"])
+async def test_a_planted_symlink_does_not_redirect_a_server_s_stderr_log(
+    serve_app: Any, project: Path, tmp_path: Path, planted: str
+) -> None:
+    """``.agent-shell/logs/mcp/NAME.stderr.log`` is a predictable path in a cloned
+    project: a link there must not make the user's server append to ``~/.bashrc``."""
+    victim = tmp_path / "home" / ".bashrc"
+    victim.parent.mkdir(parents=True)
+    victim.write_text("export PS1='$ '\n", encoding="utf-8")
+    logs = project / ".agent-shell" / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    if planted == "file":
+        (logs / "mcp").mkdir()
+        (logs / "mcp" / "fx.stderr.log").symlink_to(victim)
+    else:
+        (logs / "mcp").symlink_to(victim.parent)
+        (victim.parent / "fx.stderr.log").symlink_to(victim)
+    steps = [_call("echo", {"text": "你好"}), {"text": "ok"}]
+    async with running_rig(serve_app, project, steps) as rig:
+        sid = await rig.new_session(**_fixture(tmp_path / "rec.txt"))
+        turn = await rig.turn(sid, "echo")
+        assert [r["status"] for r in turn.tool_results()] == ["completed"]
+    assert victim.read_text(encoding="utf-8") == "export PS1='$ '\n"
+
+
+async def test_an_mcp_call_naming_a_secret_asks_even_when_read_only_or_trusted(
+    serve_app: Any, project: Path, tmp_path: Path
+) -> None:
+    """The secrets rule holds for MCP tools too: a read-only tool (or a trusted
+    server, or a session grant) handed ``~/.ssh/id_rsa`` asks first, without an
+    "allow for this session"; other arguments still run unasked."""
+    record = tmp_path / "rec.txt"
+    key = str(Path.home() / ".ssh" / "id_rsa")
+
+    def allow_session_if_offered(params: dict[str, Any]) -> dict[str, Any]:
+        ids = [o["optionId"] for o in params["options"]]
+        chosen = "allow_session" if "allow_session" in ids else "reject_once"
+        return {"outcome": {"outcome": "selected", "optionId": chosen}, "reason": "秘密"}
+
+    steps = [
+        _call("echo", {"text": "~/.ssh/id_rsa"}),
+        _call("echo", {"text": "src/main.py"}),
+        _call("run", {"command": "ls"}),
+        _call("run", {"command": f"cat {key}"}),
+        _call("run", {"command": "cat --file=$HOME/.aws/credentials"}),
+        {"text": "ok"},
+    ]
+    async with running_rig(serve_app, project, steps) as rig:
+        sid = await rig.new_session(**_fixture(record, policy="default"))
+        turn = await rig.turn(sid, "go", answer=allow_session_if_offered)
+        asked = turn.permission_requests
+        assert [a["toolCall"]["rawInput"] for a in asked] == [
+            {"text": "~/.ssh/id_rsa"},
+            {"command": "ls"},
+            {"command": f"cat {key}"},
+            {"command": "cat --file=$HOME/.aws/credentials"},
+        ]
+        for question in (asked[0], asked[2], asked[3]):
+            assert "secret" in question["reason"]
+            assert "allow_session" not in [o["optionId"] for o in question["options"]]
+    assert record.read_text(encoding="utf-8").splitlines() == ["run ls"]
+
+
 async def test_ask_mode_offers_only_read_only_mcp_tools(
     serve_app: Any, project: Path, tmp_path: Path
 ) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from ..events import EventHub
+from ..mcp.naming import is_mcp_name
 from ..types import JSONObject, Risk
 from .grants import Grant, grant_record
 
@@ -55,8 +56,14 @@ class PermissionRequest:
             {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"}
         ]
         if self.offers_session:
-            command = self.raw_input.get("command")
-            what = f"`{command}`" if isinstance(command, str) else f"{self.tool} edits"
+            # The label says what the grant covers: an MCP tool's arguments may hold a
+            # "command", but its grant covers every call of the tool.
+            if self.command is not None:
+                what = f"`{self.command}`"
+            elif is_mcp_name(self.tool):
+                what = f"every {self.tool} call"
+            else:
+                what = f"{self.tool} edits"
             options.append(
                 {
                     "optionId": "allow_session",

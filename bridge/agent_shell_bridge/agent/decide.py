@@ -163,6 +163,10 @@ def _decide_external(live: LiveSession, spec: ToolSpec, args: cat.Args) -> Prepa
         and grant_key(spec.name, None) in live.state.session_allow
     ):
         verdict = Verdict(Decision.ALLOW, verdict.risk, "allowed for this session by the user")
+    secret = live.policy.secret_named_in(args.model_dump())
+    if secret is not None and verdict.decision is not Decision.DENY:  # asks, never granted
+        why = f"its arguments name {secret!r}, among the user's secrets; {verdict.reason}"
+        verdict = Verdict(Decision.CONFIRM, Risk.DANGEROUS, why)
     return Prepared(spec, args, verdict, [])
 
 

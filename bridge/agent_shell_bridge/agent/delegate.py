@@ -19,6 +19,7 @@ from ..model.types import Completion, Prices
 from ..orglog import SrcBlock, TaskUsage, TextBlock
 from ..tools.catalogue import DelegateArgs, tool_schemas
 from ..types import JSONObject
+from .context import KEEP_SHARE, STUB_OVER_CHARS, _stub, estimate, request_chars, window_of
 from .instructions_glue import session_instructions
 from .prompt import frame_instructions, frame_tool_result
 from .reporter import src, text
@@ -39,7 +40,7 @@ class RoleRun:
     steps: int
     verdict: JSONObject | None
     usage: TurnState
-    stopped: str  # "done", "step_limit", "no_answer"
+    stopped: str  # "done", "step_limit", "no_answer", "context_full"
 
 
 def _model_for(live: LiveSession, role: Role) -> ModelClient:
@@ -87,6 +88,9 @@ async def run_role(executor: ToolExecutor, role: Role, task: str, parent: TurnSt
     try:
         while sub.steps < role.max_steps:
             sub.steps += 1
+            if not await _fit(live, messages, tools, sub):
+                stopped = "context_full"
+                break
             completion = await _step(live, model, messages, tools, sub)
             messages.append(completion.to_message())
             if not completion.tool_calls:
@@ -126,6 +130,43 @@ async def run_role(executor: ToolExecutor, role: Role, task: str, parent: TurnSt
         body=[src(report or f"(no report: {stopped})", "markdown")],
     )
     return RoleRun(role.name, report, sub.steps, sub.verdict, sub, stopped)
+
+
+async def _fit(
+    live: LiveSession, messages: list[JSONObject], tools: list[JSONObject], sub: TurnState
+) -> bool:
+    """Keep the role's request inside the window, as the lead's is kept.
+
+    Past the compaction threshold, the older large tool results become stubs naming
+    their ``request_log_view`` ref (oldest first, the newest step untouched) until
+    the request is back within half the window. False when it still cannot fit.
+    """
+    window = window_of(live)
+
+    def tokens() -> int:
+        return estimate(live, request_chars(messages, tools))
+
+    if tokens() <= window.threshold:
+        return True
+    newest = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=0)
+    stubbed = 0
+    for i in range(newest):
+        if tokens() <= int(window.tokens * KEEP_SHARE):
+            break
+        content = str(messages[i].get("content") or "")
+        if messages[i].get("role") == "tool" and len(content) > STUB_OVER_CHARS:
+            stubbed_message = await _stub(live, messages[i])
+            if len(str(stubbed_message.get("content"))) < len(content):
+                messages[i] = stubbed_message
+                stubbed += 1
+    if stubbed:
+        await live.reporter.entry(
+            f"Context: {stubbed} older tool result(s) of the role replaced by refs",
+            source="bridge",
+            parent=sub.task_entry,
+            properties={"STEP": sub.steps},
+        )
+    return tokens() <= window.limit
 
 
 def _cost(live: LiveSession, sub: TurnState) -> dict[str, str | int | float]:

@@ -156,7 +156,8 @@ async def _run_process(live: LiveSession, name: str, p: Prepared, turn: TurnStat
         spec = live.sandbox_spec(network=True) if live.config.sandbox_approved_commands else None
     else:
         network = False
-        spec = live.sandbox_spec(network=False)
+        confined = turn.role is not None and turn.role.write_globs is not None
+        spec = live.sandbox_spec(network=False, writable=not confined)
         if spec is None and not strictly_read_only(p.command, live.writable_roots):
             # Never project code with neither the sandbox nor the user's yes.
             raise ToolFailed("refused: no sandbox, and the user did not approve this command")

@@ -13,6 +13,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Literal
 
+from ..mcp.naming import is_mcp_name
 from ..session import SessionState
 from ..types import JSONObject
 
@@ -53,6 +54,11 @@ class Grant:
                 f"run exactly `{self.command}` in {self.cwd} without asking, for the rest "
                 "of this session (any other command, or this one in another directory, "
                 "still asks)"
+            )
+        if is_mcp_name(self.tool):
+            return (
+                f"run every {self.tool} call without asking, whatever its arguments, for the "
+                "rest of this session (other tools still ask)"
             )
         return (
             f"make any {self.tool} edit to files of the project without asking, for the "

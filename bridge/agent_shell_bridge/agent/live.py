@@ -116,13 +116,18 @@ class LiveSession:
         extra = tuple(p.resolve() for p in self.config.extra_allowed_paths if p.is_dir())
         return (self.root, *extra)
 
-    def sandbox_spec(self, *, network: bool) -> SandboxSpec | None:
-        """How to sandbox a command of this session, or ``None`` without a sandbox."""
+    def sandbox_spec(self, *, network: bool, writable: bool = True) -> SandboxSpec | None:
+        """How to sandbox a command of this session, or ``None`` without a sandbox.
+
+        ``writable=False`` leaves the project read-only too: a role confined to some
+        files (the tester) must not get around that through what its commands write.
+        """
         if not self.sandbox.available or self.sandbox.bwrap is None:
             return None
         return SandboxSpec(
             bwrap=self.sandbox.bwrap,
             roots=self.writable_roots,
+            roots_read_only=not writable,
             home=Path.home(),
             network=network,
         )

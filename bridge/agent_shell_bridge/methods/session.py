@@ -383,7 +383,11 @@ def register(d: Dispatcher[Runtime]) -> None:
             user_dir = rt.config.user_config_dir or user_config_dir()
             found = await asyncio.to_thread(resolve_command, live.root, user_dir, name)
             text = expand_command(found, arguments)
-            turn_mode = turn_mode or found.mode
+            # A project's file arrives with a clone: it may keep a turn in ask mode but
+            # not lift a session the user keeps in ask mode into act mode.
+            lifts = found.scope == "project" and found.mode == "act"
+            if not (lifts and (p.mode or live.state.mode) == "ask"):
+                turn_mode = turn_mode or found.mode
         if not text.strip():
             raise InvalidParams(f"nothing to do after /{turn_mode}")
         if p.mode is not None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import PathNotAllowed
-from ..secrets import real_secret_roots
+from ..secrets import is_secret, real_secret_roots
 from ..types import Decision, Risk, Verdict
 from .allowlist import Allowlist, AllowlistError, parse_allowlist
 from .commands import (
@@ -34,7 +34,7 @@ from .commands import (
     reads_outside_file,
     worst,
 )
-from .paths import Confinement, resolve_physical
+from .paths import Confinement, expand_home, resolve_physical
 from .shell_parse import ParsedCommand, Redirect, SimpleCommand, parse_command
 from .trust import AllowlistTrust, allowlist_path
 
@@ -47,6 +47,10 @@ _MAX_NESTING = 4
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 _DROP_RE = re.compile(r"\bdrop\s+(database|schema)\b", re.IGNORECASE)
 _OUTPUT_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
+# Looking for secrets in a tool's arguments: words split at blanks and option '=',
+# at most this many looked at (arguments come from the model and may be long).
+_ARGUMENT_WORD_SPLIT = re.compile(r"[\s=,;]+")
+_MAX_ARGUMENT_WORDS = 5_000
 
 
 def _invisible(command: str) -> str | None:
@@ -125,6 +129,38 @@ class PolicyEngine:
     @property
     def allowlist(self) -> Allowlist:
         return self._allowlist
+
+    def secret_named_in(self, value: object) -> str | None:
+        """A word in ``value`` (tool arguments, nested) naming one of the user's secrets.
+
+        For tools the bridge cannot see into (MCP): a path to ``~/.ssh/id_rsa`` in
+        their arguments, alone or inside a longer string (``cat ~/.aws/credentials``,
+        ``--file=$HOME/.netrc``), makes the call ask like any read of a secret.
+        """
+        stack: list[object] = [value]
+        words = 0
+        while stack and words < _MAX_ARGUMENT_WORDS:
+            item = stack.pop()
+            if isinstance(item, dict):
+                stack.extend(item.values())
+            elif isinstance(item, list | tuple):
+                stack.extend(item)
+            elif isinstance(item, str):
+                for word in {item, *_ARGUMENT_WORD_SPLIT.split(item)}:
+                    words += 1
+                    word = word.strip("'\"`")
+                    if "/" not in word and not word.startswith(("~", "$")):
+                        continue
+                    try:
+                        expanded = expand_home(word, self._home)
+                    except PathNotAllowed:
+                        continue
+                    if "\x00" in expanded:
+                        continue
+                    path = Path(expanded) if os.path.isabs(expanded) else self.root / expanded
+                    if is_secret(path, self._home):
+                        return word
+        return None
 
     # -- paths -------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from ...errors import ToolFailed
 from ...types import JSONObject
@@ -270,8 +270,8 @@ class ServerConnection:
         connected = False
         try:
             params = self._params()
-            await asyncio.to_thread(self.stderr_path.parent.mkdir, parents=True, exist_ok=True)
-            with self.stderr_path.open("a", encoding="utf-8", errors="replace") as errlog:
+            errlog_file = await asyncio.to_thread(_open_stderr_log, self.stderr_path)
+            with errlog_file as errlog:
                 stamp = datetime.now().astimezone().isoformat(timespec="seconds")
                 argv = shlex.join([self.config.command, *self.config.args])
                 errlog.write(f"--- {stamp} agent-shell starts {self.name}: {argv}\n")
@@ -359,3 +359,24 @@ class ServerConnection:
             log.warning("refreshing the tools of MCP server %s failed: %s", self.name, exc)
             return
         await self._on_tools_changed(self.name)
+
+
+def _open_stderr_log(path: Path) -> TextIO:
+    """The server's stderr log, opened for appending; never through a symlink.
+
+    The log lives at a predictable place in the project (``.agent-shell/logs/mcp``),
+    which a cloned repository can fill with links: one to ``~/.bashrc`` must not
+    make the user's server append to it. Then the stderr is dropped instead.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if os.path.realpath(path.parent) == os.path.abspath(path.parent):
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            fd = os.open(path, flags, 0o644)
+        except OSError as exc:
+            log.warning("MCP stderr log %s not opened (%s); stderr is dropped", path, exc)
+        else:
+            return os.fdopen(fd, "a", encoding="utf-8", errors="replace")
+    else:
+        log.warning("MCP stderr log %s is under a symlink; stderr is dropped", path)
+    return open(os.devnull, "a", encoding="utf-8")  # closed by the caller
