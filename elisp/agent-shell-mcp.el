@@ -27,10 +27,10 @@
 (require 'cl-lib)
 (require 'subr-x)
 
-(defvar agent-shell--root)
-(declare-function agent-shell--request "agent-shell" (method params &rest args))
+(declare-function agent-shell--request "agent-shell-bridge" (method params &rest args))
 (declare-function agent-shell--notice "agent-shell-transcript" (text))
-(declare-function agent-shell--project-root "agent-shell-project" (&optional ask))
+(declare-function agent-shell--trust-root "agent-shell-project" (root))
+(declare-function agent-shell--project-file-bytes "agent-shell-project" (file))
 
 ;;; Options
 
@@ -200,16 +200,9 @@ them only after you trust the file's current content; any change
 needs trust again.  What is trusted is exactly the bytes shown.  ROOT
 defaults to this session's project, else the current project."
   (interactive)
-  (let* ((root (file-name-as-directory
-                (or root agent-shell--root (agent-shell--project-root))))
+  (let* ((root (agent-shell--trust-root root))
          (file (expand-file-name ".mcp.json" root))
-         (bytes (progn
-                  (unless (and (file-regular-p file) (not (file-symlink-p file)))
-                    (user-error "No .mcp.json (or a symlink) at %s" root))
-                  (with-temp-buffer
-                    (set-buffer-multibyte nil)
-                    (insert-file-contents-literally file)
-                    (buffer-string)))))
+         (bytes (agent-shell--project-file-bytes file)))
     (when (or (not (called-interactively-p 'interactive))
               (agent-shell-mcp--review file bytes))
       (agent-shell--request

@@ -296,6 +296,21 @@ goes away once the question is answered (or quit)."
           (quit-window nil window))
         (kill-buffer review)))))
 
+(defun agent-shell--trust-root (root)
+  "Return ROOT, else this session's project, else the current project."
+  (file-name-as-directory (or root agent-shell--root (agent-shell--project-root))))
+
+(defun agent-shell--project-file-bytes (file)
+  "Return the exact bytes of the project's settings FILE, to review and hash.
+Signal a `user-error' when it is missing or a symlink."
+  (unless (and (file-regular-p file) (not (file-symlink-p file)))
+    (user-error "No %s (or a symlink) at %s"
+                (file-name-nondirectory file) (file-name-directory file)))
+  (with-temp-buffer
+    (set-buffer-multibyte nil)
+    (insert-file-contents-literally file)
+    (buffer-string)))
+
 (defun agent-shell-trust-allowlist (&optional root)
   "Review ROOT's `.agent-shell/allowlist.el' and let its commands run unasked.
 The bridge applies a project's allowlist only after you trust its
@@ -305,16 +320,9 @@ trusted is exactly the bytes shown: if the file changes before the
 bridge reads it, trust is refused.  ROOT defaults to this session's
 project, else the current project."
   (interactive)
-  (let* ((root (file-name-as-directory
-                (or root agent-shell--root (agent-shell--project-root))))
+  (let* ((root (agent-shell--trust-root root))
          (file (expand-file-name ".agent-shell/allowlist.el" root))
-         (bytes (progn
-                  (unless (and (file-regular-p file) (not (file-symlink-p file)))
-                    (user-error "No allowlist (or a symlink) at %s" file))
-                  (with-temp-buffer
-                    (set-buffer-multibyte nil)
-                    (insert-file-contents-literally file)
-                    (buffer-string))))
+         (bytes (agent-shell--project-file-bytes file))
          (interactive (called-interactively-p 'interactive)))
     (when (or (not interactive)
               (agent-shell--review-allowlist file bytes))
@@ -337,16 +345,9 @@ that only after you trust the file's current content; any change needs
 trust again.  ROOT defaults to this session's project, else the
 current project."
   (interactive)
-  (let* ((root (file-name-as-directory
-                (or root agent-shell--root (agent-shell--project-root))))
+  (let* ((root (agent-shell--trust-root root))
          (file (expand-file-name ".agent-shell/config.el" root))
-         (bytes (progn
-                  (unless (and (file-regular-p file) (not (file-symlink-p file)))
-                    (user-error "No config.el (or a symlink) at %s" file))
-                  (with-temp-buffer
-                    (set-buffer-multibyte nil)
-                    (insert-file-contents-literally file)
-                    (buffer-string))))
+         (bytes (agent-shell--project-file-bytes file))
          (interactive (called-interactively-p 'interactive)))
     (when (or (not interactive)
               (agent-shell--review-allowlist

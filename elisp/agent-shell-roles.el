@@ -13,8 +13,8 @@
 
 (declare-function agent-shell--review-allowlist "agent-shell-project" (file bytes &optional question))
 (declare-function agent-shell--request "agent-shell-bridge" (method params &rest args))
-(declare-function agent-shell--project-root "agent-shell-project" (&optional ask))
-(defvar agent-shell--root)
+(declare-function agent-shell--trust-root "agent-shell-project" (root))
+(declare-function agent-shell--project-file-bytes "agent-shell-project" (file))
 
 (defcustom agent-shell-review-changes t
   "Whether the reviewer role checks every turn that changed files.
@@ -76,16 +76,9 @@ models) apply only after you trust its current content; any change
 needs trust again.  Your own `agent-shell-roles' win on a name.  ROOT
 defaults to this session's project, else the current project."
   (interactive)
-  (let* ((root (file-name-as-directory
-                (or root agent-shell--root (agent-shell--project-root))))
+  (let* ((root (agent-shell--trust-root root))
          (file (expand-file-name ".agent-shell/roles.el" root))
-         (bytes (progn
-                  (unless (and (file-regular-p file) (not (file-symlink-p file)))
-                    (user-error "No roles.el (or a symlink) at %s" file))
-                  (with-temp-buffer
-                    (set-buffer-multibyte nil)
-                    (insert-file-contents-literally file)
-                    (buffer-string)))))
+         (bytes (agent-shell--project-file-bytes file)))
     (when (or (not (called-interactively-p 'interactive))
               (agent-shell--review-allowlist
                file bytes "Trust %s as shown, letting its roles run in new sessions? "))

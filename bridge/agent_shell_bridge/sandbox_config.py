@@ -12,16 +12,14 @@ The file is data: read with the same reader as the allowlist, nothing evaluated.
 
 from __future__ import annotations
 
-import errno
 import hashlib
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from .policy.sexp import SexpError, Symbol, read_all
 from .policy.trust import AllowlistTrust, default_trust_file
+from .project_files import read_project_file
 from .sandbox import SandboxStatus
 
 __all__ = [
@@ -49,17 +47,7 @@ def config_trust(memory_dir: Path | None) -> AllowlistTrust:
 
 def read_config(root: Path) -> bytes | None:
     """The bytes of ``config.el``; ``None`` if absent, a symlink or not a regular file."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(config_path(root), flags)
-    except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-            return None
-        raise
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            return None
-        return fh.read(1_000_000)
+    return read_project_file(config_path(root))
 
 
 def wants_sandbox_off(content: bytes) -> bool:

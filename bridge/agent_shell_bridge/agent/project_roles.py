@@ -15,9 +15,6 @@ The shape is the option's own::
 
 from __future__ import annotations
 
-import errno
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -26,6 +23,7 @@ from pydantic import ValidationError
 
 from ..policy.sexp import SexpError, Symbol, read_all
 from ..policy.trust import AllowlistTrust, default_trust_file
+from ..project_files import read_project_file
 from .roles import RoleConfig
 
 __all__ = ["ProjectRoles", "load_project_roles", "parse_roles", "roles_path", "roles_trust"]
@@ -45,17 +43,7 @@ def roles_trust(memory_dir: Path | None) -> AllowlistTrust:
 
 def read_roles(root: Path) -> bytes | None:
     """The bytes of ``roles.el``; None if absent, a symlink or not a regular file."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(roles_path(root), flags)
-    except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-            return None
-        raise
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            return None
-        return fh.read()
+    return read_project_file(roles_path(root))
 
 
 def _plain(value: Any) -> Any:
