@@ -6,12 +6,19 @@ A cloned repository controls these files, so a read must not follow a symlink (t
 
 from __future__ import annotations
 
+import asyncio
 import errno
+import hashlib
 import os
 import stat
 from pathlib import Path
 
-__all__ = ["read_project_file"]
+from .errors import InvalidParams
+
+__all__ = ["read_project_file", "reviewed_bytes"]
+
+# A settings file to review and trust is small; a bigger one is refused, not cut.
+_TRUST_LIMIT = 4_000_000
 
 
 def read_project_file(path: Path, limit: int = 1_000_000) -> bytes | None:
@@ -27,3 +34,22 @@ def read_project_file(path: Path, limit: int = 1_000_000) -> bytes | None:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
             return None
         return fh.read(limit)
+
+
+async def reviewed_bytes(path: Path, sha256: str | None) -> tuple[bytes, str]:
+    """The bytes of ``path`` as the user reviewed them, read once, and their hash.
+
+    Refused (invalid params) when the file is missing, a symlink, too big, or not
+    the bytes the user reviewed (``sha256``): what is trusted is what was shown.
+    """
+    content = await asyncio.to_thread(read_project_file, path, _TRUST_LIMIT + 1)
+    if content is None:
+        raise InvalidParams(f"{path} does not exist or is a symlink")
+    if len(content) > _TRUST_LIMIT:
+        raise InvalidParams(f"{path} is larger than {_TRUST_LIMIT} bytes")
+    digest = hashlib.sha256(content).hexdigest()
+    if sha256 is not None and sha256 != digest:
+        raise InvalidParams(
+            f"{path} changed after you reviewed it; review it again before trusting it"
+        )
+    return content, digest

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from typing import Any
 
 from pydantic import Field
 
-from ..errors import InvalidParams
 from ..mcp.config import from_claude_json
+from ..project_files import reviewed_bytes
 from ..rpc import Dispatcher, Params
 from ..runtime import Runtime
 from .session import project_root
@@ -30,14 +29,7 @@ def register(d: Dispatcher[Runtime]) -> None:
 
         root = project_root(p.cwd)
         path = project_config_path(root)
-        if path.is_symlink() or not path.is_file():
-            raise InvalidParams(f"{path} does not exist or is a symlink")
-        content = await asyncio.to_thread(path.read_bytes)  # read once: hash and parse agree
-        digest = hashlib.sha256(content).hexdigest()
-        if p.sha256 is not None and p.sha256 != digest:
-            raise InvalidParams(
-                f"{path} changed after you reviewed it; review it again before trusting it"
-            )
+        content, digest = await reviewed_bytes(path, p.sha256)  # hash and parse agree
         servers = from_claude_json(content, str(path))  # malformed: -32602, nothing trusted
         await asyncio.to_thread(mcp_trust(rt.config.memory_dir).trust, root, content)
         return {"sha256": digest, "servers": [s.name for s in servers]}

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from typing import Any, Literal
 
 from pydantic import Field
 
 from ..errors import InvalidParams, MemoryError_, SessionBusy
 from ..memory.experience import parse_experience
+from ..project_files import reviewed_bytes
 from ..rpc import Dispatcher, Params
 from ..runtime import Runtime
 from .session import project_root, session_of
@@ -124,14 +124,7 @@ def register(d: Dispatcher[Runtime]) -> None:
 
         root = project_root(p.cwd)
         path = allowlist_path(root)
-        if path.is_symlink() or not path.is_file():
-            raise InvalidParams(f"{path} does not exist or is a symlink")
-        content = await asyncio.to_thread(path.read_bytes)  # read once: hash and parse agree
-        digest = hashlib.sha256(content).hexdigest()
-        if p.sha256 is not None and p.sha256 != digest:
-            raise InvalidParams(
-                f"{path} changed after you reviewed it; review it again before trusting it"
-            )
+        content, digest = await reviewed_bytes(path, p.sha256)  # hash and parse agree
         try:
             allowlist = parse_allowlist(content.decode("utf-8"))  # malformed: -32602
         except UnicodeDecodeError as exc:

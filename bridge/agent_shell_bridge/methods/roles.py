@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from typing import Any
 
 from ..errors import InvalidParams
+from ..project_files import reviewed_bytes
 from ..rpc import Dispatcher
 from ..runtime import Runtime
 from .memory import TrustParams
@@ -19,18 +19,10 @@ def register(d: Dispatcher[Runtime]) -> None:
     @d.method("roles/trust", TrustParams)
     async def trust_roles(rt: Runtime, p: TrustParams) -> dict[str, Any]:
         """Trust ``roles.el`` as reviewed; sessions started from now on use its roles."""
-        from ..agent.project_roles import parse_roles, read_roles, roles_path, roles_trust
+        from ..agent.project_roles import parse_roles, roles_path, roles_trust
 
         root = project_root(p.cwd)
-        content = await asyncio.to_thread(read_roles, root)
-        if content is None:
-            raise InvalidParams(f"{roles_path(root)} does not exist or is a symlink")
-        digest = hashlib.sha256(content).hexdigest()
-        if p.sha256 is not None and p.sha256 != digest:
-            raise InvalidParams(
-                f"{roles_path(root)} changed after you reviewed it; "
-                "review it again before trusting it"
-            )
+        content, digest = await reviewed_bytes(roles_path(root), p.sha256)
         try:
             roles = parse_roles(content.decode("utf-8"))  # malformed: -32602, nothing trusted
         except UnicodeDecodeError as exc:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from typing import Any
 
-from ..errors import InvalidParams
+from ..project_files import reviewed_bytes
 from ..rpc import Dispatcher
 from ..runtime import Runtime
-from ..sandbox_config import config_path, config_trust, project_sandbox, read_config
+from ..sandbox_config import config_path, config_trust, project_sandbox
 from .memory import TrustParams
 from .session import project_root
 
@@ -21,15 +20,7 @@ def register(d: Dispatcher[Runtime]) -> None:
     async def trust_config(rt: Runtime, p: TrustParams) -> dict[str, Any]:
         """Trust ``config.el`` as the user reviewed it; live sessions of the root follow."""
         root = project_root(p.cwd)
-        content = await asyncio.to_thread(read_config, root)
-        if content is None:
-            raise InvalidParams(f"{config_path(root)} does not exist or is a symlink")
-        digest = hashlib.sha256(content).hexdigest()
-        if p.sha256 is not None and p.sha256 != digest:
-            raise InvalidParams(
-                f"{config_path(root)} changed after you reviewed it; "
-                "review it again before trusting it"
-            )
+        content, digest = await reviewed_bytes(config_path(root), p.sha256)
         trust = config_trust(rt.config.memory_dir)
         await asyncio.to_thread(trust.trust, root, content)
         applied = project_sandbox(root, rt.sandbox, trust)
