@@ -469,3 +469,40 @@ def test_roles_project_file_is_data(text: str, message: str | None) -> None:
     with pytest.raises(SexpError) as err:
         parse_roles(text)
     assert message in err.value.message
+
+
+async def test_roles_in_ask_mode_are_offered_reading_tools_only(
+    serve_app: Any, project: Path
+) -> None:
+    steps = [
+        step(LEAD, tool_calls=[call("delegate", role="tester", task="look at the tests")]),
+        step(TESTER, text="only looked"),
+        step(LEAD, text="ok"),
+    ]
+    async with running_rig(serve_app, project, steps) as rig:
+        sid = await rig.new_session(mode="ask")
+        await rig.turn(sid, "what do the tests cover?")
+        (tester,) = requests_of(rig, TESTER["system_contains"])
+        assert offered(tester) <= READ_TOOLS | {"task_complete"}
+        assert "read_file" in offered(tester)
+
+
+async def test_roles_a_nested_agents_md_reached_by_a_role_applies_to_it(
+    serve_app: Any, tmp_path: Path
+) -> None:
+    project = make_project(
+        tmp_path / "nested",
+        {"web/AGENTS.md": "WEB-RULES-角色\n", "web/app.js": "console.log(1)\n"},
+    )
+    steps = [
+        step(LEAD, tool_calls=[call("delegate", role="explorer", task="read the web app")]),
+        step(EXPLORER, tool_calls=[call("read_file", path="web/app.js")]),
+        step(EXPLORER, text="it logs 1"),
+        step(LEAD, text="ok"),
+    ]
+    async with running_rig(serve_app, project, steps) as rig:
+        sid = await rig.new_session()
+        await rig.turn(sid, "what does the web app do?")
+        first, second = requests_of(rig, EXPLORER["system_contains"])
+        assert "WEB-RULES-角色" not in system_of(first)
+        assert "WEB-RULES-角色" in system_of(second)

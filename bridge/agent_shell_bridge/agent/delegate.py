@@ -17,10 +17,10 @@ from ..errors import ToolFailed
 from ..model.openai import ModelClient
 from ..model.types import Completion, Prices
 from ..orglog import SrcBlock, TaskUsage, TextBlock
-from ..tools.catalogue import DelegateArgs, tool_schemas
-from ..types import JSONObject
+from ..tools.catalogue import CATALOGUE, DelegateArgs, tool_schemas
+from ..types import JSONObject, Risk
 from .context import KEEP_SHARE, STUB_OVER_CHARS, _stub, estimate, request_chars, window_of
-from .instructions_glue import session_instructions
+from .instructions_glue import activate_nested_instructions, session_instructions
 from .prompt import frame_instructions, frame_tool_result
 from .reporter import src, text
 from .roles import REPORT_LIMIT, Role
@@ -41,6 +41,14 @@ class RoleRun:
     verdict: JSONObject | None
     usage: TurnState
     stopped: str  # "done", "step_limit", "no_answer", "context_full"
+
+
+def _offered(role: Role, mode: str) -> set[str]:
+    """The role's tools, less what the turn's mode refuses (ask mode: reading only)."""
+    if mode != "ask":
+        return set(role.tools)
+    keep = {"task_complete", "review_verdict"}
+    return {n for n in role.tools if n in keep or CATALOGUE[n].risk is Risk.READ}
 
 
 def _model_for(live: LiveSession, role: Role) -> ModelClient:
@@ -78,7 +86,7 @@ async def run_role(executor: ToolExecutor, role: Role, task: str, parent: TurnSt
         role=role,
     )
     model = _model_for(live, role)
-    tools = tool_schemas(set(role.tools))
+    tools = tool_schemas(_offered(role, parent.mode))
     messages: list[JSONObject] = [
         {"role": "system", "content": _system(live, role, parent.mode)},
         {"role": "user", "content": task},
@@ -88,6 +96,8 @@ async def run_role(executor: ToolExecutor, role: Role, task: str, parent: TurnSt
     try:
         while sub.steps < role.max_steps:
             sub.steps += 1
+            # Rebuilt each step: an AGENTS.md the role's work reached now applies.
+            messages[0] = {"role": "system", "content": _system(live, role, parent.mode)}
             if not await _fit(live, messages, tools, sub):
                 stopped = "context_full"
                 break
@@ -99,6 +109,7 @@ async def run_role(executor: ToolExecutor, role: Role, task: str, parent: TurnSt
                 break
             for call in completion.tool_calls:
                 outcome = await executor.run(call, sub)
+                await activate_nested_instructions(live, call, sub.task_entry)
                 sub.tool_calls += 1
                 messages.append(
                     {
@@ -115,6 +126,8 @@ async def run_role(executor: ToolExecutor, role: Role, task: str, parent: TurnSt
                 break
     finally:
         parent.add_usage_of(role.name, sub)
+        if model is not live.model:  # the role's own model client: its connections go
+            await model.aclose()
     if len(report) > REPORT_LIMIT:
         report = report[: REPORT_LIMIT - 40] + f"\n[... report cut at {REPORT_LIMIT} characters]"
     await live.reporter.change(
