@@ -24,6 +24,7 @@ __all__ = [
     "Scale",
     "bridge_command",
     "clean_env",
+    "emacs_args",
     "machine_info",
     "median",
     "percentile",
@@ -198,3 +199,14 @@ def machine_info(emacs: str) -> dict[str, Any]:
         # Other work on the machine skews timings; ratios suffer less than values.
         "load_avg_1m": round(os.getloadavg()[0], 2),
     }
+
+
+def emacs_args(emacs: str, bench_file: str, *evals: str, terminal: bool = False) -> list[str]:
+    """An Emacs command line with the package and a bench file loaded, then ``evals``."""
+    root = Path(__file__).resolve().parent.parent
+    args = [emacs, "-nw", "-Q"] if terminal else [emacs, "-Q", "--batch"]
+    args += ["-L", str(root / "elisp"), "-L", str(root / "bench")]
+    args += ["-l", str(root / "bench" / bench_file)]
+    for form in evals:
+        args += ["--eval", form]
+    return args

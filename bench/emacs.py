@@ -14,11 +14,10 @@ import json
 import os
 from pathlib import Path
 
-from .common import Figure, Scale
+from .common import Figure, Scale, emacs_args
 
 __all__ = ["run"]
 
-ROOT = Path(__file__).resolve().parent.parent
 PREFIX = b"BENCH-JSON "
 
 
@@ -29,17 +28,7 @@ async def run(scale: Scale, work: Path) -> list[Figure]:
         f" {scale.emacs_reps})"
     )
     process = await asyncio.create_subprocess_exec(
-        emacs,
-        "-Q",
-        "--batch",
-        "-L",
-        str(ROOT / "elisp"),
-        "-L",
-        str(ROOT / "bench"),
-        "-l",
-        str(ROOT / "bench" / "agent-shell-bench.el"),
-        "--eval",
-        form,
+        *emacs_args(emacs, "agent-shell-bench.el", form),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

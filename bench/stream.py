@@ -31,11 +31,10 @@ from pathlib import Path
 from agent_shell_bridge.model.mock_script import MockScript, MockStep
 from agent_shell_bridge.model.mock_server import MockServer
 
-from .common import Figure, Scale, clean_env
+from .common import Figure, Scale, clean_env, emacs_args
 
 __all__ = ["reply_chunks", "run"]
 
-ROOT = Path(__file__).resolve().parent.parent
 PREFIX = b"BENCH-JSON "
 # A paragraph of about 200 characters, Chinese and ASCII, ending a line.
 SENTENCE = (
@@ -101,22 +100,7 @@ async def _interactive(
         f" '({json.dumps(str(fresh) + '/')}) {chars} {json.dumps(str(out))})"
     )
     command = shlex.join(
-        [
-            emacs,
-            "-nw",
-            "-Q",
-            "-L",
-            str(ROOT / "elisp"),
-            "-L",
-            str(ROOT / "bench"),
-            "-l",
-            str(ROOT / "bench" / "agent-shell-stream-bench.el"),
-            "--eval",
-            f"(setq agent-shell-memory-dir {json.dumps(str(work / 'memory'))}"
-            " agent-shell-context-window 10000000)",
-            "--eval",
-            form,
-        ]
+        emacs_args(emacs, "agent-shell-stream-bench.el", _settings(work), form, terminal=True)
     )
     socket = f"agent-shell-bench-{os.getpid()}"
     tmux = ["tmux", "-L", socket, "-f", "/dev/null"]
@@ -150,6 +134,12 @@ async def _interactive(
     return data
 
 
+def _settings(work: Path) -> str:
+    """The bench Emacs's memory directory, and a window no reply comes near."""
+    memory = json.dumps(str(work / "memory"))
+    return f"(setq agent-shell-memory-dir {memory} agent-shell-context-window 10000000)"
+
+
 async def run(scale: Scale, work: Path) -> list[Figure]:
     if shutil.which("curl") is None:
         raise RuntimeError("curl is needed for the direct consumer (make system-deps)")
@@ -179,20 +169,7 @@ async def run(scale: Scale, work: Path) -> list[Figure]:
             AGENT_SHELL_TEST_BRIDGE=str(Path(sys.executable).parent / "agent-shell-bridge"),
         )
         process = await asyncio.create_subprocess_exec(
-            emacs,
-            "-Q",
-            "--batch",
-            "-L",
-            str(ROOT / "elisp"),
-            "-L",
-            str(ROOT / "bench"),
-            "-l",
-            str(ROOT / "bench" / "agent-shell-stream-bench.el"),
-            "--eval",
-            f"(setq agent-shell-memory-dir {json.dumps(str(work / 'memory'))}"
-            " agent-shell-context-window 10000000)",
-            "--eval",
-            form,
+            *emacs_args(emacs, "agent-shell-stream-bench.el", _settings(work), form),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

@@ -551,3 +551,34 @@ def shared_bridge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BridgePr
     bridge = launch_bridge(tmp_path_factory.mktemp("shared-bridge"))
     yield bridge
     bridge.stop()
+
+
+@pytest.fixture
+def mock_model_process(tmp_path: Path) -> Iterator[Callable[[list[dict[str, Any]]], str]]:
+    """Factory starting ``agent-shell-bridge mock-model`` processes; returns the API base.
+
+    For tests of commands that take the model's address (``run``, MCP headless):
+    every process started is stopped (stdin closed) when the test ends.
+    """
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(steps: list[dict[str, Any]]) -> str:
+        script = tmp_path / f"script{len(procs)}.json"
+        script.write_text(json.dumps({"steps": steps}, ensure_ascii=False), encoding="utf-8")
+        proc = subprocess.Popen(
+            [*bridge_command(), "mock-model", "--script", str(script), "--port", "0"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        procs.append(proc)
+        ready = json.loads(read_line_with_deadline(proc.stdout, 15))
+        return str(ready["api_base"])
+
+    yield start
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=10)
+        if proc.stdout is not None:
+            proc.stdout.close()

@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent_rig import make_project
-from conftest import bridge_command, read_line_with_deadline
+from conftest import bridge_command
 
 FIX_STEPS: list[dict[str, Any]] = [
     {"tool_calls": [{"name": "read_file", "arguments": {"path": "calc.py"}}]},
@@ -46,30 +45,9 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def mock_model(tmp_path: Path) -> Iterator[Any]:
+def mock_model(mock_model_process: Any) -> Any:
     """Factory starting `agent-shell-bridge mock-model` with the given steps."""
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def start(steps: list[dict[str, Any]]) -> str:
-        script = tmp_path / f"script{len(procs)}.json"
-        script.write_text(json.dumps({"steps": steps}, ensure_ascii=False), encoding="utf-8")
-        proc = subprocess.Popen(
-            [*bridge_command(), "mock-model", "--script", str(script), "--port", "0"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
-        procs.append(proc)
-        ready = json.loads(read_line_with_deadline(proc.stdout, 15))
-        return str(ready["api_base"])
-
-    yield start
-    for proc in procs:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        proc.wait(timeout=10)
-        if proc.stdout is not None:
-            proc.stdout.close()
+    return mock_model_process
 
 
 def _run(

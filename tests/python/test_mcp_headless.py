@@ -14,7 +14,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ import httpx
 import pytest
 
 from agent_rig import make_project
-from conftest import bridge_command, read_line_with_deadline
+from conftest import bridge_command
 
 BIN = Path(sys.executable).parent
 TIME_SERVER = str(BIN / "mcp-server-time")
@@ -55,29 +54,13 @@ class MockModel:
 
 
 @pytest.fixture
-def mock_model(tmp_path: Path) -> Iterator[Any]:
-    procs: list[subprocess.Popen[bytes]] = []
+def mock_model(mock_model_process: Any) -> Any:
+    """Factory starting the scripted model; returns a handle on its request log."""
 
     def start(steps: list[dict[str, Any]]) -> MockModel:
-        script = tmp_path / f"script{len(procs)}.json"
-        script.write_text(json.dumps({"steps": steps}, ensure_ascii=False), encoding="utf-8")
-        proc = subprocess.Popen(
-            [*bridge_command(), "mock-model", "--script", str(script), "--port", "0"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
-        procs.append(proc)
-        ready = json.loads(read_line_with_deadline(proc.stdout, 15))
-        return MockModel(str(ready["api_base"]))
+        return MockModel(mock_model_process(steps))
 
-    yield start
-    for proc in procs:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        proc.wait(timeout=10)
-        if proc.stdout is not None:
-            proc.stdout.close()
+    return start
 
 
 @pytest.fixture
