@@ -47,7 +47,8 @@ SANDBOX_SENSITIVE := tests/python/test_sandbox.py tests/python/test_sandbox_host
   tests/python/test_sandbox_lifetime.py tests/python/test_agent_loop.py \
   tests/python/test_plan_flow.py tests/python/test_headless.py \
   tests/python/test_serve_children.py tests/python/test_policy_cli.py \
-  tests/python/test_sandbox_config.py tests/e2e/test_e2e_batch.py
+  tests/python/test_sandbox_config.py tests/python/test_agent_grants.py \
+  tests/e2e/test_e2e_batch.py
 
 test-python: deps
 	$(PY) -m pytest -q

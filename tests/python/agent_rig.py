@@ -210,5 +210,12 @@ def tool_messages(request_body: dict[str, Any]) -> list[str]:
     return [m["content"] for m in request_body["messages"] if m["role"] == "tool"]
 
 
+def payload_of(framed: str) -> dict[str, Any]:
+    """The JSON result inside one framed tool message (header line, JSON, closing line)."""
+    value = json.loads(framed.split("\n", 1)[1].rsplit("\n", 1)[0])
+    assert isinstance(value, dict)
+    return value
+
+
 def as_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)

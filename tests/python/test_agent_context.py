@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from agent_rig import make_project, running_rig, tool_messages
+from agent_rig import make_project, payload_of, running_rig, tool_messages
 from agent_shell_bridge.model.mock import estimate_usage
 from agent_shell_bridge.model.mock_script import MockStep
 from agent_shell_bridge.model.openai import _error_from_body
@@ -32,12 +32,6 @@ def provider_tokens(body: dict[str, Any]) -> int:
 
 def is_compaction(body: dict[str, Any]) -> bool:
     return SUMMARISE in str(body["messages"][0]["content"])
-
-
-def payload_of(framed: str) -> dict[str, Any]:
-    value = json.loads(framed.split("\n", 1)[1].rsplit("\n", 1)[0])
-    assert isinstance(value, dict)
-    return value
 
 
 def summary_step(text: str = "摘要：读了 big.txt 的几段。") -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from agent_rig import make_project, running_rig
+from agent_rig import make_project, payload_of, running_rig, tool_messages
 
 
 @pytest.fixture
@@ -114,3 +114,44 @@ async def test_revoking_an_unknown_grant_is_a_clear_error(serve_app: Any, projec
         assert "session/grants" in reply["error"]["message"]
         reply = await rig.client.rpc("session/grants", {"sessionId": "s-missing"})
         assert reply["error"]["code"] == -32001
+
+
+async def test_runs_after_a_command_grant_go_through_the_sandbox(
+    serve_app: Any, tmp_path: Path
+) -> None:
+    """The yes covered the script as it was; what runs later is held by the sandbox.
+
+    The first run, approved, writes outside the project as the user would; the model then
+    rewrites the script, and the granted second run must not reach outside (when this
+    machine has a sandbox) or must say plainly that nothing held it (when it has none).
+    """
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    first_mark, second_mark = outside / "第一.mark", outside / "第二.mark"
+    root = make_project(tmp_path / "proj", {"tool.sh": f"touch '{first_mark}'\n"})
+    rewrite = {
+        "tool_calls": [
+            {"name": "read_file", "arguments": {"path": "tool.sh"}},
+        ]
+    }
+    steps = [run("sh tool.sh"), {"text": "ran"}, rewrite]
+    steps += [write("tool.sh", f"touch '{second_mark}'\n"), run("sh tool.sh"), {"text": "ran"}]
+    async with running_rig(serve_app, root, steps) as rig:
+        sandboxed = rig.runtime.sandbox.available
+        sid = await rig.new_session()
+        first = await rig.turn(sid, "run it", answer=allow_session)
+        assert len(first.permission_requests) == 1
+        assert first_mark.exists()  # approved: ran as the user would, outside
+
+        second = await rig.turn(sid, "change it and run it again")
+        asked = [p["toolCall"]["rawInput"].get("command") for p in second.permission_requests]
+        assert asked == [None]  # the edit asked; the granted command did not
+        assert (root / "tool.sh").read_text() == f"touch '{second_mark}'\n"
+        results = [payload_of(m) for m in tool_messages(rig.requests[-1])]
+    ran = results[-1]
+    if sandboxed:
+        assert ran["sandbox"] == "bubblewrap+net"
+        assert not second_mark.exists()
+    else:
+        assert ran["sandbox"] == "none"
+        assert second_mark.exists()

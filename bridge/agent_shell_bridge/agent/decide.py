@@ -58,6 +58,9 @@ class Prepared:
     diff: str | None = None
     # The user said yes to this command (now, or by a grant for this session).
     by_user: bool = False
+    # The yes came from a grant: the user never saw this run, and the project may
+    # have changed since (a Makefile, a script), so it is sandboxed where possible.
+    granted: bool = False
 
     @property
     def cwd_text(self) -> str | None:
@@ -199,15 +202,16 @@ def _decide_command(
             f"no sandbox ({live.sandbox.detail}), so only strictly read-only commands "
             f"run without asking; the policy said: {verdict.reason}",
         )
-    by_user = False
-    if (
+    granted = (
         verdict.decision is Decision.CONFIRM
         and verdict.risk is Risk.WRITE
         and grant_key(spec.name, command, str(cwd)) in live.state.session_allow
-    ):
+    )
+    if granted:
         verdict = Verdict(Decision.ALLOW, verdict.risk, "allowed for this session by the user")
-        by_user = True
-    return Prepared(spec, args, verdict, [], command=command, cwd=cwd, by_user=by_user)
+    return Prepared(
+        spec, args, verdict, [], command=command, cwd=cwd, by_user=granted, granted=granted
+    )
 
 
 def approval_note(live: LiveSession, p: Prepared) -> str | None:

@@ -150,13 +150,19 @@ async def _run_process(live: LiveSession, name: str, p: Prepared, turn: TurnStat
     assert p.command is not None and p.cwd is not None
     kind = "test" if name == "run_test" else "command"
     timeout = getattr(p.args, "timeout_s", None) or timeout_for(kind, p.command)
-    if p.by_user:
+    confined = turn.role is not None and turn.role.write_globs is not None
+    if p.granted:
+        # A later run of a granted command: nobody looked at this one, and what it
+        # runs (a Makefile, a script) may have changed since the yes. The sandbox
+        # holds it where there is one, with the network the yes gave it.
+        network = True
+        spec = live.sandbox_spec(network=True, writable=not confined)
+    elif p.by_user:
         # Approved: as the user would run it, unless they sandbox approved ones too.
         network = True
         spec = live.sandbox_spec(network=True) if live.config.sandbox_approved_commands else None
     else:
         network = False
-        confined = turn.role is not None and turn.role.write_globs is not None
         spec = live.sandbox_spec(network=False, writable=not confined)
         if spec is None and not strictly_read_only(p.command, live.writable_roots):
             # Never project code with neither the sandbox nor the user's yes.

@@ -53,7 +53,8 @@ class Grant:
             return (
                 f"run exactly `{self.command}` in {self.cwd} without asking, for the rest "
                 "of this session (any other command, or this one in another directory, "
-                "still asks)"
+                "still asks); the runs after this one go through the sandbox when there "
+                "is one: project writable, network on, your home and secrets out of reach"
             )
         if is_mcp_name(self.tool):
             return (
