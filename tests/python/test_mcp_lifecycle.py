@@ -216,6 +216,38 @@ async def test_allow_for_this_session_on_an_mcp_tool_says_it_covers_every_call(
     assert record.read_text(encoding="utf-8").splitlines() == ["run ls", "run rm -rf ~"]
 
 
+async def test_an_mcp_grant_does_not_pass_to_another_server_resumed_under_its_name(
+    serve_app: Any, project: Path, tmp_path: Path
+) -> None:
+    """A grant covers the server the user saw: ``fx`` resumed with other arguments asks
+    again; resumed as it was, the grant holds."""
+    first, other = tmp_path / "第一.txt", tmp_path / "other.txt"
+    steps = [_call("run", {"command": "ls"}), {"text": "ok"}]
+    steps += [_call("run", {"command": "pwd"}), {"text": "ok"}]
+    steps += [_call("run", {"command": "date"}), {"text": "ok"}]
+
+    def allow_session(_params: dict[str, Any]) -> dict[str, Any]:
+        return {"outcome": {"outcome": "selected", "optionId": "allow_session"}}
+
+    async def resume(rig: Any, sid: str, record: Path) -> None:
+        await rig.runtime.sessions.pop(sid).aclose()
+        params = {"sessionId": sid, "cwd": str(project), **_fixture(record, policy="default")}
+        await rig.client.result("session/resume", params)
+
+    async with running_rig(serve_app, project, steps) as rig:
+        sid = await rig.new_session(**_fixture(first, policy="default"))
+        granted = await rig.turn(sid, "go", answer=allow_session)
+        assert len(granted.permission_requests) == 1
+        await resume(rig, sid, other)
+        elsewhere = await rig.turn(sid, "again")
+        assert len(elsewhere.permission_requests) == 1
+        await resume(rig, sid, first)
+        back = await rig.turn(sid, "once more")
+        assert back.permission_requests == []
+    assert first.read_text(encoding="utf-8").splitlines() == ["run ls", "run date"]
+    assert other.read_text(encoding="utf-8").splitlines() == ["run pwd"]
+
+
 @pytest.mark.parametrize("planted", ["file", "directory"])
 async def test_a_planted_symlink_does_not_redirect_a_server_s_stderr_log(
     serve_app: Any, project: Path, tmp_path: Path, planted: str

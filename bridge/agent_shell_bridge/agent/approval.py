@@ -45,6 +45,7 @@ class PermissionRequest:
     note: str | None = None
     command: str | None = None  # the command that would run (run_test's detected one too)
     cwd: str | None = None  # where it would run
+    grant_scope: str | None = None  # what a grant is bound to besides the tool
 
     @property
     def offers_session(self) -> bool:
@@ -97,7 +98,7 @@ class PermissionRequest:
 
     def grant(self) -> Grant:
         """What "allow for this session" grants: this command here, or this kind of edit."""
-        return grant_record(self.tool, self.command, self.cwd)
+        return grant_record(self.tool, self.command, self.cwd, scope=self.grant_scope)
 
 
 @dataclass(frozen=True, slots=True)

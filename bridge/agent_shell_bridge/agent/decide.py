@@ -61,6 +61,8 @@ class Prepared:
     # The yes came from a grant: the user never saw this run, and the project may
     # have changed since (a Makefile, a script), so it is sandboxed where possible.
     granted: bool = False
+    # What a grant for this call is bound to besides its tool (an MCP server's setup).
+    grant_scope: str | None = None
 
     @property
     def cwd_text(self) -> str | None:
@@ -161,16 +163,17 @@ async def plan_edit(
 def _decide_external(live: LiveSession, spec: ToolSpec, args: cat.Args) -> Prepared:
     assert spec.external is not None
     verdict = spec.external.verdict()
+    scope = spec.external.identity()
     if (
         verdict.decision is Decision.CONFIRM
-        and grant_key(spec.name, None) in live.state.session_allow
+        and grant_key(spec.name, None, scope=scope) in live.state.session_allow
     ):
         verdict = Verdict(Decision.ALLOW, verdict.risk, "allowed for this session by the user")
     secret = live.policy.secret_named_in(args.model_dump())
     if secret is not None and verdict.decision is not Decision.DENY:  # asks, never granted
         why = f"its arguments name {secret!r}, among the user's secrets; {verdict.reason}"
         verdict = Verdict(Decision.CONFIRM, Risk.DANGEROUS, why)
-    return Prepared(spec, args, verdict, [])
+    return Prepared(spec, args, verdict, [], grant_scope=scope)
 
 
 def _path_args(spec: ToolSpec, args: cat.Args) -> list[str]:

@@ -155,6 +155,7 @@ class ToolExecutor:
             note=note,
             command=p.command,
             cwd=p.cwd_text,
+            grant_scope=p.grant_scope,
         )
         try:
             answer = await live.approver.ask(request)
@@ -170,7 +171,10 @@ class ToolExecutor:
             return await record.rejected(answer.reason or "no reason given")
         p.by_user = True
         if answer.option == "allow_session":
-            add_grant(live.state, grant_record(p.spec.name, p.command, p.cwd_text))
+            add_grant(
+                live.state,
+                grant_record(p.spec.name, p.command, p.cwd_text, scope=p.grant_scope),
+            )
         await record.approved(answer.option)
         return None
 

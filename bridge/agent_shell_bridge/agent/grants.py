@@ -22,16 +22,19 @@ __all__ = ["Grant", "grant_key", "grant_record", "list_grants", "revoke_grant"]
 Kind = Literal["edit", "command"]
 
 
-def grant_key(tool: str, command: str | None, cwd: str | None = None) -> str:
-    """The key "allow for this session" adds: one kind of edit, or one exact command
-    in one directory.
+def grant_key(
+    tool: str, command: str | None, cwd: str | None = None, *, scope: str | None = None
+) -> str:
+    """The key "allow for this session" adds: one kind of edit, one exact command
+    in one directory, or one MCP tool of one server as configured (``scope``).
 
     A command grant never widens to other commands or places: allowing `mkdir build`
     must not let `curl -d @~/.aws/credentials …` through later, nor `rm -rf *` approved
-    in build/ run at the project root.
+    in build/ run at the project root. An MCP grant does not pass to another server
+    resumed under the same name.
     """
     if command is None:
-        return f"write:{tool}"
+        return f"write:{tool}" if scope is None else f"write:{tool}@{scope}"
     return f"command:{cwd}:{' '.join(command.split())}"
 
 
@@ -59,7 +62,8 @@ class Grant:
         if is_mcp_name(self.tool):
             return (
                 f"run every {self.tool} call without asking, whatever its arguments, for the "
-                "rest of this session (other tools still ask)"
+                "rest of this session, while its server keeps the command, arguments and "
+                "directory it has now (other tools still ask)"
             )
         return (
             f"make any {self.tool} edit to files of the project without asking, for the "
@@ -80,10 +84,12 @@ class Grant:
         return out
 
 
-def grant_record(tool: str, command: str | None, cwd: str | None) -> Grant:
+def grant_record(
+    tool: str, command: str | None, cwd: str | None, *, scope: str | None = None
+) -> Grant:
     """The grant that allowing this tool call for the session would make."""
     if command is None:
-        return Grant(grant_key(tool, None), "edit", tool, None, None)
+        return Grant(grant_key(tool, None, scope=scope), "edit", tool, None, None)
     normal = " ".join(command.split())
     return Grant(grant_key(tool, command, cwd), "command", tool, normal, cwd)
 
@@ -97,7 +103,7 @@ def _from_key(key: str, details: JSONObject | None) -> Grant:
             return Grant(key, "command", tool, command, cwd if isinstance(cwd, str) else None)
         return Grant(key, "edit", tool, None, None)
     if key.startswith("write:"):
-        return Grant(key, "edit", key.removeprefix("write:"), None, None)
+        return Grant(key, "edit", key.removeprefix("write:").partition("@")[0], None, None)
     # A checkpoint from before grants were described: the key is all there is.
     return Grant(key, "command", "run_command", key.removeprefix("command:"), None)
 

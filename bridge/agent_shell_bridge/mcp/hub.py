@@ -10,6 +10,8 @@ name through ``on_event``; the others keep working.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -52,6 +54,16 @@ class _Binding:
     def log_properties(self) -> dict[str, str]:
         return {"SERVER": self.server, "TOOL": self.tool.name}
 
+    def identity(self) -> str:
+        # A grant covers this server as the user saw it: resumed with another command,
+        # other arguments or another directory under the same name, it asks again.
+        config = self.hub.config_of(self.server)
+        if config is None:
+            return "unknown"
+        facts = [config.command, list(config.args), config.cwd, sorted(k for k, _ in config.env)]
+        raw = json.dumps(facts, ensure_ascii=False).encode("utf-8")
+        return hashlib.sha256(raw).hexdigest()[:16]
+
     async def call(self, arguments: JSONObject) -> ToolResult:
         return await self.hub.call(self.server, self.tool.name, arguments)
 
@@ -82,6 +94,9 @@ class McpHub:
         self.start_timeout_s = start_timeout_s
         self.connections: dict[str, ServerConnection] = {}
         self.skipped: dict[str, str] = {}  # name -> why it was not started
+
+    def config_of(self, server: str) -> ServerConfig | None:
+        return next((c for c in self.configs if c.name == server), None)
 
     def policy_of(self, server: str) -> ServerPolicy:
         return self.policies.get(server, "default")

@@ -180,6 +180,10 @@ class ExternalTool(Protocol):
 
     def log_properties(self) -> dict[str, str]: ...
 
+    def identity(self) -> str:
+        """What a session grant for the tool is bound to: its source as configured now."""
+        ...
+
     async def call(self, arguments: JSONObject) -> ToolResult: ...
 
 
