@@ -172,20 +172,40 @@ An alist with `mcpServers' (a vector of ACP server objects),
 (defconst agent-shell-mcp--review-buffer "*agent-shell MCP review*"
   "Name of the buffer showing a project's `.mcp.json' while the user decides.")
 
+(defun agent-shell-mcp--env-names (text)
+  "The environment variables TEXT reads as ${NAME} or ${NAME:-default}, sorted.
+The bridge fills them in from its own environment, which holds your
+model's API key: trusting the file also hands these to its servers."
+  (let ((names nil) (start 0))
+    (while (string-match "\\${\\([A-Za-z_][A-Za-z0-9_]*\\)\\(?::-[^}]*\\)?}" text start)
+      (push (match-string 1 text) names)
+      (setq start (match-end 0)))
+    (sort (delete-dups names) #'string<)))
+
+(defun agent-shell-mcp--review-prompt (file text)
+  "The question asked before trusting FILE, whose content is TEXT."
+  (let ((names (agent-shell-mcp--env-names text)))
+    (format "Start the MCP servers of %s as shown%s, in new sessions? "
+            (abbreviate-file-name file)
+            (if names
+                (format " (they get %s from your environment)"
+                        (mapconcat (lambda (name) (concat "$" name)) names ", "))
+              ""))))
+
 (defun agent-shell-mcp--review (file bytes)
   "Show BYTES, the content of FILE, and ask whether to trust it."
-  (let ((review (get-buffer-create agent-shell-mcp--review-buffer)))
+  (let ((review (get-buffer-create agent-shell-mcp--review-buffer))
+        (text (decode-coding-string bytes 'utf-8)))
     (unwind-protect
         (progn
           (with-current-buffer review
             (let ((inhibit-read-only t))
               (erase-buffer)
-              (insert (decode-coding-string bytes 'utf-8))
+              (insert text)
               (js-mode)
               (setq buffer-read-only t)))
           (display-buffer review)
-          (yes-or-no-p (format "Start the MCP servers of %s as shown, in new sessions? "
-                               (abbreviate-file-name file))))
+          (yes-or-no-p (agent-shell-mcp--review-prompt file text)))
       (when (buffer-live-p review)
         (dolist (window (get-buffer-window-list review nil t))
           (quit-window nil window))
