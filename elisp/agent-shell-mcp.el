@@ -173,7 +173,7 @@ An alist with `mcpServers' (a vector of ACP server objects),
   "Name of the buffer showing a project's `.mcp.json' while the user decides.")
 
 (defun agent-shell-mcp--env-names (text)
-  "The environment variables TEXT reads as ${NAME} or ${NAME:-default}, sorted.
+  "Return the environment variables TEXT reads as ${NAME} or ${NAME:-default}, sorted.
 The bridge fills them in from its own environment, which holds your
 model's API key: trusting the file also hands these to its servers."
   (let ((names nil) (start 0))
@@ -183,7 +183,7 @@ model's API key: trusting the file also hands these to its servers."
     (sort (delete-dups names) #'string<)))
 
 (defun agent-shell-mcp--review-prompt (file text)
-  "The question asked before trusting FILE, whose content is TEXT."
+  "Return the question asked before trusting FILE, whose content is TEXT."
   (let ((names (agent-shell-mcp--env-names text)))
     (format "Start the MCP servers of %s as shown%s, in new sessions? "
             (abbreviate-file-name file)
