@@ -173,7 +173,7 @@ An alist with `mcpServers' (a vector of ACP server objects),
   "Name of the buffer showing a project's `.mcp.json' while the user decides.")
 
 (defun agent-shell-mcp--env-names (text)
-  "Return the environment variables TEXT reads as ${NAME} or ${NAME:-default}, sorted.
+  "Return the sorted names of the variables in TEXT: ${NAME}, ${NAME:-x}.
 The bridge fills them in from its own environment, which holds your
 model's API key: trusting the file also hands these to its servers."
   (let ((names nil) (start 0))
