@@ -6,7 +6,7 @@
 
 ;; The bridge asks Emacs to run a tool with a JSON-RPC request `tool/call';
 ;; the RPC layer hands NAME, ARGS and CONTEXT to `agent-shell-tools-call',
-;; which finds the handler in `agent-shell-tools-catalogue', loads the file
+;; which finds the handler in `agent-shell-tools-handlers', loads the file
 ;; that defines it and returns the handler's JSON-ready result.
 ;;
 ;; This file also holds what the perception tools
@@ -60,9 +60,16 @@ named in `auth-sources'.  Names are compared without regard to case."
   :group 'agent-shell-tools
   :package-version '(agent-shell . "0.2.0"))
 
-;;; Catalogue and dispatch
+;;; Handlers and dispatch
 
-(defconst agent-shell-tools-catalogue
+;; The tools' contract (names, arguments, side, risk) is the bridge's catalogue;
+;; `initialize' returns it.  Emacs keeps only which function runs each tool the
+;; bridge gives it, and offers exactly these names in its capabilities.
+
+(define-obsolete-variable-alias 'agent-shell-tools-catalogue
+  'agent-shell-tools-handlers "0.2.0")
+
+(defconst agent-shell-tools-handlers
   '(("buffer_overview" agent-shell-perception-buffer-overview agent-shell-perception)
     ("project_status" agent-shell-perception-project-status agent-shell-perception)
     ("symbol_search" agent-shell-perception-symbol-search agent-shell-perception)
@@ -73,12 +80,13 @@ named in `auth-sources'.  Names are compared without regard to case."
     ("replace_pattern" agent-shell-actions-replace-pattern agent-shell-actions)
     ("write_file" agent-shell-actions-write-file agent-shell-actions)
     ("magit_stage" agent-shell-actions-magit-stage agent-shell-actions))
-  "Emacs-side tools: (NAME HANDLER FEATURE).
-HANDLER is called with ARGS and CONTEXT; FEATURE is required first.")
+  "Handlers of the Emacs-side tools: (NAME HANDLER FEATURE).
+NAME is a tool the bridge's catalogue puts on the Emacs side.  HANDLER
+is called with ARGS and CONTEXT; FEATURE is required first.")
 
 (defun agent-shell-tools-names ()
   "Return the names of the Emacs-side tools, as a list of strings."
-  (mapcar #'car agent-shell-tools-catalogue))
+  (mapcar #'car agent-shell-tools-handlers))
 
 (defun agent-shell-tools-error (format-string &rest args)
   "Signal `agent-shell-tool-error' with a message from FORMAT-STRING and ARGS."
@@ -92,7 +100,7 @@ CONTEXT is an alist with `root', `op_id', `turn_id', `session_id',
 `json-serialize' accepts: booleans are t or `:json-false', arrays
 are vectors, and absent values are left out rather than sent as null.
 Failures signal `agent-shell-tool-error'."
-  (let ((entry (assoc name agent-shell-tools-catalogue)))
+  (let ((entry (assoc name agent-shell-tools-handlers)))
     (unless entry
       (agent-shell-tools-error "Unknown Emacs-side tool: %s" name))
     (unless (listp args)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from agent_shell_bridge.tools import files
+from agent_shell_bridge.tools.args import WriteFileArgs
 
 
 def test_python_grep_fallback_does_not_follow_planted_symlinks(tmp_path: Path) -> None:
@@ -33,10 +34,8 @@ def test_read_text_numbers_lines_and_reports_hash(tmp_path: Path) -> None:
 
 
 def test_diff_of_a_new_file_starts_from_dev_null(tmp_path: Path) -> None:
-    class Args:
-        content = "新文件\n"
-
-    plan = files.plan_edit("write_file", Args(), tmp_path / "new.txt", "new.txt", None)
+    args = WriteFileArgs(path="new.txt", content="新文件\n")
+    plan = files.plan_edit(args, tmp_path / "new.txt", "new.txt", None)
     assert plan.diff.startswith("--- /dev/null\n+++ b/new.txt\n")
     assert "+新文件" in plan.diff
 

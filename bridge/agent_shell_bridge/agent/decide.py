@@ -8,38 +8,25 @@ later steps need (resolved paths, the command and its directory, the diff).
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from ..errors import PathNotAllowed, ToolFailed
 from ..strict_readonly import strictly_read_only
 from ..testing_summary import detect_test_command
 from ..tools import catalogue as cat
-from ..tools import files
 from ..tools.catalogue import ToolSpec
 from ..types import Decision, Risk, Verdict
 from .grants import grant_key
+from .handlers.files import plan_edit
 from .turnstate import TurnState
 
 if TYPE_CHECKING:
     from .live import LiveSession
 
-__all__ = ["EDITS", "Prepared", "approval_note", "confine_role_writes", "decide", "plan_edit"]
+__all__ = ["Prepared", "approval_note", "confine_role_writes", "decide"]
 
-_PATH_ARGS = {
-    "read_file": "path",
-    "list_directory": "path",
-    "grep": "path",
-    "open_file": "path",
-    "org_search": "file",
-    "replace_region": "path",
-    "insert_text": "path",
-    "replace_pattern": "path",
-    "write_file": "path",
-}
-EDITS = frozenset({"replace_region", "insert_text", "replace_pattern", "write_file"})
 _NO_TEST_COMMAND = (
     "no test command could be detected for this project (no Makefile test "
     "target, pytest files, go.mod, Cargo.toml or npm test script); pass one "
@@ -49,7 +36,7 @@ _NO_TEST_COMMAND = (
 
 @dataclass
 class Prepared:
-    spec: ToolSpec
+    spec: ToolSpec[Any]
     args: cat.Args
     verdict: Verdict
     paths: list[tuple[Path, str]]  # resolved, display (relative to root)
@@ -75,7 +62,7 @@ class Prepared:
 
 
 def _denied(
-    spec: ToolSpec,
+    spec: ToolSpec[Any],
     args: cat.Args,
     risk: Risk,
     reason: str,
@@ -87,7 +74,7 @@ def _denied(
 def confine_role_writes(turn: TurnState, prepared: Prepared) -> Prepared:
     """A role with write globs (the tester) may only edit files that match them."""
     role = turn.role
-    if role is None or role.write_globs is None or prepared.spec.name not in EDITS:
+    if role is None or role.write_globs is None or not prepared.spec.edits:
         return prepared
     outside = [d for _, d in prepared.paths if not role.may_write(d)]
     if not outside:
@@ -96,16 +83,15 @@ def confine_role_writes(turn: TurnState, prepared: Prepared) -> Prepared:
     return _denied(prepared.spec, prepared.args, Risk.WRITE, reason)
 
 
-async def decide(live: LiveSession, spec: ToolSpec, args: cat.Args) -> Prepared:
+async def decide(live: LiveSession, spec: ToolSpec[Any], args: cat.Args) -> Prepared:
     if live.state.mode == "ask" and spec.risk is not Risk.READ and spec.name != "task_complete":
         return _denied(spec, args, spec.risk or Risk.WRITE, "ask mode: no edits or commands")
     if spec.external is not None:
         return _decide_external(live, spec, args)
-    op: Literal["read", "write"] = "write" if spec.risk is Risk.WRITE else "read"
     paths: list[tuple[Path, str]] = []
     try:
-        for candidate in _path_args(spec, args):
-            resolved = live.policy.resolve_path(candidate, op)
+        for arg, candidate in spec.path_values(args):
+            resolved = live.policy.resolve_path(candidate, arg.op)
             paths.append((resolved, live.display_path(resolved)))
     except PathNotAllowed as exc:
         return _denied(spec, args, spec.risk or Risk.READ, exc.message)
@@ -116,17 +102,17 @@ async def decide(live: LiveSession, spec: ToolSpec, args: cat.Args) -> Prepared:
             return _denied(spec, args, Risk.READ, _NO_TEST_COMMAND)
         return _decide_command(live, spec, args, command, live.root)
     if isinstance(args, cat.RunCommandArgs):
-        try:
-            cwd = live.policy.resolve_path(args.cwd, "read") if args.cwd else live.root
-        except PathNotAllowed as exc:
-            return _denied(spec, args, Risk.READ, exc.message)
+        # Its one path is the working directory, confined above; the log shows the
+        # command rather than a PATH.
+        cwd = paths[0][0] if paths else live.root
         return _decide_command(live, spec, args, args.command, cwd)
     if spec.risk is Risk.READ or spec.risk is None:
         return Prepared(spec, args, Verdict(Decision.ALLOW, Risk.READ, "read-only"), paths)
 
     # Write risk: read before write, then confirm unless allowed for the session.
     diff = None
-    if spec.name in EDITS:
+    if spec.edits:
+        assert isinstance(args, cat.EditArgs)
         resolved, display = paths[0]
         if resolved.exists() and display not in live.state.read_hashes:
             reason = (
@@ -136,7 +122,7 @@ async def decide(live: LiveSession, spec: ToolSpec, args: cat.Args) -> Prepared:
             return _denied(spec, args, Risk.WRITE, reason, paths)
         try:
             plan = await plan_edit(
-                live, spec.name, args, resolved, display, live.state.read_hashes.get(display)
+                live, args, resolved, display, live.state.read_hashes.get(display)
             )
         except ToolFailed as exc:
             return _denied(spec, args, Risk.WRITE, exc.message, paths)
@@ -148,19 +134,7 @@ async def decide(live: LiveSession, spec: ToolSpec, args: cat.Args) -> Prepared:
     return Prepared(spec, args, verdict, paths, diff=diff)
 
 
-async def plan_edit(
-    live: LiveSession, name: str, args: Any, resolved: Path, display: str, expected: str | None
-) -> files.PlannedEdit:
-    """The edit against the file as the client has it, else as the disk has it."""
-    client = live.runtime.client_files
-    if client is None:
-        return await asyncio.to_thread(files.plan_edit, name, args, resolved, display, expected)
-    text = await client.read(live.state.id, resolved)
-    current = text.encode("utf-8") if text is not None else None
-    return files.plan_edit(name, args, resolved, display, expected, current=current)
-
-
-def _decide_external(live: LiveSession, spec: ToolSpec, args: cat.Args) -> Prepared:
+def _decide_external(live: LiveSession, spec: ToolSpec[Any], args: cat.Args) -> Prepared:
     assert spec.external is not None
     verdict = spec.external.verdict()
     scope = spec.external.identity()
@@ -176,20 +150,8 @@ def _decide_external(live: LiveSession, spec: ToolSpec, args: cat.Args) -> Prepa
     return Prepared(spec, args, verdict, [], grant_scope=scope)
 
 
-def _path_args(spec: ToolSpec, args: cat.Args) -> list[str]:
-    if isinstance(args, cat.MagitStageArgs):
-        return list(args.paths)
-    key = _PATH_ARGS.get(spec.name)
-    if key is None:
-        return []
-    value = getattr(args, key, None)
-    if value is None:
-        return ["."] if spec.name in ("list_directory", "grep") else []
-    return [value]
-
-
 def _decide_command(
-    live: LiveSession, spec: ToolSpec, args: cat.Args, command: str, cwd: Path
+    live: LiveSession, spec: ToolSpec[Any], args: cat.Args, command: str, cwd: Path
 ) -> Prepared:
     verdict = live.policy.check_command(command, cwd=cwd)
     if (

@@ -16,7 +16,7 @@ import functools
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -48,7 +48,7 @@ class _Checked:
 
     raw: JSONObject
     title: str
-    spec: ToolSpec
+    spec: ToolSpec[Any]
     args: cat.Args
 
 

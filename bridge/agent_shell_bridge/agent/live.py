@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import BridgeConfig
-from ..errors import SessionBusy, ToolFailed
+from ..errors import SessionBusy
 from ..execution import ProcessResult, ProcessRunner
 from ..instructions import Instructions, load_instructions
 from ..model.openai import ModelClient
@@ -25,8 +24,7 @@ from ..orglog import OrgLogWriter, log_path_for
 from ..sandbox import SandboxSpec, SandboxStatus
 from ..sandbox_config import config_trust, project_sandbox
 from ..session import SessionState, SessionStore
-from ..tools import files
-from ..tools.catalogue import CATALOGUE, ToolSource, ToolSpec
+from ..tools.catalogue import CATALOGUE, ReadFileArgs, ToolSource, ToolSpec
 from ..types import JSONObject
 from .approval import Approver, ClientApprover
 from .outputs import OutputStore
@@ -136,10 +134,10 @@ class LiveSession:
     def busy(self) -> bool:
         return self.turn_open
 
-    def external_tools(self) -> list[ToolSpec]:
+    def external_tools(self) -> list[ToolSpec[Any]]:
         return [spec for source in self.tool_sources for spec in source.specs()]
 
-    def external_tool(self, name: str) -> ToolSpec | None:
+    def external_tool(self, name: str) -> ToolSpec[Any] | None:
         for source in self.tool_sources:
             spec = source.spec(name)
             if spec is not None:
@@ -153,7 +151,7 @@ class LiveSession:
             return str(resolved)
 
     def remember_read(
-        self, display: str, args: Any, result: JSONObject, call_id: str
+        self, display: str, args: ReadFileArgs, result: JSONObject, call_id: str
     ) -> JSONObject:
         """Record the read for read-before-write; skip resending unchanged text.
 
@@ -279,33 +277,7 @@ class LiveSession:
         if self.memory is not None:
             await asyncio.to_thread(self.memory.close)
 
-    # -- fallbacks for Emacs-side tools when no Emacs is connected ---------------
-
-    async def headless_tool(
-        self, name: str, args: Any, paths: list[tuple[Path, str]]
-    ) -> JSONObject:
-        if name == "project_status":
-            return await self._git_status()
-        if name == "symbol_search":
-            pattern = r"\b" + re.escape(args.symbol) + r"\b"
-            found = await files.grep(pattern, self.root, ".", None, self.root, 30)
-            return {"symbol": args.symbol, "backend": "ripgrep", "matches": found["matches"][:50]}
-        if name == "open_file":
-            resolved, display = paths[0]
-            if not resolved.is_file():
-                raise ToolFailed(f"No such file: {display}")
-            return {"path": display, "opened": False, "note": "no Emacs client connected"}
-        if name == "org_search":
-            return await asyncio.to_thread(self._org_outline, paths, args.query)
-        if name == "magit_stage":
-            argv = ["git", "add", "--", *[d for _, d in paths]]
-            result = await self._quiet_run(argv, timeout_s=30)
-            if result.exit_code != 0:
-                raise ToolFailed("git add failed: " + (result.stderr or result.stdout).strip())
-            return {"staged": [d for _, d in paths], "backend": "git"}
-        raise ToolFailed(f"{name} needs Emacs; no Emacs client is connected")
-
-    async def _quiet_run(self, argv: list[str], *, timeout_s: float) -> ProcessResult:
+    async def quiet_run(self, argv: list[str], *, timeout_s: float) -> ProcessResult:
         """Run a small internal command; its output log is not kept (nothing links it)."""
         result = await self.runner.run_argv(argv, cwd=self.root, timeout_s=timeout_s)
         if result.log_path is not None:
@@ -313,60 +285,8 @@ class LiveSession:
         return result
 
     async def current_branch(self) -> str | None:
-        res = await self._quiet_run(["git", "rev-parse", "--abbrev-ref", "HEAD"], timeout_s=10)
+        res = await self.quiet_run(["git", "rev-parse", "--abbrev-ref", "HEAD"], timeout_s=10)
         return res.stdout.strip() if res.exit_code == 0 else None
-
-    async def _git_status(self) -> JSONObject:
-        async def git(*argv: str) -> str:
-            res = await self._quiet_run(["git", "-c", "core.quotepath=off", *argv], timeout_s=20)
-            if res.exit_code != 0:
-                raise ToolFailed("git failed: " + (res.stderr or res.stdout).strip()[:300])
-            return res.stdout
-
-        try:
-            branch = (await git("rev-parse", "--abbrev-ref", "HEAD")).strip()
-        except ToolFailed:
-            return {"root": str(self.root), "git": False}
-        status = await git("status", "--porcelain=v1")
-        staged, changed, untracked = [], [], []
-        for line in status.splitlines():
-            code, path = line[:2], line[3:]
-            if code == "??":
-                untracked.append(path)
-                continue
-            if code[0] not in " ?":
-                staged.append(path)
-            if code[1] not in " ?":
-                changed.append(path)
-        commits = (await git("log", "-5", "--format=%h %s")).splitlines()
-        stat = (await git("diff", "--stat")).strip().splitlines()
-        return {
-            "root": str(self.root),
-            "branch": branch,
-            "staged": staged,
-            "changed": changed,
-            "untracked": untracked,
-            "commits": commits,
-            "diff_stat": stat[-1] if stat else "",
-        }
-
-    def _org_outline(self, paths: list[tuple[Path, str]], query: str | None) -> JSONObject:
-        if paths:
-            target, display = paths[0]
-        else:
-            target = next(
-                (self.root / n for n in ("README.org", "TODO.org") if (self.root / n).is_file()),
-                self.root / "README.org",
-            )
-            display = self.display_path(target)
-        if not target.is_file():
-            raise ToolFailed(f"No org file {display}")
-        headings: list[JSONObject] = []
-        for number, line in enumerate(target.read_text(encoding="utf-8").splitlines(), 1):
-            m = re.match(r"^(\*+)\s+(.*)$", line)
-            if m and (not query or query.lower() in m.group(2).lower()):
-                headings.append({"level": len(m.group(1)), "title": m.group(2), "line": number})
-        return {"file": display, "headings": headings[:300]}
 
 
 def _prices(config: BridgeConfig) -> Prices | None:

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -46,7 +46,7 @@ REPEAT_LIMIT = 3
 FAIL_LIMIT = 2
 
 
-def _tools_for(mode: str, extra: list[ToolSpec]) -> list[JSONObject]:
+def _tools_for(mode: str, extra: list[ToolSpec[Any]]) -> list[JSONObject]:
     names = {n for n in CATALOGUE if n not in ROLE_ONLY_TOOLS}
     if mode == "ask":
         names = {n for n in names if CATALOGUE[n].risk is Risk.READ} | {"task_complete"}

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..errors import ToolFailed
 from ..events import ClientError
 from ..model.types import ToolCall
+from ..tools.catalogue import CompleteStepArgs, ProposePlanArgs
 from ..tools.results import Outcome, ToolResult
 from ..types import JSONObject, Risk
 from .approval import PermissionRequest
@@ -38,20 +39,18 @@ if TYPE_CHECKING:
     from .turnstate import TurnState
 
 __all__ = [
-    "PLAN_TOOLS",
     "Plan",
     "PlanStep",
     "RunTool",
-    "handle_plan_tool",
+    "complete_step",
     "parse_plan_answer",
     "plan_checklist",
     "plan_text",
     "plan_update",
+    "propose_plan",
 ]
 
 log = logging.getLogger(__name__)
-
-PLAN_TOOLS = frozenset({"propose_plan", "complete_step"})
 
 # The executor's entry point, handed in so a step's verification goes through it.
 RunTool = Callable[[ToolCall, "TurnState"], Awaitable[Outcome]]
@@ -257,17 +256,6 @@ def parse_plan_answer(result: object, proposed: Plan) -> PlanAnswer:
 # -- the tools ------------------------------------------------------------------
 
 
-async def handle_plan_tool(
-    live: LiveSession, call: ToolCall, name: str, args: Any, turn: TurnState, run_tool: RunTool
-) -> ToolResult:
-    """Run ``propose_plan`` or ``complete_step`` (dispatched by the executor)."""
-    if name == "propose_plan":
-        return await _propose(live, call, args, turn)
-    if name == "complete_step":
-        return await _complete(live, call, args, turn, run_tool)
-    raise ToolFailed(f"{name} is not a plan tool")
-
-
 async def _send_update(live: LiveSession, plan: Plan) -> None:
     await live.reporter.update("plan", **plan_update(plan))
 
@@ -326,7 +314,10 @@ async def _ask_permission(live: LiveSession, call: ToolCall, plan: Plan) -> Plan
     )
 
 
-async def _propose(live: LiveSession, call: ToolCall, args: Any, turn: TurnState) -> ToolResult:
+async def propose_plan(
+    live: LiveSession, call: ToolCall, args: ProposePlanArgs, turn: TurnState
+) -> ToolResult:
+    """The ``propose_plan`` tool: show the plan, let the user edit it, keep their version."""
     proposed = Plan(
         plan_id="p" + secrets.token_hex(4),
         goal=args.goal,
@@ -428,9 +419,10 @@ def _verification_detail(status: str, payload: JSONObject) -> str:
     return ", ".join(parts)
 
 
-async def _complete(
-    live: LiveSession, call: ToolCall, args: Any, turn: TurnState, run_tool: RunTool
+async def complete_step(
+    live: LiveSession, call: ToolCall, args: CompleteStepArgs, turn: TurnState, run_tool: RunTool
 ) -> ToolResult:
+    """The ``complete_step`` tool: verify the step through ``run_tool``, then tick it."""
     plan = _current_plan(live)
     number: int = args.step
     if number > len(plan.steps):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from ..orglog import SrcBlock, TextBlock
 from ..tools.results import Outcome, ToolResult
 from ..types import Decision, JSONObject, Verdict
-from .decide import EDITS, Prepared
+from .decide import Prepared
 from .outputs import clip_lines
 from .reporter import Reporter, src, text
 
@@ -83,7 +83,7 @@ def _body(p: Prepared, raw: JSONObject, note: str | None) -> Body:
     body: Body = []
     if p.command is not None:
         body.append(src(p.command, "sh"))
-    elif raw and p.spec.name not in EDITS:
+    elif raw and not p.spec.edits:
         body.append(src(json.dumps(raw, ensure_ascii=False, indent=1), "json"))
     if verdict.decision is not Decision.ALLOW:
         body.append(

@@ -135,8 +135,8 @@ class McpHub:
 
     # -- ToolSource ------------------------------------------------------------------
 
-    def specs(self) -> list[ToolSpec]:
-        out: list[ToolSpec] = []
+    def specs(self) -> list[ToolSpec[AnyArgs]]:
+        out: list[ToolSpec[AnyArgs]] = []
         for connection in self.connections.values():
             if not connection.connected:
                 continue
@@ -144,7 +144,7 @@ class McpHub:
                 out.append(self._spec(connection.name, tool))
         return out
 
-    def spec(self, name: str) -> ToolSpec | None:
+    def spec(self, name: str) -> ToolSpec[AnyArgs] | None:
         key = self.names.lookup(name)
         if key is None:
             return None
@@ -157,7 +157,7 @@ class McpHub:
                 return self._spec(server, tool)
         return None
 
-    def _spec(self, server: str, tool: McpTool) -> ToolSpec:
+    def _spec(self, server: str, tool: McpTool) -> ToolSpec[AnyArgs]:
         description = tool.description.strip() or f"{tool.name} (MCP server {server})"
         schema = tool.input_schema if tool.input_schema.get("type") == "object" else _EMPTY_SCHEMA
         return ToolSpec(

@@ -20,12 +20,13 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from ..errors import ToolFailed
 from ..limits import HEAD_LINES, TAIL_LINES
 from ..secrets import is_secret
 from ..types import JSONObject
+from .args import EditArgs, InsertTextArgs, ReplaceRegionArgs, WriteFileArgs
 
 __all__ = [
     "EditContext",
@@ -371,8 +372,7 @@ class PlannedEdit:
 
 
 def plan_edit(
-    name: str,
-    args: Any,
+    args: EditArgs,
     path: Path,
     display: str,
     expected: str | None,
@@ -395,15 +395,15 @@ def plan_edit(
         )
     old = _decode(old_bytes, path) if old_bytes is not None else ""
     count: int | None = None
-    if name == "write_file":
+    if isinstance(args, WriteFileArgs):
         new = args.content
     elif not existed:
         raise ToolFailed(f"No such file: {display}")
-    elif name == "replace_region":
+    elif isinstance(args, ReplaceRegionArgs):
         new = _lines_edit(old, args.start_line, args.end_line, args.new_text, args.expected_text)
-    elif name == "insert_text":
+    elif isinstance(args, InsertTextArgs):
         new = _lines_edit(old, args.line, args.line - 1, args.text, None)
-    elif name == "replace_pattern":
+    else:
         if args.literal:
             count = old.count(args.pattern)
             new = old.replace(args.pattern, args.replacement)
@@ -414,14 +414,12 @@ def plan_edit(
                 raise ToolFailed(f"Invalid pattern or replacement: {exc}") from exc
         if count == 0:
             raise ToolFailed(f"Pattern not found in {display}; nothing changed")
-    else:
-        raise ToolFailed(f"{name} is not an edit tool")
     return PlannedEdit(display, old_bytes, old, new, count)
 
 
-def apply_edit(name: str, args: Any, path: Path, display: str, ctx: EditContext) -> JSONObject:
+def apply_edit(args: EditArgs, path: Path, display: str, ctx: EditContext) -> JSONObject:
     """Perform one edit tool on disk (the headless fallback of the Emacs actions)."""
-    plan = plan_edit(name, args, path, display, ctx.expected_sha256)
+    plan = plan_edit(args, path, display, ctx.expected_sha256)
     snapshot_edit(ctx, path, plan)
     _atomic_write(path, plan.new.encode("utf-8"))
     return edit_result(plan)
