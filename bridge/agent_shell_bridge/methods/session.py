@@ -268,32 +268,19 @@ def register(d: Dispatcher[Runtime]) -> None:
 
     @d.method("session/grants", SessionRef)
     async def grants(rt: Runtime, p: SessionRef) -> dict[str, Any]:
+        """What "allow for this session" has granted so far, oldest first."""
         from ..agent.grants import list_grants
 
-        """What "allow for this session" has granted so far, oldest first."""
         live = session_of(rt, p.sessionId)
         return {"grants": [g.to_json() for g in list_grants(live.state)]}
 
     @d.method("session/revoke_grant", RevokeParams)
     async def revoke(rt: Runtime, p: RevokeParams) -> dict[str, Any]:
-        from ..agent.grants import list_grants, revoke_grant
-        from ..agent.reporter import text
-
         """Take a grant back: the next such step asks again, even within this turn."""
+        from ..agent.grants import list_grants, revoke_by_user
+
         live = session_of(rt, p.sessionId)
-        grant = revoke_grant(live.state, p.grantId)
-        if grant is None:
-            raise InvalidParams(
-                f"no grant {p.grantId!r} in this session (session/grants lists them)"
-            )
-        await live.checkpoint()
-        await live.reporter.entry(
-            "Grant revoked by the user",
-            source="user",
-            parent=None,
-            properties={"GRANT": grant.id},
-            body=[text(f"No longer allowed without asking: {grant.description}.")],
-        )
+        grant = await revoke_by_user(live, p.grantId)
         return {
             "revoked": grant.to_json(),
             "grants": [g.to_json() for g in list_grants(live.state)],
