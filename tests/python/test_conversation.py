@@ -187,6 +187,14 @@ def test_feedback_and_notes_reach_the_model_framed() -> None:
     assert content.startswith("[SESSION_NOTE from agent-shell]") and content.endswith(PROMPT)
     assert not conversation.deliver_notes()
 
+    call = ToolCall("r1", "read_file", "{}")
+    conversation.add_assistant(_completion("", [call]))
+    conversation.add_tool_result(call, "completed", {"text": "内容"})
+    conversation.queue_note("用户又撤销了 t2")
+    assert conversation.deliver_notes()
+    assert [m["role"] for m in state.messages] == ["user", "assistant", "tool", "user"]
+    assert "用户又撤销了 t2" in state.messages[-1]["content"], "mid-turn: after the results"
+
     conversation.add_feedback("请改一下测试", shown="The reviewer asked for changes.")
     assert state.messages[-1] == {"role": "user", "content": "请改一下测试"}
     assert state.visible[-1] == {"role": "system", "text": "The reviewer asked for changes."}
