@@ -156,7 +156,7 @@ class Conversation:
         self, call: ToolCall, status: str, payload: Mapping[str, Any], *, title: str = ""
     ) -> None:
         """One call's result, framed as data; ``title`` names the call in the history."""
-        content = frame_tool_result(call.name, call.id, status, payload)
+        content = frame_tool_result(call.name, call.id, status, dict(payload))
         self._record.messages.append(_tool_message(call.id, content))
         if self._shown:
             self._record.visible.append(
