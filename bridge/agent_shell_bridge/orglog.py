@@ -43,7 +43,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .limits import HEAD_LINES, TAIL_LINES
-from .model.types import Prices
+from .model.types import Prices, UsageCounts
 
 __all__ = [
     "HEADER_TODO",
@@ -423,16 +423,23 @@ class OrgLogWriter:
 # End-of-task summary
 
 
-@dataclass(frozen=True, slots=True)
-class TaskUsage:
-    """What one task consumed, from the API's reported usage."""
+@dataclass(slots=True)
+class TaskUsage(UsageCounts):
+    """What one task consumed (the API's reported usage) and how long it took."""
 
-    model_calls: int
-    tool_calls: int
-    input_tokens: int
-    output_tokens: int
-    cached_tokens: int = 0
     duration_ms: int = 0
+
+    @classmethod
+    def of(cls, counts: UsageCounts, duration_ms: int) -> TaskUsage:
+        c = counts
+        return cls(
+            c.model_calls,
+            c.tool_calls,
+            c.input_tokens,
+            c.output_tokens,
+            c.cached_tokens,
+            duration_ms,
+        )
 
 
 def _duration_text(ms: int) -> str:
@@ -455,7 +462,7 @@ def summary_drawer_entry(
     timestamp: datetime,
     prices: Prices | None = None,
     model: str | None = None,
-    by_role: dict[str, TaskUsage] | None = None,
+    by_role: dict[str, UsageCounts] | None = None,
 ) -> LogEntry:
     """The step closing a task: usage in the drawer, a one-line account as title.
 
@@ -478,17 +485,15 @@ def summary_drawer_entry(
         f"({usage.cached_tokens} cached), {_duration_text(usage.duration_ms)}"
     )
     if prices is not None:
-        cost = prices.cost(usage.input_tokens, usage.cached_tokens, usage.output_tokens)
+        cost = usage.cost_at(prices)
         props["COST"] = cost
         props["CURRENCY"] = prices.currency
         title += f", cost {cost:.4f} {prices.currency}"
     for name, part in (by_role or {}).items():
         key = name.upper().replace("-", "_")
-        props[f"TOKENS_{key}"] = part.input_tokens + part.output_tokens
+        props[f"TOKENS_{key}"] = part.total_tokens
         if prices is not None:
-            props[f"COST_{key}"] = prices.cost(
-                part.input_tokens, part.cached_tokens, part.output_tokens
-            )
+            props[f"COST_{key}"] = part.cost_at(prices)
     return LogEntry(
         id=entry_id,
         session_id=session_id,

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import SessionNotFound
+from .model.types import Prices, Usage, UsageCounts
 from .types import JSONObject
 
 __all__ = ["SessionState", "SessionStore", "TokenTotals", "new_session_id"]
@@ -36,16 +37,23 @@ def now_iso() -> str:
     return datetime.now().astimezone().isoformat(timespec="seconds")
 
 
-@dataclass
-class TokenTotals:
-    model_calls: int = 0
-    tool_calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int = 0
+@dataclass(slots=True)
+class TokenTotals(UsageCounts):
+    """A session's counts so far, with their running cost (saved in the checkpoint).
+
+    The checkpoint's ``totals`` object keeps its keys and their order: the counts,
+    then ``cost`` and ``last_prompt_tokens``.
+    """
+
     cost: float = 0.0
     # The prompt size of the last request: the API's own count, our context fill.
     last_prompt_tokens: int = 0
+
+    def add_priced_call(self, usage: Usage, prices: Prices | None) -> None:
+        """Count one model call; with prices, add what it cost."""
+        self.add_call(usage)
+        if prices is not None:
+            self.cost += usage.cost(prices)
 
 
 @dataclass

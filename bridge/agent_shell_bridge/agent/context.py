@@ -24,7 +24,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -87,7 +87,7 @@ def request_chars(messages: list[JSONObject], tools: list[JSONObject] | None) ->
     return size + (len(json.dumps(tools, ensure_ascii=False)) if tools else 0)
 
 
-def _chars(messages: list[JSONObject]) -> int:
+def _chars(messages: Sequence[JSONObject]) -> int:
     return len(json.dumps(messages, ensure_ascii=False)) if messages else 0
 
 
@@ -125,7 +125,7 @@ def calibrate(live: LiveSession, chars: int, prompt_tokens: int) -> None:
 # -- steps and failures ------------------------------------------------------------------
 
 
-def split_steps(messages: list[JSONObject]) -> list[list[JSONObject]]:
+def split_steps(messages: Sequence[JSONObject]) -> list[list[JSONObject]]:
     """Group messages into steps; tool results stay with the call that asked for them."""
     steps: list[list[JSONObject]] = []
     for message in messages:
@@ -180,7 +180,7 @@ def transcript_budget(live: LiveSession) -> int:
     return min(MAX_TRANSCRIPT, int(window_of(live).tokens * KEEP_SHARE * live.chars_per_token))
 
 
-def transcript_text(messages: list[JSONObject], limit: int = MAX_TRANSCRIPT) -> str:
+def transcript_text(messages: Sequence[JSONObject], limit: int = MAX_TRANSCRIPT) -> str:
     """A plain-text rendering of messages for summarisation and memory extraction."""
     parts: list[str] = []
     for m in messages:
@@ -248,7 +248,7 @@ async def _stub(live: LiveSession, message: JSONObject) -> JSONObject:
     return {**message, "content": frame_tool_result(name, call_id, status, stub)}
 
 
-def _verbatim_reads(messages: list[JSONObject]) -> set[str]:
+def _verbatim_reads(messages: Sequence[JSONObject]) -> set[str]:
     """Ids of tool results still in the history whose text a re-read could point at."""
     ids: set[str] = set()
     for m in messages:
@@ -262,7 +262,8 @@ def _verbatim_reads(messages: list[JSONObject]) -> set[str]:
 
 def forget_removed_reads(live: LiveSession) -> None:
     """After compaction: re-reads resend text, and no stub points at removed text."""
-    messages = live.state.messages
+    conversation = live.conversation
+    messages = conversation.messages
     present = _verbatim_reads(messages)
     live.read_cache = {k: v for k, v in live.read_cache.items() if v[1] in present}
     for i, m in enumerate(messages):
@@ -281,7 +282,7 @@ def forget_removed_reads(live: LiveSession) -> None:
             "note": "Identical to an earlier read whose text has since been compacted out "
             "of the conversation; read_file this range again to see it.",
         }
-        messages[i] = {**m, "content": frame_tool_result(name, call_id, status, note)}
+        conversation.replace_tool_content(i, frame_tool_result(name, call_id, status, note))
 
 
 # -- compaction --------------------------------------------------------------------------
@@ -378,16 +379,16 @@ async def compact(
     """Shrink the history so the request fits ``share`` of the window; True if it did."""
     window = window_of(live)
     ratio = live.chars_per_token
-    state = live.state
+    conversation = live.conversation
     target = int(window.tokens * share * ratio)
     failures_budget = int(window.tokens * FAILURES_SHARE * ratio)
-    previous, carried = _split_summary(state.summary)
-    steps = split_steps(state.messages)
+    previous, carried = _split_summary(conversation.summary)
+    steps = split_steps(conversation.messages)
     if not steps:
         return False
     # Room for the summary to come: its usual size, and the failures it will carry.
     known_failures = carried + [
-        _bounded_failure(str(m["content"])) for m in state.messages if _is_failure(m)
+        _bounded_failure(str(m["content"])) for m in conversation.messages if _is_failure(m)
     ]
     failure_chars = min(failures_budget, sum(len(f) + 5 for f in known_failures))
     summary_room = SUMMARY_EXPECTED_CHARS + failure_chars
@@ -397,7 +398,7 @@ async def compact(
     summarised = [m for m in plan.old if m is not plan.pinned]
     if not summarised and not any(stub for _, stub in plan.kept):
         return False  # nothing would change
-    before = overhead_chars + _chars(state.messages) + len(state.summary)
+    before = overhead_chars + _chars(conversation.messages) + len(conversation.summary)
     summary = previous
     if summarised:
         limit = int(window.tokens * KEEP_SHARE * ratio) - len(COMPACTION_PROMPT)
@@ -420,8 +421,7 @@ async def compact(
             message = await _stub(live, message)
             stubbed += 1
         kept.append(message)
-    state.summary = summary
-    state.messages = kept
+    conversation.replace_for_compaction(kept, summary)
     forget_removed_reads(live)
     after = overhead_chars + _chars(kept) + len(summary)
     await live.reporter.entry(

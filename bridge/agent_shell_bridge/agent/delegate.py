@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING
 
 from ..errors import ToolFailed
 from ..model.openai import ModelClient
-from ..model.types import Completion, Prices
-from ..orglog import SrcBlock, TaskUsage, TextBlock
+from ..model.types import Completion, Prices, UsageCounts
+from ..orglog import SrcBlock, TextBlock
 from ..tools.catalogue import CATALOGUE, DelegateArgs, tool_schemas
 from ..types import JSONObject, Risk
 from .context import KEEP_SHARE, STUB_OVER_CHARS, _stub, estimate, request_chars, window_of
+from .conversation import Conversation
 from .instructions_glue import activate_nested_instructions, session_instructions
-from .prompt import frame_instructions, frame_tool_result
+from .prompt import frame_instructions
 from .reporter import src, text
 from .roles import REPORT_LIMIT, Role
 from .turnstate import TurnState
@@ -39,7 +40,7 @@ class RoleRun:
     report: str
     steps: int
     verdict: JSONObject | None
-    usage: TurnState
+    usage: UsageCounts
     stopped: str  # "done", "step_limit", "no_answer", "context_full"
 
 
@@ -87,22 +88,22 @@ async def run_role(executor: ToolExecutor, role: Role, task: str, parent: TurnSt
     )
     model = _model_for(live, role)
     tools = tool_schemas(_offered(role, parent.mode))
-    messages: list[JSONObject] = [
-        {"role": "system", "content": _system(live, role, parent.mode)},
-        {"role": "user", "content": task},
-    ]
+    # The role's own conversation: its task, then its steps (never saved or shown).
+    conversation = Conversation.scratch()
+    conversation.add_user(task)
     report = ""
     stopped = "step_limit"
     try:
         while sub.steps < role.max_steps:
             sub.steps += 1
             # Rebuilt each step: an AGENTS.md the role's work reached now applies.
-            messages[0] = {"role": "system", "content": _system(live, role, parent.mode)}
-            if not await _fit(live, messages, tools, sub):
+            system: JSONObject = {"role": "system", "content": _system(live, role, parent.mode)}
+            if not await _fit(live, system, conversation, tools, sub):
                 stopped = "context_full"
                 break
+            messages = [system, *conversation.messages]
             completion = await _step(live, model, messages, tools, sub)
-            messages.append(completion.to_message())
+            conversation.add_assistant(completion)
             if not completion.tool_calls:
                 report = completion.content
                 stopped = "done" if report.strip() else "no_answer"
@@ -110,16 +111,8 @@ async def run_role(executor: ToolExecutor, role: Role, task: str, parent: TurnSt
             for call in completion.tool_calls:
                 outcome = await executor.run(call, sub)
                 await activate_nested_instructions(live, call, sub.task_entry)
-                sub.tool_calls += 1
-                messages.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": call.id,
-                        "content": frame_tool_result(
-                            call.name, call.id, outcome.status, dict(outcome.payload)
-                        ),
-                    }
-                )
+                sub.usage.tool_calls += 1
+                conversation.add_tool_result(call, outcome.status, outcome.payload)
             if sub.completed is not None or sub.verdict is not None:
                 report = sub.completed or str((sub.verdict or {}).get("comments", ""))
                 stopped = "done"
@@ -135,18 +128,22 @@ async def run_role(executor: ToolExecutor, role: Role, task: str, parent: TurnSt
         todo="DONE" if stopped == "done" else "FAILED",
         properties={
             "STEPS": sub.steps,
-            "MODEL_CALLS": sub.model_calls,
-            "TOKENS_IN": sub.input_tokens,
-            "TOKENS_OUT": sub.output_tokens,
+            "MODEL_CALLS": sub.usage.model_calls,
+            "TOKENS_IN": sub.usage.input_tokens,
+            "TOKENS_OUT": sub.usage.output_tokens,
             **_cost(live, sub),
         },
         body=[src(report or f"(no report: {stopped})", "markdown")],
     )
-    return RoleRun(role.name, report, sub.steps, sub.verdict, sub, stopped)
+    return RoleRun(role.name, report, sub.steps, sub.verdict, sub.usage, stopped)
 
 
 async def _fit(
-    live: LiveSession, messages: list[JSONObject], tools: list[JSONObject], sub: TurnState
+    live: LiveSession,
+    system: JSONObject,
+    conversation: Conversation,
+    tools: list[JSONObject],
+    sub: TurnState,
 ) -> bool:
     """Keep the role's request inside the window, as the lead's is kept.
 
@@ -156,21 +153,23 @@ async def _fit(
     """
     window = window_of(live)
 
+    messages = conversation.messages
+
     def tokens() -> int:
-        return estimate(live, request_chars(messages, tools))
+        return estimate(live, request_chars([system, *messages], tools))
 
     if tokens() <= window.threshold:
         return True
-    newest = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=0)
+    newest = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
     stubbed = 0
     for i in range(newest):
         if tokens() <= int(window.tokens * KEEP_SHARE):
             break
         content = str(messages[i].get("content") or "")
         if messages[i].get("role") == "tool" and len(content) > STUB_OVER_CHARS:
-            stubbed_message = await _stub(live, messages[i])
-            if len(str(stubbed_message.get("content"))) < len(content):
-                messages[i] = stubbed_message
+            stubbed_content = str((await _stub(live, messages[i])).get("content"))
+            if len(stubbed_content) < len(content):
+                conversation.replace_tool_content(i, stubbed_content)
                 stubbed += 1
     if stubbed:
         await live.reporter.entry(
@@ -186,12 +185,7 @@ def _cost(live: LiveSession, sub: TurnState) -> dict[str, str | int | float]:
     prices = live.config.prices
     if prices is None:
         return {}
-    usage = TaskUsage(
-        sub.model_calls, sub.tool_calls, sub.input_tokens, sub.output_tokens, sub.cached_tokens
-    )
-    return {
-        "COST": Prices(*prices).cost(usage.input_tokens, usage.cached_tokens, usage.output_tokens)
-    }
+    return {"COST": sub.usage.cost_at(Prices(*prices))}
 
 
 async def _step(
@@ -238,7 +232,7 @@ async def run_delegate(executor: ToolExecutor, args: DelegateArgs, turn: TurnSta
         "role": run.role,
         "steps": run.steps,
         "report": run.report,
-        "tokens": run.usage.input_tokens + run.usage.output_tokens,
+        "tokens": run.usage.total_tokens,
     }
     if run.stopped != "done":
         result["note"] = f"the {role.name} stopped without finishing ({run.stopped})"

@@ -27,6 +27,7 @@ from ..session import SessionState, SessionStore
 from ..tools.catalogue import CATALOGUE, ReadFileArgs, ToolSource, ToolSpec
 from ..types import JSONObject
 from .approval import Approver, ClientApprover
+from .conversation import Conversation
 from .outputs import OutputStore
 from .project_roles import ProjectRoles, load_project_roles, roles_trust
 from .reporter import Reporter, finish_even_if_cancelled
@@ -95,6 +96,11 @@ class LiveSession:
 
     # Tools gained at run time (the session's MCP servers), after the catalogue's.
     tool_sources: list[ToolSource] = field(default_factory=list)
+
+    @property
+    def conversation(self) -> Conversation:
+        """The one way to change the session's messages and visible history."""
+        return Conversation(self.state)
 
     @property
     def review(self) -> bool:
@@ -176,19 +182,9 @@ class LiveSession:
 
     def account_usage(self, usage: Usage, turn: TurnState | None) -> None:
         """Add one model call's reported usage to the session (and the turn, if any)."""
-        totals = self.state.totals
-        totals.model_calls += 1
-        totals.input_tokens += usage.prompt_tokens
-        totals.output_tokens += usage.completion_tokens
-        totals.cached_tokens += usage.effective_cached
-        if self.model.settings.prices is not None:
-            totals.cost += usage.cost(self.model.settings.prices)
-        if turn is None:
-            return
-        turn.model_calls += 1
-        turn.input_tokens += usage.prompt_tokens
-        turn.output_tokens += usage.completion_tokens
-        turn.cached_tokens += usage.effective_cached
+        self.state.totals.add_priced_call(usage, self.model.settings.prices)
+        if turn is not None:
+            turn.usage.add_call(usage)
 
     async def checkpoint(self) -> None:
         """Save the session: encoded and written in order, fsynced off the event loop."""

@@ -28,8 +28,7 @@ from .executor import Outcome, ToolExecutor, describe_call, signature_of
 from .instructions_glue import activate_nested_instructions, session_instructions
 from .memory_glue import finish_task_memory, inject_memories
 from .model_help import explain_model_error
-from .notes import deliver_notes
-from .prompt import frame_tool_result, summary_messages, system_prompt
+from .prompt import summary_messages, system_prompt
 from .reporter import src, text
 from .review import review_turn
 from .roles import ROLE_ONLY_TOOLS
@@ -69,15 +68,15 @@ def _request_messages(live: LiveSession, memories: str) -> list[JSONObject]:
                 instructions=session_instructions(live),
             ),
         },
-        *summary_messages(state.summary),
-        *state.messages,
+        *summary_messages(live.conversation.summary),
+        *live.conversation.messages,
     ]
 
 
 async def _fitted_model_step(live: LiveSession, turn: TurnState, memories: str) -> Completion:
     """One model step whose request fits the window; a provider's refusal as too
     long gets one emergency compaction and one retry."""
-    deliver_notes(live.state)
+    live.conversation.deliver_notes()
     tools = _tools_for(live.state.mode, live.external_tools())
 
     def build() -> list[JSONObject]:
@@ -129,7 +128,7 @@ async def _model_step(
             inputTokens=totals.input_tokens,
             outputTokens=totals.output_tokens,
             cachedTokens=totals.cached_tokens,
-            totalTokens=totals.input_tokens + totals.output_tokens,
+            totalTokens=totals.total_tokens,
             contextWindow=live.config.context_window,
             contextUsed=used,
             costUsd=round(totals.cost, 6) if live.model.settings.prices else None,
@@ -184,8 +183,7 @@ async def _reviewed_back(live: LiveSession, executor: ToolExecutor, turn: TurnSt
     note = await review_turn(executor, turn)
     if note is None:
         return False
-    live.state.messages.append({"role": "user", "content": note})
-    live.state.visible.append({"role": "system", "text": "The reviewer asked for changes."})
+    live.conversation.add_feedback(note, shown="The reviewer asked for changes.")
     await live.checkpoint()
     return True
 
@@ -222,6 +220,7 @@ async def run_turn(
     stop_reason = "end_turn"
     error: JSONObject | None = None
     executor = ToolExecutor(live)
+    conversation = live.conversation
     try:
         memories = "" if quiet_memory else await inject_memories(live, prompt, task_entry)
         while True:
@@ -236,9 +235,7 @@ async def run_turn(
                 break
             turn.steps += 1
             completion = await _fitted_model_step(live, turn, memories)
-            state.messages.append(completion.to_message())
-            if completion.answer:
-                state.visible.append({"role": "assistant", "text": completion.answer})
+            conversation.add_assistant(completion)
             await live.checkpoint()
             if not completion.tool_calls:
                 if completion.finish_reason == "length":
@@ -256,7 +253,7 @@ async def run_turn(
                     call = pending[0]
                     outcome = await executor.run(call, turn)
                     await activate_nested_instructions(live, call, turn.task_entry)
-                    turn.tool_calls += 1
+                    turn.usage.tool_calls += 1
                     state.totals.tool_calls += 1
                     notes = _guard_notes(turn, call.name, signature_of(call), outcome)
                     if outcome.failed:
@@ -266,46 +263,19 @@ async def run_turn(
                     payload = dict(outcome.payload)
                     if notes:
                         payload["agent_shell_notes"] = notes
-                    state.messages.append(
-                        {
-                            "role": "tool",
-                            "tool_call_id": call.id,
-                            "content": frame_tool_result(
-                                call.name, call.id, outcome.status, payload
-                            ),
-                        }
-                    )
-                    state.visible.append(
-                        {
-                            "role": "tool",
-                            "toolCallId": call.id,
-                            "title": describe_call(call),
-                            "status": outcome.status,
-                            "text": str(payload.get("error", ""))[:300],
-                        }
+                    conversation.add_tool_result(
+                        call, outcome.status, payload, title=describe_call(call)
                     )
                     pending.pop(0)
             finally:
                 # Every call the model made needs a result, or the next request is invalid.
-                for call in pending:
-                    state.messages.append(
-                        {
-                            "role": "tool",
-                            "tool_call_id": call.id,
-                            "content": frame_tool_result(
-                                call.name,
-                                call.id,
-                                "failed",
-                                {"error": "not run: the turn was cancelled"},
-                            ),
-                        }
-                    )
+                conversation.answer_unrun(pending)
                 await live.checkpoint()
             if turn.completed is not None:
                 if await _reviewed_back(live, executor, turn):
                     turn.completed = None
                     continue
-                state.visible.append({"role": "assistant", "text": f"Done: {turn.completed}"})
+                conversation.show(f"Done: {turn.completed}", role="assistant")
                 break
     except (asyncio.CancelledError, Cancelled):
         stop_reason = "cancelled"
@@ -364,9 +334,7 @@ async def _begin_turn(
     turn = TurnState(turn_id=turn_id, task_entry=task_entry, prompt=prompt, started=started)
     turn.restore_mode = restore_mode
     turn.mode = state.mode
-    start_index = len(state.messages)
-    state.messages.append({"role": "user", "content": prompt})
-    state.visible.append({"role": "user", "text": prompt, "turnId": turn_id})
+    start_index = live.conversation.add_user(prompt, turn_id=turn_id)
     state.turns += 1
     state.title = state.title or first_line[:80]
     state.turn_in_progress = turn_id
@@ -411,18 +379,11 @@ async def _finish(
                 entry_id=live.reporter.next_id(),
                 session_id=state.id,
                 task_id=turn.task_entry,
-                usage=TaskUsage(
-                    model_calls=turn.model_calls,
-                    tool_calls=turn.tool_calls,
-                    input_tokens=turn.input_tokens,
-                    output_tokens=turn.output_tokens,
-                    cached_tokens=turn.cached_tokens,
-                    duration_ms=duration,
-                ),
+                usage=TaskUsage.of(turn.usage, duration),
                 timestamp=datetime.now().astimezone(),
                 prices=LogPrices(*prices) if prices else None,
                 model=live.config.model,
-                by_role=_usage_by_role(turn),
+                by_role=turn.usage_by_role(),
             )
         )
         ok = stop_reason == "end_turn"
@@ -434,7 +395,7 @@ async def _finish(
         state.turn_in_progress = None
         if stop_reason != "end_turn":
             why = f": {error['message']}" if error is not None else ""
-            state.visible.append({"role": "system", "text": f"[turn ended: {stop_reason}{why}]"})
+            live.conversation.show(f"[turn ended: {stop_reason}{why}]")
         if turn.restore_mode is not None and state.mode == turn.mode:
             state.mode = turn.restore_mode  # unless session/set_mode changed it meanwhile
         await live.checkpoint()
@@ -454,21 +415,6 @@ async def _finish(
         if live.finishing_task is this_task:
             live.finishing_task = None
     live.in_background(_post_webhook(live, turn, stop_reason, error))
-
-
-def _usage_by_role(turn: TurnState) -> dict[str, TaskUsage] | None:
-    """The turn's usage split into the lead's own and each role's."""
-    if not turn.role_usage:
-        return None
-    parts = {name: TaskUsage(*counts) for name, counts in turn.role_usage.items()}
-    lead = TaskUsage(
-        turn.model_calls - sum(p.model_calls for p in parts.values()),
-        turn.tool_calls - sum(p.tool_calls for p in parts.values()),
-        turn.input_tokens - sum(p.input_tokens for p in parts.values()),
-        turn.output_tokens - sum(p.output_tokens for p in parts.values()),
-        turn.cached_tokens - sum(p.cached_tokens for p in parts.values()),
-    )
-    return {"lead": lead, **parts}
 
 
 async def _post_webhook(

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import BridgeError, MemoryError_
+from ..errors import BridgeError, MemoryError_, SessionBusy
 from ..memory.experience import write_experience
 from ..memory.extract import build_extraction_messages, parse_extraction_reply
 from ..memory.hit import MemoryHit
@@ -90,7 +91,7 @@ async def extract_experience(
     *,
     trigger: str,
     parent: str,
-    messages: list[JSONObject],
+    messages: Sequence[JSONObject],
     turn: TurnState | None = None,
 ) -> Path:
     """One model call that fills the experience template; the file is written and indexed."""
@@ -124,6 +125,24 @@ async def extract_experience(
         body=[text(exp.summary)],
     )
     return path
+
+
+async def save_on_request(live: LiveSession) -> Path:
+    """``memory/save``: extract an experience from the whole session now."""
+    if live.busy:
+        raise SessionBusy("A turn is running; save the memory when it has ended")
+    messages = live.conversation.messages
+    if not messages:
+        raise MemoryError_("Nothing to remember yet: this session has no conversation")
+    parent = await live.reporter.entry(
+        "Memory: saving an experience at the user's request",
+        source="user",
+        parent=None,
+        properties={"SESSION": live.state.id},
+    )
+    return await extract_experience(
+        live, trigger="saved by the user", parent=parent, messages=messages
+    )
 
 
 async def finish_task_memory(live: LiveSession, turn: TurnState, start_index: int) -> Path | None:
@@ -160,7 +179,7 @@ async def finish_task_memory(live: LiveSession, turn: TurnState, start_index: in
             live,
             trigger=reason,
             parent=turn.task_entry,
-            messages=live.state.messages[start_index:],
+            messages=live.conversation.since(start_index),
             turn=turn,
         )
     except BridgeError as exc:

@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..model.types import UsageCounts
 from ..types import JSONObject
 
 if TYPE_CHECKING:
@@ -43,11 +44,8 @@ class TurnState:
     prompt: str
     started: float  # time.monotonic() when the turn began, in seconds
     steps: int = 0
-    model_calls: int = 0
-    tool_calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int = 0
+    # What the turn consumed, its roles' sub-sessions included.
+    usage: UsageCounts = field(default_factory=UsageCounts)
     calls_seen: Counter[str] = field(default_factory=Counter)
     failures_by_tool: Counter[str] = field(default_factory=Counter)
     verification: list[bool] = field(default_factory=list)
@@ -69,27 +67,22 @@ class TurnState:
     # The newest test run's output (tail) and summary, for the reviewer.
     last_test_report: str = ""
     # Usage of the roles this turn ran, by role name (the lead's own is the rest).
-    role_usage: dict[str, list[int]] = field(default_factory=dict)
+    role_usage: dict[str, UsageCounts] = field(default_factory=dict)
     review_rounds: int = 0
 
     def add_usage_of(self, name: str, sub: TurnState) -> None:
         """Count a role's sub-session in this turn, in total and under its name."""
-        self.model_calls += sub.model_calls
-        self.tool_calls += sub.tool_calls
-        self.input_tokens += sub.input_tokens
-        self.output_tokens += sub.output_tokens
-        self.cached_tokens += sub.cached_tokens
-        mine = self.role_usage.setdefault(name, [0, 0, 0, 0, 0])
-        for i, value in enumerate(
-            (
-                sub.model_calls,
-                sub.tool_calls,
-                sub.input_tokens,
-                sub.output_tokens,
-                sub.cached_tokens,
-            )
-        ):
-            mine[i] += value
+        self.usage.add(sub.usage)
+        self.role_usage.setdefault(name, UsageCounts()).add(sub.usage)
+
+    def usage_by_role(self) -> dict[str, UsageCounts] | None:
+        """The turn's usage split into the lead's own and each role's (None: no roles)."""
+        if not self.role_usage:
+            return None
+        lead = self.usage.counts()
+        for part in self.role_usage.values():
+            lead = lead - part
+        return {"lead": lead, **{name: part.counts() for name, part in self.role_usage.items()}}
 
     def record_edit(self, path: str) -> None:
         if path not in self.files_changed:

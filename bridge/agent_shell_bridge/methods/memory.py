@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ..errors import InvalidParams, MemoryError_, SessionBusy
+from ..errors import InvalidParams, MemoryError_
 from ..memory.experience import parse_experience
 from ..project_files import reviewed_bytes
 from ..rpc import Dispatcher, Params
@@ -41,22 +41,9 @@ class PolicyParams(Params):
 def register(d: Dispatcher[Runtime]) -> None:
     @d.method("memory/save", SaveParams)
     async def save(rt: Runtime, p: SaveParams) -> dict[str, Any]:
-        from ..agent.memory_glue import extract_experience  # the agent loop: first use
+        from ..agent.memory_glue import save_on_request  # the agent loop: first use
 
-        live = session_of(rt, p.sessionId)
-        if live.busy:
-            raise SessionBusy("A turn is running; save the memory when it has ended")
-        if not live.state.messages:
-            raise MemoryError_("Nothing to remember yet: this session has no conversation")
-        parent = await live.reporter.entry(
-            "Memory: saving an experience at the user's request",
-            source="user",
-            parent=None,
-            properties={"SESSION": live.state.id},
-        )
-        path = await extract_experience(
-            live, trigger="saved by the user", parent=parent, messages=live.state.messages
-        )
+        path = await save_on_request(session_of(rt, p.sessionId))
         try:
             title = parse_experience(await asyncio.to_thread(path.read_text, "utf-8")).title
         except (OSError, MemoryError_):

@@ -6,24 +6,20 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator
 
-from ..agent.prompt import frame_tool_result
 from ..agent.roles import RoleConfig, merge_roles
 from ..config import BridgeConfig, ModelConfig
-from ..errors import InvalidParams, RootNotAllowed, SessionBusy, SessionNotFound
+from ..errors import InvalidParams, RootNotAllowed, SessionNotFound
 from ..instructions import user_config_dir
 from ..mcp.config import ServerPolicy, WireServer, from_wire
-from ..prompt_commands import expand_command, resolve_command, split_command
 from ..rpc import Dispatcher, Params
 from ..runtime import Runtime
 from ..session import SessionState, SessionStore, new_session_id
 from ..tools.catalogue import CATALOGUE
-from ..types import JSONObject
 
 if TYPE_CHECKING:
     from ..agent.live import LiveSession
@@ -155,47 +151,6 @@ def check_wide_root(root: Path, *, home: Path | None = None) -> None:
     )
 
 
-def close_dangling_tool_calls(messages: list[JSONObject]) -> list[JSONObject]:
-    """Give every tool call a result, so a history cut by a crash is valid again.
-
-    A bridge killed between a model step and its tool results leaves calls with no
-    ``tool`` answer; chat APIs refuse such a history, so resume answers them as failed.
-    """
-    repaired: list[JSONObject] = []
-    i = 0
-    while i < len(messages):
-        message = messages[i]
-        repaired.append(message)
-        i += 1
-        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
-        if not isinstance(calls, list) or not calls:
-            continue
-        answered: set[str] = set()
-        while i < len(messages) and messages[i].get("role") == "tool":
-            answered.add(str(messages[i].get("tool_call_id")))
-            repaired.append(messages[i])
-            i += 1
-        for call in calls:
-            call_id = str(call.get("id", "")) if isinstance(call, dict) else ""
-            if call_id in answered:
-                continue
-            function = call.get("function") if isinstance(call, dict) else None
-            name = str(function.get("name", "")) if isinstance(function, dict) else ""
-            repaired.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": call_id,
-                    "content": frame_tool_result(
-                        name,
-                        call_id,
-                        "failed",
-                        {"error": "not run: the turn was interrupted (the bridge stopped)"},
-                    ),
-                }
-            )
-    return repaired
-
-
 def session_of(rt: Runtime, session_id: str) -> LiveSession:
     live = rt.sessions.get(session_id)
     if live is None:
@@ -257,11 +212,7 @@ def _describe(live: LiveSession) -> dict[str, Any]:
 def register(d: Dispatcher[Runtime]) -> None:
     @d.method("session/new", NewParams)
     async def new(rt: Runtime, p: NewParams) -> dict[str, Any]:
-        from ..agent.instructions_glue import announce_instructions
-        from ..agent.live import open_session
-        from ..agent.memory_glue import recent_memories
-        from ..agent.model_help import key_notice
-        from ..agent.reporter import text
+        from ..agent.opening import start_new
 
         root = project_root(p.cwd)
         if not p.allow_wide_root:
@@ -285,118 +236,23 @@ def register(d: Dispatcher[Runtime]) -> None:
             merge_roles(p.roles, CATALOGUE.keys())
         except ValueError as exc:
             raise InvalidParams(str(exc)) from exc
-        live = await asyncio.to_thread(open_session, rt, state, config)
-        rt.sessions[state.id] = live
-        await recent_memories(live)
-        await announce_instructions(live)
-        await live.checkpoint()
-        notice = key_notice(config)
-        if notice:
-            await live.reporter.entry(
-                "No API key found", source="bridge", parent=None, body=[text(notice)]
-            )
-        if live.project_roles.status in ("untrusted", "invalid"):
-            untrusted = live.project_roles.status == "untrusted"
-            await live.reporter.entry(
-                "Project roles not applied: "
-                + ("not trusted yet" if untrusted else "the file is not valid"),
-                source="bridge",
-                parent=None,
-                todo=None if untrusted else "FAILED",
-                properties={"PATH": ".agent-shell/roles.el"},
-                body=[
-                    text(
-                        "This project's .agent-shell/roles.el defines roles (prompts, tools, "
-                        "models) and arrives with the repository. Review it and run "
-                        "M-x agent-shell-trust-roles to use it."
-                        if untrusted
-                        else f"{live.project_roles.error}"
-                    )
-                ],
-            )
-        if live.policy.allowlist_status == "invalid":
-            await live.reporter.entry(
-                "Project allowlist not applied: it is malformed",
-                source="bridge",
-                parent=None,
-                todo="FAILED",
-                properties={"PATH": ".agent-shell/allowlist.el"},
-                body=[text("Fix the file (agent-shell-bridge policy check --root . shows why).")],
-            )
-        if not live.sandbox.available:
-            await live.reporter.entry(
-                "No sandbox: project code runs only with your yes",
-                source="bridge",
-                parent=None,
-                properties={"SANDBOX": "none"},
-                body=[
-                    text(
-                        f"Commands cannot be sandboxed here ({live.sandbox.detail}). Only "
-                        "strictly read-only commands run without asking; project tests, "
-                        "builds and allowlisted commands wait for your approval. Install "
-                        "bubblewrap (Debian: apt install bubblewrap) to sandbox them."
-                    )
-                ],
-            )
-        if live.sandbox_setting == "untrusted":
-            await live.reporter.entry(
-                "Sandbox stays on: config.el's setting is not trusted",
-                source="bridge",
-                parent=None,
-                properties={"PATH": ".agent-shell/config.el"},
-                body=[
-                    text(
-                        "This project's .agent-shell/config.el sets agent-shell-sandbox to "
-                        "nil, but you have not trusted the file in its current form, so the "
-                        "sandbox stays on. Review it and run M-x agent-shell-trust-config."
-                    )
-                ],
-            )
-        if live.policy.allowlist_status == "untrusted":
-            await live.reporter.entry(
-                "Project allowlist not applied: not trusted yet",
-                source="bridge",
-                parent=None,
-                properties={"PATH": ".agent-shell/allowlist.el"},
-                body=[
-                    text(
-                        "This project's .agent-shell/allowlist.el has not been trusted in its "
-                        "current form, so every command in it is judged like any other. "
-                        "Review it and run M-x agent-shell-trust-allowlist to apply it."
-                    )
-                ],
-            )
+        live = await start_new(rt, state, config)
         return {**_describe(live), "mcp": await _start_mcp(live, p)}
 
     @d.method("session/prompt", PromptParams)
     async def prompt(rt: Runtime, p: PromptParams) -> dict[str, Any]:
-        from ..agent.loop import run_turn
+        from ..agent.submit import submit_prompt
 
-        live = session_of(rt, p.sessionId)
-        # Refuse before changing anything: a busy session keeps its mode and context.
-        if live.busy:
-            raise SessionBusy("A turn is already running in this session; cancel it first")
         turn_mode, text = split_mode_prefix(p.text)
-        command = split_command(text)
-        if command is not None:
-            name, arguments = command
-            user_dir = rt.config.user_config_dir or user_config_dir()
-            found = await asyncio.to_thread(resolve_command, live.root, user_dir, name)
-            text = expand_command(found, arguments)
-            # A project's file arrives with a clone: it may keep a turn in ask mode but
-            # not lift a session the user keeps in ask mode into act mode.
-            lifts = found.scope == "project" and found.mode == "act"
-            if not (lifts and (p.mode or live.state.mode) == "ask"):
-                turn_mode = turn_mode or found.mode
-        if not text.strip():
-            raise InvalidParams(f"nothing to do after /{turn_mode}")
-        if p.mode is not None:
-            live.state.mode = p.mode
-        if p.context is not None:
-            live.snapshot = p.context
-        turn_id = "t" + secrets.token_hex(4)
-        live.start_turn(run_turn(live, text, turn_id, mode=turn_mode), turn_id)
-        return {"turnId": turn_id, "mode": turn_mode or live.state.mode}
+        turn_id, mode = await submit_prompt(
+            session_of(rt, p.sessionId),
+            text,
+            turn_mode=turn_mode,
+            session_mode=p.mode,
+            context=p.context,
+            user_dir=rt.config.user_config_dir or user_config_dir(),
+        )
+        return {"turnId": turn_id, "mode": mode}
 
     @d.method("session/cancel", SessionRef)
     async def cancel(rt: Runtime, p: SessionRef) -> dict[str, Any]:
@@ -412,32 +268,19 @@ def register(d: Dispatcher[Runtime]) -> None:
 
     @d.method("session/grants", SessionRef)
     async def grants(rt: Runtime, p: SessionRef) -> dict[str, Any]:
+        """What "allow for this session" has granted so far, oldest first."""
         from ..agent.grants import list_grants
 
-        """What "allow for this session" has granted so far, oldest first."""
         live = session_of(rt, p.sessionId)
         return {"grants": [g.to_json() for g in list_grants(live.state)]}
 
     @d.method("session/revoke_grant", RevokeParams)
     async def revoke(rt: Runtime, p: RevokeParams) -> dict[str, Any]:
-        from ..agent.grants import list_grants, revoke_grant
-        from ..agent.reporter import text
-
         """Take a grant back: the next such step asks again, even within this turn."""
+        from ..agent.grants import list_grants, revoke_by_user
+
         live = session_of(rt, p.sessionId)
-        grant = revoke_grant(live.state, p.grantId)
-        if grant is None:
-            raise InvalidParams(
-                f"no grant {p.grantId!r} in this session (session/grants lists them)"
-            )
-        await live.checkpoint()
-        await live.reporter.entry(
-            "Grant revoked by the user",
-            source="user",
-            parent=None,
-            properties={"GRANT": grant.id},
-            body=[text(f"No longer allowed without asking: {grant.description}.")],
-        )
+        grant = await revoke_by_user(live, p.grantId)
         return {
             "revoked": grant.to_json(),
             "grants": [g.to_json() for g in list_grants(live.state)],
@@ -455,31 +298,13 @@ def register(d: Dispatcher[Runtime]) -> None:
 
     @d.method("session/resume", ResumeParams)
     async def resume(rt: Runtime, p: ResumeParams) -> dict[str, Any]:
-        from ..agent.live import open_session
+        from ..agent.opening import resume_saved
 
         root = project_root(p.cwd)
         live = rt.sessions.get(p.sessionId)
         if live is None:
-            state = await asyncio.to_thread(SessionStore(root).load, p.sessionId)
-            if Path(state.root) != root:
-                raise InvalidParams("that session belongs to another project")
-            interrupted = state.turn_in_progress
-            state.turn_in_progress = None
-            state.messages = close_dangling_tool_calls(state.messages)
-            config = _config_for(rt, p)
-            # dry-run, step limit and extra paths come back from the checkpoint.
-            live = await asyncio.to_thread(open_session, rt, state, config)
-            if interrupted:
-                # The bridge died mid-turn; say so in history rather than pretend.
-                state.visible.append(
-                    {
-                        "role": "system",
-                        "text": f"Turn {interrupted} was interrupted (bridge stopped).",
-                    }
-                )
-            rt.sessions[state.id] = live
-            await live.checkpoint()
+            live = await resume_saved(rt, root, p.sessionId, _config_for(rt, p))
             mcp = await _start_mcp(live, p)
         else:
             mcp = _mcp_status(live)
-        return {**_describe(live), "history": live.state.visible, "mcp": mcp}
+        return {**_describe(live), "history": list(live.conversation.visible), "mcp": mcp}

@@ -24,6 +24,7 @@ __all__ = [
     "TextDelta",
     "ToolCall",
     "Usage",
+    "UsageCounts",
 ]
 
 
@@ -149,6 +150,68 @@ class Usage:
     def cost(self, prices: Prices) -> float:
         """Price of this call."""
         return prices.cost(self.prompt_tokens, self.effective_cached, self.completion_tokens)
+
+
+@dataclass(slots=True)
+class UsageCounts:
+    """What some work consumed: model and tool calls, tokens as the API reported them.
+
+    The one counter: a session's totals, a turn's and a role's usage and a task's log
+    summary are all made of it, and all priced by :class:`Prices`.
+    """
+
+    model_calls: int = 0
+    tool_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+
+    def add_call(self, usage: Usage) -> None:
+        """Count one model call and the tokens it reported."""
+        self.model_calls += 1
+        self.input_tokens += usage.prompt_tokens
+        self.output_tokens += usage.completion_tokens
+        self.cached_tokens += usage.effective_cached
+
+    def add(self, other: UsageCounts) -> None:
+        """Add ``other``'s counts to these."""
+        self.model_calls += other.model_calls
+        self.tool_calls += other.tool_calls
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cached_tokens += other.cached_tokens
+
+    def counts(self) -> UsageCounts:
+        """The bare counts (a copy), whatever subclass holds them."""
+        return UsageCounts(
+            self.model_calls,
+            self.tool_calls,
+            self.input_tokens,
+            self.output_tokens,
+            self.cached_tokens,
+        )
+
+    def __add__(self, other: UsageCounts) -> UsageCounts:
+        total = self.counts()
+        total.add(other)
+        return total
+
+    def __sub__(self, other: UsageCounts) -> UsageCounts:
+        return UsageCounts(
+            self.model_calls - other.model_calls,
+            self.tool_calls - other.tool_calls,
+            self.input_tokens - other.input_tokens,
+            self.output_tokens - other.output_tokens,
+            self.cached_tokens - other.cached_tokens,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def cost_at(self, prices: Prices) -> float:
+        """Price of these tokens (the one formula, :meth:`Prices.cost`)."""
+        return prices.cost(self.input_tokens, self.cached_tokens, self.output_tokens)
 
 
 @dataclass(frozen=True, slots=True)

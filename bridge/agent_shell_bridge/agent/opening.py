@@ -1,0 +1,142 @@
+"""Opening a session: a new one announced in the log, a saved one resumed.
+
+The ``session/new`` and ``session/resume`` handlers (methods/session.py) parse the
+request and shape the answer; what happens to the session in between is here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..config import BridgeConfig
+from ..errors import InvalidParams
+from ..session import SessionState, SessionStore
+from .conversation import Conversation
+from .instructions_glue import announce_instructions
+from .live import LiveSession, open_session
+from .memory_glue import recent_memories
+from .model_help import key_notice
+from .reporter import text
+
+if TYPE_CHECKING:
+    from ..runtime import Runtime
+
+__all__ = ["resume_saved", "start_new"]
+
+
+async def start_new(rt: Runtime, state: SessionState, config: BridgeConfig) -> LiveSession:
+    """Open a new session, save it, and tell the log what the user should know."""
+    live = await asyncio.to_thread(open_session, rt, state, config)
+    rt.sessions[state.id] = live
+    await recent_memories(live)
+    await announce_instructions(live)
+    await live.checkpoint()
+    await _announce(live)
+    return live
+
+
+async def resume_saved(
+    rt: Runtime, root: Path, session_id: str, config: BridgeConfig
+) -> LiveSession:
+    """Reopen a saved session of the project at ``root``.
+
+    A turn cut short by a crash is said to be interrupted in the history, and its
+    unanswered tool calls are answered as failed, so the model can be asked again.
+    """
+    state = await asyncio.to_thread(SessionStore(root).load, session_id)
+    if Path(state.root) != root:
+        raise InvalidParams("that session belongs to another project")
+    interrupted = state.turn_in_progress
+    state.turn_in_progress = None
+    conversation = Conversation(state)
+    conversation.repair()
+    # dry-run, step limit and extra paths come back from the checkpoint.
+    live = await asyncio.to_thread(open_session, rt, state, config)
+    if interrupted:
+        # The bridge died mid-turn; say so in history rather than pretend.
+        conversation.show(f"Turn {interrupted} was interrupted (bridge stopped).")
+    rt.sessions[state.id] = live
+    await live.checkpoint()
+    return live
+
+
+async def _announce(live: LiveSession) -> None:
+    """Log entries for what a new session cannot use as it stands."""
+    notice = key_notice(live.config)
+    if notice:
+        await live.reporter.entry(
+            "No API key found", source="bridge", parent=None, body=[text(notice)]
+        )
+    if live.project_roles.status in ("untrusted", "invalid"):
+        untrusted = live.project_roles.status == "untrusted"
+        await live.reporter.entry(
+            "Project roles not applied: "
+            + ("not trusted yet" if untrusted else "the file is not valid"),
+            source="bridge",
+            parent=None,
+            todo=None if untrusted else "FAILED",
+            properties={"PATH": ".agent-shell/roles.el"},
+            body=[
+                text(
+                    "This project's .agent-shell/roles.el defines roles (prompts, tools, "
+                    "models) and arrives with the repository. Review it and run "
+                    "M-x agent-shell-trust-roles to use it."
+                    if untrusted
+                    else f"{live.project_roles.error}"
+                )
+            ],
+        )
+    if live.policy.allowlist_status == "invalid":
+        await live.reporter.entry(
+            "Project allowlist not applied: it is malformed",
+            source="bridge",
+            parent=None,
+            todo="FAILED",
+            properties={"PATH": ".agent-shell/allowlist.el"},
+            body=[text("Fix the file (agent-shell-bridge policy check --root . shows why).")],
+        )
+    if not live.sandbox.available:
+        await live.reporter.entry(
+            "No sandbox: project code runs only with your yes",
+            source="bridge",
+            parent=None,
+            properties={"SANDBOX": "none"},
+            body=[
+                text(
+                    f"Commands cannot be sandboxed here ({live.sandbox.detail}). Only "
+                    "strictly read-only commands run without asking; project tests, "
+                    "builds and allowlisted commands wait for your approval. Install "
+                    "bubblewrap (Debian: apt install bubblewrap) to sandbox them."
+                )
+            ],
+        )
+    if live.sandbox_setting == "untrusted":
+        await live.reporter.entry(
+            "Sandbox stays on: config.el's setting is not trusted",
+            source="bridge",
+            parent=None,
+            properties={"PATH": ".agent-shell/config.el"},
+            body=[
+                text(
+                    "This project's .agent-shell/config.el sets agent-shell-sandbox to "
+                    "nil, but you have not trusted the file in its current form, so the "
+                    "sandbox stays on. Review it and run M-x agent-shell-trust-config."
+                )
+            ],
+        )
+    if live.policy.allowlist_status == "untrusted":
+        await live.reporter.entry(
+            "Project allowlist not applied: not trusted yet",
+            source="bridge",
+            parent=None,
+            properties={"PATH": ".agent-shell/allowlist.el"},
+            body=[
+                text(
+                    "This project's .agent-shell/allowlist.el has not been trusted in its "
+                    "current form, so every command in it is judged like any other. "
+                    "Review it and run M-x agent-shell-trust-allowlist to apply it."
+                )
+            ],
+        )
