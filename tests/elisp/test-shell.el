@@ -44,6 +44,15 @@
                                (arguments . ((command . "mkdir -p 构建"))))]))
               ((match . ((last_user_contains . "grant me")))
                (text . "granted 已授权"))
+              ;; test-log-bridge.el: the live log equals the file.
+              ((match . ((last_user_contains . "log parity")))
+               (tool_calls . [((name . "run_command")
+                               (arguments . ((command . "cat 笔记.org"))))]))
+              ((match . ((last_user_contains . "log parity")))
+               (tool_calls . [((name . "run_command")
+                               (arguments . ((command . "mkdir -p 输出"))))]))
+              ((match . ((last_user_contains . "log parity")))
+               (text . "* 完成 done\n#+end_src not a keyword"))
               ((match . ((last_user_contains . "hello")))
                (text . "你好，世界！Streaming works.") (chunk_size . 1))
               ;; test-lifecycle.el: one step per prompt, each used once.
