@@ -17,6 +17,7 @@
 (require 'cl-lib)
 (require 'org-element)
 (require 'agent-shell-log)
+(require 'agent-shell-log-keys)
 (require 'agent-shell-test-helpers)
 
 (defconst test-log--fixtures
