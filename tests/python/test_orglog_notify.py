@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_orglog_fixture import scenario
 
 from agent_rig import make_project, running_rig
 from agent_shell_bridge.orglog import (
@@ -24,6 +23,7 @@ from agent_shell_bridge.orglog import (
     entry_params,
     update_params,
 )
+from test_orglog_fixture import scenario
 
 
 def _rebuild(notifications: list[tuple[str, dict[str, Any]]]) -> dict[str, str]:
