@@ -621,6 +621,19 @@ took the least recently used window: the shell's.  Now it splits."
         (should (null (org-element-map tree 'headline
                         (lambda (h) (org-element-property :tags h)))))))))
 
+(ert-deftest test-log/entry-without-its-text-is-reported ()
+  "The buffer shows only the bridge's text: an entry without it is not made up."
+  (test-log--with-buffer buf
+    (let ((before (with-current-buffer buf (buffer-string)))
+          (bare (assq-delete-all 'org (test-log--entry "bare" "没有文本"))))
+      (should-not (agent-shell-log-insert-entry buf bare))
+      (should (string-match-p "log entry bare came without its text"
+                              (test-log--last-message)))
+      (should (equal (with-current-buffer buf (buffer-string)) before))
+      ;; Sent again with its text, it is shown.
+      (agent-shell-log-insert-entry buf (test-log--entry "bare2" "有文本"))
+      (should (equal (test-log--ids buf) '("bare2"))))))
+
 (ert-deftest test-log/past-log-opens-in-log-mode ()
   "A past log file opens read-only in the log mode, so review keys work on it."
   (let* ((root (make-temp-file "agent-shell-log-past-" t))
