@@ -18,20 +18,23 @@
 ;;   !            sparse tree of failed and rejected steps
 ;;   L            open the current or a past log file
 ;;
-;; A decision acts on the waiting step at point, else on the oldest one.
+;; The decision keys (y, n, a, d) live in agent-shell-log-keys.el, which
+;; binds them in `agent-shell-log-mode-map' when loaded.
 ;;
-;; The bridge writes the same entries to .agent-shell/logs/*.org; this file
-;; builds the live buffer from the `log/entry' and `log/update'
-;; notifications instead of re-reading that file.  Both sides follow the
-;; same rendering rules (documented in the bridge's orglog.py), and the test
-;; suites check them against one fixture.  Rendering is incremental: a new
-;; entry is inserted after the last entry of its parent, an update rewrites
-;; one heading and drawer and appends body blocks, so the cost of a
-;; notification does not grow with the buffer.
+;; The bridge is the only renderer of the log: it writes each entry to
+;; .agent-shell/logs/*.org and sends the very same text with the
+;; `log/entry' (`org') and `log/update' (`org_head', `org_body_append')
+;; notifications.  This file inserts that text as it comes and keeps the
+;; structure around it: which entry a region belongs to, where a step
+;; goes (after the last entry of its parent), the waiting steps, folded
+;; drawers and notifications.  An update replaces one heading and drawer
+;; and appends to one body, so the cost of a notification does not grow
+;; with the buffer, and the buffer's entries stay equal to the file's.
 ;;
-;; agent-shell.el wires `agent-shell-log-decision-function' to the bridge
-;; and calls `agent-shell-log-buffer', `agent-shell-log-insert-entry',
-;; `agent-shell-log-apply-update' and `agent-shell-log-set-file'.
+;; agent-shell-permissions.el wires `agent-shell-log-decision-function' to
+;; the bridge and calls `agent-shell-log-buffer',
+;; `agent-shell-log-insert-entry', `agent-shell-log-apply-update' and
+;; `agent-shell-log-set-file'.
 
 ;;; Code:
 
@@ -40,7 +43,6 @@
 (require 'org)
 
 (declare-function notifications-notify "notifications" (&rest params))
-(declare-function diff-mode "diff-mode" ())
 
 ;;; Options
 
@@ -76,93 +78,38 @@ bridge that has gone) are skipped by the decision keys.")
 It is called with ENTRY-ID and returns a sentence such as \"run exactly
 `make' in /proj without asking ...\", or nil when it does not know.")
 
-;;; Internals: rendering (keep in step with orglog.py)
+;;; Internals: text (the bridge renders the entries)
 
 (defconst agent-shell-log--todo-line
   "#+TODO: WAIT | APPROVED REJECTED DONE FAILED"
   "The TODO keyword line every action log starts with.")
-(defconst agent-shell-log--max-title-chars 300
-  "Longest title or property value kept, in characters.")
-(defconst agent-shell-log--max-line-chars 500
-  "Longest output line kept, in characters.")
-(defconst agent-shell-log--head-lines 200
-  "Lines kept from the start of a long block.")
-(defconst agent-shell-log--tail-lines 100
-  "Lines kept from the end of a long block.")
-(defconst agent-shell-log--days ["Sun" "Mon" "Tue" "Wed" "Thu" "Fri" "Sat"]
-  "Day names for org timestamps, independent of the locale.")
 
 (defconst agent-shell-log--space-re
   (rx (+ (any " \t\n\r\v\f" #x85 #x2028 #x2029)))
   "Whitespace collapsed to one space in single-line fields.")
-(defconst agent-shell-log--control-re
-  (rx (any (0 . 8) (11 . 31) 127))
-  "Control characters dropped from every field.")
-(defconst agent-shell-log--bad-link-re
-  (rx (any "[]" (0 . 31) 127))
-  "Characters an org link target cannot carry.")
 
-(defun agent-shell-log--one-line (text cap)
-  "Return TEXT on one line, without control characters, at most CAP chars."
+(defun agent-shell-log--one-line (text &optional cap)
+  "Return TEXT on one line, without control characters.
+With CAP, at most CAP characters are kept (default 300)."
   (let* ((case-fold-search nil)
-         (s (replace-regexp-in-string agent-shell-log--space-re " " text t t))
-         (s (replace-regexp-in-string agent-shell-log--control-re "" s t t))
+         (cap (or cap 300))
+         (s (replace-regexp-in-string agent-shell-log--space-re " " (or text "") t t))
+         (s (replace-regexp-in-string (rx (any (0 . 8) (11 . 31) 127)) "" s t t))
          (s (string-trim s " +" " +")))
     (if (> (length s) cap)
         (concat (substring s 0 cap) "…")
       s)))
 
-(defun agent-shell-log--clean-title (title)
-  "Return TITLE fit for a heading; a tag-like ending is defused."
-  (let ((s (agent-shell-log--one-line (or title "")
-                                      agent-shell-log--max-title-chars))
-        (case-fold-search nil))
-    (if (string-match-p "\\(?:\\`\\| \\):[[:alnum:]_@#%:]+:\\'" s)
-        (concat s "\u200b")
-      s)))
-
-(defun agent-shell-log--org-timestamp (iso)
-  "Return the inactive org timestamp for the ISO-8601 string ISO.
-The wall-clock time is kept as written, in the offset it carries."
-  (if (and (stringp iso)
-           (string-match (concat "\\`\\([0-9]\\{4\\}\\)-\\([0-9]\\{2\\}\\)"
-                                 "-\\([0-9]\\{2\\}\\)[T ]\\([0-9]\\{2\\}\\)"
-                                 ":\\([0-9]\\{2\\}\\)")
-                         iso))
-      (let* ((year (string-to-number (match-string 1 iso)))
-             (month (string-to-number (match-string 2 iso)))
-             (day (string-to-number (match-string 3 iso)))
-             (hour (match-string 4 iso))
-             (minute (match-string 5 iso))
-             (dow (nth 6 (decode-time
-                          (encode-time (list 0 0 12 day month year nil nil t))
-                          t))))
-        (format "[%04d-%02d-%02d %s %s:%s]" year month day
-                (aref agent-shell-log--days dow) hour minute))
-    (format "[%s %s]" (format-time-string "%Y-%m-%d")
-            (concat (aref agent-shell-log--days
-                          (nth 6 (decode-time)))
-                    (format-time-string " %H:%M")))))
-
 (defun agent-shell-log--clean-key (key)
-  "Return the property name for KEY (a symbol or string)."
+  "Return the property name for KEY (a symbol or string), as in the drawer."
   (let ((case-fold-search nil))
     (upcase (replace-regexp-in-string "[^A-Za-z0-9_-]" "_"
                                       (format "%s" key) t t))))
 
-(defun agent-shell-log--format-value (value)
-  "Return VALUE, a JSON scalar, as a one-line property value."
-  (agent-shell-log--one-line
-   (cond ((eq value t) "true")
-         ((eq value :json-false) "false")
-         ((stringp value) value)
-         ((numberp value) (number-to-string value))
-         (t (format "%s" value)))
-   agent-shell-log--max-title-chars))
-
 (defun agent-shell-log--merge-props (base extra)
-  "Return BASE, an alist of clean names, with the JSON alist EXTRA merged.
-Known names keep their place; new ones go last."
+  "Return BASE, an alist of property names, with the JSON alist EXTRA merged.
+Known names keep their place; new ones go last.  The names are those
+of the drawer, for looking values up (RISK, PATH, LINE)."
   (let ((result (mapcar (lambda (cell) (cons (car cell) (cdr cell))) base)))
     (dolist (cell extra)
       (let ((key (agent-shell-log--clean-key (car cell)))
@@ -175,106 +122,13 @@ Known names keep their place; new ones go last."
               (setq result (append result (list (cons key value)))))))))
     result))
 
-(defun agent-shell-log--normalise-text (text)
-  "Return TEXT with Unix newlines, no control characters, no final newline."
-  (let* ((case-fold-search nil)
-         (s (replace-regexp-in-string "\r\n?" "\n" (or text "") t t))
-         (s (replace-regexp-in-string agent-shell-log--control-re "" s t t)))
-    (string-remove-suffix "\n" s)))
-
-(defun agent-shell-log--bounded-lines (text)
-  "Split TEXT into capped lines; return (LINES . NUMBER-CUT)."
-  (if (string-empty-p text)
-      (cons nil 0)
-    (let* ((max agent-shell-log--max-line-chars)
-           (lines (mapcar (lambda (line)
-                            (if (> (length line) max)
-                                (concat (substring line 0 max) "…")
-                              line))
-                          (split-string text "\n")))
-           (cut (- (length lines) agent-shell-log--head-lines
-                   agent-shell-log--tail-lines)))
-      (if (> cut 0)
-          (cons (append (cl-subseq lines 0 agent-shell-log--head-lines)
-                        (list (format "[… %d lines omitted …]" cut))
-                        (last lines agent-shell-log--tail-lines))
-                cut)
-        (cons lines 0)))))
-
-(defun agent-shell-log--escape (lines)
-  "Return LINES as block content, comma-escaped the way org does."
-  (let ((case-fold-search nil))
-    (mapconcat
-     (lambda (line)
-       (concat (replace-regexp-in-string
-                "\\`\\([ \t]*\\)\\(,*\\(?:\\*\\|#\\+\\)\\)" "\\1,\\2" line t)
-               "\n"))
-     lines "")))
-
-(defun agent-shell-log--render-block (block)
-  "Return the org text of body BLOCK (an alist), or \"\" for nothing."
-  (let* ((case-fold-search nil)
-         (bounded (agent-shell-log--bounded-lines
-                   (agent-shell-log--normalise-text (alist-get 'text block))))
-         (lines (car bounded)))
-    (if (not (equal (alist-get 'kind block) "src"))
-        (cond ((null lines) "")
-              ((cl-some (lambda (line) (string-match-p "\\`[ \t]*[*#:]" line))
-                        lines)
-               (concat "#+begin_example\n" (agent-shell-log--escape lines)
-                       "#+end_example\n"))
-              (t (mapconcat (lambda (line) (concat line "\n")) lines "")))
-      (let* ((lang (alist-get 'lang block))
-             (lang (if (and (stringp lang)
-                            (string-match-p "\\`[A-Za-z0-9_+-]+\\'" lang))
-                       lang
-                     "text"))
-             (omitted (+ (or (alist-get 'omitted_lines block) 0) (cdr bounded)))
-             (link (alist-get 'link block))
-             (link (and (stringp link) (not (string-empty-p link))
-                        (not (string-match-p agent-shell-log--bad-link-re link))
-                        link))
-             (note (and (> omitted 0) (format "(%d lines omitted)" omitted))))
-        (concat "#+begin_src " lang "\n" (agent-shell-log--escape lines)
-                "#+end_src\n"
-                (cond (link (concat "[[file:" link "][full output]]"
-                                    (and note (concat " " note)) "\n"))
-                      (note (concat note "\n"))))))))
-
-(defun agent-shell-log--render-body (blocks)
-  "Return the org text of BLOCKS, one blank line between non-empty ones."
-  (mapconcat #'identity
-             (delete "" (mapcar #'agent-shell-log--render-block blocks))
-             "\n"))
-
-(defun agent-shell-log--render-head (entry level todo props)
-  "Return the heading line and drawer of ENTRY at LEVEL with TODO and PROPS."
-  (let ((title (agent-shell-log--clean-title (alist-get 'title entry))))
-    (concat (make-string (max 1 level) ?*) " "
-            (and todo (concat todo " "))
-            (agent-shell-log--org-timestamp (alist-get 'timestamp entry))
-            (and (not (string-empty-p title)) (concat " " title))
-            "\n:PROPERTIES:\n"
-            ":SOURCE: " (format "%s" (alist-get 'source entry)) "\n"
-            ":LOG_ID: " (agent-shell-log--one-line
-                         (format "%s" (alist-get 'id entry)) 200)
-            "\n"
-            (mapconcat (lambda (cell)
-                         (string-trim-right
-                          (concat ":" (car cell) ": "
-                                  (agent-shell-log--format-value (cdr cell)))
-                          " +"))
-                       props "\n")
-            (and props "\n")
-            ":END:\n")))
-
 ;;; Internals: buffer state
 
 (cl-defstruct (agent-shell-log--node
                (:constructor agent-shell-log--make-node)
                (:copier nil))
   "One entry shown in a log buffer."
-  id parent level marker entry todo props body has-body last-descendant sent)
+  id parent marker head-length entry todo props body last-descendant sent)
 
 (defvar-local agent-shell-log--nodes nil
   "Hash table from entry id to `agent-shell-log--node'.")
@@ -337,7 +191,7 @@ Known names keep their place; new ones go last."
   (let ((inhibit-read-only t))
     (erase-buffer)
     (insert "#+TITLE: agent-shell log: "
-            (agent-shell-log--one-line name agent-shell-log--max-title-chars)
+            (agent-shell-log--one-line name)
             "\n#+STARTUP: overview\n" agent-shell-log--todo-line "\n\n"))
   (setq agent-shell-log--nodes (make-hash-table :test #'equal)
         agent-shell-log--pending nil))
@@ -379,42 +233,49 @@ TAB on the drawer shows it again."
     (when (looking-at-p "^:PROPERTIES:$")
       (org-hide-drawer-toggle t t))))
 
+(defun agent-shell-log--org-text (params field)
+  "Return the org text FIELD of notification PARAMS, or nil when absent."
+  (let ((text (alist-get field params)))
+    (and (stringp text) (not (string-empty-p text)) text)))
+
 (defun agent-shell-log-insert-entry (buffer entry)
   "Insert ENTRY, the parsed params of a `log/entry' notification, in BUFFER.
-A step goes after the last entry of its parent; an entry without a
-known parent goes at the end as a top-level heading.  An id already
-shown is ignored, so a replayed notification does no harm."
-  (let (node)
+The text inserted is ENTRY's `org', rendered by the bridge exactly as
+in the log file.  A step goes after the last entry of its parent; an
+entry without a known parent goes at the end.  An id already shown is
+ignored, so a replayed notification does no harm; an entry without its
+text is reported and left to the file."
+  (let ((text (agent-shell-log--org-text entry 'org))
+        node)
     (agent-shell-log--editing buffer
       (let* ((id (format "%s" (alist-get 'id entry)))
              (parent-id (alist-get 'parent_id entry))
              (parent (and parent-id (gethash parent-id agent-shell-log--nodes))))
-        (unless (gethash id agent-shell-log--nodes)
-          (let* ((level (if parent (1+ (agent-shell-log--node-level parent)) 1))
-                 (todo (agent-shell-log--todo (alist-get 'todo entry)))
-                 (props (agent-shell-log--merge-props
-                         nil (alist-get 'properties entry)))
-                 (body (alist-get 'body entry))
-                 (body-text (agent-shell-log--render-body body))
+        (cond
+         ((gethash id agent-shell-log--nodes))
+         ((null text)
+          (message "agent-shell: log entry %s came without its text; see %s"
+                   id (or agent-shell-log--file "the log file")))
+         (t
+          (let* ((todo (agent-shell-log--todo (alist-get 'todo entry)))
                  (pos (if parent
                           (agent-shell-log--entry-end
                            (gethash (agent-shell-log--node-last-descendant parent)
                                     agent-shell-log--nodes))
                         (point-max))))
             (setq node (agent-shell-log--make-node
-                        :id id :parent parent-id :level level :entry entry
-                        :props props :body body
-                        :has-body (not (string-empty-p body-text))
+                        :id id :parent parent-id :entry entry
+                        :props (agent-shell-log--merge-props
+                                nil (alist-get 'properties entry))
+                        :body (alist-get 'body entry)
+                        :head-length (agent-shell-log--head-length text)
                         :last-descendant id))
             ;; A heading must start a line, even after a damaged entry.
             (when (and (> pos (point-min)) (not (eq (char-before pos) ?\n)))
               (agent-shell-log--insert pos "\n" (get-text-property (1- pos)
                                                                     'agent-shell-log-id))
               (setq pos (point)))
-            (agent-shell-log--insert
-             pos (concat (agent-shell-log--render-head entry level todo props)
-                         body-text)
-             id)
+            (agent-shell-log--insert pos text id)
             (agent-shell-log--unfold-before pos)
             (agent-shell-log--fold-drawer pos)
             (setf (agent-shell-log--node-marker node) (copy-marker pos t))
@@ -428,25 +289,42 @@ shown is ignored, so a replayed notification does no harm."
                 (setq ancestor
                       (let ((pid (agent-shell-log--node-parent ancestor)))
                         (and pid (gethash pid agent-shell-log--nodes))))))
-            (agent-shell-log--set-pending node todo)))))
+            (agent-shell-log--set-pending node todo))))))
     (when (and node (equal (agent-shell-log--node-todo node) "WAIT"))
       (agent-shell-log-notify buffer entry))
     node))
 
+(defun agent-shell-log--head-length (text)
+  "Return the length of the heading line and drawer that start TEXT."
+  (if (string-match "^:END:\n" text)
+      (match-end 0)
+    (length text)))
+
+(defun agent-shell-log--replace-head (node head)
+  "Replace the heading line and drawer of NODE with HEAD."
+  (let* ((marker (agent-shell-log--node-marker node))
+         (start (marker-position marker)))
+    (delete-region start (+ start (agent-shell-log--node-head-length node)))
+    (agent-shell-log--insert start head (agent-shell-log--node-id node))
+    (setf (agent-shell-log--node-head-length node) (length head))
+    (set-marker marker start)
+    (agent-shell-log--fold-drawer start)))
+
 (defun agent-shell-log-apply-update (buffer update)
   "Apply UPDATE, the parsed params of a `log/update' notification, in BUFFER.
-The keyword and drawer are rewritten in place, new body blocks are
-appended to the entry; nothing else in the buffer is touched."
+The bridge's `org_head' replaces the heading and drawer in place, its
+`org_body_append' goes at the end of the entry's body; nothing else
+in the buffer is touched."
   (let (node became-wait)
     (agent-shell-log--editing buffer
       (setq node (gethash (format "%s" (alist-get 'id update))
                           agent-shell-log--nodes))
       (when node
-        (let* ((id (agent-shell-log--node-id node))
-               (todo (agent-shell-log--todo (alist-get 'todo update)))
+        (let* ((todo (agent-shell-log--todo (alist-get 'todo update)))
                (new-props (alist-get 'properties update))
                (append-blocks (alist-get 'body_append update))
-               (marker (agent-shell-log--node-marker node)))
+               (head (agent-shell-log--org-text update 'org_head))
+               (more (agent-shell-log--org-text update 'org_body_append)))
           (when todo
             (setq became-wait (and (equal todo "WAIT")
                                    (not (equal todo (agent-shell-log--node-todo node)))))
@@ -455,43 +333,46 @@ appended to the entry; nothing else in the buffer is touched."
             (setf (agent-shell-log--node-props node)
                   (agent-shell-log--merge-props
                    (agent-shell-log--node-props node) new-props)))
-          (when (or todo new-props)
-            (let ((start (marker-position marker)))
-              (goto-char start)
-              (search-forward "\n:END:\n")
-              (delete-region start (point))
-              (agent-shell-log--insert
-               start (agent-shell-log--render-head
-                      (agent-shell-log--node-entry node)
-                      (agent-shell-log--node-level node)
-                      (agent-shell-log--node-todo node)
-                      (agent-shell-log--node-props node))
-               id)
-              (set-marker marker start)
-              (agent-shell-log--fold-drawer start)))
+          (when head
+            (agent-shell-log--replace-head node head))
           (when append-blocks
-            (let ((text (agent-shell-log--render-body append-blocks)))
-              (setf (agent-shell-log--node-body node)
-                    (append (agent-shell-log--node-body node) append-blocks))
-              (unless (string-empty-p text)
-                (agent-shell-log--insert
-                 (agent-shell-log--entry-end node)
-                 (if (agent-shell-log--node-has-body node) (concat "\n" text) text)
-                 id)
-                (setf (agent-shell-log--node-has-body node) t)))))))
+            (setf (agent-shell-log--node-body node)
+                  (append (agent-shell-log--node-body node) append-blocks)))
+          (when more
+            (agent-shell-log--insert (agent-shell-log--entry-end node) more
+                                     (agent-shell-log--node-id node))))))
     (when became-wait
       (agent-shell-log-notify buffer (agent-shell-log--node-entry node)))
     node))
+
+(defun agent-shell-log--abandon (node reason)
+  "Mark NODE FAILED in the buffer with a NOTE of REASON.
+The bridge that would render the change is gone, so the heading's
+keyword and the drawer are edited here; the file keeps WAIT."
+  (let* ((start (marker-position (agent-shell-log--node-marker node)))
+         (end (+ start (agent-shell-log--node-head-length node)))
+         (head (buffer-substring-no-properties start end))
+         (note (concat ":NOTE: " (agent-shell-log--one-line reason) "\n"))
+         (case-fold-search nil))
+    (setq head (replace-regexp-in-string "\\`\\(\\*+ \\)WAIT " "\\1FAILED " head t))
+    (setq head (replace-regexp-in-string "^:NOTE: .*\n" "" head t t))
+    (when (string-match "^:END:\n\\'" head)
+      (setq head (concat (substring head 0 (match-beginning 0)) note
+                         (substring head (match-beginning 0)))))
+    (agent-shell-log--set-pending node "FAILED")
+    (setf (agent-shell-log--node-props node)
+          (agent-shell-log--merge-props (agent-shell-log--node-props node)
+                                        `((NOTE . ,reason))))
+    (agent-shell-log--replace-head node head)))
 
 (defun agent-shell-log-abandon-pending (buffer reason)
   "Mark every step waiting in BUFFER as FAILED, noting REASON.
 For steps whose request went away with the bridge: they can no longer
 be answered, and must not hold the decision keys."
   (when (buffer-live-p buffer)
-    (dolist (id (buffer-local-value 'agent-shell-log--pending buffer))
-      (agent-shell-log-apply-update
-       buffer `((id . ,id) (todo . "FAILED")
-                (properties . ((NOTE . ,reason))))))))
+    (agent-shell-log--editing buffer
+      (dolist (id (copy-sequence agent-shell-log--pending))
+        (agent-shell-log--abandon (gethash id agent-shell-log--nodes) reason)))))
 
 (defun agent-shell-log--answerable-p (node)
   "Return non-nil when NODE waits for a decision that can still be sent."
@@ -552,7 +433,7 @@ notification when D-Bus is available, else shows a message."
         (set-window-start window (agent-shell-log--node-marker node))
         (set-window-point window (agent-shell-log--node-marker node))))
     (let ((text (format "Waiting for approval: %s"
-                        (agent-shell-log--clean-title (alist-get 'title entry)))))
+                        (agent-shell-log--one-line (alist-get 'title entry)))))
       (unless (agent-shell-log--desktop-notify text)
         (message "agent-shell: %s" text)))))
 
@@ -580,155 +461,6 @@ notification when D-Bus is available, else shows a message."
   "Signal a `user-error' unless in an action log buffer."
   (unless (and (derived-mode-p 'agent-shell-log-mode) agent-shell-log--nodes)
     (user-error "Not in a live agent-shell log buffer")))
-
-(defun agent-shell-log--waiting-nodes ()
-  "Return the waiting nodes that can be answered and are not yet, oldest first."
-  (cl-loop for id in agent-shell-log--pending
-           for node = (gethash id agent-shell-log--nodes)
-           when (and (not (agent-shell-log--node-sent node))
-                     (agent-shell-log--answerable-p node))
-           collect node))
-
-(defun agent-shell-log--no-waiting-error ()
-  "Signal the `user-error' for a decision key with nothing to decide."
-  (user-error (if (cl-some (lambda (id)
-                             (agent-shell-log--node-sent
-                              (gethash id agent-shell-log--nodes)))
-                           agent-shell-log--pending)
-                  "Decisions sent; waiting for the bridge to answer"
-                "No step is waiting for a decision")))
-
-(defun agent-shell-log--choice-labels (nodes)
-  "Return an alist (LABEL . NODE) naming NODES uniquely, oldest first."
-  (let ((seen (make-hash-table :test #'equal)))
-    (mapcar (lambda (node)
-              (let* ((risk (cdr (assoc "RISK" (agent-shell-log--node-props node))))
-                     (base (format "%s%s" (agent-shell-log--title node)
-                                   (if risk (format " [%s]" risk) "")))
-                     (n (cl-incf (gethash base seen 0))))
-                (cons (if (= n 1) base (format "%s <%d>" base n)) node)))
-            nodes)))
-
-(defun agent-shell-log--target (&optional verb)
-  "Return the waiting node at point; elsewhere ask which waiting step.
-VERB (\"Approve\", \"Reject\", ...) starts the question.  A decision
-never falls on a step the user did not point at or name: with point
-off the waiting steps, `completing-read' offers them (the only one as
-the default), and point moves to the chosen step."
-  (agent-shell-log--ensure-mode)
-  (let ((here (agent-shell-log--node-at-point)))
-    (if (and here (agent-shell-log--answerable-p here)
-             (not (agent-shell-log--node-sent here)))
-        here
-      (let* ((table (or (agent-shell-log--choice-labels (agent-shell-log--waiting-nodes))
-                        (agent-shell-log--no-waiting-error)))
-             (choice (completing-read
-                      (format "%s which waiting step? " (or verb "Decide"))
-                      table nil t nil nil (and (null (cdr table)) (caar table))))
-             (node (or (cdr (assoc choice table)) (user-error "No step chosen"))))
-        (goto-char (agent-shell-log--node-marker node))
-        node))))
-
-(defun agent-shell-log--oldest-waiting ()
-  "Return the oldest waiting node that can be answered."
-  (or (car (agent-shell-log--waiting-nodes)) (agent-shell-log--no-waiting-error)))
-
-(defun agent-shell-log--title (node)
-  "Return NODE's display title."
-  (agent-shell-log--clean-title
-   (alist-get 'title (agent-shell-log--node-entry node))))
-
-(defun agent-shell-log--decide (node decision reason)
-  "Send DECISION with REASON about NODE through the decision function."
-  (unless (functionp agent-shell-log-decision-function)
-    (user-error "No bridge is connected to receive the decision"))
-  ;; Marked first: a failure to deliver, even one reported at once,
-  ;; clears the mark again through `agent-shell-log-unsend'.
-  (setf (agent-shell-log--node-sent node) decision)
-  (let ((done nil))
-    (unwind-protect
-        (progn (funcall agent-shell-log-decision-function
-                        (agent-shell-log--node-id node) decision reason)
-               (setq done t))
-      (unless done (setf (agent-shell-log--node-sent node) nil))))
-  (message "Sent %s for: %s" decision (agent-shell-log--title node)))
-
-(defun agent-shell-log-approve ()
-  "Approve the waiting step at point; elsewhere, ask which one."
-  (interactive)
-  (agent-shell-log--decide (agent-shell-log--target "Approve") 'approve nil))
-
-(defun agent-shell-log-reject (reason &optional node)
-  "Reject the waiting step at point, giving REASON; elsewhere, ask which one.
-The model sees REASON; an empty one is sent as nil.  NODE, when given,
-is the step to reject."
-  (interactive
-   (let ((node (agent-shell-log--target "Reject")))
-     (list (read-string (format "Reason for rejecting \"%s\" (optional): "
-                                (truncate-string-to-width
-                                 (agent-shell-log--title node) 40 nil nil "…")))
-           node)))
-  (agent-shell-log--decide (or node (agent-shell-log--target "Reject")) 'reject
-                           (and reason (not (string-empty-p reason)) reason)))
-
-(defun agent-shell-log--grant-text (node)
-  "Return what approving NODE for the session would grant, as a sentence."
-  (or (and (functionp agent-shell-log-grant-function)
-           (funcall agent-shell-log-grant-function (agent-shell-log--node-id node)))
-      (format "approve steps like \"%s\" without asking for the rest of this session"
-              (agent-shell-log--title node))))
-
-(defun agent-shell-log-approve-session ()
-  "Approve the waiting step and grant its kind for the rest of the session.
-The grant is said exactly (this command in this directory, or this
-kind of edit) and takes effect only after you confirm it; elsewhere
-than on a waiting step, ask which one.  Refused for a dangerous step.
-\[agent-shell-grants] lists the session's grants and revokes them."
-  (interactive)
-  (let* ((node (agent-shell-log--target "Allow for the session"))
-         (risk (cdr (assoc "RISK" (agent-shell-log--node-props node)))))
-    (when (and (stringp risk) (string= (downcase risk) "dangerous"))
-      (user-error "A dangerous step can only be approved one at a time"))
-    (if (y-or-n-p (format "Grant: %s.  Allow? " (agent-shell-log--grant-text node)))
-        (agent-shell-log--decide node 'approve-session nil)
-      (message "Nothing granted; the step still waits"))))
-
-(defun agent-shell-log--diff-block (node)
-  "Return the first diff src block of NODE's body, or nil."
-  (cl-find-if (lambda (block)
-                (and (equal (alist-get 'kind block) "src")
-                     (equal (alist-get 'lang block) "diff")))
-              (agent-shell-log--node-body node)))
-
-(defun agent-shell-log-show-diff ()
-  "Show the full diff of the step at point, else of the oldest waiting step."
-  (interactive)
-  (agent-shell-log--ensure-mode)
-  (let* ((here (agent-shell-log--node-at-point))
-         (node (if (and here (agent-shell-log--diff-block here))
-                   here
-                 (agent-shell-log--oldest-waiting)))
-         (block (or (agent-shell-log--diff-block node)
-                    (user-error "This step has no diff")))
-         (link (alist-get 'link block))
-         (file (and (stringp link) (not (string-empty-p link))
-                    (expand-file-name link (and agent-shell-log--file
-                                                (file-name-directory
-                                                 agent-shell-log--file)))))
-         (buffer (get-buffer-create
-                  (format "*agent-shell-diff: %s*" (agent-shell-log--node-id node)))))
-    (require 'diff-mode)
-    (with-current-buffer buffer
-      (let ((inhibit-read-only t))
-        (erase-buffer)
-        (if (and file (file-readable-p file))
-            (insert-file-contents file)
-          (insert (or (alist-get 'text block) ""))))
-      (diff-mode)
-      (setq buffer-read-only t)
-      (goto-char (point-min)))
-    (pop-to-buffer buffer)
-    buffer))
 
 (defun agent-shell-log-next-step (&optional n)
   "Move to the next entry heading; with N, move N headings."
@@ -897,12 +629,6 @@ each with its first task, through `agent-shell-log-open-file'."
 
 (defvar agent-shell-log-mode-map
   (let ((map (make-sparse-keymap)))
-    (define-key map (kbd "y") #'agent-shell-log-approve)
-    (define-key map (kbd "C-c C-c") #'agent-shell-log-approve)
-    (define-key map (kbd "n") #'agent-shell-log-reject)
-    (define-key map (kbd "C-c C-k") #'agent-shell-log-reject)
-    (define-key map (kbd "a") #'agent-shell-log-approve-session)
-    (define-key map (kbd "d") #'agent-shell-log-show-diff)
     (define-key map (kbd "f") #'agent-shell-log-next-step)
     (define-key map (kbd "M-n") #'agent-shell-log-next-step)
     (define-key map (kbd "b") #'agent-shell-log-previous-step)

@@ -15,6 +15,7 @@
 (require 'agent-shell-custom)
 (require 'agent-shell-rpc)
 (require 'agent-shell-log)
+(require 'agent-shell-log-keys)
 (require 'agent-shell-tools)
 (require 'agent-shell-bridge)
 (require 'agent-shell-grants)

@@ -1,11 +1,13 @@
 """The org-mode action log: the wire models and the bridge-side file writer.
 
 The bridge is the only writer of ``<root>/.agent-shell/logs/<stamp>-<session>.org``.
-Emacs renders the very same entries (sent as ``log/entry`` / ``log/update``
-notifications) into a live buffer with ``agent-shell-log.el``; both sides follow the
-rendering rules below, and ``tests/fixtures/orglog`` pins them byte for byte.
+It is also the only renderer: the ``log/entry`` / ``log/update`` notifications carry
+the org text of the entry exactly as written to the file (``org``, ``org_head``,
+``org_body_append``; see :func:`entry_params` and :func:`update_params`), and
+``agent-shell-log.el`` inserts that text into the live buffer as is.
+``tests/fixtures/orglog`` pins the rendering byte for byte.
 
-Rendering rules (mirrored in Emacs Lisp, keep them in step):
+Rendering rules:
 
 * Header ``#+TITLE``, ``#+STARTUP: overview``, ``#+TODO: WAIT | APPROVED REJECTED
   DONE FAILED`` and a blank line.
@@ -38,7 +40,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -51,15 +53,19 @@ __all__ = [
     "LogUpdate",
     "OrgLogWriter",
     "Prices",
+    "Rendered",
     "SrcBlock",
     "TaskUsage",
     "TextBlock",
     "TodoState",
+    "entry_params",
     "log_path_for",
     "render_body",
     "render_entry",
+    "render_head",
     "render_header",
     "summary_drawer_entry",
+    "update_params",
 ]
 
 logger = logging.getLogger(__name__)
@@ -269,8 +275,8 @@ def render_header(title: str) -> str:
     return f"#+TITLE: {_one_line(title, MAX_TITLE_CHARS)}\n#+STARTUP: overview\n{HEADER_TODO}\n\n"
 
 
-def render_entry(entry: LogEntry, level: int) -> str:
-    """The org text of one entry (heading, drawer, body) at outline LEVEL."""
+def render_head(entry: LogEntry, level: int) -> str:
+    """The heading line and properties drawer of ENTRY at outline LEVEL."""
     head = "*" * max(1, level) + " "
     if entry.todo:
         head += entry.todo + " "
@@ -282,7 +288,42 @@ def render_entry(entry: LogEntry, level: int) -> str:
     drawer = [":PROPERTIES:", f":SOURCE: {entry.source}", f":LOG_ID: {_one_line(entry.id, 200)}"]
     drawer += [f":{k}: {_format_value(v)}".rstrip(" ") for k, v in props.items()]
     drawer.append(":END:")
-    return head + "\n" + "\n".join(drawer) + "\n" + render_body(entry.body)
+    return head + "\n" + "\n".join(drawer) + "\n"
+
+
+def render_entry(entry: LogEntry, level: int) -> str:
+    """The org text of one entry (heading, drawer, body) at outline LEVEL."""
+    return render_head(entry, level) + render_body(entry.body)
+
+
+class Rendered(NamedTuple):
+    """An entry's text in the file, split where an update may change it."""
+
+    head: str
+    body: str
+
+
+def entry_params(entry: LogEntry, rendered: Rendered) -> dict[str, Any]:
+    """The params of ``log/entry``: ENTRY plus ``org``, its text in the file."""
+    return {**entry.model_dump(mode="json"), "org": rendered.head + rendered.body}
+
+
+def update_params(upd: LogUpdate, before: Rendered, after: Rendered) -> dict[str, Any]:
+    """The params of ``log/update``: UPD plus the text it changed in the file.
+
+    ``org_head`` (the new heading line and drawer) is there when they changed;
+    ``org_body_append`` (what now follows the old body, with the blank line between
+    blocks) when the body grew.  Old head + old body became new head + old body +
+    appended text: the live buffer stays equal to the entry in the file.
+    """
+    params = upd.model_dump(mode="json", exclude_none=True)
+    if after.head != before.head:
+        params["org_head"] = after.head
+    if after.body != before.body:
+        if not after.body.startswith(before.body):
+            raise ValueError(f"log entry {upd.id!r}: an update may only append to the body")
+        params["org_body_append"] = after.body[len(before.body) :]
+    return params
 
 
 # ---------------------------------------------------------------------------
@@ -379,6 +420,11 @@ class OrgLogWriter:
         node.text = render_entry(node.entry, node.level)
         self._rewrite()
         return node.entry
+
+    def rendered(self, entry_id: str) -> Rendered:
+        """ENTRY_ID's text in the file, as head and body; KeyError when unknown."""
+        node = self._state.nodes[entry_id]
+        return Rendered(render_head(node.entry, node.level), render_body(node.entry.body))
 
     def entries(self) -> list[LogEntry]:
         """The entries in document order."""

@@ -10,6 +10,10 @@
 ;; when the body succeeds.  A failing test keeps its directory and says
 ;; where it is.  Git runs with the user's global and system configuration
 ;; switched off so hooks or signing settings cannot interfere.
+;;
+;; `agent-shell-test-render-log' gives log notifications the org text
+;; the bridge would send with them, rendered by the bridge's own writer
+;; (tests/python/orglog_renderer.py in a long-lived Python process).
 
 ;;; Code:
 
@@ -165,6 +169,71 @@ JSON so tests see exactly what the bridge gets."
   (dolist (dir (file-expand-wildcards "/usr/share/emacs/site-lisp/elpa/*"))
     (when (file-directory-p dir)
       (add-to-list 'load-path dir))))
+
+;;; The bridge's log rendering
+
+(defconst agent-shell-test--root
+  (expand-file-name "../../" (file-name-directory
+                              (or load-file-name buffer-file-name)))
+  "The checkout these helpers belong to.")
+
+(defvar agent-shell-test--renderer nil
+  "The Python process rendering log notifications, or nil.")
+
+(defun agent-shell-test--python ()
+  "Return the Python of the bridge under test."
+  (let* ((bridge (getenv "AGENT_SHELL_TEST_BRIDGE"))
+         (python (if (and bridge (not (string-empty-p bridge)))
+                     (expand-file-name "python" (file-name-directory bridge))
+                   (expand-file-name ".venv/bin/python" agent-shell-test--root))))
+    (unless (file-executable-p python)
+      (error "No bridge Python at %s (set AGENT_SHELL_TEST_BRIDGE)" python))
+    python))
+
+(defun agent-shell-test--renderer ()
+  "Return the live renderer process, starting it when needed."
+  (unless (process-live-p agent-shell-test--renderer)
+    (let ((process-connection-type nil)
+          (coding-system-for-read 'utf-8)
+          (coding-system-for-write 'utf-8))
+      (setq agent-shell-test--renderer
+            (make-process
+             :name "orglog-renderer" :buffer (generate-new-buffer " *orglog-renderer*")
+             :command (list (agent-shell-test--python)
+                            (expand-file-name "tests/python/orglog_renderer.py"
+                                              agent-shell-test--root))
+             :connection-type 'pipe :noquery t
+             :stderr (get-buffer-create " *orglog-renderer-stderr*")))))
+  agent-shell-test--renderer)
+
+(defun agent-shell-test-render-log (stream method params)
+  "Return PARAMS of METHOD as the bridge notifies them, parsed as by agent-shell.
+STREAM names one log (one writer on the Python side); PARAMS is a JSON
+string or a plist for `json-serialize'.  The result carries `org' (for
+`log/entry') or `org_head' and `org_body_append' (for `log/update')."
+  (let* ((proc (agent-shell-test--renderer))
+         (buffer (process-buffer proc))
+         ;; One line per request: re-serialise, which drops layout newlines.
+         (json (json-serialize
+                (if (stringp params)
+                    (json-parse-string params :null-object :null :false-object :false)
+                  params))))
+    (with-current-buffer buffer (erase-buffer))
+    (process-send-string
+     proc (concat "{\"stream\":" (json-serialize stream)
+                  ",\"method\":" (json-serialize method)
+                  ",\"params\":" json "}\n"))
+    (agent-shell-test-wait
+     "the log renderer"
+     (lambda ()
+       (unless (process-live-p proc)
+         (ert-fail (with-current-buffer " *orglog-renderer-stderr*" (buffer-string))))
+       (with-current-buffer buffer
+         (string-suffix-p "\n" (buffer-string))))
+     30)
+    (with-current-buffer buffer
+      (json-parse-string (buffer-string) :object-type 'alist :array-type 'list
+                         :null-object nil :false-object :json-false))))
 
 (provide 'agent-shell-test-helpers)
 ;;; agent-shell-test-helpers.el ends here

@@ -7,16 +7,18 @@
 ;; Regression tests: the live log buffer was a wall of property drawers
 ;; while the saved file opens folded.  The live buffer is built by the
 ;; real `agent-shell-log-insert-entry' and `agent-shell-log-apply-update'
-;; from parsed notification JSON, as the shell's handlers call them.
+;; from parsed notification JSON carrying the org text rendered by the
+;; bridge's writer, as the shell's handlers call them.
 
 ;;; Code:
 
 (require 'ert)
 (require 'agent-shell-log)
+(require 'agent-shell-test-helpers)
 
-(defun test-log-fold--entry (json)
-  "Return the parsed notification params JSON."
-  (json-parse-string json :object-type 'alist :null-object nil :false-object :json-false))
+(defun test-log-fold--entry (method json)
+  "Return the params JSON of METHOD as the bridge notifies them."
+  (agent-shell-test-render-log "test-log-fold" method json))
 
 (defun test-log-fold--invisible-at (buffer text)
   "Return non-nil when the first TEXT in BUFFER is hidden."
@@ -34,11 +36,11 @@
         (progn
           (agent-shell-log-insert-entry
            buf (test-log-fold--entry
-                "{\"id\":\"t\",\"session_id\":\"s\",\"title\":\"修复 测试\",\"source\":\"user\",
+                "log/entry" "{\"id\":\"t\",\"session_id\":\"s\",\"title\":\"修复 测试\",\"source\":\"user\",
                   \"timestamp\":\"2026-11-30T10:15:00+08:00\",\"properties\":{\"MODEL\":\"m\"},\"body\":[]}"))
           (agent-shell-log-insert-entry
            buf (test-log-fold--entry
-                "{\"id\":\"w\",\"parent_id\":\"t\",\"session_id\":\"s\",\"todo\":\"WAIT\",
+                "log/entry" "{\"id\":\"w\",\"parent_id\":\"t\",\"session_id\":\"s\",\"todo\":\"WAIT\",
                   \"title\":\"run make\",\"source\":\"tool\",\"timestamp\":\"2026-11-30T10:16:00+08:00\",
                   \"properties\":{\"TOOL\":\"run_command\",\"RISK\":\"write\"},
                   \"body\":[{\"kind\":\"src\",\"lang\":\"sh\",\"text\":\"make 构建\"}]}"))
@@ -50,7 +52,7 @@
           (should (test-log-fold--invisible-at buf ":MODEL: m"))
           (agent-shell-log-apply-update
            buf (test-log-fold--entry
-                "{\"id\":\"w\",\"session_id\":\"s\",\"todo\":\"APPROVED\",
+                "log/update" "{\"id\":\"w\",\"session_id\":\"s\",\"todo\":\"APPROVED\",
                   \"properties\":{\"EXIT_CODE\":0}}"))
           (should-not (test-log-fold--invisible-at buf "APPROVED"))
           (should (test-log-fold--invisible-at buf ":EXIT_CODE: 0"))

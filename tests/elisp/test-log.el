@@ -8,6 +8,8 @@
 ;; updates, the confirmation keys driven through the real keymap, review
 ;; commands, and the shared fixture written by the Python writer
 ;; (tests/fixtures/orglog), which the buffer must reproduce exactly.
+;; Entries get their org text from the bridge's own writer
+;; (`agent-shell-test-render-log'), as they do from a live bridge.
 
 ;;; Code:
 
@@ -15,11 +17,16 @@
 (require 'cl-lib)
 (require 'org-element)
 (require 'agent-shell-log)
+(require 'agent-shell-log-keys)
+(require 'agent-shell-test-helpers)
 
 (defconst test-log--fixtures
   (expand-file-name "../fixtures/orglog/"
                     (file-name-directory (or load-file-name buffer-file-name)))
   "Directory of the shared orglog fixture.")
+
+(defvar test-log--stream nil
+  "The renderer stream of the running test: one log file on the bridge side.")
 
 (defvar test-log--decisions nil
   "Decisions received by the test decision function, newest first.")
@@ -27,11 +34,6 @@
 (defun test-log--record (id decision reason)
   "Record ID, DECISION and REASON as a decision function would send them."
   (push (list id decision reason) test-log--decisions))
-
-(defun test-log--parse (json)
-  "Parse JSON the way agent-shell parses notification params."
-  (json-parse-string json :object-type 'alist :array-type 'list
-                     :null-object nil :false-object :json-false))
 
 (defun test-log--read-file (file)
   "Return the contents of FILE decoded as UTF-8."
@@ -44,6 +46,7 @@
   "Run BODY with VAR bound to a fresh log buffer shown in the selected window."
   (declare (indent 1) (debug t))
   `(let* ((agent-shell-log-notify-on-wait nil)
+          (test-log--stream (format "test-log-%s" (cl-incf agent-shell-test--op-counter)))
           (test-log--decisions nil)
           (agent-shell-log-decision-function #'test-log--record)
           (agent-shell-log-answerable-function nil)
@@ -53,13 +56,19 @@
        (kill-buffer ,var))))
 
 (defun test-log--entry (id title &rest fields)
-  "Return a parsed log entry with ID and TITLE; FIELDS is a JSON plist."
+  "Return `log/entry' params with ID and TITLE as the bridge sends them.
+FIELDS is a JSON plist.  The org text comes from the bridge's writer of
+the running test's stream, so entries must be made in insertion order."
   (let ((obj (list :id id :session_id "s" :parent_id :null :todo :null
                    :title title :timestamp "2026-11-30T10:15:00+08:00"
                    :source "tool" :properties (make-hash-table) :body [])))
     (while fields
       (setq obj (plist-put obj (pop fields) (pop fields))))
-    (test-log--parse (json-serialize obj))))
+    (agent-shell-test-render-log test-log--stream "log/entry" obj)))
+
+(defun test-log--update (json)
+  "Return the `log/update' params JSON as the bridge sends them."
+  (agent-shell-test-render-log test-log--stream "log/update" json))
 
 (defun test-log--ids (buffer)
   "Return the LOG_ID values of BUFFER's headings in order."
@@ -94,14 +103,19 @@
       (buffer-substring-no-properties (line-beginning-position) (point)))))
 
 (defun test-log--replay (buffer)
-  "Replay the fixture's notifications into BUFFER."
-  (dolist (op (test-log--parse
-               (test-log--read-file (expand-file-name "entries.json"
-                                                      test-log--fixtures))))
-    (let ((params (alist-get 'params op)))
-      (if (equal (alist-get 'method op) "log/entry")
-          (agent-shell-log-insert-entry buffer params)
-        (agent-shell-log-apply-update buffer params)))))
+  "Replay the fixture's notifications into BUFFER, rendered by the bridge."
+  (let ((stream (format "fixture-%s" (cl-incf agent-shell-test--op-counter))))
+    (seq-doseq (op (json-parse-string
+                    (test-log--read-file (expand-file-name "entries.json"
+                                                           test-log--fixtures))
+                    :null-object :null :false-object :false))
+      (let* ((method (gethash "method" op))
+             (params (agent-shell-test-render-log
+                      stream method (json-serialize (gethash "params" op)))))
+        (should-not (alist-get 'error params))
+        (if (equal method "log/entry")
+            (agent-shell-log-insert-entry buffer params)
+          (agent-shell-log-apply-update buffer params))))))
 
 (defun test-log--after-todo-line (text)
   "Return TEXT after its #+TODO line."
@@ -184,7 +198,7 @@
         (put-text-property (point-min) (point-max) 'test-mark t)))
     (should (equal (agent-shell-log-pending buf) '("w")))
     (agent-shell-log-apply-update
-     buf (test-log--parse
+     buf (test-log--update
           "{\"session_id\":\"s\",\"id\":\"w\",\"todo\":\"APPROVED\",\"properties\":{\"EXIT_CODE\":0,\"RISK\":\"w2\"},\"body_append\":[{\"kind\":\"text\",\"text\":\"done 完成\"}]}"))
     (should (equal (test-log--heading buf "w")
                    "** APPROVED [2026-11-30 Mon 10:15] run make"))
@@ -335,7 +349,7 @@ It is refused for a dangerous step, and answering no grants nothing."
     (should-error (execute-kbd-macro (kbd "y")) :type 'user-error)
     (should (equal (agent-shell-log-pending buf) '("w1" "w2")))
     (agent-shell-log-apply-update
-     buf (test-log--parse "{\"session_id\":\"s\",\"id\":\"w1\",\"todo\":\"REJECTED\"}"))
+     buf (test-log--update "{\"session_id\":\"s\",\"id\":\"w1\",\"todo\":\"REJECTED\"}"))
     (should (equal (agent-shell-log-pending buf) '("w2")))
     (should (string-prefix-p "** REJECTED " (test-log--heading buf "w1")))))
 
@@ -606,6 +620,19 @@ took the least recently used window: the shell's.  Now it splits."
                        '("* FAKE\n#+end_src\n:END:\n")))
         (should (null (org-element-map tree 'headline
                         (lambda (h) (org-element-property :tags h)))))))))
+
+(ert-deftest test-log/entry-without-its-text-is-reported ()
+  "The buffer shows only the bridge's text: an entry without it is not made up."
+  (test-log--with-buffer buf
+    (let ((before (with-current-buffer buf (buffer-string)))
+          (bare (assq-delete-all 'org (test-log--entry "bare" "没有文本"))))
+      (should-not (agent-shell-log-insert-entry buf bare))
+      (should (string-match-p "log entry bare came without its text"
+                              (test-log--last-message)))
+      (should (equal (with-current-buffer buf (buffer-string)) before))
+      ;; Sent again with its text, it is shown.
+      (agent-shell-log-insert-entry buf (test-log--entry "bare2" "有文本"))
+      (should (equal (test-log--ids buf) '("bare2"))))))
 
 (ert-deftest test-log/past-log-opens-in-log-mode ()
   "A past log file opens read-only in the log mode, so review keys work on it."

@@ -44,6 +44,15 @@
                                (arguments . ((command . "mkdir -p 构建"))))]))
               ((match . ((last_user_contains . "grant me")))
                (text . "granted 已授权"))
+              ;; test-log-bridge.el: the live log equals the file.
+              ((match . ((last_user_contains . "log parity")))
+               (tool_calls . [((name . "run_command")
+                               (arguments . ((command . "cat 笔记.org"))))]))
+              ((match . ((last_user_contains . "log parity")))
+               (tool_calls . [((name . "run_command")
+                               (arguments . ((command . "mkdir -p 输出"))))]))
+              ((match . ((last_user_contains . "log parity")))
+               (text . "* 完成 done\n#+end_src not a keyword"))
               ((match . ((last_user_contains . "hello")))
                (text . "你好，世界！Streaming works.") (chunk_size . 1))
               ;; test-lifecycle.el: one step per prompt, each used once.
@@ -579,9 +588,11 @@ Emacs put on the wire is checked in the events log."
        :on-error (lambda (e) (setq failure e)))
       (test-shell--emit
        `((method . "log/entry")
-         (params . ((id . ,(concat sid "-e1")) (session_id . ,sid) (todo . "WAIT")
-                    (title . "write_file 中文.py") (timestamp . "2025-01-02T03:04:05+00:00")
-                    (source . "tool") (properties . ((TOOL . "write_file") (RISK . "write")))))))
+         (params . ,(agent-shell-test-render-log
+                     sid "log/entry"
+                     `((id . ,(concat sid "-e1")) (session_id . ,sid) (todo . "WAIT")
+                       (title . "write_file 中文.py") (timestamp . "2025-01-02T03:04:05+00:00")
+                       (source . "tool") (properties . ((TOOL . "write_file") (RISK . "write"))))))))
       (test-shell--wait "the permission request"
                         (lambda () (cl-find sid agent-shell--permissions
                                             :key (lambda (p) (plist-get p :session))
@@ -631,12 +642,16 @@ Emacs put on the wire is checked in the events log."
   (test-shell--with-shell (sid)
     (test-shell--emit
      `((method . "log/entry")
-       (params . ((id . ,(concat sid "-L1")) (session_id . ,sid)
-                  (title . "run_command make test") (timestamp . "2025-01-02T03:04:05+08:00")
-                  (source . "tool"))))
+       (params . ,(agent-shell-test-render-log
+                   sid "log/entry"
+                   `((id . ,(concat sid "-L1")) (session_id . ,sid)
+                     (title . "run_command make test") (timestamp . "2025-01-02T03:04:05+08:00")
+                     (source . "tool")))))
      `((method . "log/update")
-       (params . ((id . ,(concat sid "-L1")) (session_id . ,sid) (todo . "DONE")
-                  (properties . ((EXIT_CODE . 0)))))))
+       (params . ,(agent-shell-test-render-log
+                   sid "log/update"
+                   `((id . ,(concat sid "-L1")) (session_id . ,sid) (todo . "DONE")
+                     (properties . ((EXIT_CODE . 0))))))))
     (let ((log (agent-shell-log-buffer sid)))
       (unwind-protect
           (with-current-buffer log
@@ -902,9 +917,11 @@ With LOG-ENTRY non-nil, also publish ENTRY as a WAIT step in the log."
     (when log-entry
       (test-shell--emit
        `((method . "log/entry")
-         (params . ((id . ,entry) (session_id . ,sid) (todo . "WAIT")
-                    (title . ,(concat "write " entry))
-                    (timestamp . "2025-01-02T03:04:05+00:00") (source . "tool"))))))
+         (params . ,(agent-shell-test-render-log
+                     sid "log/entry"
+                     `((id . ,entry) (session_id . ,sid) (todo . "WAIT")
+                       (title . ,(concat "write " entry))
+                       (timestamp . "2025-01-02T03:04:05+00:00") (source . "tool")))))))
     (test-shell--wait "the permission request"
                       (lambda () (agent-shell--permission-waiting-p entry)))
     box))

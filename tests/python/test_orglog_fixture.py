@@ -2,8 +2,10 @@
 
 ``tests/fixtures/orglog/entries.json`` holds ``log/entry`` / ``log/update`` params in
 order; ``expected.org`` is what :class:`OrgLogWriter` writes for them.  The Emacs
-suite (tests/elisp/test-log.el) replays the same stream into the live buffer and
-compares the text, so the two renderers cannot drift.  Regenerate with
+suite (tests/elisp/test-log.el) replays the same stream, with the org text the
+writer renders for each notification (tests/python/orglog_renderer.py), into the
+live buffer and compares the text, so the buffer cannot drift from the file.
+Regenerate with
 ``AGENT_SHELL_REGEN_FIXTURES=1``.
 """
 

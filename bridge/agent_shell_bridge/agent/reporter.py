@@ -16,7 +16,15 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from ..events import EventHub
-from ..orglog import LogEntry, LogUpdate, OrgLogWriter, SrcBlock, TextBlock
+from ..orglog import (
+    LogEntry,
+    LogUpdate,
+    OrgLogWriter,
+    SrcBlock,
+    TextBlock,
+    entry_params,
+    update_params,
+)
 from ..types import JSONObject
 
 __all__ = ["Reporter", "finish_even_if_cancelled", "src", "text"]
@@ -108,7 +116,9 @@ class Reporter:
             except OSError as exc:
                 # A full disk must not stop the turn; the client still shows the entry.
                 log.error("could not write the action log %s: %s", self.writer.path, exc)
-        await self.hub.notify("log/entry", entry.model_dump(mode="json"))
+            # The client shows the very text the file holds (the bridge renders once).
+            params = entry_params(entry, self.writer.rendered(entry.id))
+        await self.hub.notify("log/entry", params)
 
     async def change(
         self,
@@ -127,8 +137,10 @@ class Reporter:
             fields["body_append"] = [b.model_dump(mode="json") for b in body]
         upd = LogUpdate.model_validate(fields)
         async with self._lock:
+            before = self.writer.rendered(entry_id)
             try:
                 await finish_even_if_cancelled(asyncio.to_thread(self.writer.update, upd))
             except OSError as exc:
                 log.error("could not update the action log %s: %s", self.writer.path, exc)
-        await self.hub.notify("log/update", upd.model_dump(mode="json", exclude_none=True))
+            params = update_params(upd, before, self.writer.rendered(entry_id))
+        await self.hub.notify("log/update", params)
