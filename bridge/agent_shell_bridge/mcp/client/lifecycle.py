@@ -34,6 +34,8 @@ __all__ = ["SUPERVISOR", "McpTool", "ServerConnection"]
 
 log = logging.getLogger(__name__)
 
+CLOSE_TIMEOUT_S = 5.0
+
 State = Literal["starting", "connected", "restarting", "failed", "stopped"]
 EventSink = Callable[[str, str], Awaitable[None]]  # (server, what happened)
 
@@ -242,7 +244,13 @@ class ServerConnection:
         self._wake.set()
         owner = self._owner
         if owner is not None and not owner.done():
-            await asyncio.wait([owner])
+            # A remote server that stopped answering must not hold up the session's end
+            # for the HTTP client's timeouts (the SDK's goodbye is a DELETE request).
+            limit = CLOSE_TIMEOUT_S if self.config.remote else None
+            await asyncio.wait([owner], timeout=limit)
+            if not owner.done():
+                owner.cancel()
+                await asyncio.wait([owner])
         for task in list(self._helpers):
             task.cancel()
         if self._helpers:
@@ -260,11 +268,8 @@ class ServerConnection:
             if not crashed:  # never connected: a start failure, not restarted
                 self.state = "failed"
                 self._settle_ready()
-                if self.config.remote:
-                    what = f"could not connect ({self.config.where}): {self.error}"
-                else:
-                    what = f"could not start: {self.error}"
-                await self._on_event(self.name, what)
+                verb = "connect" if self.config.remote else "start"
+                await self._on_event(self.name, f"could not {verb}: {self.error}")
                 return
             if self.restarts >= 1 and not self.config.remote:
                 self.state = "failed"
@@ -342,6 +347,8 @@ class ServerConnection:
                 self.error = f"no answer to the MCP handshake within {self.start_timeout_s:g} s"
             else:
                 self.error = describe_error(exc, self.config)
+                if self.config.remote and not connected:
+                    self.error = f"{self.config.where}: {self.error}"
             log.info("MCP server %s ended: %s", self.name, self.error)
         finally:
             self._session = None
