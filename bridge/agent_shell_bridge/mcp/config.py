@@ -286,8 +286,8 @@ def _check_url(name: str, url: str) -> None:
     except ValueError as exc:
         raise InvalidParams(f"{problem} ({exc})") from exc
     if parts.scheme.lower() not in ("http", "https"):
-        shown = f"{parts.scheme}:" if parts.scheme else "no scheme"
-        raise InvalidParams(f"{problem}, not {shown}")
+        shown = f"not {parts.scheme}:" if parts.scheme else "it has no scheme"
+        raise InvalidParams(f"{problem} ({shown})")
     if not host:
         raise InvalidParams(problem)
 
