@@ -7,8 +7,10 @@ subprocess serving HTTP on 127.0.0.1, which records the headers it receives.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -201,3 +203,53 @@ async def test_a_server_gone_for_good_fails_after_one_reconnect(
             assert last["connected"] == 0
             assert last["servers"][0]["status"] == "failed"
             _assert_no_secret("the events", json.dumps(turn.messages, ensure_ascii=False))
+
+
+async def test_tools_list_changed_over_http_refreshes_the_model_s_tools(
+    serve_app: Any, project: Path, tmp_path: Path
+) -> None:
+    steps = [_call("grow"), _call("added_later"), {"text": "ok"}]
+    with remote_fixture(tmp_path / "rec.txt") as remote:
+        async with running_rig(serve_app, project, steps) as rig:
+            sid = await rig.new_session(
+                mcpServers=[_server(remote)], mcpServerPolicy={"web": "trusted"}
+            )
+            turn = await rig.turn(sid, "grow")
+            assert "mcp__web__added_later" not in _tools(rig.requests[0])
+            assert "mcp__web__added_later" in _tools(rig.requests[1])
+            assert [r["status"] for r in turn.tool_results()] == ["completed", "completed"]
+            assert "I was added later" in tool_messages(rig.requests[2])[-1]
+
+
+async def test_cancelling_a_turn_cancels_the_call_on_the_remote_server(
+    serve_app: Any, project: Path, tmp_path: Path
+) -> None:
+    record = tmp_path / "rec.txt"
+    steps = [_call("slow"), {"text": "never"}]
+
+    def lines() -> list[str]:
+        return record.read_text(encoding="utf-8").splitlines() if record.exists() else []
+
+    with remote_fixture(record) as remote:
+        async with running_rig(serve_app, project, steps) as rig:
+            sid = await rig.new_session(
+                mcpServers=[_server(remote)], mcpServerPolicy={"web": "trusted"}
+            )
+
+            async def on_message(message: dict[str, Any], _stream: Any) -> None:
+                update = (message.get("params") or {}).get("update") or {}
+                if update.get("status") == "in_progress":
+                    await _until(lambda: "started" in lines(), "the slow tool to start")
+                    await rig.client.result("session/cancel", {"sessionId": sid})
+
+            turn = await rig.turn(sid, "slow", on_message=on_message)
+            assert turn.end["stopReason"] == "cancelled"
+            await _until(lambda: "cancelled" in lines(), "the server to see the cancel")
+
+
+async def _until(predicate: Any, what: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
