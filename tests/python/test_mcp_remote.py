@@ -65,7 +65,7 @@ async def test_remote_tools_reach_the_model_headers_reach_the_server_and_nowhere
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO)
+    caplog.set_level(logging.DEBUG)
     monkeypatch.setenv("MCP_TEST_TENANT", "租户甲")
     steps = [_call("echo", {"text": CHINESE}), _call("fail"), {"text": "好的"}]
     with remote_fixture(tmp_path / "rec.txt", transport) as remote:

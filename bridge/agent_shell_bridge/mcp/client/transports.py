@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -27,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..config import ServerConfig, public_url
+from ..config import ServerConfig
 
 __all__ = ["SUPERVISOR", "is_transport_error", "open_streams"]
 
@@ -94,20 +95,31 @@ def is_transport_error(exc: BaseException) -> bool:
     return isinstance(exc, (httpx2.TransportError, OSError))
 
 
+_QUERY = re.compile(r"(https?://[^\s?#\"'<>]+)[?#][^\s\"'<>]*")
+
+
 class _PublicUrls(logging.Filter):
-    """Rewrites URLs in the HTTP client's log records to their public form."""
+    """Cuts the query and fragment off every URL in a log record's message."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.args, tuple):
-            record.args = tuple(
-                public_url(str(a)) if type(a).__name__ == "URL" else a for a in record.args
-            )
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError):
+            return True
+        public = _QUERY.sub(r"\1", message)
+        if public != message:
+            record.msg, record.args = public, None
         return True
 
 
+# Filters only see records of the logger they are on, not of its children.
+_HTTP_LOGGERS = ("httpx2", "httpx", "mcp.client.streamable_http", "mcp.client.sse")
+
+
 def _redact_http_logs() -> None:
-    """httpx2 logs every request's full URL at INFO; a query can hold a token."""
-    for name in ("httpx2", "httpx"):
+    """httpx2 logs every request's URL at INFO (the SDK at DEBUG); a query can hold
+    a token. Header values are not logged by either."""
+    for name in _HTTP_LOGGERS:
         logger = logging.getLogger(name)
         if not any(isinstance(f, _PublicUrls) for f in logger.filters):
             logger.addFilter(_PublicUrls())
