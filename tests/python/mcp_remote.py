@@ -17,12 +17,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from conftest import read_line_with_deadline
+
 FIXTURE = str(Path(__file__).with_name("mcp_fixture_server.py"))
 
 
 @dataclass
 class Remote:
-    process: subprocess.Popen[str]
+    process: subprocess.Popen[bytes]
     port: int
     transport: str
     record: Path
@@ -50,12 +52,10 @@ def remote_fixture(record: Path, transport: str = "http") -> Iterator[Remote]:
     process = subprocess.Popen(
         [sys.executable, FIXTURE, str(record), f"--{transport}"],
         stdout=subprocess.PIPE,
-        text=True,
         start_new_session=True,
     )
     try:
-        assert process.stdout is not None
-        first = process.stdout.readline()  # EOF (a crash) gives "" and a clear failure
+        first = read_line_with_deadline(process.stdout, 60).decode()
         assert first.strip().isdigit(), f"fixture did not print its port: {first!r}"
         yield Remote(process, int(first), transport, record)
     finally:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from typing import Any
 import pytest
 
 from agent_rig import make_project, running_rig, tool_messages
+from conftest import bridge_command
 from mcp_remote import Remote, refusing_port, remote_fixture
 
 # Secrets placed where users put tokens: a header value and the URL's query.
@@ -253,3 +256,55 @@ async def _until(predicate: Any, what: str, timeout: float = 20) -> None:
         if time.monotonic() > deadline:
             pytest.fail(f"timed out waiting for {what}")
         await asyncio.sleep(0.02)
+
+
+def test_headless_run_with_an_mcp_json_http_entry(
+    tmp_path: Path, project: Path, mock_model_process: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``run --mcp-config`` with Claude Code's http entry: ``${VAR}`` in the header is
+    filled in by the bridge, the call works, and the token is in no output."""
+    config = tmp_path / "mcp.json"
+    with remote_fixture(tmp_path / "rec.txt") as remote:
+        entry = {
+            "type": "http",
+            "url": f"{remote.url}?key={QUERY_SECRET}",
+            "headers": {"Authorization": "Bearer ${MCP_TEST_REMOTE_TOKEN}"},
+        }
+        config.write_text(json.dumps({"mcpServers": {"web": entry}}), encoding="utf-8")
+        steps = [_call("echo", {"text": CHINESE}), {"text": "完成"}]
+        api_base = mock_model_process(steps)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_SHELL_")}
+        env.update(
+            {
+                "AGENT_SHELL_API_KEY": "sk-remote-test",
+                "AGENT_SHELL_MEMORY_DIR": str(tmp_path / "memory"),
+                "MCP_TEST_REMOTE_TOKEN": "令牌-HSECRET-7",
+            }
+        )
+        result = subprocess.run(
+            [
+                *bridge_command(),
+                "run",
+                "--root",
+                str(project),
+                "--api-base",
+                api_base,
+                "--mcp-config",
+                str(config),
+                "说你好",
+            ],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        seen = remote.headers_seen()
+    assert result.returncode == 0, result.stderr
+    assert "完成" in result.stdout
+    assert "authorization: Bearer 令牌-HSECRET-7" in seen
+    log = next((project / ".agent-shell" / "logs").glob("*.org")).read_text(encoding="utf-8")
+    assert CHINESE in log and ":SERVER: web" in log
+    for where, text in (("stdout", result.stdout), ("stderr", result.stderr), ("log", log)):
+        _assert_no_secret(where, text)
