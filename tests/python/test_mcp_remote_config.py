@@ -115,6 +115,14 @@ def test_bad_remote_entries_are_refused_naming_server_and_field(
     assert "SECRET" not in message  # a header's value is never repeated
 
 
+def test_a_variable_cannot_smuggle_a_header_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCP_TEST_EVIL", "SECRET\r\nX-Evil: 1")
+    text = _claude({"srv": {"url": "https://x/", "headers": {"K": "${MCP_TEST_EVIL}"}}})
+    with pytest.raises(InvalidParams) as info:
+        from_claude_json(text, ".mcp.json")
+    assert "header 'K'" in info.value.message and "SECRET" not in info.value.message
+
+
 def test_public_url_drops_user_info_query_and_fragment() -> None:
     assert public_url("https://u:p@Host.example:8443/mcp/v1?key=SECRET#frag") == (
         "https://host.example:8443/mcp/v1"

@@ -245,16 +245,12 @@ def _make_remote(
     if not url or not url.strip():
         raise InvalidParams(f"MCP server {name!r}: 'url' is required for type {transport}")
     seen: set[str] = set()
-    for key, value in headers:
+    for key, _ in headers:
         if not _TOKEN.match(key):
             raise InvalidParams(f"MCP server {name!r}: 'headers' has an invalid name {key!r}")
         if key.lower() in seen:
             raise InvalidParams(f"MCP server {name!r}: 'headers' names {key!r} twice")
         seen.add(key.lower())
-        if any(c in value for c in "\r\n\x00"):  # the value itself is never shown
-            raise InvalidParams(
-                f"MCP server {name!r}: the value of header {key!r} has a line break or NUL"
-            )
     unset: str | None = None
     if expand:
         try:
@@ -262,6 +258,11 @@ def _make_remote(
             headers = [(k, _expand(v, os.environ)) for k, v in headers]
         except _Unset as exc:
             unset = exc.name
+    for key, value in headers:  # as sent: a variable's value must not add a header
+        if any(c in value for c in "\r\n\x00"):  # the value itself is never shown
+            raise InvalidParams(
+                f"MCP server {name!r}: the value of header {key!r} has a line break or NUL"
+            )
     if unset is None and (expand or "${" not in url):
         _check_url(name, url)
     return ServerConfig(
