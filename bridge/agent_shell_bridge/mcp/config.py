@@ -126,7 +126,7 @@ class _Header(BaseModel):
 
 
 class WireServer(BaseModel):
-    """One entry of ``session/new``'s ``mcpServers`` (ACP's stdio server shape)."""
+    """One entry of ``session/new``'s ``mcpServers`` (ACP's stdio, http or sse shape)."""
 
     model_config = ConfigDict(extra="ignore")
 
