@@ -8,10 +8,11 @@
 ;; bridge runs them; this file only says which:
 ;;
 ;; - `agent-shell-mcp-servers' names them, in Claude Code's `.mcp.json'
-;;   shape (an alist NAME -> command, args, env, cwd) or as the path of
-;;   such a JSON file; `agent-shell-mcp-session-params' turns them into
-;;   `session/new''s `mcpServers' list, in the Agent Client Protocol's
-;;   shape (env as a list of name/value objects);
+;;   shape (an alist NAME -> command, args, env, cwd; or url, type,
+;;   headers for a remote server) or as the path of such a JSON file;
+;;   `agent-shell-mcp-session-params' turns them into `session/new''s
+;;   `mcpServers' list, in the Agent Client Protocol's shape (env and
+;;   headers as lists of name/value objects);
 ;; - `agent-shell-mcp-server-policy' marks servers trusted (every tool
 ;;   runs unasked) or denied (never started);
 ;; - `agent-shell-trust-mcp' shows the project's own `.mcp.json' and asks
@@ -37,17 +38,26 @@
 (defcustom agent-shell-mcp-servers nil
   "MCP servers for agent sessions, in the shape of Claude Code's `.mcp.json'.
 Either the path of a JSON file {\"mcpServers\": {NAME: {...}}}, or an
-alist of (NAME . SPEC), where SPEC is an alist with `command' (a
-string), `args' (a list of strings), `env' (an alist of variable name
-and value) and `cwd' (a directory; default the project root).  Each
-server's tools reach the model as mcp__NAME__TOOL; a tool its server
-annotates read-only runs unasked, every other tool asks first.
+alist of (NAME . SPEC).  For a server the bridge starts, SPEC is an
+alist with `command' (a string), `args' (a list of strings), `env' (an
+alist of variable name and value) and `cwd' (a directory; default the
+project root).  For a remote server, SPEC has `url' (http or https),
+optionally `type' (\"http\", the default, for streamable HTTP, or
+\"sse\" for the older HTTP+SSE transport) and `headers' (an alist of
+header name and value, e.g. a bearer token; never shown in the log).
+${VAR} and ${VAR:-default} in commands, arguments, environment
+values, URLs and header values are filled in by the bridge from its
+environment.  Each server's tools reach the model as mcp__NAME__TOOL;
+a tool its server annotates read-only runs unasked, every other tool
+asks first.
 
 Example:
   ((\"time\" . ((command . \"uvx\") (args . (\"mcp-server-time\"))))
    (\"git\" . ((command . \"uvx\")
              (args . (\"mcp-server-git\"))
-             (env . ((\"GIT_PAGER\" . \"cat\"))))))"
+             (env . ((\"GIT_PAGER\" . \"cat\")))))
+   (\"docs\" . ((url . \"https://mcp.example.com/mcp\")
+              (headers . ((\"Authorization\" . \"Bearer ${DOCS_TOKEN}\"))))))"
   :type '(choice (const :tag "None" nil)
                  (file :tag "JSON file (.mcp.json shape)")
                  (alist :tag "Servers"
@@ -114,20 +124,41 @@ SPEC is an alist keyed by symbols or strings."
 
 (defun agent-shell-mcp--wire-server (name spec)
   "Return server NAME with SPEC as an ACP `mcpServers' entry."
-  (let ((command (agent-shell-mcp--get spec 'command))
-        (args (agent-shell-mcp--get spec 'args))
-        (env (agent-shell-mcp--get spec 'env))
-        (cwd (agent-shell-mcp--get spec 'cwd)))
-    (unless (and (stringp command) (not (string-empty-p command)))
-      (user-error "MCP server %s needs a `command' string" name))
-    `((name . ,(agent-shell-mcp--name name))
-      (command . ,command)
-      (args . ,(vconcat (mapcar (lambda (a) (format "%s" a)) args)))
-      (env . ,(vconcat (mapcar (lambda (pair)
-                                 `((name . ,(agent-shell-mcp--name (car pair)))
-                                   (value . ,(format "%s" (cdr pair)))))
-                               env)))
-      ,@(when (stringp cwd) `((cwd . ,(expand-file-name cwd)))))))
+  (if (agent-shell-mcp--get spec 'url)
+      (agent-shell-mcp--wire-remote name spec)
+    (let ((command (agent-shell-mcp--get spec 'command))
+          (args (agent-shell-mcp--get spec 'args))
+          (env (agent-shell-mcp--get spec 'env))
+          (cwd (agent-shell-mcp--get spec 'cwd)))
+      (unless (and (stringp command) (not (string-empty-p command)))
+        (user-error "MCP server %s needs a `command' string (or a `url')" name))
+      `((name . ,(agent-shell-mcp--name name))
+        (command . ,command)
+        (args . ,(vconcat (mapcar (lambda (a) (format "%s" a)) args)))
+        (env . ,(agent-shell-mcp--pairs env))
+        ,@(when (stringp cwd) `((cwd . ,(expand-file-name cwd))))))))
+
+(defun agent-shell-mcp--pairs (alist)
+  "Return ALIST of (NAME . VALUE) as a vector of ACP name/value objects."
+  (vconcat (mapcar (lambda (pair)
+                     `((name . ,(agent-shell-mcp--name (car pair)))
+                       (value . ,(format "%s" (cdr pair)))))
+                   alist)))
+
+(defun agent-shell-mcp--wire-remote (name spec)
+  "Return the remote server NAME with SPEC (a `url') as an ACP `mcpServers' entry.
+The bridge checks the URL and fills in ${VAR} references."
+  (let ((url (agent-shell-mcp--get spec 'url))
+        (type (agent-shell-mcp--get spec 'type)))
+    (setq type (if type (agent-shell-mcp--name type) "http"))
+    (unless (and (stringp url) (not (string-empty-p url)))
+      (user-error "MCP server %s: `url' must be a string" name))
+    (unless (member type '("http" "sse"))
+      (user-error "MCP server %s: `type' must be \"http\" or \"sse\", not %S" name type))
+    `((type . ,type)
+      (name . ,(agent-shell-mcp--name name))
+      (url . ,url)
+      (headers . ,(agent-shell-mcp--pairs (agent-shell-mcp--get spec 'headers))))))
 
 (defun agent-shell-mcp-session-params ()
   "Return the MCP part of the params of `session/new' (and `session/resume').

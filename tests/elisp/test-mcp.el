@@ -66,6 +66,51 @@
           (should (equal (alist-get 'env server) [((name . "GIT_PAGER") (value . "cat"))])))
       (delete-file file))))
 
+(ert-deftest test-mcp/remote-servers-become-acp-http-entries ()
+  "A server with a `url' becomes an ACP http or sse entry with name/value headers.
+The bridge fills in ${VAR}: the option's text is sent as written."
+  (let ((agent-shell-mcp-servers
+         '(("docs" . ((url . "https://mcp.example.com/mcp?v=1")
+                      (headers . (("Authorization" . "Bearer ${DOCS_TOKEN}")
+                                  ("X-租户" . "甲")))))
+           ("old" . ((type . sse) (url . "http://127.0.0.1:9000/sse")))
+           ("time" . ((command . "uvx") (args . ("mcp-server-time")))))))
+    (let* ((params (agent-shell-mcp-session-params))
+           (servers (test-mcp--servers-param params)))
+      (should (equal (nth 0 servers)
+                     '((type . "http") (name . "docs")
+                       (url . "https://mcp.example.com/mcp?v=1")
+                       (headers . [((name . "Authorization") (value . "Bearer ${DOCS_TOKEN}"))
+                                   ((name . "X-租户") (value . "甲"))]))))
+      (should (equal (nth 1 servers)
+                     '((type . "sse") (name . "old") (url . "http://127.0.0.1:9000/sse")
+                       (headers . []))))
+      (should (equal (alist-get 'command (nth 2 servers)) "uvx"))
+      (should-not (assq 'type (nth 2 servers)))
+      (should (string-search
+               "{\"type\":\"sse\",\"name\":\"old\",\"url\":\"http://127.0.0.1:9000/sse\",\"headers\":[]}"
+               (decode-coding-string (json-serialize params) 'utf-8)))))
+  (let ((agent-shell-mcp-servers '(("ws" . ((type . "websocket") (url . "wss://x/"))))))
+    (should-error (agent-shell-mcp-session-params) :type 'user-error))
+  (let ((agent-shell-mcp-servers '(("nourl" . ((type . "http") (url . 7))))))
+    (should-error (agent-shell-mcp-session-params) :type 'user-error)))
+
+(ert-deftest test-mcp/json-file-with-remote-servers ()
+  "A `.mcp.json' with http entries (type optional) gives the same ACP entries."
+  (let ((file (make-temp-file "agent-shell-mcp-" nil ".json"
+                              "{\"mcpServers\": {\"api\": {\"type\": \"http\", \
+\"url\": \"https://api.example.com/mcp\", \"headers\": {\"Authorization\": \"Bearer t\"}}, \
+\"plain\": {\"url\": \"http://127.0.0.1:8931/mcp\"}}}")))
+    (unwind-protect
+        (let* ((agent-shell-mcp-servers file)
+               (servers (test-mcp--servers-param (agent-shell-mcp-session-params))))
+          (should (equal (car servers)
+                         '((type . "http") (name . "api") (url . "https://api.example.com/mcp")
+                           (headers . [((name . "Authorization") (value . "Bearer t"))]))))
+          (should (equal (alist-get 'type (cadr servers)) "http"))
+          (should (equal (alist-get 'url (cadr servers)) "http://127.0.0.1:8931/mcp")))
+      (delete-file file))))
+
 (ert-deftest test-mcp/bad-option-is-a-user-error ()
   "A server without a command, or a file that is not JSON, is the user's error."
   (let ((agent-shell-mcp-servers '(("broken" . ((args . ("x")))))))
@@ -113,6 +158,75 @@ The status the bridge answers with gives the header line's MCP count."
             (agent-shell-rpc-request-sync
              conn "session/cancel" `((sessionId . ,(alist-get 'sessionId result))) 10)))
       (agent-shell-rpc-stop conn)
+      (delete-directory memory t))))
+
+(defconst test-mcp--fixture-server
+  (expand-file-name "../python/mcp_fixture_server.py"
+                    (file-name-directory (or load-file-name buffer-file-name)))
+  "The repository's MCP fixture server (official SDK), run here over HTTP.")
+
+(defun test-mcp--start-http-fixture (record)
+  "Start the fixture serving streamable HTTP, recording into RECORD.
+Return (PROCESS . PORT); the fixture prints the port it bound as its
+first line."
+  (let* ((output "")
+         (python (expand-file-name "python" (file-name-directory test-mcp--bridge)))
+         (process (make-process
+                   :name "test-mcp-http-fixture"
+                   :command (list python test-mcp--fixture-server record "--http")
+                   :connection-type 'pipe
+                   :noquery t
+                   :stderr (get-buffer-create " *test-mcp-fixture-stderr*")
+                   :filter (lambda (_process text) (setq output (concat output text))))))
+    (while (and (process-live-p process) (not (string-search "\n" output)))
+      (accept-process-output process 30))
+    (unless (string-match "\\`\\([0-9]+\\)\n" output)
+      (error "The fixture printed no port: %S" output))
+    (cons process (string-to-number (match-string 1 output)))))
+
+(ert-deftest test-mcp/remote-server-connects-through-the-real-bridge ()
+  "An option entry with a `url' reaches a real HTTP MCP server through the bridge.
+The server receives the header; the status the bridge answers with
+names the server's URL without its query and never the header."
+  (let* ((memory (make-temp-file "agent-shell-mcp-memory-" t))
+         (record (make-temp-file "agent-shell-mcp-record-"))
+         (fixture (test-mcp--start-http-fixture record))
+         (url (format "http://127.0.0.1:%d/mcp" (cdr fixture)))
+         (agent-shell-mcp-servers
+          `(("web" . ((url . ,(concat url "?key=QSECRET"))
+                      (headers . (("Authorization" . "Bearer 令牌-HSECRET")))))))
+         (agent-shell-rpc-message-functions nil)
+         (conn (agent-shell-rpc-start
+                :command (list test-mcp--bridge)
+                :directory temporary-file-directory
+                :environment (list (concat "AGENT_SHELL_MEMORY_DIR=" memory))
+                :name "test-mcp-bridge"
+                :ready-timeout 30)))
+    (unwind-protect
+        (agent-shell-test-with-project (root nil)
+          (agent-shell-rpc-request-sync conn "initialize" nil 20)
+          (let* ((result (agent-shell-rpc-request-sync
+                          conn "session/new" (agent-shell--session-new-params root) 60))
+                 (status (alist-get 'mcp result))
+                 (web (car (append (alist-get 'servers status) nil)))
+                 (shown (format "%S" result)))
+            (should (equal (alist-get 'connected status) 1))
+            (should (equal (alist-get 'status web) "connected"))
+            (should (equal (alist-get 'transport web) "http"))
+            (should (equal (alist-get 'url web) url))
+            (should (> (alist-get 'tools web) 5))
+            (should-not (string-search "SECRET" shown))
+            (should (string-search "header authorization: Bearer 令牌-HSECRET"
+                                   (with-temp-buffer
+                                     (insert-file-contents record)
+                                     (buffer-string))))
+            (agent-shell-rpc-request-sync
+             conn "session/cancel" `((sessionId . ,(alist-get 'sessionId result))) 10)))
+      (agent-shell-rpc-stop conn)
+      ;; The fixture serves from a child in its process group: end them both.
+      (signal-process (- (process-id (car fixture))) 'kill)
+      (delete-process (car fixture))
+      (delete-file record)
       (delete-directory memory t))))
 
 (ert-deftest test-mcp/status-update-shows-notice-and-count ()

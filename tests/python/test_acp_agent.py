@@ -365,3 +365,43 @@ async def test_acp_passes_the_editors_mcp_servers_through(tmp_path: Path, projec
         result = [m["content"] for m in rig.requests[1]["messages"] if m["role"] == "tool"][-1]
         assert "Asia/Shanghai" in result and "status=completed" in result
         assert rig.client.permissions == []  # read-only annotated: no question
+
+
+async def test_acp_advertises_and_passes_remote_mcp_servers_through(
+    tmp_path: Path, project: Path
+) -> None:
+    """An editor's http MCP server: advertised in initialize, connected with its
+    headers, its tools reach the model, Chinese round-trips, the token stays out."""
+    from acp.schema import HttpHeader, HttpMcpServer
+
+    from mcp_remote import remote_fixture
+
+    token = "Bearer acp-令牌-SECRET"
+    steps = [
+        {"tool_calls": [{"name": "mcp__web__echo", "arguments": {"text": "编辑器的远程服务器"}}]},
+        {"text": "收到。"},
+    ]
+    with remote_fixture(tmp_path / "rec.txt") as remote:
+        async with acp_agent(tmp_path, steps) as rig:
+            init = await rig.conn.initialize(protocol_version=PROTOCOL_VERSION)
+            caps = init.agent_capabilities.mcp_capabilities
+            assert (caps.http, caps.sse) == (True, True)
+            server = HttpMcpServer(
+                type="http",
+                name="web",
+                url=remote.url,
+                headers=[HttpHeader(name="Authorization", value=token)],
+            )
+            session = await rig.conn.new_session(cwd=str(project), mcp_servers=[server])
+            reply = await rig.conn.prompt(
+                session_id=session.session_id, prompt=[text_block("试试")]
+            )
+            assert reply.stop_reason == "end_turn"
+            assert "mcp__web__echo" in {t["function"]["name"] for t in rig.requests[0]["tools"]}
+            result = [m["content"] for m in rig.requests[1]["messages"] if m["role"] == "tool"]
+            assert "编辑器的远程服务器" in result[-1] and "status=completed" in result[-1]
+            assert rig.client.permissions == []  # echo is annotated read-only
+            seen = json.dumps(rig.client.updates, ensure_ascii=False)
+        assert f"authorization: {token}" in remote.headers_seen()
+        assert "SECRET" not in seen
+        assert "SECRET" not in rig.stderr_path.read_text(encoding="utf-8", errors="replace")

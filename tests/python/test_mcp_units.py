@@ -40,8 +40,9 @@ def test_claude_shape_parses_with_env_and_cwd() -> None:
         ("mcp-server-git",),
         (("K", "值"),),
     )
-    assert git.unsupported is None
-    assert web.unsupported is not None and "stdio only" in web.unsupported
+    assert git.unsupported is None and git.transport == "stdio"
+    assert (web.transport, web.url) == ("http", "https://example.invalid/mcp")
+    assert web.unsupported is None
 
 
 def test_claude_and_acp_shapes_agree_through_the_wire() -> None:

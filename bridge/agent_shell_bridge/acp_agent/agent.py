@@ -65,14 +65,31 @@ def _dump(value: Any) -> Any:
 
 
 def mcp_servers_param(servers: list[Any] | None) -> list[JSONObject]:
-    """ACP's stdio MCP servers in the shape ``session/new`` takes (HTTP ones are refused)."""
+    """ACP's MCP servers (stdio, http, sse) in the shape ``session/new`` takes.
+
+    Other kinds (ACP's own MCP-over-ACP) are refused with the server's name.
+    """
     out: list[JSONObject] = []
     for server in _dump(servers or []):
         if not isinstance(server, dict):
             continue
+        kind = server.get("type")
+        if kind in ("http", "sse"):
+            out.append(
+                {
+                    "type": kind,
+                    "name": server.get("name"),
+                    "url": server.get("url"),
+                    "headers": server.get("headers") or [],
+                }
+            )
+            continue
         if "command" not in server:
             raise RequestError.invalid_params(
-                {"message": f"MCP server {server.get('name')!r}: only stdio servers are supported"}
+                {
+                    "message": f"MCP server {server.get('name')!r}: only stdio, http and sse "
+                    "servers are supported"
+                }
             )
         out.append(
             {
@@ -296,7 +313,7 @@ class AcpFrontEnd:
                 "agentCapabilities": {
                     "loadSession": True,
                     "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
-                    "mcpCapabilities": {"http": False, "sse": False},
+                    "mcpCapabilities": {"http": True, "sse": True},
                     "sessionCapabilities": {"list": {}},
                 },
                 "agentInfo": {

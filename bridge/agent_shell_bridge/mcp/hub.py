@@ -56,11 +56,24 @@ class _Binding:
 
     def identity(self) -> str:
         # A grant covers this server as the user saw it: resumed with another command,
-        # other arguments or another directory under the same name, it asks again.
+        # other arguments or another directory under the same name -- or, for a remote
+        # server, another transport, URL or set of header names -- it asks again.
+        # Header values (tokens) are not part of it: a rotated token keeps the grant.
         config = self.hub.config_of(self.server)
         if config is None:
             return "unknown"
-        facts = [config.command, list(config.args), config.cwd, sorted(k for k, _ in config.env)]
+        facts: list[object] = [
+            config.command,
+            list(config.args),
+            config.cwd,
+            sorted(k for k, _ in config.env),
+        ]
+        if config.remote:
+            facts = [
+                config.transport,
+                config.url,
+                sorted(k.lower() for k, _ in config.headers),
+            ]
         raw = json.dumps(facts, ensure_ascii=False).encode("utf-8")
         return hashlib.sha256(raw).hexdigest()[:16]
 
@@ -120,7 +133,8 @@ class McpHub:
             )
         if self.connections:
             # The SDK takes most of a second to import: not on the event loop.
-            await asyncio.to_thread(_import_sdk)
+            remote = any(c.config.remote for c in self.connections.values())
+            await asyncio.to_thread(_import_sdk, remote)
             await asyncio.gather(*(c.start() for c in self.connections.values()))
         for connection in self.connections.values():  # names in a stable, config order
             for tool in connection.tools:
@@ -224,17 +238,24 @@ class McpHub:
                     item["error"] = connection.error
                 if connection.server_info:
                     item["serverInfo"] = connection.server_info
-                item["stderrLog"] = str(connection.stderr_path)
+                if not config.remote:
+                    item["stderrLog"] = str(connection.stderr_path)
+            if config.remote:
+                item["transport"] = config.transport
+                item["url"] = config.where
             item["policy"] = self.policy_of(config.name)
             servers.append(item)
         connected = sum(1 for c in self.connections.values() if c.connected)
         return {"servers": servers, "connected": connected, "configured": len(self.configs)}
 
 
-def _import_sdk() -> None:
+def _import_sdk(remote: bool) -> None:
     import mcp.client.session
     import mcp.client.stdio
 
+    if remote:
+        import mcp.client.sse
+        import mcp.client.streamable_http
     del mcp
 
 

@@ -1,34 +1,30 @@
 """One MCP server's life: start, serve calls, restart once after a crash, stop.
 
-The official SDK speaks the protocol (``stdio_client`` spawns the process and frames
-JSON-RPC on its pipes; ``ClientSession`` does the initialize handshake, ``tools/list``
-and ``tools/call``). Its context managers must be entered and left in one task, so
-each server has an owner task that holds them open until it is told to stop or the
-server's output ends (a crash). Calls from turn tasks go through the session the
-owner holds; cancelling such a call makes the SDK send ``notifications/cancelled``.
-
-The server runs under ``supervise.py`` (``PR_SET_PDEATHSIG``), so it dies with the
-bridge even when the bridge is SIGKILLed; its stderr is appended to a log file.
-The SDK is imported here, lazily, only when a session has servers to start.
+The official SDK speaks the protocol (``transports.py`` opens the streams: a local
+process's pipes, or a remote server's streamable HTTP or SSE connection;
+``ClientSession`` does the initialize handshake, ``tools/list`` and ``tools/call``).
+Its context managers must be entered and left in one task, so each server has an
+owner task that holds them open until it is told to stop or the connection is lost
+(a local server's output ends; a remote server's connection fails or forgets our
+MCP session). Then it is started (reconnected) once more. Calls from turn tasks go
+through the session the owner holds; cancelling such a call makes the SDK send
+``notifications/cancelled``. The SDK is imported lazily, only when a session has
+servers to start.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import shlex
-import shutil
-import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal
 
 from ...errors import ToolFailed
 from ...types import JSONObject
 from ..config import ServerConfig
+from .transports import SUPERVISOR, is_transport_error, open_streams
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -38,7 +34,7 @@ __all__ = ["SUPERVISOR", "McpTool", "ServerConnection"]
 
 log = logging.getLogger(__name__)
 
-SUPERVISOR = Path(__file__).with_name("supervise.py")
+CLOSE_TIMEOUT_S = 5.0
 
 State = Literal["starting", "connected", "restarting", "failed", "stopped"]
 EventSink = Callable[[str, str], Awaitable[None]]  # (server, what happened)
@@ -91,10 +87,33 @@ class _EofWatch:
         return result
 
 
-def describe_error(exc: BaseException) -> str:
-    """A one-line reason from whatever a failed start raised (groups unwrapped)."""
+def describe_error(exc: BaseException, config: ServerConfig | None = None) -> str:
+    """A one-line reason from whatever a failed start raised (groups unwrapped).
+
+    For a remote server the reason never holds the URL's query or a header value.
+    """
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    if config is not None and config.remote:
+        return scrub(_describe(exc), config)
+    return _describe(exc)
+
+
+def scrub(text: str, config: ServerConfig) -> str:
+    """``text`` without ``config``'s full URL or header values (they hold tokens)."""
+    if config.url:
+        text = text.replace(config.url, config.where)
+    for _, value in config.headers:
+        if len(value) >= 4:
+            text = text.replace(value, "[header value]")
+    return text
+
+
+def _describe(exc: BaseException) -> str:
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None)
+    if isinstance(status, int):  # an HTTP error status (its message holds the full URL)
+        return f"HTTP {status} {getattr(response, 'reason_phrase', '')}".strip()
     message = getattr(exc, "message", None)
     if isinstance(message, str) and message:
         return message
@@ -161,15 +180,25 @@ class ServerConnection:
         try:
             result = await session.call_tool(tool, arguments, read_timeout_seconds=timeout_s)
         except MCPError as exc:
-            if exc.code == CONNECTION_CLOSED:
+            if exc.code == CONNECTION_CLOSED or self._session_lost(exc):
                 self._mark_down()
                 raise ToolFailed(
-                    f"MCP server {self.name} stopped during the call ({exc.message}); "
-                    "it is restarted once"
+                    f"MCP server {self.name} {self._lost} during the call "
+                    f"({scrub(exc.message, self.config)}); "
+                    f"it is {self._again} once"
                 ) from exc
-            raise ToolFailed(f"MCP server {self.name}: {exc.message}") from exc
+            raise ToolFailed(f"MCP server {self.name}: {scrub(exc.message, self.config)}") from exc
         except (ValueError, RuntimeError) as exc:  # a result that breaks its own schema
             raise ToolFailed(f"MCP server {self.name}: {exc}") from exc
+        except Exception as exc:
+            if not is_transport_error(exc):
+                raise
+            self._mark_down()
+            raise ToolFailed(
+                f"MCP server {self.name} {self._lost} during the call "
+                f"({describe_error(exc, self.config)}); "
+                f"it is {self._again} once"
+            ) from exc
         await self._settle_refresh()
         dumped: JSONObject = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         return dumped
@@ -180,6 +209,25 @@ class ServerConnection:
             await asyncio.sleep(0)
         if self._helpers:
             await asyncio.wait(list(self._helpers), timeout=self.start_timeout_s)
+
+    @property
+    def _lost(self) -> str:
+        return "lost its connection" if self.config.remote else "stopped"
+
+    @property
+    def _again(self) -> str:
+        return "reconnected" if self.config.remote else "restarted"
+
+    def _session_lost(self, exc: Any) -> bool:
+        """A remote server that answers 404 to our MCP session id has forgotten it
+        (restarted, or expired it): the spec says to start a new session."""
+        from mcp.types import INVALID_REQUEST
+
+        return (
+            self.config.remote
+            and exc.code == INVALID_REQUEST
+            and exc.message in ("Session not found", "Session terminated")
+        )
 
     def _mark_down(self) -> None:
         """The connection is gone: calls wait for the restart from here on."""
@@ -196,7 +244,13 @@ class ServerConnection:
         self._wake.set()
         owner = self._owner
         if owner is not None and not owner.done():
-            await asyncio.wait([owner])
+            # A remote server that stopped answering must not hold up the session's end
+            # for the HTTP client's timeouts (the SDK's goodbye is a DELETE request).
+            limit = CLOSE_TIMEOUT_S if self.config.remote else None
+            await asyncio.wait([owner], timeout=limit)
+            if not owner.done():
+                owner.cancel()
+                await asyncio.wait([owner])
         for task in list(self._helpers):
             task.cancel()
         if self._helpers:
@@ -214,52 +268,42 @@ class ServerConnection:
             if not crashed:  # never connected: a start failure, not restarted
                 self.state = "failed"
                 self._settle_ready()
-                await self._on_event(self.name, f"could not start: {self.error}")
+                verb = "connect" if self.config.remote else "start"
+                await self._on_event(self.name, f"could not {verb}: {self.error}")
                 return
-            if self.restarts >= 1:
+            if self.restarts >= 1 and not self.config.remote:
                 self.state = "failed"
                 self.error = "it stopped again after a restart"
                 self._settle_ready()
                 await self._on_event(self.name, "stopped again after a restart; not restarted")
                 return
+            if self.restarts >= 1:
+                self.state = "failed"
+                self.error = "it lost its connection again after a reconnect"
+                self._settle_ready()
+                await self._on_event(
+                    self.name, f"({self.config.where}) lost its connection again; not reconnected"
+                )
+                return
             self.restarts += 1
             self.state = "restarting"
             if self._ready.done():
                 self._ready = asyncio.get_running_loop().create_future()
-            await self._on_event(self.name, "stopped unexpectedly; restarting it once")
+            if self.config.remote:
+                await self._on_event(
+                    self.name, f"({self.config.where}) lost its connection; reconnecting once"
+                )
+            else:
+                await self._on_event(self.name, "stopped unexpectedly; restarting it once")
 
     def _settle_ready(self) -> None:
         if not self._ready.done():
             self._ready.set_result(None)
 
-    def _params(self) -> Any:
-        from mcp.client.stdio import StdioServerParameters
-
-        env = dict(self.config.env)
-        search = env.get("PATH", os.environ.get("PATH", os.defpath))
-        cwd = Path(self.config.cwd).expanduser() if self.config.cwd else self.root
-        if not cwd.is_absolute():
-            cwd = self.root / cwd
-        if not cwd.is_dir():
-            raise FileNotFoundError(f"working directory not found: {cwd}")
-        found = shutil.which(self.config.command, path=search)
-        if found is None and os.sep in self.config.command:
-            candidate = cwd / self.config.command
-            found = str(candidate) if os.access(candidate, os.X_OK) else None
-        if found is None:
-            raise FileNotFoundError(f"command not found: {self.config.command}")
-        return StdioServerParameters(
-            command=sys.executable,
-            args=["-I", "-S", str(SUPERVISOR), str(os.getpid()), found, *self.config.args],
-            env=env or None,
-            cwd=str(cwd),
-        )
-
     async def _run_once(self) -> bool:
         """One process: connect, serve until stopped or ended. True if it had connected."""
         import anyio
         from mcp import ClientSession
-        from mcp.client.stdio import stdio_client
         from mcp.types import Implementation
 
         from ... import __version__
@@ -269,35 +313,31 @@ class ServerConnection:
             self._wake.set()
         connected = False
         try:
-            params = self._params()
-            errlog_file = await asyncio.to_thread(_open_stderr_log, self.stderr_path)
-            with errlog_file as errlog:
-                stamp = datetime.now().astimezone().isoformat(timespec="seconds")
-                argv = shlex.join([self.config.command, *self.config.args])
-                errlog.write(f"--- {stamp} agent-shell starts {self.name}: {argv}\n")
-                errlog.flush()
-                async with (
-                    stdio_client(params, errlog=errlog) as (read, write),
-                    ClientSession(
-                        _EofWatch(read, self._wake),
-                        write,
-                        message_handler=self._on_message,
-                        client_info=Implementation(name="agent-shell", version=__version__),
-                    ) as session,
-                ):
-                    with anyio.fail_after(self.start_timeout_s):
-                        init = await session.initialize()
-                        self.tools = await self._list(session)
-                    self.server_info = f"{init.server_info.name} {init.server_info.version}"
-                    self._session = session
-                    self.state = "connected"
-                    self.error = None
-                    connected = True
-                    self._settle_ready()
-                    if self.restarts:
-                        await self._on_tools_changed(self.name)
-                    await self._wake.wait()
-                    self._session = None
+            async with (
+                open_streams(self.config, root=self.root, stderr_path=self.stderr_path) as (
+                    read,
+                    write,
+                ),
+                ClientSession(
+                    _EofWatch(read, self._wake),
+                    write,
+                    message_handler=self._on_message,
+                    client_info=Implementation(name="agent-shell", version=__version__),
+                ) as session,
+            ):
+                with anyio.fail_after(self.start_timeout_s):
+                    init = await session.initialize()
+                    self.tools = await self._list(session)
+                self.server_info = f"{init.server_info.name} {init.server_info.version}"
+                self._session = session
+                self.state = "connected"
+                self.error = None
+                connected = True
+                self._settle_ready()
+                if self.restarts:
+                    await self._on_tools_changed(self.name)
+                await self._wake.wait()
+                self._session = None
         except asyncio.CancelledError:
             raise
         except BaseException as exc:
@@ -306,12 +346,14 @@ class ServerConnection:
             ):
                 self.error = f"no answer to the MCP handshake within {self.start_timeout_s:g} s"
             else:
-                self.error = describe_error(exc)
+                self.error = describe_error(exc, self.config)
+                if self.config.remote and not connected:
+                    self.error = f"{self.config.where}: {self.error}"
             log.info("MCP server %s ended: %s", self.name, self.error)
         finally:
             self._session = None
         if connected and not self._stop.is_set() and self.error is None:
-            self.error = "the server exited"
+            self.error = "the connection was lost" if self.config.remote else "the server exited"
         return connected
 
     async def _list(self, session: ClientSession) -> list[McpTool]:
@@ -359,24 +401,3 @@ class ServerConnection:
             log.warning("refreshing the tools of MCP server %s failed: %s", self.name, exc)
             return
         await self._on_tools_changed(self.name)
-
-
-def _open_stderr_log(path: Path) -> TextIO:
-    """The server's stderr log, opened for appending; never through a symlink.
-
-    The log lives at a predictable place in the project (``.agent-shell/logs/mcp``),
-    which a cloned repository can fill with links: one to ``~/.bashrc`` must not
-    make the user's server append to it. Then the stderr is dropped instead.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if os.path.realpath(path.parent) == os.path.abspath(path.parent):
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-        try:
-            fd = os.open(path, flags, 0o644)
-        except OSError as exc:
-            log.warning("MCP stderr log %s not opened (%s); stderr is dropped", path, exc)
-        else:
-            return os.fdopen(fd, "a", encoding="utf-8", errors="replace")
-    else:
-        log.warning("MCP stderr log %s is under a symlink; stderr is dropped", path)
-    return open(os.devnull, "a", encoding="utf-8")  # closed by the caller
