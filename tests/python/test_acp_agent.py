@@ -367,6 +367,27 @@ async def test_acp_passes_the_editors_mcp_servers_through(tmp_path: Path, projec
         assert rig.client.permissions == []  # read-only annotated: no question
 
 
+async def test_acp_load_session_starts_the_editors_mcp_servers(
+    tmp_path: Path, project: Path
+) -> None:
+    """A loaded session gets the client's MCP servers as a new one does."""
+    import sys
+
+    from acp.schema import McpServerStdio
+
+    time_server = str(Path(sys.executable).parent / "mcp-server-time")
+    async with acp_agent(tmp_path, [{"text": "第一轮"}]) as rig:
+        sid = await start(rig, project)
+        await rig.conn.prompt(session_id=sid, prompt=[text_block("你好")])
+    async with acp_agent(tmp_path, [{"text": "第二轮"}]) as rig:
+        await rig.conn.initialize(protocol_version=PROTOCOL_VERSION)
+        server = McpServerStdio(name="time", command=time_server, args=[], env=[])
+        await rig.conn.load_session(cwd=str(project), session_id=sid, mcp_servers=[server])
+        await rig.conn.prompt(session_id=sid, prompt=[text_block("几点?")])
+        offered = {t["function"]["name"] for t in rig.requests[0]["tools"]}
+        assert "mcp__time__get_current_time" in offered
+
+
 async def test_acp_advertises_and_passes_remote_mcp_servers_through(
     tmp_path: Path, project: Path
 ) -> None:

@@ -364,7 +364,11 @@ class AcpFrontEnd:
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
     ) -> LoadSessionResponse:
-        result = await self._call("session/resume", {"sessionId": session_id, "cwd": cwd})
+        params: JSONObject = {"sessionId": session_id, "cwd": cwd}
+        servers = mcp_servers_param(mcp_servers)
+        if servers:  # the editor's servers, as for a new session
+            params["mcpServers"] = servers
+        result = await self._call("session/resume", params)
         self._watch(result)
         for update in history_updates(result.get("history") or []):
             await self._send(session_id, update)
