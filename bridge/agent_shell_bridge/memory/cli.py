@@ -1,15 +1,17 @@
-"""``agent-shell-bridge memory reindex|search``: the memory index from a shell."""
+"""``agent-shell-bridge memory reindex|search``: the memory index from a shell.
+
+Each sub-command imports what it uses when it runs: a search of a current index
+loads neither the index writer nor sqlite-utils.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from ..errors import MemoryError_
-from .index import MemoryIndex
 
 __all__ = ["register"]
 
@@ -39,25 +41,36 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def _reindex(args: argparse.Namespace) -> int:
+    from .index import MemoryIndex
+
     try:
         with MemoryIndex(args.memory_dir) as index:
             stats = index.reindex(args.roots)
     except MemoryError_ as exc:
         print(f"agent-shell-bridge memory reindex: {exc.message}", file=sys.stderr)
         return 1
+    import json
+
     print(json.dumps(stats.to_dict(), ensure_ascii=False))
     return 0
 
 
 def _search(args: argparse.Namespace) -> int:
     query = " ".join(args.query)
+    # A current index is read with sqlite3 alone; the writer loads only when the
+    # index must be created, migrated or rebuilt.
+    from .search import search_once
+
     try:
-        with MemoryIndex(args.memory_dir) as index:
-            hits = index.search(query, project=args.project, symbols=args.symbol, limit=args.limit)
+        hits = search_once(
+            args.memory_dir, query, project=args.project, symbols=args.symbol, limit=args.limit
+        )
     except MemoryError_ as exc:
         print(f"agent-shell-bridge memory search: {exc.message}", file=sys.stderr)
         return 1
     if args.json:
+        import json
+
         print(json.dumps([h.to_dict() for h in hits], ensure_ascii=False, indent=2))
         return 0
     for h in hits:
