@@ -14,16 +14,17 @@ from pydantic import Field, field_validator
 
 from ..agent.prompt import frame_tool_result
 from ..agent.roles import RoleConfig, merge_roles
-from ..config import BridgeConfig, ModelConfig
+from ..config import BridgeConfig
 from ..errors import InvalidParams, RootNotAllowed, SessionBusy, SessionNotFound
 from ..instructions import user_config_dir
 from ..mcp.config import ServerPolicy, WireServer, from_wire
 from ..prompt_commands import expand_command, resolve_command, split_command
-from ..rpc import Dispatcher, Params
+from ..rpc import Dispatcher
 from ..runtime import Runtime
 from ..session import SessionState, SessionStore, new_session_id
 from ..tools.catalogue import CATALOGUE
 from ..types import JSONObject
+from ..wire import ModelConfig, Params
 
 if TYPE_CHECKING:
     from ..agent.live import LiveSession

@@ -13,8 +13,9 @@ from pydantic import Field
 
 from ..agent.notes import queue_note
 from ..agent.reporter import src, text
-from ..rpc import Dispatcher, Params
+from ..rpc import Dispatcher
 from ..runtime import Runtime
+from ..wire import Params
 from .session import session_of
 
 __all__ = ["register"]
