@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from ..errors import MemoryError_
@@ -24,14 +23,13 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     reindex = msub.add_parser(
         "reindex", help="drop the index and rebuild it from experience files (prints JSON stats)"
     )
-    reindex.add_argument("--memory-dir", type=Path, required=True, help="directory of the index")
-    reindex.add_argument(
-        "roots", nargs="*", type=Path, metavar="ROOT", help="project roots (plus known ones)"
-    )
+    # Paths stay strings until a handler runs: a search does not need pathlib.
+    reindex.add_argument("--memory-dir", required=True, help="directory of the index")
+    reindex.add_argument("roots", nargs="*", metavar="ROOT", help="project roots (plus known ones)")
     reindex.set_defaults(func=_reindex)
 
     search = msub.add_parser("search", help="search experiences")
-    search.add_argument("--memory-dir", type=Path, required=True, help="directory of the index")
+    search.add_argument("--memory-dir", required=True, help="directory of the index")
     search.add_argument("--project", help="current project; its experiences rank higher")
     search.add_argument("--symbol", action="append", default=[], help="a symbol to favour")
     search.add_argument("--limit", type=int, default=5, help="how many hits (default 5)")
@@ -41,11 +39,13 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def _reindex(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from .index import MemoryIndex
 
     try:
-        with MemoryIndex(args.memory_dir) as index:
-            stats = index.reindex(args.roots)
+        with MemoryIndex(Path(args.memory_dir)) as index:
+            stats = index.reindex([Path(r) for r in args.roots])
     except MemoryError_ as exc:
         print(f"agent-shell-bridge memory reindex: {exc.message}", file=sys.stderr)
         return 1

@@ -10,14 +10,18 @@ or rebuilds it from the experience files.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Sequence
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .hit import MemoryHit
 from .migrations import SCHEMA_VERSION
 from .query import QueryPlan, fts_string, plan_query
 from .ranking import score_candidates
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["CANDIDATES", "DB_NAME", "find", "normalise", "search_once"]
 
@@ -109,13 +113,13 @@ def find(
     return score_candidates(conn, plan, ids, bm25, project, symbols, limit)
 
 
-def _open_current(db_path: Path) -> sqlite3.Connection | None:
+def _open_current(db_path: str) -> sqlite3.Connection | None:
     """The index opened for reading when it exists and its schema is this bridge's."""
+    if not os.path.isfile(db_path):
+        return None  # connecting would create it
     try:
-        conn = sqlite3.connect(
-            f"{db_path.absolute().as_uri()}?mode=rw", uri=True, timeout=10.0, isolation_level=None
-        )
-    except (sqlite3.Error, ValueError):
+        conn = sqlite3.connect(db_path, timeout=10.0, isolation_level=None)
+    except sqlite3.Error:
         return None
     try:
         (version,) = conn.execute("PRAGMA user_version").fetchone()
@@ -129,7 +133,7 @@ def _open_current(db_path: Path) -> sqlite3.Connection | None:
 
 
 def search_once(
-    memory_dir: Path,
+    memory_dir: str | Path,
     query: str,
     *,
     project: str | None = None,
@@ -141,7 +145,7 @@ def search_once(
     Raises :class:`~agent_shell_bridge.errors.MemoryError_` as ``MemoryIndex`` does.
     """
     plan, syms, n = normalise(query, symbols, limit)
-    conn = _open_current(Path(memory_dir) / DB_NAME)
+    conn = _open_current(os.path.join(memory_dir, DB_NAME))
     if conn is not None:
         try:
             return find(conn, plan, project, syms, n)
@@ -149,7 +153,9 @@ def search_once(
             pass  # damaged, or changed underneath: the writer checks, repairs, reports
         finally:
             conn.close()
+    from pathlib import Path
+
     from .index import MemoryIndex
 
-    with MemoryIndex(memory_dir) as index:
+    with MemoryIndex(Path(memory_dir)) as index:
         return index.search(query, project=project, symbols=syms, limit=limit)
