@@ -1,8 +1,11 @@
 """``python -m bench``: run the benchmarks, print a table, write ``bench/results.json``.
 
 Sizes come from ``--scale`` or ``BENCH_SCALE`` (``small`` or ``full``); ``--only``
-picks benchmarks by name. Slow numbers never fail the run; a benchmark that breaks
-(an exception, a missing figure) makes the exit status non-zero.
+picks benchmarks by name. ``--merge`` keeps the figures of an existing ``--out`` file
+that this run did not measure (each figure records the date, scale and load of the
+run that measured it), so re-running some benchmarks does not drop the others. Slow
+numbers never fail the run; a benchmark that breaks (an exception, a missing figure)
+makes the exit status non-zero.
 """
 
 from __future__ import annotations
@@ -112,6 +115,24 @@ async def run_all(names: Sequence[str], scale: Scale, work: Path) -> tuple[list[
     return figures, failures
 
 
+def _previous(path: Path) -> dict[str, Any]:
+    """The figures of an earlier results file (none when there is none)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    figures = data.get("figures") if isinstance(data, dict) else None
+    if not isinstance(figures, dict):
+        raise ValueError(f"{path} has no figures to merge with")
+    return figures
+
+
+def _merged(kept: dict[str, Any], measured: dict[str, Any]) -> dict[str, Any]:
+    """``kept`` with ``measured`` in place of the figures measured again (in their
+    place); figures new to the file go at the end."""
+    return {**kept, **measured}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument(
@@ -120,6 +141,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("bench/results.json"))
     parser.add_argument("--only", nargs="*", choices=BENCHMARKS, default=list(BENCHMARKS))
     parser.add_argument("--emacs", default=os.environ.get("EMACS", "emacs"))
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="keep the figures of an existing --out file that this run does not measure",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     os.environ["BENCH_EMACS"] = args.emacs
@@ -127,10 +153,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     machine = machine_info(args.emacs)
     with tempfile.TemporaryDirectory(prefix="agent-shell-bench-") as tmp:
         figures, failures = asyncio.run(run_all(args.only, scale, Path(tmp)))
+    run = {"date": machine["date"], "scale": scale.name, "load_avg_1m": machine["load_avg_1m"]}
+    measured = {f.key: {**f.to_json(), "measured": run} for f in figures}
+    kept = _previous(args.out) if args.merge else {}
     result = {
         "scale": scale.name,
         "machine": machine,
-        "figures": {f.key: f.to_json() for f in figures},
+        "figures": _merged(kept, measured),
         "failures": failures,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -24,6 +24,7 @@ __all__ = [
     "Scale",
     "bridge_command",
     "clean_env",
+    "compile_bridge",
     "emacs_args",
     "machine_info",
     "median",
@@ -154,6 +155,23 @@ def bridge_command() -> list[str]:
     if found is None:
         raise RuntimeError("agent-shell-bridge is not installed (make deps)")
     return [found]
+
+
+def compile_bridge() -> None:
+    """Byte-compile the bridge package, as installing it from a wheel does.
+
+    Its dependencies were compiled when pip installed them; the bridge itself is an
+    editable install, which under ``PYTHONDONTWRITEBYTECODE`` (set in some shells and
+    CI images) would compile every one of its modules again at every start. Start-up
+    figures time the installed program, not the compiler.
+    """
+    import compileall
+
+    import agent_shell_bridge
+
+    package = Path(agent_shell_bridge.__file__).parent
+    if not compileall.compile_dir(str(package), quiet=1):
+        raise RuntimeError(f"cannot byte-compile {package}")
 
 
 def clean_env(**extra: str) -> dict[str, str]:

@@ -29,7 +29,15 @@ from agent_shell_bridge.memory.synthetic import (
     write_corpus,
 )
 
-from .common import Figure, Scale, bridge_command, clean_env, median, percentile
+from .common import (
+    Figure,
+    Scale,
+    bridge_command,
+    clean_env,
+    compile_bridge,
+    median,
+    percentile,
+)
 
 __all__ = ["run"]
 
@@ -176,6 +184,7 @@ async def run(scale: Scale, work: Path) -> list[Figure]:
             )
         finally:
             conn.close()
+    await asyncio.to_thread(compile_bridge)
     cli_s, bare_s = await _cli_search(work / "index", corpus.queries[0])
     details = {"files": len(paths), "bytes": total, "queries": len(corpus.queries)}
     recall_details = {

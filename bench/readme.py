@@ -27,6 +27,21 @@ def _cell(value: Any, unit: str) -> str:
     return f"{_fmt(number)} {unit}".strip()
 
 
+def _runs(results: dict[str, Any]) -> str:
+    """When figures were merged from several runs (``--merge``): their dates and loads."""
+    runs = {
+        (str(run.get("date", "?")), str(run.get("scale", "?")), run.get("load_avg_1m"))
+        for fig in results.get("figures", {}).values()
+        if isinstance(run := fig.get("measured"), dict)
+    }
+    if len(runs) < 2:
+        return ""
+    days = sorted({date[:10] for date, _, _ in runs})
+    loads = sorted(load for _, _, load in runs if isinstance(load, int | float))
+    spread = f", load average {loads[0]}–{loads[-1]}" if loads else ""
+    return f" (figures from {len(runs)} runs on {', '.join(days)}{spread})"
+
+
 def render(results: dict[str, Any]) -> str:
     """The machine line and the org table for one ``results.json``."""
     m = results.get("machine", {})
@@ -34,7 +49,7 @@ def render(results: dict[str, Any]) -> str:
         f"Latest run (=BENCH_SCALE={results.get('scale', '?')}=): {m.get('cpu', '?')}, "
         f"{m.get('cores', '?')} cores, Python {m.get('python', '?')}, {m.get('emacs', '?')}, "
         f"{m.get('system', '?')}, {str(m.get('date', '?'))[:10]}, "
-        f"load average {m.get('load_avg_1m', '?')}:",
+        f"load average {m.get('load_avg_1m', '?')}{_runs(results)}:",
         "",
     ]
     rows = [("figure", "value", "baseline", "ratio", "baseline is")]

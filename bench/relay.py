@@ -182,11 +182,16 @@ async def run(scale: Scale, work: Path) -> list[Figure]:
             "AGENT_SHELL_API_KEY": "sk-bench",
         }
         async with spawn_bridge(work / "bridge", env) as bridge, bridge.client(TIMEOUT_S) as client:
-            session = await rpc(client, "session/new", {"cwd": str(project)})
-            session_id = str(session["sessionId"])
-            _expect(await _through_bridge(client, session_id), 20, "bridge warm-up")
-            bridge_floods = [await _through_bridge(client, session_id) for _ in range(reps)]
-            bridge_paced = await _through_bridge(client, session_id)
+
+            async def turn() -> Reading:
+                # A fresh session per turn: long answers piling up in one history
+                # would make the bridge compact it, a model call the script lacks.
+                session = await rpc(client, "session/new", {"cwd": str(project)})
+                return await _through_bridge(client, str(session["sessionId"]))
+
+            _expect(await turn(), 20, "bridge warm-up")
+            bridge_floods = [await turn() for _ in range(reps)]
+            bridge_paced = await turn()
         _expect(await _direct(mock), 20, "direct warm-up")
         direct_floods = [await _direct(mock) for _ in range(reps)]
         direct_paced = await _direct(mock)

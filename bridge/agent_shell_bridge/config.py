@@ -1,7 +1,9 @@
 """Bridge configuration: defaults, environment, and what the client sends.
 
 The API key is resolved by the client (Emacs: ``agent-shell-api-key``, auth-source)
-or, failing that, from the environment. It is kept out of every repr.
+or, failing that, from the environment. It is kept out of every repr. What the client
+sends is validated by :class:`~.wire.ModelConfig` (pydantic, loaded with the first
+method that takes it, not when the bridge starts).
 """
 
 from __future__ import annotations
@@ -10,13 +12,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+if TYPE_CHECKING:
+    from .wire import ModelConfig
 
 __all__ = [
     "KEY_ENV_VARS",
     "BridgeConfig",
-    "ModelConfig",
     "echo_setting",
     "key_from_env",
     "key_source_from_env",
@@ -50,28 +53,6 @@ def key_source_from_env(env: Mapping[str, str]) -> str:
         if env.get(name, "").strip():
             return f"env:{name}"
     return "none"
-
-
-class ModelConfig(BaseModel):
-    """Model settings as they arrive on the wire (``initialize`` or ``session/new``)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    api_base: str | None = None
-    model: str | None = None
-    api_key: str | None = Field(default=None, repr=False)
-    # Where the client found the key: a label, never the key ("option", "auth-source",
-    # "env:DEEPSEEK_API_KEY", "none").
-    api_key_source: str | None = Field(
-        default=None, pattern=r"^(option|auth-source|env:[A-Z][A-Z0-9_]{0,63}|none)$"
-    )
-    context_window: int | None = Field(default=None, ge=1024)
-    trust_env: bool | None = None
-    # Send reasoning back on tool-call messages; absent or null = by provider profile.
-    echo_reasoning: bool | None = None
-    price_input_per_mtok: float | None = None
-    price_output_per_mtok: float | None = None
-    price_cached_input_per_mtok: float | None = None
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
-
-from pydantic import BaseModel, ConfigDict, ValidationError
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .errors import BridgeError, InvalidParams, InvalidRequest, MethodNotFound, RpcParseError
 from .types import JSONObject
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = [
     "Dispatcher",
@@ -30,7 +31,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 RequestId = int | str
-P = TypeVar("P", bound=BaseModel)
+P = TypeVar("P", bound="BaseModel")
 C = TypeVar("C")
 
 
@@ -124,12 +125,6 @@ def error_response(rid: RequestId | None, error: BridgeError) -> JSONObject:
     return {"jsonrpc": "2.0", "id": rid, "error": error.to_error_object()}
 
 
-class Params(BaseModel):
-    """Base for method parameter models: unknown keys are ignored, as ACP allows."""
-
-    model_config = ConfigDict(extra="ignore")
-
-
 Handler = Callable[[C, Any], Awaitable[Any]]
 
 
@@ -140,10 +135,16 @@ class _Method(Generic[C]):
 
 
 class Dispatcher(Generic[C]):
-    """Maps method names to typed handlers ``async (context, params_model) -> result``."""
+    """Maps method names to typed handlers ``async (context, params_model) -> result``.
+
+    A method area may be declared with :meth:`lazy` instead: its names are known (and
+    listed) from the start, and its module, with its pydantic models, is imported by
+    the first call of any of them.
+    """
 
     def __init__(self) -> None:
         self._methods: dict[str, _Method[C]] = {}
+        self._pending: dict[str, Callable[[Dispatcher[C]], None]] = {}
 
     def method(
         self, name: str, params_model: type[P]
@@ -156,9 +157,27 @@ class Dispatcher(Generic[C]):
 
         return decorate
 
+    def lazy(self, names: Iterable[str], load: Callable[[Dispatcher[C]], None]) -> None:
+        """Declare ``names`` as registered by ``load``, which runs at the first call of one."""
+        for name in names:
+            if name in self._methods or name in self._pending:
+                raise ValueError(f"method {name!r} registered twice")
+            self._pending[name] = load
+
+    def load_all(self) -> None:
+        """Run every pending ``load`` now (tests; a front end that wants no first-call cost)."""
+        while self._pending:
+            self._load(next(iter(self._pending)))
+
+    def _load(self, name: str) -> None:
+        load = self._pending[name]
+        for other in [n for n, fn in self._pending.items() if fn is load]:
+            del self._pending[other]
+        load(self)
+
     @property
     def names(self) -> list[str]:
-        return sorted(self._methods)
+        return sorted({*self._methods, *self._pending})
 
     async def dispatch(self, context: C, request: IncomingRequest) -> JSONObject | None:
         """Run one request; return its response (None for a notification)."""
@@ -179,9 +198,13 @@ class Dispatcher(Generic[C]):
         return success_response(request.id, result)
 
     async def _call(self, context: C, request: IncomingRequest) -> Any:
+        if request.method in self._pending:
+            self._load(request.method)
         entry = self._methods.get(request.method)
         if entry is None:
             raise MethodNotFound(f"Method not found: {request.method}")
+        from pydantic import ValidationError  # loaded by then: the handler's models use it
+
         try:
             params = entry.params_model.model_validate(request.params)
         except ValidationError as exc:

@@ -3,6 +3,11 @@
 Binds 127.0.0.1 on the given port (0 = any free one), prints one JSON ready line on
 stdout, logs to stderr, and exits — killing every child process group — when stdin
 reaches EOF (Emacs died), on SIGTERM/SIGINT, or on the ``shutdown`` method.
+
+Start-up is on the user's path (Emacs waits for the ready line): the server's modules
+load only once ``serve`` runs, the bubblewrap probe (two short processes) runs in a
+thread while they load, and the method areas load with their first call
+(:mod:`.methods`).
 """
 
 from __future__ import annotations
@@ -17,17 +22,18 @@ import signal
 import socket
 import sys
 import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
-
-import uvicorn
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .config import BridgeConfig
-from .methods import build_dispatcher
-from .runtime import Runtime
-from .server import ServerSettings, create_app
+
+if TYPE_CHECKING:
+    from .config import BridgeConfig
+    from .runtime import Runtime
+    from .sandbox import SandboxStatus
 
 __all__ = ["register", "serve"]
 
@@ -48,7 +54,26 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.set_defaults(func=_main)
 
 
+def _probe_sandbox() -> Callable[[], SandboxStatus]:
+    """Start finding out whether bubblewrap works; the result waits for the caller."""
+    from .sandbox import detect_sandbox
+
+    found: Future[SandboxStatus] = Future()
+
+    def probe() -> None:
+        try:
+            found.set_result(detect_sandbox())
+        except BaseException as exc:
+            found.set_exception(exc)
+
+    threading.Thread(target=probe, name="sandbox-probe", daemon=True).start()
+    return found.result
+
+
 def _main(args: argparse.Namespace) -> int:
+    sandbox = _probe_sandbox()
+    from .config import BridgeConfig
+
     logging.basicConfig(
         level=args.log_level.upper(),
         stream=sys.stderr,
@@ -59,7 +84,7 @@ def _main(args: argparse.Namespace) -> int:
         config = replace(config, memory_dir=args.memory_dir)
     if args.dry_run:
         config = replace(config, dry_run=True)
-    asyncio.run(serve(config, port=args.port, watch_stdin=not args.no_stdin_watch))
+    asyncio.run(serve(config, port=args.port, watch_stdin=not args.no_stdin_watch, sandbox=sandbox))
     return 0
 
 
@@ -74,14 +99,32 @@ def _watch_stdin(loop: asyncio.AbstractEventLoop, runtime: Runtime) -> None:
     loop.call_soon_threadsafe(runtime.request_shutdown)
 
 
-async def serve(config: BridgeConfig, *, port: int = 0, watch_stdin: bool = True) -> None:
+async def serve(
+    config: BridgeConfig,
+    *,
+    port: int = 0,
+    watch_stdin: bool = True,
+    sandbox: Callable[[], SandboxStatus] | None = None,
+) -> None:
+    """Serve until asked to stop; ``sandbox`` gives the probe's result (None: probe now)."""
+    import uvicorn
+
+    from .methods import build_dispatcher
+    from .runtime import Runtime
+    from .sandbox import detect_sandbox
+    from .server import ServerSettings, create_app
+
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
     sock.listen(64)
     bound_port = sock.getsockname()[1]
     token = secrets.token_urlsafe(32)
-    runtime = Runtime(config=config, dispatcher=build_dispatcher())
+    runtime = Runtime(
+        config=config,
+        dispatcher=build_dispatcher(),
+        sandbox=(sandbox or detect_sandbox)(),
+    )
     app = create_app(ServerSettings(token=token, port=bound_port), runtime)
     server = uvicorn.Server(
         uvicorn.Config(

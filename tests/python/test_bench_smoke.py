@@ -38,6 +38,7 @@ EXPECTED = {
     "memory_search_p95",
     "memory_recall",
     "memory_search_cli",
+    "memory_search_oneshot",
     "context_bytes",
     "sandbox_overhead",
 }
@@ -91,6 +92,30 @@ def test_bench_small_scale_writes_every_figure(tmp_path: Path) -> None:
         assert f"| {fig['title']} " in table, fig["key"]
     assert updated[:begin] == original[: original.index("# bench-table: begin")]
     assert updated[end:] == original[original.index("# bench-table: end") :]
+
+
+def test_bench_merge_replaces_only_the_figures_it_measured(tmp_path: Path) -> None:
+    """``--only policy --merge`` rewrites policy_rate and keeps every other figure."""
+    out = tmp_path / "results.json"
+    kept = {"key": "relay_rate", "value": 1.0, "baseline": 2.0, "ratio": 0.5, "title": "R"}
+    stale = {**kept, "key": "policy_rate", "title": "P"}
+    earlier = {"scale": "full", "figures": {"relay_rate": kept, "policy_rate": stale}}
+    out.write_text(json.dumps(earlier), encoding="utf-8")
+    args = ["--scale", "small", "--only", "policy", "--merge", "--out", str(out)]
+    subprocess.run(
+        [sys.executable, "-m", "bench", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=True,
+    )
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert list(data["figures"]) == ["relay_rate", "policy_rate"]
+    assert data["figures"]["relay_rate"] == kept
+    policy = data["figures"]["policy_rate"]
+    assert policy["title"] != "P" and policy["measured"]["scale"] == "small"
+    assert policy["value"] > 0 and policy["measured"]["date"] == data["machine"]["date"]
 
 
 def test_bench_rejects_a_figure_without_a_number(monkeypatch: pytest.MonkeyPatch) -> None:

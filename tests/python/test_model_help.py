@@ -14,7 +14,8 @@ import pytest
 from pydantic import ValidationError
 
 from agent_rig import make_project, running_rig
-from agent_shell_bridge.config import BridgeConfig, ModelConfig
+from agent_shell_bridge.config import BridgeConfig
+from agent_shell_bridge.wire import ModelConfig
 
 
 @pytest.fixture

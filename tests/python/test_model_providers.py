@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agent_shell_bridge.config import BridgeConfig, ModelConfig, echo_setting
+from agent_shell_bridge.config import BridgeConfig, echo_setting
 from agent_shell_bridge.errors import ModelHTTPError
 from agent_shell_bridge.model.assemble import CompletionAssembler, reasoning_text
 from agent_shell_bridge.model.mock_script import MockScript
@@ -28,6 +28,7 @@ from agent_shell_bridge.model.types import (
     RefusalDelta,
     ToolCall,
 )
+from agent_shell_bridge.wire import ModelConfig
 
 THOUGHT = "先读文件再改。"
 CALL = ToolCall(id="call_1", name="read_file", arguments='{"path": "a.py"}')

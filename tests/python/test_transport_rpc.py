@@ -16,9 +16,10 @@ import pytest
 from agent_shell_bridge.config import BridgeConfig
 from agent_shell_bridge.errors import SessionBusy
 from agent_shell_bridge.methods import core
-from agent_shell_bridge.rpc import Dispatcher, Params, parse_message
+from agent_shell_bridge.rpc import Dispatcher, parse_message
 from agent_shell_bridge.runtime import Runtime
 from agent_shell_bridge.server import ServerSettings, create_app
+from agent_shell_bridge.wire import Params
 from conftest import BridgeClient
 
 
@@ -280,6 +281,10 @@ async def test_response_to_unknown_id_gets_202(
 # ---------------------------------------------------------- internal errors
 
 
+class _Echo(Params):
+    text: str
+
+
 class _Empty(Params):
     pass
 
@@ -312,6 +317,58 @@ async def test_internal_error_is_32603_without_details() -> None:
         assert reply["error"] == {"code": -32002, "message": "会话忙", "data": {"sessionId": "s1"}}
         response = await post(client, {"jsonrpc": "2.0", "method": "test/boom"})
         assert (response.status_code, response.content) == (202, b"")
+    await rt.aclose()
+
+
+async def test_a_lazy_area_loads_with_its_first_call_once_and_is_listed_before() -> None:
+    """Declared names are listed and served; the area's loader runs once, on first use."""
+    loads: list[str] = []
+
+    def load_echo(d: Dispatcher[Runtime]) -> None:
+        loads.append("echo")
+
+        @d.method("test/echo", _Echo)
+        async def echo(rt: Runtime, p: _Echo) -> str:
+            return p.text
+
+        @d.method("test/echo2", _Echo)
+        async def echo2(rt: Runtime, p: _Echo) -> str:
+            return p.text * 2
+
+    def load_broken(d: Dispatcher[Runtime]) -> None:
+        loads.append("broken")  # declares test/gone but never registers it
+
+    dispatcher: Dispatcher[Runtime] = Dispatcher()
+    core.register(dispatcher)  # ping: the helpers check the server still answers
+    dispatcher.lazy(["test/echo", "test/echo2"], load_echo)
+    dispatcher.lazy(["test/gone"], load_broken)
+    with pytest.raises(ValueError, match="twice"):
+        dispatcher.lazy(["test/echo"], load_echo)
+    ours = lambda: [n for n in dispatcher.names if n.startswith("test/")]  # noqa: E731
+    assert ours() == ["test/echo", "test/echo2", "test/gone"]
+    assert loads == []
+    rt = Runtime(config=BridgeConfig(), dispatcher=dispatcher)
+    settings = ServerSettings(token="t" * 32, port=40_000)
+    async with BridgeClient(
+        transport=httpx.ASGITransport(app=create_app(settings, rt)),
+        base_url="http://127.0.0.1:40000",
+        headers={"Authorization": "Bearer " + "t" * 32},
+    ) as client:
+        reply = await error_of(
+            client, {"jsonrpc": "2.0", "id": 1, "method": "test/echo", "params": {"text": 3}}
+        )
+        assert reply["error"]["code"] == -32602  # validated by the model the loader brought
+        for rid, method, want in ((2, "test/echo", "中文"), (3, "test/echo2", "中文中文")):
+            body = {"jsonrpc": "2.0", "id": rid, "method": method, "params": {"text": "中文"}}
+            response = await post(client, body)
+            assert response.json()["result"] == want
+        assert loads == ["echo"]
+        reply = await error_of(client, {"jsonrpc": "2.0", "id": 4, "method": "test/gone"})
+        assert reply["error"]["code"] == -32601
+        reply = await error_of(client, {"jsonrpc": "2.0", "id": 5, "method": "test/gone"})
+        assert reply["error"]["code"] == -32601
+        assert loads == ["echo", "broken"]
+    assert ours() == ["test/echo", "test/echo2"]
     await rt.aclose()
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from ..errors import MemoryError_
 from .files import atomic_create_bytes
 from .frontmatter import render_list, render_scalar, split_front_matter
+from .hit import clamp_text
 
 __all__ = [
     "MAX_SUMMARY",
@@ -72,14 +73,6 @@ class Experience:
     key_decisions: str = ""
     pitfalls: str = ""
     open_issues: str = ""
-
-
-def clamp_text(text: str, limit: int) -> str:
-    """Collapse whitespace to single spaces and cut to ``limit`` characters with ``…``."""
-    flat = " ".join(text.split())
-    if len(flat) <= limit:
-        return flat
-    return flat[: max(limit - 1, 0)].rstrip() + "…"
 
 
 def _strip_blank_edges(lines: list[str]) -> str:

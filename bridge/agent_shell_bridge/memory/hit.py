@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["MemoryHit"]
+__all__ = ["MemoryHit", "clamp_text"]
 
 
-@dataclass
-class MemoryHit:
-    """One search result; ``path`` is absolute, ``score`` higher is better."""
+class MemoryHit(NamedTuple):
+    """One search result; ``path`` is absolute, ``score`` higher is better.
+
+    A named tuple rather than a dataclass: the one-shot search imports nothing more.
+    """
 
     path: str
     title: str
@@ -21,4 +22,12 @@ class MemoryHit:
     task_type: str
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return self._asdict()
+
+
+def clamp_text(text: str, limit: int) -> str:
+    """Collapse whitespace to single spaces and cut to ``limit`` characters with ``…``."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    return flat[: max(limit - 1, 0)].rstrip() + "…"

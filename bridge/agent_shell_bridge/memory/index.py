@@ -5,9 +5,10 @@ The files are the truth; this index is a cache that can be thrown away.  It live
 its ``roots`` table and in ``memory_dir/roots.json`` (written atomically), so that a
 missing or damaged database is rebuilt from the files without losing anything.
 
-Search never scans the table: terms of three or more characters are matched in the
-trigram FTS5 index, shorter ones (two-character Chinese words, "go") in the
-short-term FTS5 index, symbols through the indexed ``experience_symbols`` table.
+Search (:mod:`.search`) never scans the table: terms of three or more characters are
+matched in the trigram FTS5 index, shorter ones (two-character Chinese words, "go")
+in the short-term FTS5 index, symbols through the indexed ``experience_symbols``
+table.
 
 Everything here is synchronous and serialised by a lock; async callers wrap calls in
 ``asyncio.to_thread``. sqlite-utils (for bulk writes) is loaded only when writing.
@@ -34,20 +35,17 @@ from .files import atomic_write_bytes
 from .frontmatter import body_after_front_matter
 from .hit import MemoryHit
 from .migrations import apply_migrations
-from .query import QueryPlan, fts_string, plan_query, short_grams
-from .ranking import score_candidates
+from .query import QueryPlan, short_grams
+from .search import DB_NAME, find, normalise
 
 __all__ = ["MemoryHit", "MemoryIndex", "SyncStats"]
 
 log = logging.getLogger(__name__)
 
-DB_NAME = "index.sqlite3"
 ROOTS_NAME = "roots.json"
 MAX_FILE_BYTES = 1 << 20  # an experience is a page of notes; skip anything huge
 RACY_WINDOW_NS = 2_000_000_000  # re-hash files modified this close to their indexing
-CANDIDATES = 200
 _SEARCHED = ("title", "tags", "symbols", "summary", "body")
-_BM25 = "bm25(experiences_fts, 4.0, 3.0, 3.0, 2.0, 1.0)"
 _DATE_PREFIX = re.compile(r"^(\d{4}-\d{2}-\d{2})--(.*)$")
 
 T = TypeVar("T")
@@ -398,76 +396,13 @@ class MemoryIndex:
 
         Any text is accepted; FTS syntax in it is treated as plain words.
         """
-        plan = plan_query(query if isinstance(query, str) else "")
-        syms = [s for s in dict.fromkeys(str(s).strip() for s in symbols) if s][:16]
-        limit = max(1, min(int(limit), 100))
-        return self._guard(lambda: self._search(plan, project, syms, limit))
+        plan, syms, n = normalise(query, symbols, limit)
+        return self._guard(lambda: self._search(plan, project, syms, n))
 
     def _search(
         self, plan: QueryPlan, project: str | None, symbols: list[str], limit: int
     ) -> list[MemoryHit]:
-        conn = self._open()
-        bm25: dict[int, float] = {}
-        ids: set[int] = set()
-        proj = project or ""
-        # One MATCH per table returns every matching row with its rank (cheaper than
-        # ORDER BY ... LIMIT twice, once per scope); the best rows overall and the
-        # best of the current project become candidates.
-        mine: set[int] | None = None
-
-        def best(rows: list[tuple[int, float]], n: int) -> list[tuple[int, float]]:
-            nonlocal mine
-            rows.sort(key=lambda r: r[1])
-            if not project or len(rows) <= n:
-                return rows[:n]
-            if mine is None:  # the project's rows, through the project index
-                sql = "SELECT id FROM experiences WHERE project = ?"
-                mine = {r[0] for r in conn.execute(sql, (project,))}
-            return rows[:n] + [r for r in rows[n:] if r[0] in mine][:n]
-
-        if plan.fts_terms:
-            match = " OR ".join(fts_string(t) for t in plan.fts_terms)
-            rows = conn.execute(
-                f"SELECT rowid, {_BM25} FROM experiences_fts "  # noqa: S608 - fixed text only
-                "WHERE experiences_fts MATCH ?",
-                (match,),
-            ).fetchall()
-            for rid, rank in best(rows, CANDIDATES):
-                bm25[rid] = -float(rank)
-                ids.add(rid)
-        if plan.like_terms:
-            # BM25 over one-token-per-term rows ranks rows holding more (and rarer)
-            # short terms first, so a common one ("go") cannot crowd the rows
-            # matching all of them out of the limit.
-            match = " OR ".join(fts_string(t) for t in plan.like_terms)
-            rows = conn.execute(
-                "SELECT rowid, rank FROM experiences_short WHERE experiences_short MATCH ?",
-                (match,),
-            ).fetchall()
-            ids.update(rid for rid, _ in best(rows, CANDIDATES * 2))
-        if symbols:
-            folded = [s.casefold() for s in symbols]
-            marks = ",".join("?" * len(folded))
-            ids.update(
-                r[0]
-                for r in conn.execute(
-                    "SELECT s.experience_id FROM experience_symbols s "  # noqa: S608 - marks only
-                    f"JOIN experiences e ON e.id = s.experience_id WHERE s.symbol IN ({marks}) "
-                    "ORDER BY e.project = ? DESC, e.date DESC LIMIT ?",
-                    (*folded, proj, CANDIDATES),
-                )
-            )
-        if plan.empty and not symbols:
-            ids.update(
-                r[0]
-                for r in conn.execute(
-                    "SELECT id FROM experiences ORDER BY project = ? DESC, date DESC LIMIT ?",
-                    (proj, limit * 4),
-                )
-            )
-        if not ids:
-            return []
-        return score_candidates(conn, plan, ids, bm25, project, symbols, limit)
+        return find(self._open(), plan, project, symbols, limit)
 
     def count(self) -> int:
         """How many experience files are indexed."""

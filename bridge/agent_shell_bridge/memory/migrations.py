@@ -8,14 +8,11 @@ identical).  Append migrations, never edit an applied one: migration *n* moves
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 
 from ..errors import MemoryError_
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "apply_migrations", "schema_sql"]
-
-log = logging.getLogger(__name__)
 
 _M0001 = """\
 -- Known project roots, so a rebuild can find every experience file again.
@@ -131,7 +128,9 @@ def apply_migrations(conn: sqlite3.Connection) -> int:
             # Another process may have migrated while we waited for the write lock.
             (now,) = conn.execute("PRAGMA user_version").fetchone()
             if now < n:
-                log.info("memory index: applying migration %d", n)
+                import logging  # only when migrating: a read of a current index never is
+
+                logging.getLogger(__name__).info("memory index: applying migration %d", n)
                 for statement in _statements(MIGRATIONS[n - 1]):
                     conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {n}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["QueryPlan", "fts_string", "like_pattern", "plan_query", "short_grams"]
 
@@ -27,8 +27,7 @@ MAX_QUERY_CHARS = 2000
 MAX_TERMS = 24
 
 
-@dataclass(frozen=True, slots=True)
-class QueryPlan:
+class QueryPlan(NamedTuple):
     """What to look for: ``units`` score coverage; the rest select candidates."""
 
     units: tuple[str, ...]  # lower-cased terms whose presence is scored

@@ -14,8 +14,7 @@ import re
 import sqlite3
 from collections.abc import Callable
 
-from .experience import clamp_text
-from .hit import MemoryHit
+from .hit import MemoryHit, clamp_text
 from .query import QueryPlan
 
 __all__ = ["score_candidates"]

@@ -1,14 +1,53 @@
-"""JSON-RPC method handlers, one module per area, assembled by ``build_dispatcher``."""
+"""JSON-RPC method handlers, one module per area, assembled by ``build_dispatcher``.
+
+The bridge starts without importing them: :data:`AREAS` names each area's methods,
+and an area's module (its pydantic models, the agent loop behind ``session/*``, the
+HTTP client behind ``initialize``) is imported by the first call of one of its
+methods. A test keeps :data:`AREAS` equal to what the modules register.
+"""
 
 from __future__ import annotations
 
+import importlib
 import os
+from collections.abc import Callable
 
 from ..rpc import Dispatcher
 from ..runtime import Runtime
-from . import commands, core, debug, mcp, memory, roles, sandbox, session, undo
 
-__all__ = ["build_dispatcher"]
+__all__ = ["AREAS", "DEBUG_AREA", "build_dispatcher"]
+
+# Module (under this package) → the methods its ``register`` adds.
+AREAS: dict[str, tuple[str, ...]] = {
+    "core": ("initialize", "ping", "shutdown"),
+    "session": (
+        "session/cancel",
+        "session/grants",
+        "session/list",
+        "session/new",
+        "session/prompt",
+        "session/resume",
+        "session/revoke_grant",
+        "session/set_mode",
+    ),
+    "undo": ("session/undo_turn_done",),
+    "memory": ("memory/save", "memory/search", "policy/check", "policy/trust_allowlist"),
+    "commands": ("commands/list",),
+    "sandbox": ("policy/trust_config",),
+    "mcp": ("mcp/trust",),
+    "roles": ("roles/trust",),
+}
+DEBUG_AREA: tuple[str, tuple[str, ...]] = (
+    "debug",
+    ("debug/client_request", "debug/drop_streams", "debug/emit"),
+)
+
+
+def _loader(area: str) -> Callable[[Dispatcher[Runtime]], None]:
+    def load(dispatcher: Dispatcher[Runtime]) -> None:
+        importlib.import_module(f"{__name__}.{area}").register(dispatcher)
+
+    return load
 
 
 def build_dispatcher(*, debug_methods: bool | None = None) -> Dispatcher[Runtime]:
@@ -16,8 +55,7 @@ def build_dispatcher(*, debug_methods: bool | None = None) -> Dispatcher[Runtime
     if debug_methods is None:
         debug_methods = os.environ.get("AGENT_SHELL_BRIDGE_DEBUG") == "1"
     dispatcher: Dispatcher[Runtime] = Dispatcher()
-    for module in (core, session, undo, memory, commands, sandbox, mcp, roles):
-        module.register(dispatcher)
-    if debug_methods:
-        debug.register(dispatcher)
+    areas = [*AREAS.items(), *([DEBUG_AREA] if debug_methods else [])]
+    for area, names in areas:
+        dispatcher.lazy(names, _loader(area))
     return dispatcher

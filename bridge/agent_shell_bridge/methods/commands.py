@@ -7,8 +7,9 @@ from typing import Any
 
 from ..instructions import user_config_dir
 from ..prompt_commands import CommandFileError, discover_commands, parse_command_file
-from ..rpc import Dispatcher, Params
+from ..rpc import Dispatcher
 from ..runtime import Runtime
+from ..wire import Params
 from .session import project_root
 
 __all__ = ["register"]

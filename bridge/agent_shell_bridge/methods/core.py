@@ -10,10 +10,10 @@ import httpx
 from pydantic import Field, field_validator
 
 from .. import __version__
-from ..config import ModelConfig
-from ..rpc import Dispatcher, Params
+from ..rpc import Dispatcher
 from ..runtime import Runtime
 from ..tools.catalogue import CATALOGUE
+from ..wire import ModelConfig, Params
 
 PROTOCOL_VERSION = 1
 

@@ -10,9 +10,10 @@ from typing import Any
 
 from pydantic import Field
 
-from ..rpc import Dispatcher, Params
+from ..rpc import Dispatcher
 from ..runtime import Runtime
 from ..types import JSONObject
+from ..wire import Params
 
 
 class EmitParams(Params):

@@ -9,8 +9,9 @@ from pydantic import Field
 
 from ..mcp.config import from_claude_json
 from ..project_files import reviewed_bytes
-from ..rpc import Dispatcher, Params
+from ..rpc import Dispatcher
 from ..runtime import Runtime
+from ..wire import Params
 from .session import project_root
 
 

@@ -10,8 +10,9 @@ from pydantic import Field
 from ..errors import InvalidParams, MemoryError_
 from ..memory.experience import parse_experience
 from ..project_files import reviewed_bytes
-from ..rpc import Dispatcher, Params
+from ..rpc import Dispatcher
 from ..runtime import Runtime
+from ..wire import Params
 from .session import project_root, session_of
 
 

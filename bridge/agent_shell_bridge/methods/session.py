@@ -12,14 +12,15 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, field_validator
 
 from ..agent.roles import RoleConfig, merge_roles
-from ..config import BridgeConfig, ModelConfig
+from ..config import BridgeConfig
 from ..errors import InvalidParams, RootNotAllowed, SessionNotFound
 from ..instructions import user_config_dir
 from ..mcp.config import ServerPolicy, WireServer, from_wire
-from ..rpc import Dispatcher, Params
+from ..rpc import Dispatcher
 from ..runtime import Runtime
 from ..session import SessionState, SessionStore, new_session_id
 from ..tools.catalogue import CATALOGUE
+from ..wire import ModelConfig, Params
 
 if TYPE_CHECKING:
     from ..agent.live import LiveSession

@@ -10,8 +10,9 @@ from typing import Any
 
 from pydantic import Field
 
-from ..rpc import Dispatcher, Params
+from ..rpc import Dispatcher
 from ..runtime import Runtime
+from ..wire import Params
 from .session import session_of
 
 __all__ = ["register"]
