@@ -348,18 +348,15 @@ class ProcessRunner:
         if generation != self._generation:
             self._killed.add(pgid)
             _signal_group(pgid, signal.SIGKILL)
-        pump.start()
         try:
+            pump.start()
             try:
                 await asyncio.wait_for(self._wait(proc, pgid, pump, run_id), timeout_s)
             except TimeoutError:
                 timed_out = True
                 await self._terminate(proc, pgid, pump)
-        except asyncio.CancelledError:
-            await asyncio.shield(self._terminate(proc, pgid, pump))
-            await asyncio.shield(self._release(pgid, pump, quiet=True))
-            raise
         except BaseException:
+            await asyncio.shield(self._terminate(proc, pgid, pump))
             await asyncio.shield(self._release(pgid, pump, quiet=True))
             raise
         await self._release(pgid, pump)
@@ -367,10 +364,16 @@ class ProcessRunner:
         self._killed.discard(pgid)
         out, err = pump.stdout, pump.stderr
         omitted = out.omitted + err.omitted
+        stderr = err.render()
+        if pump.log_error is not None:
+            logger.warning("command log %s cut short: %s", log_path, pump.log_error)
+            note = f"[... the full output could not be saved ({pump.log_error.strerror}); "
+            note += "its log holds only the start ...]"
+            stderr = f"{stderr}\n{note}" if stderr else note
         return ProcessResult(
             exit_code=None if (timed_out or cancelled) else proc.returncode,
             stdout=out.render(),
-            stderr=err.render(),
+            stderr=stderr,
             duration_ms=int((time.monotonic() - started) * 1000),
             truncated=bool(omitted) or out.long_lines or err.long_lines,
             timed_out=timed_out,
@@ -438,6 +441,8 @@ class ProcessRunner:
         """Read what the ended group left in the pipes, then stop reading: a process
         nothing could find (one that cleared its environment and left the group) may
         still hold them open."""
-        await asyncio.wait(pump.readers, timeout=_TERM_GRACE_S)
+        if pump.readers:
+            await asyncio.wait(pump.readers, timeout=_TERM_GRACE_S)
         pump.stop()
-        await asyncio.wait(pump.readers)
+        if pump.readers:
+            await asyncio.wait(pump.readers)

@@ -279,7 +279,8 @@ class OutputPump:
     :meth:`start` (which closes the parent's copies of those ends). After ``start``
     the threads own the pipes and the log file and close them when they end; they
     end at end of file on both pipes, or soon after :meth:`stop`. :meth:`finish`
-    waits for that and raises the log's write error, if any. Before ``start``,
+    waits for that. A log that cannot be written stops being written while the
+    pipes are still drained and captured (:attr:`log_error`). Before ``start``,
     :meth:`close` releases everything.
     """
 
@@ -322,18 +323,21 @@ class OutputPump:
         with contextlib.suppress(OSError):
             os.close(self._log_fd)
 
-    def start(self) -> list[asyncio.Future[None]]:
-        """Close the child's ends here and start the threads; futures for the readers."""
+    def start(self) -> None:
+        """Close the child's ends here and start the threads (:attr:`readers`)."""
         loop = asyncio.get_running_loop()
         for fd in self.child_fds:
+            self._fds.remove(fd)
             os.close(fd)
+        self._writer = self._thread(loop, self._write, "log")  # if it fails: close()
         self._started = True
-        self._writer = self._thread(loop, self._write, "log")
-        self.readers = [
-            self._thread(loop, functools.partial(self._read, reader), name)
-            for reader, name in zip(self._readers, ("stdout", "stderr"), strict=True)
-        ]
-        return self.readers
+        for reader, name in zip(self._readers, ("stdout", "stderr"), strict=True):
+            try:
+                self.readers.append(self._thread(loop, functools.partial(self._read, reader), name))
+            except BaseException:
+                os.close(reader.fd)
+                self._pieces.put(None)  # the writer counts it as ended
+                raise
 
     @staticmethod
     def _thread(
@@ -364,22 +368,27 @@ class OutputPump:
     def stop(self) -> None:
         """Make the readers stop soon, even if something still holds the pipes open."""
         self._stopping.set()
-        if self._stop_w >= 0:
-            with contextlib.suppress(OSError):
-                os.close(self._stop_w)
-            self._stop_w = -1
+        if self._stop_w in self._fds:
+            self._fds.remove(self._stop_w)
+            os.close(self._stop_w)
 
     async def finish(self) -> None:
-        """Wait for every thread; raise the error that stopped the log, if any."""
+        """Wait for every thread; raise what stopped a reader (see :attr:`log_error`)."""
+        self.stop()
+        if not self._started:
+            self.close()
+            return
         if self.readers:
             await asyncio.wait(self.readers)
         if self._writer is not None:
             await self._writer
-        self.stop()
         for reader in self.readers:
             reader.result()
-        if self._write_error is not None:
-            raise self._write_error
+
+    @property
+    def log_error(self) -> OSError | None:
+        """What stopped the log file early (a full disk, say); the capture went on."""
+        return self._write_error
 
     def _read(self, reader: _Reader) -> None:
         poll = select.poll()
@@ -415,7 +424,7 @@ class OutputPump:
                 if self._write_error is None:
                     try:
                         self._write_all(memoryview(buf)[:n])
-                    except OSError as exc:  # keep draining the pipes; raised by finish
+                    except OSError as exc:  # keep draining the pipes and capturing
                         self._write_error = exc
                 reader.free.put(buf)
         finally:

@@ -368,3 +368,41 @@ async def test_a_detached_holder_of_the_pipes_does_not_hold_the_call(
         if pid is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+_FULL_DISK_CHILD = """
+import asyncio, json, resource, sys
+from pathlib import Path
+from agent_shell_bridge.execution import ProcessRunner
+
+async def main(work):
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))  # the log's "disk"
+    runner = ProcessRunner(Path(work) / "logs")
+    command = "for i in $(seq 1 120000); do echo \\"line $i 中文\\"; done; echo 完"
+    result = await runner.run_shell(command, cwd=Path(work), timeout_s=120)
+    print(json.dumps({
+        "exit_code": result.exit_code,
+        "stdout": result.stdout,
+        "stderr": result.stderr,
+        "log_bytes": result.log_path.stat().st_size,
+    }))
+
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+async def test_a_log_that_cannot_be_written_loses_nothing_else(tmp_path: Path) -> None:
+    """The log stops at a file-size limit (as at a full disk): the command still runs
+    to its end, its head and tail are all there, and the cut log is named."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _FULL_DISK_CHILD, str(tmp_path), stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await proc.communicate()
+    assert proc.returncode == 0
+    report = json.loads(out)
+    assert report["exit_code"] == 0
+    kept = report["stdout"].split("\n")
+    assert kept[0] == "line 1 中文" and kept[-1] == "完" and kept[-2] == "line 120000 中文"
+    assert kept[200] == "[... 119701 lines omitted ...]"
+    assert report["log_bytes"] <= 1 << 20
+    assert report["stderr"].startswith("[... the full output could not be saved (File too large)")
