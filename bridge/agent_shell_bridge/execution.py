@@ -4,8 +4,8 @@ Every child starts in a new session (so its whole process group can be killed on
 timeout, cancel or shutdown), reads stdin from ``/dev/null``, runs under CPU-time,
 file-size and process-count limits, and sees an environment without keys, tokens or
 passwords. Its output is streamed byte-for-byte to a log file while only the first
-200 and last 100 lines of each stream stay in memory, so a command printing a
-gigabyte costs disk, not RAM.
+200 and last 100 lines of each stream stay in memory (:mod:`.execution_capture`,
+off the event loop), so a command printing a gigabyte costs disk, not RAM.
 
 Nothing outlives the bridge, even when it is killed with SIGKILL: every child asks
 the kernel for SIGKILL when the bridge dies (``PR_SET_PDEATHSIG``); a shell command
@@ -385,8 +385,8 @@ class ProcessRunner:
     async def _release(self, pgid: int, pump: OutputPump, *, quiet: bool = False) -> None:
         """Forget the group and wait for the pump: the log then holds every byte read.
 
-        Raises what stopped a reader or the log unless ``quiet`` (another error is
-        already on its way).
+        Raises what stopped a reader unless ``quiet`` (another error is already on
+        its way); a log that could not be written is reported in the result instead.
         """
         self._groups.pop(pgid, None)
         self._marks.pop(pgid, None)
