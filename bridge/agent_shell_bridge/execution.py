@@ -4,8 +4,8 @@ Every child starts in a new session (so its whole process group can be killed on
 timeout, cancel or shutdown), reads stdin from ``/dev/null``, runs under CPU-time,
 file-size and process-count limits, and sees an environment without keys, tokens or
 passwords. Its output is streamed byte-for-byte to a log file while only the first
-200 and last 100 lines of each stream stay in memory, so a command printing a
-gigabyte costs disk, not RAM.
+200 and last 100 lines of each stream stay in memory (:mod:`.execution_capture`,
+off the event loop), so a command printing a gigabyte costs disk, not RAM.
 
 Nothing outlives the bridge, even when it is killed with SIGKILL: every child asks
 the kernel for SIGKILL when the bridge dies (``PR_SET_PDEATHSIG``); a shell command
@@ -17,10 +17,8 @@ command's descendants too, which the kernel's signal alone would leave behind.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import ctypes
-import fcntl
 import logging
 import os
 import re
@@ -30,10 +28,11 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import Literal
 
+from .execution_capture import OutputPump
 from .limits import HEAD_LINES, TAIL_LINES
 from .sandbox import SandboxSpec
 
@@ -50,9 +49,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_MAX_LINE_CHARS = 4000
-_CHUNK = 1 << 20
-_FLUSH_BYTES = 1 << 20
 _TERM_GRACE_S = 2.0
 _DRAIN_AFTER_EXIT_S = 1.0
 _SECRET_NAME_RE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
@@ -111,125 +107,6 @@ def scrubbed_environment(base: Mapping[str, str], secrets: Sequence[str]) -> dic
         for name, value in base.items()
         if not _SECRET_NAME_RE.search(name) and not any(s in value for s in known)
     }
-
-
-# The newest bytes kept for the tail: room for TAIL_LINES lines of the longest
-# length shown (4 bytes a character at most), so the tail is always complete.
-_TAIL_WINDOW = TAIL_LINES * (_MAX_LINE_CHARS * 4 + 1)
-_LINE_BYTES = _MAX_LINE_CHARS * 4
-
-
-def _cut(line: str) -> tuple[str, bool]:
-    if len(line) > _MAX_LINE_CHARS:
-        return line[:_MAX_LINE_CHARS] + " [... line cut ...]", True
-    return line, False
-
-
-@dataclass
-class _StreamCapture:
-    """Keeps the head and tail lines of one stream, decoding only what it keeps.
-
-    The head is taken line by line until it is full; after that the stream is only
-    counted (newlines, in bytes) and its newest bytes kept in a bounded window, which
-    is decoded once, when the result is rendered. A gigabyte of output costs a
-    newline count and a copy into the window per read, nothing per line.
-    """
-
-    head: list[str] = field(default_factory=list)
-    line: bytearray = field(default_factory=bytearray)  # the head's unfinished line
-    line_cut: bool = False
-    # The newest reads after the head, kept as they came (no copy), about a window.
-    tail: collections.deque[bytes] = field(default_factory=collections.deque)
-    tail_bytes: int = 0
-    tail_trimmed: bool = False
-    tail_newlines: int = 0
-    long_lines: bool = False
-    _rendered: tuple[list[str], int] | None = None
-
-    def feed(self, data: bytes, final: bool = False) -> None:
-        view = memoryview(data)
-        while view and len(self.head) < HEAD_LINES:
-            nl = data.find(b"\n", len(data) - len(view))
-            if nl < 0:
-                self._grow(view)
-                view = view[len(view) :]
-                break
-            start = len(data) - len(view)
-            self._grow(view[: nl - start])
-            self._head_line()
-            view = view[nl - start + 1 :]
-        if view:
-            self.tail_newlines += data.count(b"\n", len(data) - len(view))
-            piece = data if len(view) == len(data) else bytes(view)
-            self.tail.append(piece)
-            self.tail_bytes += len(piece)
-            while self.tail_bytes - len(self.tail[0]) >= _TAIL_WINDOW:
-                self.tail_bytes -= len(self.tail.popleft())
-                self.tail_trimmed = True
-        if final and self.line and len(self.head) < HEAD_LINES:
-            self._head_line()
-
-    def _grow(self, piece: memoryview) -> None:
-        room = _LINE_BYTES - len(self.line)
-        if len(piece) > room:
-            self.line_cut = True
-            piece = piece[: max(room, 0)]
-        self.line += piece
-
-    def _head_line(self) -> None:
-        text, cut = _cut(self.line.decode("utf-8", errors="replace"))
-        self.long_lines = self.long_lines or cut
-        self.head.append(text)
-        self.line.clear()
-        self.line_cut = False
-
-    def _tail(self) -> tuple[list[str], int]:
-        """The tail lines to show, and how many lines came after the head in all."""
-        if self._rendered is None:
-            text = b"".join(self.tail).decode("utf-8", errors="replace")
-            parts = text.split("\n")
-            ends_open = bool(parts[-1])
-            if not ends_open:
-                parts.pop()
-            if self.tail_trimmed and parts:
-                parts.pop(0)  # the window starts inside a line
-            shown = []
-            for part in parts[-TAIL_LINES:]:
-                line, cut = _cut(part)
-                self.long_lines = self.long_lines or cut
-                shown.append(line)
-            self._rendered = (shown, self.tail_newlines + (1 if ends_open else 0))
-        return self._rendered
-
-    @property
-    def omitted(self) -> int:
-        shown, total = self._tail()
-        return max(0, total - len(shown))
-
-    def render(self) -> str:
-        shown, _ = self._tail()
-        parts = list(self.head)
-        if self.omitted:
-            parts.append(f"[... {self.omitted} lines omitted ...]")
-        parts.extend(shown)
-        return "\n".join(parts)
-
-
-_F_SETPIPE_SZ = 1031  # Linux: a pipe's buffer size
-_PIPE_BYTES = 1 << 20
-
-
-def _widen_pipes(proc: asyncio.subprocess.Process) -> None:
-    """Give the output pipes 1 MiB instead of 64 KiB: a loud command then needs a
-    sixteenth of the reads. Best effort; without the call the pipes work as before."""
-    transport = getattr(proc, "_transport", None)
-    for fd_number in (1, 2):
-        pipe = transport.get_pipe_transport(fd_number) if transport is not None else None
-        handle = pipe.get_extra_info("pipe") if pipe is not None else None
-        if handle is None:
-            continue
-        with contextlib.suppress(OSError, ValueError):  # ValueError: already closed
-            fcntl.fcntl(handle.fileno(), _F_SETPIPE_SZ, _PIPE_BYTES)
 
 
 _PR_SET_PDEATHSIG = 1
@@ -431,11 +308,11 @@ class ProcessRunner:
         stamp = time.strftime("%Y%m%dT%H%M%S")
         log_path = self._log_dir / f"{stamp}-{uuid.uuid4().hex[:12]}.log"
         # Opened on the loop, not in a thread: a cancel arriving during a threaded
-        # open would leak the file object the thread goes on to create.
-        log: BinaryIO = log_path.open("wb")
+        # open would leak the descriptor the thread goes on to create. The pump owns
+        # it from here on and closes it.
+        pump = OutputPump(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC))
         started = time.monotonic()
         generation = self._generation
-        out, err = _StreamCapture(), _StreamCapture()
         timed_out = False
         # Spawning is shielded: cancelling inside create_subprocess_exec would make
         # asyncio wait for pipes that the new group's other members keep open.
@@ -444,14 +321,15 @@ class ProcessRunner:
         # Descendants inherit this mark even when they leave the process group (setsid),
         # so a kill can still find them.
         env[_RUN_MARK] = run_id
+        stdout_fd, stderr_fd = pump.child_fds
         spawn = asyncio.ensure_future(
             asyncio.create_subprocess_exec(
                 *argv,
                 cwd=str(cwd),
                 env=env,
                 stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
+                stdout=stdout_fd,
+                stderr=stderr_fd,
                 start_new_session=True,
                 preexec_fn=_limits_preexec(self._limits),
             )
@@ -459,10 +337,10 @@ class ProcessRunner:
         try:
             proc = await asyncio.shield(spawn)
         except asyncio.CancelledError:
-            await asyncio.shield(self._abandon(spawn, log))
+            await asyncio.shield(self._abandon(spawn, pump))
             raise
         except BaseException:
-            await asyncio.to_thread(log.close)
+            pump.close()
             raise
         pgid = proc.pid
         self._groups[pgid] = proc
@@ -470,37 +348,32 @@ class ProcessRunner:
         if generation != self._generation:
             self._killed.add(pgid)
             _signal_group(pgid, signal.SIGKILL)
-        lock = asyncio.Lock()
-        assert proc.stdout is not None and proc.stderr is not None
-        _widen_pipes(proc)
-        readers = [
-            asyncio.create_task(self._pump(proc.stdout, out, log, lock)),
-            asyncio.create_task(self._pump(proc.stderr, err, log, lock)),
-        ]
         try:
+            pump.start()
             try:
-                await asyncio.wait_for(self._wait(proc, pgid, readers, run_id), timeout_s)
+                await asyncio.wait_for(self._wait(proc, pgid, pump, run_id), timeout_s)
             except TimeoutError:
                 timed_out = True
-                await self._terminate(proc, pgid, readers)
-        except asyncio.CancelledError:
-            await asyncio.shield(self._terminate(proc, pgid, readers))
-            await asyncio.shield(asyncio.to_thread(log.close))
-            self._groups.pop(pgid, None)
-            self._marks.pop(pgid, None)
+                await self._terminate(proc, pgid, pump)
+        except BaseException:
+            await asyncio.shield(self._terminate(proc, pgid, pump))
+            await asyncio.shield(self._release(pgid, pump, quiet=True))
             raise
-        finally:
-            if not log.closed:
-                await asyncio.to_thread(log.close)
-        self._groups.pop(pgid, None)
-        self._marks.pop(pgid, None)
+        await self._release(pgid, pump)
         cancelled = pgid in self._killed
         self._killed.discard(pgid)
+        out, err = pump.stdout, pump.stderr
         omitted = out.omitted + err.omitted
+        stderr = err.render()
+        if pump.log_error is not None:
+            logger.warning("command log %s cut short: %s", log_path, pump.log_error)
+            note = f"[... the full output could not be saved ({pump.log_error.strerror}); "
+            note += "its log holds only the start ...]"
+            stderr = f"{stderr}\n{note}" if stderr else note
         return ProcessResult(
             exit_code=None if (timed_out or cancelled) else proc.returncode,
             stdout=out.render(),
-            stderr=err.render(),
+            stderr=stderr,
             duration_ms=int((time.monotonic() - started) * 1000),
             truncated=bool(omitted) or out.long_lines or err.long_lines,
             timed_out=timed_out,
@@ -509,42 +382,51 @@ class ProcessRunner:
             log_path=log_path,
         )
 
-    async def _abandon(
-        self, spawn: asyncio.Future[asyncio.subprocess.Process], log: BinaryIO
-    ) -> None:
+    async def _release(self, pgid: int, pump: OutputPump, *, quiet: bool = False) -> None:
+        """Forget the group and wait for the pump: the log then holds every byte read.
+
+        Raises what stopped a reader unless ``quiet`` (another error is already on
+        its way); a log that could not be written is reported in the result instead.
+        """
+        self._groups.pop(pgid, None)
+        self._marks.pop(pgid, None)
+        pump.stop()
+        try:
+            await pump.finish()
+        except Exception:
+            if not quiet:
+                raise
+            logger.exception("output capture failed")
+
+    @staticmethod
+    async def _abandon(spawn: asyncio.Future[asyncio.subprocess.Process], pump: OutputPump) -> None:
         """Kill a child whose start was cancelled, once it has started."""
         try:
             proc = await spawn
         except Exception:
             proc = None
+        pump.close()
         if proc is not None:
             _signal_group(proc.pid, signal.SIGKILL)
             await proc.wait()
-        await asyncio.to_thread(log.close)
 
     async def _wait(
-        self,
-        proc: asyncio.subprocess.Process,
-        pgid: int,
-        readers: list[asyncio.Task[None]],
-        run_id: str,
+        self, proc: asyncio.subprocess.Process, pgid: int, pump: OutputPump, run_id: str
     ) -> None:
         await _leader_exit(proc)
         # Background children may still hold the pipes open; give them a moment, then
         # end the group (and anything that left it) so the command's call returns.
-        _done, pending = await asyncio.wait(readers, timeout=_DRAIN_AFTER_EXIT_S)
+        _done, pending = await asyncio.wait(pump.readers, timeout=_DRAIN_AFTER_EXIT_S)
         if pending:
             _signal_group(pgid, signal.SIGKILL)
             await asyncio.to_thread(_kill_marked, run_id)
-        await asyncio.wait(readers)
+            await self._drain(pump)
         _signal_group(pgid, signal.SIGKILL)
         await asyncio.to_thread(_kill_marked, run_id)  # nothing of the run outlives it
         await proc.wait()
-        for task in readers:
-            task.result()
 
     async def _terminate(
-        self, proc: asyncio.subprocess.Process, pgid: int, readers: list[asyncio.Task[None]]
+        self, proc: asyncio.subprocess.Process, pgid: int, pump: OutputPump
     ) -> None:
         _signal_group(pgid, signal.SIGTERM)
         with contextlib.suppress(TimeoutError):
@@ -552,44 +434,15 @@ class ProcessRunner:
         _signal_group(pgid, signal.SIGKILL)
         await asyncio.to_thread(_kill_marked, self._marks.get(pgid, ""))
         await proc.wait()
-        _done, pending = await asyncio.wait(readers, timeout=_TERM_GRACE_S)
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*readers, return_exceptions=True)
+        await self._drain(pump)
 
     @staticmethod
-    async def _pump(
-        stream: asyncio.StreamReader,
-        capture: _StreamCapture,
-        log: BinaryIO,
-        lock: asyncio.Lock,
-    ) -> None:
-        pending: list[bytes] = []
-        size = 0
-        # One write in flight while the next megabyte is read: reading never waits
-        # for the disk unless the disk falls a whole write behind.
-        writing: asyncio.Task[None] | None = None
-
-        async def write(data: bytes) -> None:
-            async with lock:
-                await asyncio.to_thread(log.write, data)
-
-        try:
-            while True:
-                chunk = await stream.read(_CHUNK)
-                if chunk:
-                    capture.feed(chunk)
-                    pending.append(chunk)
-                    size += len(chunk)
-                if size >= _FLUSH_BYTES or (not chunk and pending):
-                    data = pending[0] if len(pending) == 1 else b"".join(pending)
-                    pending, size = [], 0
-                    if writing is not None:
-                        await writing
-                    writing = asyncio.create_task(write(data))
-                if not chunk:
-                    capture.feed(b"", final=True)
-                    return
-        finally:
-            if writing is not None:  # the log keeps every byte read, even on a cancel
-                await writing
+    async def _drain(pump: OutputPump) -> None:
+        """Read what the ended group left in the pipes, then stop reading: a process
+        nothing could find (one that cleared its environment and left the group) may
+        still hold them open."""
+        if pump.readers:
+            await asyncio.wait(pump.readers, timeout=_TERM_GRACE_S)
+        pump.stop()
+        if pump.readers:
+            await asyncio.wait(pump.readers)

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
+import signal
+import sys
 import time
 from pathlib import Path
 
@@ -246,3 +250,159 @@ async def test_setsid_descendants_do_not_outlive_a_finished_command(tmp_path: Pa
     while _process_alive(pid):
         assert time.monotonic() < deadline, f"detached child {pid} survived"
         await asyncio.sleep(0.05)
+
+
+_RSS_CHILD = """
+import asyncio, json, sys
+from pathlib import Path
+from agent_shell_bridge.execution import ProcessRunner
+
+def kib(field):
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+
+async def main(command, work):
+    runner = ProcessRunner(Path(work) / "logs")
+    before = kib("VmRSS")
+    result = await runner.run_shell(command, cwd=Path(work), timeout_s=600)
+    print(json.dumps({
+        "growth_kib": kib("VmHWM") - before,
+        "log_bytes": result.log_path.stat().st_size,
+        "exit_code": result.exit_code,
+        "stdout": result.stdout,
+        "stderr": result.stderr,
+        "omitted": result.omitted_lines,
+    }))
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+"""
+
+
+async def test_memory_stays_bounded_whatever_the_lines(tmp_path: Path) -> None:
+    """Both streams loud at once, one in short lines, the other in 50 KB lines and then
+    one line of 48 MiB: the peak resident set of a fresh bridge process grows by far
+    less than what was printed, and every byte reaches the log."""
+    mib = 1024 * 1024
+    command = (
+        f"yes 'short line' | head -c {96 * mib} & "
+        f"{{ yes \"$(head -c 50000 /dev/zero | tr '\\0' y)\" | head -c {48 * mib}; "
+        f"head -c {48 * mib} /dev/zero | tr '\\0' z; }} >&2; wait"
+    )
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _RSS_CHILD, command, str(tmp_path), stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await proc.communicate()
+    assert proc.returncode == 0
+    report = json.loads(out)
+    assert report["exit_code"] == 0
+    assert report["log_bytes"] == 192 * mib
+    assert report["growth_kib"] <= 64 * 1024, report["growth_kib"]
+    full, rest = divmod(96 * mib, len("short line\n"))
+    assert report["stdout"].split("\n")[-1] == "short line"[:rest]
+    long_lines, ys = divmod(48 * mib, 50_001)  # then the z's go on the last y line
+    last = ("y" * ys + "z" * 4000)[:4000] + " [... line cut ...]"
+    assert report["stderr"].split("\n")[-1] == last
+    assert report["omitted"] == (full + 1 - 300) + (long_lines + 1 - 300)
+
+
+async def test_stdout_and_stderr_stay_apart_and_the_log_keeps_both(
+    runner: ProcessRunner, tmp_path: Path
+) -> None:
+    command = 'for i in $(seq 1 3000); do echo "out $i 中"; echo "err $i 文" >&2; done'
+    result = await runner.run_shell(command, cwd=tmp_path, timeout_s=60)
+    out = [f"out {i} 中" for i in range(1, 3001)]
+    err = [f"err {i} 文" for i in range(1, 3001)]
+    for shown, lines in ((result.stdout, out), (result.stderr, err)):
+        kept = shown.split("\n")
+        assert kept[:200] == lines[:200] and kept[-100:] == lines[-100:]
+        assert kept[200] == "[... 2700 lines omitted ...]"
+    assert result.omitted_lines == 2 * 2700
+    assert result.log_path is not None
+    logged = result.log_path.read_text(encoding="utf-8").splitlines()
+    # Each echo is one small write, so the streams interleave by whole lines.
+    assert [ln for ln in logged if ln.startswith("out ")] == out
+    assert [ln for ln in logged if ln.startswith("err ")] == err
+    assert len(logged) == 6000
+
+
+async def test_chinese_split_across_reads_survives_byte_for_byte(
+    runner: ProcessRunner, tmp_path: Path
+) -> None:
+    """Several MiB of Chinese in lines of every length, read in pieces that cut
+    characters, and characters written a byte at a time: head, tail, log exact."""
+    lines = [f"第{n}行：" + "中文输出测试" * (n % 700) for n in range(6000)]
+    text = "\n".join(lines) + "\n" + "尾" * 3000
+    (tmp_path / "in.txt").write_text(text, encoding="utf-8")
+    result = await runner.run_shell(
+        "cat in.txt; printf '\\xe4'; printf '\\xb8'; printf '\\xad\\n' >&2; printf '\\xad'",
+        cwd=tmp_path,
+        timeout_s=60,
+    )
+    data = text.encode("utf-8")
+    expected = "\n".join(
+        [*lines[:200], "[... 5701 lines omitted ...]", *lines[5901:], "尾" * 3000 + "中"]
+    )
+    assert result.stdout == expected
+    assert result.stderr == "\ufffd"  # a lone continuation byte
+    assert result.log_path is not None
+    logged = result.log_path.read_bytes()
+    # The stderr write lands somewhere among stdout's; without it, stdout's bytes.
+    assert logged.count(b"\xad\n") == 1
+    assert logged.replace(b"\xad\n", b"", 1) == data + "中".encode()
+
+
+async def test_a_detached_holder_of_the_pipes_does_not_hold_the_call(
+    runner: ProcessRunner, tmp_path: Path
+) -> None:
+    """A process that left the group and cleared its environment (so no kill can find
+    it) keeps the output pipes open: the call still returns with what was read."""
+    pidfile = tmp_path / "pid"
+    command = f"setsid env -i sh -c 'echo $$ > {pidfile}; exec sleep 120' & echo done"
+    try:
+        result = await runner.run_shell(command, cwd=tmp_path, timeout_s=120)
+        assert result.exit_code == 0 and not result.timed_out
+        assert result.stdout == "done"
+    finally:
+        pid = read_pid(pidfile)
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+_FULL_DISK_CHILD = """
+import asyncio, json, resource, sys
+from pathlib import Path
+from agent_shell_bridge.execution import ProcessRunner
+
+async def main(work):
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))  # the log's "disk"
+    runner = ProcessRunner(Path(work) / "logs")
+    command = "for i in $(seq 1 120000); do echo \\"line $i 中文\\"; done; echo 完"
+    result = await runner.run_shell(command, cwd=Path(work), timeout_s=120)
+    print(json.dumps({
+        "exit_code": result.exit_code,
+        "stdout": result.stdout,
+        "stderr": result.stderr,
+        "log_bytes": result.log_path.stat().st_size,
+    }))
+
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+async def test_a_log_that_cannot_be_written_loses_nothing_else(tmp_path: Path) -> None:
+    """The log stops at a file-size limit (as at a full disk): the command still runs
+    to its end, its head and tail are all there, and the cut log is named."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _FULL_DISK_CHILD, str(tmp_path), stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await proc.communicate()
+    assert proc.returncode == 0
+    report = json.loads(out)
+    assert report["exit_code"] == 0
+    kept = report["stdout"].split("\n")
+    assert kept[0] == "line 1 中文" and kept[-1] == "完" and kept[-2] == "line 120000 中文"
+    assert kept[200] == "[... 119701 lines omitted ...]"
+    assert report["log_bytes"] <= 1 << 20
+    assert report["stderr"].startswith("[... the full output could not be saved (File too large)")
