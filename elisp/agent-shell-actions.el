@@ -31,8 +31,8 @@
 (declare-function magit-stage-file "magit-apply" (file))
 (declare-function project-current "project" (&optional maybe-prompt directory))
 (declare-function project-root "project" (project))
-(declare-function agent-shell--notice "agent-shell-transcript" (text))
-(declare-function agent-shell--report-undo "agent-shell" (turn-id paths))
+(declare-function agent-shell-transcript--notice "agent-shell-transcript" (text))
+(declare-function agent-shell-bridge--report-undo "agent-shell" (turn-id paths))
 
 ;;; Options
 
@@ -691,12 +691,12 @@ relative to ROOT."
           (message "Restored %d file(s) from turn %s" (length rels) label))
         (when-let ((shell (agent-shell-actions--shell-for-root root)))
           (with-current-buffer shell
-            (when (fboundp 'agent-shell--notice)
-              (agent-shell--notice
+            (when (fboundp 'agent-shell-transcript--notice)
+              (agent-shell-transcript--notice
                (format "Undid turn %s: restored %d file(s): %s"
                        label (length rels) (string-join rels ", "))))
-            (when (fboundp 'agent-shell--report-undo)
-              (agent-shell--report-undo turn-id rels))))
+            (when (fboundp 'agent-shell-bridge--report-undo)
+              (agent-shell-bridge--report-undo turn-id rels))))
         rels))))
 
 (provide 'agent-shell-actions)

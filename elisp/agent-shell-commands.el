@@ -20,7 +20,7 @@
 (defvar agent-shell--root)
 (defvar agent-shell--input-marker)
 
-(defvar-local agent-shell--instructions nil
+(defvar-local agent-shell-commands--instructions nil
   "Instruction files of this buffer's session, as the bridge described them.")
 
 (defconst agent-shell-commands--builtin
@@ -93,10 +93,10 @@ Each candidate is annotated with its description."
                         (concat "  " description)
                       "")))))))))
 
-(defun agent-shell-instructions--on-session (result)
+(defun agent-shell-commands--on-session (result)
   "Remember the instruction files in session RESULT; return a notice or nil."
   (let ((files (append (alist-get 'instructions result) nil)))
-    (setq agent-shell--instructions files)
+    (setq agent-shell-commands--instructions files)
     (when files
       (format "Instructions loaded: %s"
               (mapconcat (lambda (f) (alist-get 'label f)) files ", ")))))
@@ -107,7 +107,7 @@ These are the project's AGENTS.md (or CLAUDE.md), the user's
 global AGENTS.md, and nested AGENTS.md files that became relevant."
   (interactive)
   (let ((files (mapcar (lambda (f) (cons (alist-get 'label f) (alist-get 'path f)))
-                       agent-shell--instructions)))
+                       agent-shell-commands--instructions)))
     (cond
      ((null files)
       (user-error "This session loaded no instructions (AGENTS.md or CLAUDE.md at \

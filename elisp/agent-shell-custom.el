@@ -169,6 +169,35 @@ The message names the task, the failed step, the reason and the log file."
   :group 'agent-shell
   :package-version '(agent-shell . "0.1.0"))
 
+;; The transcript (agent-shell-transcript.el)
+
+(defcustom agent-shell-tool-output-max-chars 4000
+  "Largest piece of tool output shown in the shell buffer per update.
+The action log and its files keep the full output."
+  :type 'integer
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+(defface agent-shell-user-face '((t :inherit font-lock-keyword-face))
+  "Face of the user's messages in the transcript."
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+(defface agent-shell-entry-face '((t :inherit font-lock-comment-face))
+  "Face of thought, tool and plan entries."
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+(defface agent-shell-notice-face '((t :inherit font-lock-warning-face))
+  "Face of notices from agent-shell itself."
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+(defface agent-shell-refusal-face '((t :inherit error))
+  "Face of an answer in which the model refused the request."
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
 ;;; The session state of a shell buffer
 (defvar-local agent-shell--session-id nil "This buffer's session id.")
 (defvar-local agent-shell--root nil "This buffer's project root.")

@@ -12,7 +12,7 @@
 ;; `d' marks one and `x' revokes the marked ones, `g' asks again.
 ;;
 ;; agent-shell.el requires this file; requests go through its
-;; `agent-shell--request'.
+;; `agent-shell-bridge--request'.
 
 ;;; Code:
 
@@ -21,12 +21,12 @@
 (require 'tabulated-list)
 
 ;; Defined in agent-shell.el.
-(defvar agent-shell--sessions)
+(defvar agent-shell-bridge--sessions)
 (defvar agent-shell--session-id)
 (defvar agent-shell--name)
-(defvar agent-shell--grants)
-(declare-function agent-shell--request "agent-shell" (method params &rest args))
-(declare-function agent-shell--session-buffer "agent-shell" (session-id))
+(defvar agent-shell-transcript--grants)
+(declare-function agent-shell-bridge--request "agent-shell" (method params &rest args))
+(declare-function agent-shell-bridge--session-buffer "agent-shell" (session-id))
 (declare-function agent-shell-log-buffer "agent-shell-log" (name))
 
 ;;; Internals
@@ -41,9 +41,9 @@
   "Return the live shell buffers that have a session."
   (let (shells)
     (maphash (lambda (id _)
-               (when-let ((buffer (agent-shell--session-buffer id)))
+               (when-let ((buffer (agent-shell-bridge--session-buffer id)))
                  (push buffer shells)))
-             agent-shell--sessions)
+             agent-shell-bridge--sessions)
     (nreverse shells)))
 
 (defun agent-shell-grants--shell-here ()
@@ -93,16 +93,16 @@ The shell's header line count follows."
       (setq agent-shell-grants--list grants
             tabulated-list-entries (agent-shell-grants--entries grants))
       (tabulated-list-print t)
-      (when-let ((shell (agent-shell--session-buffer agent-shell-grants--session)))
+      (when-let ((shell (agent-shell-bridge--session-buffer agent-shell-grants--session)))
         (with-current-buffer shell
-          (setq agent-shell--grants
+          (setq agent-shell-transcript--grants
                 (mapcar (lambda (g) (alist-get 'description g)) grants))
           (force-mode-line-update))))))
 
 (defun agent-shell-grants--fetch (buffer)
   "Ask the bridge for the grants of BUFFER's session and show them."
   (let ((session (buffer-local-value 'agent-shell-grants--session buffer)))
-    (agent-shell--request
+    (agent-shell-bridge--request
      "session/grants" `((sessionId . ,session))
      :on-success (lambda (result)
                    (agent-shell-grants--show buffer (append (alist-get 'grants result) nil)))
@@ -114,7 +114,7 @@ The shell's header line count follows."
   "Revoke the grants with IDS of BUFFER's session, one after the other."
   (when ids
     (let ((session (buffer-local-value 'agent-shell-grants--session buffer)))
-      (agent-shell--request
+      (agent-shell-bridge--request
        "session/revoke_grant" `((sessionId . ,session) (grantId . ,(car ids)))
        :on-success
        (lambda (result)

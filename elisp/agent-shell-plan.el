@@ -28,13 +28,13 @@
 (require 'org)
 (require 'agent-shell-rpc)
 
-(declare-function agent-shell--session-buffer "agent-shell" (session-id))
-(declare-function agent-shell--notice "agent-shell-transcript" (text))
-(declare-function agent-shell--set-state "agent-shell-transcript" (state &optional detail))
+(declare-function agent-shell-bridge--session-buffer "agent-shell" (session-id))
+(declare-function agent-shell-transcript--notice "agent-shell-transcript" (text))
+(declare-function agent-shell-transcript--set-state "agent-shell-transcript" (state &optional detail))
 (defvar agent-shell--name)
 (defvar agent-shell--turn-id)
-(defvar agent-shell--plan-notice)
-(declare-function agent-shell--resolve-plan-notice "agent-shell-lifecycle" (text))
+(defvar agent-shell-lifecycle--plan-notice)
+(declare-function agent-shell-lifecycle--resolve-plan-notice "agent-shell-lifecycle" (text))
 
 ;;; Options
 
@@ -242,14 +242,14 @@ The value is an alist of `goal', `steps' (a vector of alists with
 
 (defun agent-shell-plan--session-name (session)
   "Return the name of SESSION's shell, or SESSION when it has none."
-  (let ((shell (and (fboundp 'agent-shell--session-buffer)
-                    (agent-shell--session-buffer session))))
+  (let ((shell (and (fboundp 'agent-shell-bridge--session-buffer)
+                    (agent-shell-bridge--session-buffer session))))
     (if shell (buffer-local-value 'agent-shell--name shell) session)))
 
 (defun agent-shell-plan--in-shell (session fn)
   "Call FN in the shell buffer of SESSION, when there is one."
-  (when-let ((shell (and (fboundp 'agent-shell--session-buffer)
-                         (agent-shell--session-buffer session))))
+  (when-let ((shell (and (fboundp 'agent-shell-bridge--session-buffer)
+                         (agent-shell-bridge--session-buffer session))))
     (with-current-buffer shell (funcall fn))))
 
 (defun agent-shell-plan--answer (result)
@@ -264,16 +264,16 @@ The value is an alist of `goal', `steps' (a vector of alists with
     (agent-shell-plan--in-shell
      (plist-get request :session)
      (lambda ()
-       (when (fboundp 'agent-shell--resolve-plan-notice)
-         (agent-shell--resolve-plan-notice
+       (when (fboundp 'agent-shell-lifecycle--resolve-plan-notice)
+         (agent-shell-lifecycle--resolve-plan-notice
           (if (equal (alist-get 'outcome result) "approved")
               "Plan approved"
             (concat "Plan rejected"
                     (if-let ((reason (alist-get 'reason result)))
                         (concat ": " reason)
                       "")))))
-       (when (fboundp 'agent-shell--set-state)
-         (agent-shell--set-state (if agent-shell--turn-id 'thinking 'idle)))))))
+       (when (fboundp 'agent-shell-transcript--set-state)
+         (agent-shell-transcript--set-state (if agent-shell--turn-id 'thinking 'idle)))))))
 
 (cl-defmethod agent-shell-rpc-handle (conn (_m (eql session/request_plan)) params id)
   "Show the plan of request ID (PARAMS from CONN) for review."
@@ -293,13 +293,13 @@ The value is an alist of `goal', `steps' (a vector of alists with
     (agent-shell-plan--in-shell
      session
      (lambda ()
-       (when (fboundp 'agent-shell--notice)
-         (let ((range (agent-shell--notice
+       (when (fboundp 'agent-shell-transcript--notice)
+         (let ((range (agent-shell-transcript--notice
                        (format "Plan waiting for you in %s: C-c C-c approves, C-c C-k rejects"
                                (buffer-name buffer)))))
-           (when (boundp 'agent-shell--plan-notice)
-             (setq agent-shell--plan-notice range)))
-         (agent-shell--set-state 'waiting))))
+           (when (boundp 'agent-shell-lifecycle--plan-notice)
+             (setq agent-shell-lifecycle--plan-notice range)))
+         (agent-shell-transcript--set-state 'waiting))))
     (if agent-shell-plan-select-window
         (pop-to-buffer buffer)
       (display-buffer buffer)))

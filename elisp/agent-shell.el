@@ -126,8 +126,8 @@ the snapshot only says that the user's buffer is outside the project."
         agent-shell--input-marker (copy-marker (point-min) nil))
   (agent-shell--insert-prompt)
   ;; Created after the prompt, so that it stays before it.
-  (setq agent-shell--output-marker (copy-marker (point-min) t))
-  (agent-shell--update-prompt-gap)
+  (setq agent-shell-transcript--output-marker (copy-marker (point-min) t))
+  (agent-shell-transcript--update-prompt-gap)
   (goto-char (point-max))
   (when session-id
     (agent-shell--attach session-id)))
@@ -135,10 +135,10 @@ the snapshot only says that the user's buffer is outside the project."
 (defun agent-shell--attach (session-id)
   "Bind the current buffer to SESSION-ID."
   (when agent-shell--session-id
-    (remhash agent-shell--session-id agent-shell--sessions))
+    (remhash agent-shell--session-id agent-shell-bridge--sessions))
   (setq agent-shell--session-id session-id)
-  (puthash session-id (current-buffer) agent-shell--sessions)
-  (agent-shell--set-state 'idle))
+  (puthash session-id (current-buffer) agent-shell-bridge--sessions)
+  (agent-shell-transcript--set-state 'idle))
 
 (defun agent-shell--buffer-name (name)
   "Return the shell buffer name of session NAME."
@@ -188,52 +188,52 @@ buffers take the same name."
       (agent-shell--attach (alist-get 'sessionId result))
       (when-let ((mode (alist-get 'mode result)))
         (setq agent-shell--mode (intern mode)))
-      (when-let ((model (agent-shell--nonempty (alist-get 'model result))))
+      (when-let ((model (agent-shell-project--nonempty (alist-get 'model result))))
         (setq agent-shell--model model)
         (force-mode-line-update))
       (when-let ((path (alist-get 'logPath result)))
         (setq agent-shell--log-path path)
         (agent-shell-log-set-file (agent-shell-log-buffer agent-shell--name) path))
-      (mapc #'agent-shell--notice (alist-get 'notices result))
-      (setq agent-shell--sandbox (alist-get 'sandbox result))
-      (when (equal (alist-get 'projectSetting agent-shell--sandbox) "untrusted")
-        (agent-shell--notice
+      (mapc #'agent-shell-transcript--notice (alist-get 'notices result))
+      (setq agent-shell-transcript--sandbox (alist-get 'sandbox result))
+      (when (equal (alist-get 'projectSetting agent-shell-transcript--sandbox) "untrusted")
+        (agent-shell-transcript--notice
          (substitute-command-keys
           "This project's config.el turns the sandbox off only once you trust it: \
-\\[agent-shell-trust-config]")))
+\\[agent-shell-project-trust-config]")))
       (agent-shell-mcp-on-status (alist-get 'mcp result) t)
       (when (equal (alist-get 'allowlist result) "untrusted")
-        (agent-shell--notice
+        (agent-shell-transcript--notice
          (substitute-command-keys
           "This project's allowlist is not applied until you trust it: \
-\\[agent-shell-trust-allowlist]")))
+\\[agent-shell-project-trust-allowlist]")))
       (when-let ((roles (agent-shell-roles-notice result)))
-        (agent-shell--notice roles))
-      (when-let ((loaded (agent-shell-instructions--on-session result)))
-        (agent-shell--notice loaded))
+        (agent-shell-transcript--notice roles))
+      (when-let ((loaded (agent-shell-commands--on-session result)))
+        (agent-shell-transcript--notice loaded))
       (let ((memories (alist-get 'memories result)))
         (when memories
-          (agent-shell--notice
+          (agent-shell-transcript--notice
            (format "Recalled %d experience%s: %s" (length memories)
                    (if (cdr memories) "s" "")
                    (mapconcat (lambda (m) (or (alist-get 'title m) "?"))
                               memories "; ")))))
-      (agent-shell--send-queued))))
+      (agent-shell-lifecycle--send-queued))))
 
 (defun agent-shell--session-new-params (root &optional settings wide-confirmed)
   "Return the params of `session/new' for ROOT.
 SETTINGS are ROOT's project settings, read when not given.
 WIDE-CONFIRMED non-nil means the user explicitly confirmed ROOT
 although it is $HOME or /; only then is `allow_wide_root' sent."
-  (let ((settings (or settings (agent-shell-read-config root))))
+  (let ((settings (or settings (agent-shell-project-read-config root))))
     `((cwd . ,(directory-file-name root))
       ,@(and wide-confirmed '((allow_wide_root . t)))
-      (mode . ,(symbol-name (agent-shell--setting settings 'agent-shell-default-mode)))
-      (model . ((model . ,(agent-shell--setting settings 'agent-shell-model))
-                ,@(when-let ((window (agent-shell--setting
+      (mode . ,(symbol-name (agent-shell-project--setting settings 'agent-shell-default-mode)))
+      (model . ((model . ,(agent-shell-project--setting settings 'agent-shell-model))
+                ,@(when-let ((window (agent-shell-project--setting
                                       settings 'agent-shell-context-window)))
                     `((context_window . ,window)))))
-      (max_steps . ,(agent-shell--setting settings 'agent-shell-max-steps))
+      (max_steps . ,(agent-shell-project--setting settings 'agent-shell-max-steps))
       ;; Only the user's own setting: never one from the project's files.
       (extra_allowed_paths
        . ,(vconcat (mapcar #'expand-file-name agent-shell-extra-allowed-paths)))
@@ -245,9 +245,9 @@ although it is $HOME or /; only then is `allow_wide_root' sent."
   (lambda (err)
     (when (buffer-live-p buffer)
       (with-current-buffer buffer
-        (agent-shell--unqueue)
-        (agent-shell--notice (format "%s failed: %s" what (alist-get 'message err)))
-        (agent-shell--set-state 'dead)))))
+        (agent-shell-lifecycle--unqueue)
+        (agent-shell-transcript--notice (format "%s failed: %s" what (alist-get 'message err)))
+        (agent-shell-transcript--set-state 'dead)))))
 
 ;;; Commands
 
@@ -266,28 +266,28 @@ is.  One whose bridge stopped is never erased: its session is resumed
 in place with `agent-shell-restart', keeping the transcript and the
 unsent input."
   (interactive "P")
-  (let* ((chosen (agent-shell--confirmed-root (agent-shell--project-root ask)))
+  (let* ((chosen (agent-shell-project--confirmed-root (agent-shell-project--root ask)))
          (root (car chosen))
          (name (agent-shell--name-for-root root))
          (buffer (get-buffer-create (agent-shell--buffer-name name))))
-    (agent-shell-scaffold root)
+    (agent-shell-project-scaffold root)
     (with-current-buffer buffer
       (cond
        ((not (derived-mode-p 'agent-shell-mode)) nil)
-       ((eq agent-shell--state 'starting) (setq root nil))
-       ((and agent-shell--session-id (agent-shell--live-connection)
-             (not (eq agent-shell--state 'dead)))
+       ((eq agent-shell-transcript--state 'starting) (setq root nil))
+       ((and agent-shell--session-id (agent-shell-bridge--live-connection)
+             (not (eq agent-shell-transcript--state 'dead)))
         (setq root nil))
        ((agent-shell--has-content-p)
         (agent-shell-restart)
         (setq root nil)))
       (when root
         (agent-shell--setup name root nil)
-        (let ((settings (agent-shell-read-config root)))
+        (let ((settings (agent-shell-project-read-config root)))
           (setq agent-shell--mode
-                (agent-shell--setting settings 'agent-shell-default-mode))
-          (agent-shell--set-state 'starting)
-          (agent-shell--with-bridge
+                (agent-shell-project--setting settings 'agent-shell-default-mode))
+          (agent-shell-transcript--set-state 'starting)
+          (agent-shell-bridge--with-connection
            (lambda (conn)
              (agent-shell-rpc-request
               conn "session/new"
@@ -299,8 +299,8 @@ unsent input."
 
 (defun agent-shell--has-content-p ()
   "Return non-nil when this shell buffer has a transcript or input."
-  (and (markerp agent-shell--output-marker)
-       (or (> agent-shell--output-marker (point-min))
+  (and (markerp agent-shell-transcript--output-marker)
+       (or (> agent-shell-transcript--output-marker (point-min))
            (not (string-empty-p (agent-shell--input))))))
 
 (defun agent-shell--ensure-shell ()
@@ -326,7 +326,7 @@ On an entry header in the transcript, toggle the entry instead."
   (interactive)
   (cond
    ((< (point) agent-shell--input-marker)
-    (if (agent-shell--entry-at (point))
+    (if (agent-shell-transcript--entry-at (point))
         (agent-shell-toggle-entry)
       (goto-char (point-max))))
    (t
@@ -335,8 +335,8 @@ On an entry header in the transcript, toggle the entry instead."
     (let ((text (string-trim (agent-shell--input))))
       (when (string-empty-p text)
         (user-error "Nothing to send"))
-      (if (eq agent-shell--state 'starting)
-          (agent-shell--queue-prompt text)
+      (if (eq agent-shell-transcript--state 'starting)
+          (agent-shell-lifecycle--queue-prompt text)
         (agent-shell--ensure-shell)
         (when agent-shell--turn-id
           (user-error "A turn is running; C-c C-k cancels it"))
@@ -346,7 +346,7 @@ On an entry header in the transcript, toggle the entry instead."
   "Send TEXT as a prompt in the current shell buffer's session.
 When the prompt cannot be sent at all, nothing changes: no turn
 starts and TEXT stays (or is put back) in the input."
-  (unless (agent-shell--live-connection)
+  (unless (agent-shell-bridge--live-connection)
     (user-error (substitute-command-keys
                  "The bridge is not running; \\<agent-shell-mode-map>\\[agent-shell-restart] \
 restarts it and resumes this session (the transcript and input stay)")))
@@ -362,35 +362,35 @@ restarts it and resumes this session (the transcript and input stay)")))
   (let ((inhibit-read-only t))
     (delete-region agent-shell--input-marker (point-max)))
   (setq buffer-undo-list nil)
-  (agent-shell--editing
-    (agent-shell--close-block)
-    (unless (bobp) (agent-shell--insert "\n"))
-    (agent-shell--insert (concat "> " text "\n\n") 'face 'agent-shell-user-face
-                         'agent-shell-role 'user))
-  (agent-shell-citations-mark agent-shell--output-marker))
+  (agent-shell-transcript--editing
+    (agent-shell-transcript--close-block)
+    (unless (bobp) (agent-shell-transcript--insert "\n"))
+    (agent-shell-transcript--insert (concat "> " text "\n\n") 'face 'agent-shell-user-face
+                                    'agent-shell-role 'user))
+  (agent-shell-citations-mark agent-shell-transcript--output-marker))
 
 (defun agent-shell--dispatch-prompt (text)
   "Start a turn with TEXT, already shown in the transcript.
 When it cannot be sent, no turn runs and TEXT goes back to the input."
   (let ((buffer (current-buffer)))
-    (agent-shell--start-turn-entries)
+    (agent-shell-transcript--start-turn-entries)
     (setq agent-shell--turn-id 'pending
           agent-shell--turn-start (current-time))
-    (agent-shell--set-state 'thinking)
+    (agent-shell-transcript--set-state 'thinking)
     (condition-case err
         (agent-shell--send-prompt buffer text)
       (error
        (setq agent-shell--turn-id nil
              agent-shell--turn-start nil)
-       (agent-shell--set-state 'idle)
+       (agent-shell-transcript--set-state 'idle)
        (agent-shell--set-input text)
-       (agent-shell--notice (format "The prompt was not sent: %s"
-                                    (error-message-string err)))
+       (agent-shell-transcript--notice (format "The prompt was not sent: %s"
+                                               (error-message-string err)))
        (signal (car err) (cdr err))))))
 
 (defun agent-shell--send-prompt (buffer text)
   "Send TEXT as `session/prompt' for the shell BUFFER (the current buffer)."
-  (agent-shell--request
+  (agent-shell-bridge--request
    "session/prompt"
    `((sessionId . ,agent-shell--session-id)
      (prompt . [((type . "text") (text . ,text))])
@@ -408,13 +408,13 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
                (when (buffer-live-p buffer)
                  (with-current-buffer buffer
                    (setq agent-shell--turn-id nil)
-                   (agent-shell--notice (format "The prompt failed: %s"
-                                                (alist-get 'message err)))
+                   (agent-shell-transcript--notice (format "The prompt failed: %s"
+                                                           (alist-get 'message err)))
                    ;; Refused prompts (an unknown /command, say) come back to
                    ;; be fixed, unless the user already typed something new.
                    (when (string-empty-p (agent-shell--input))
                      (agent-shell--set-input text))
-                   (agent-shell--set-state 'idle))))))
+                   (agent-shell-transcript--set-state 'idle))))))
 
 (defun agent-shell-newline ()
   "Insert a newline in the input without sending it."
@@ -450,7 +450,7 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
   (interactive)
   (agent-shell--ensure-shell)
   (let ((buffer (current-buffer)))
-    (agent-shell--request
+    (agent-shell-bridge--request
      "session/cancel" `((sessionId . ,agent-shell--session-id))
      :on-success (lambda (result)
                    (message "agent-shell: %s"
@@ -476,7 +476,7 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
   (agent-shell--ensure-shell)
   (let ((buffer (current-buffer))
         (mode (if (eq agent-shell--mode 'ask) 'act 'ask)))
-    (agent-shell--request
+    (agent-shell-bridge--request
      "session/set_mode" `((sessionId . ,agent-shell--session-id)
                           (mode . ,(symbol-name mode)))
      :on-success (lambda (result)
@@ -495,7 +495,7 @@ the question), so no decision falls on a step the user did not name."
   (let ((waiting (cl-remove-if-not
                   (lambda (p) (and (equal (plist-get p :session) agent-shell--session-id)
                                    (not (plist-get p :sending))))
-                  agent-shell--permissions)))
+                  agent-shell-bridge--permissions)))
     (cond
      ((null waiting) (user-error "No step is waiting for a decision"))
      ((null (cdr waiting)) (car waiting))
@@ -517,7 +517,7 @@ the question), so no decision falls on a step the user did not name."
 PERMISSION, when given, is the request to approve."
   (interactive)
   (agent-shell--ensure-shell)
-  (agent-shell--answer-permission
+  (agent-shell-permissions--answer
    (or permission (agent-shell--chosen-permission "Approve")) 'approve nil))
 
 (defun agent-shell-reject (reason &optional permission)
@@ -528,40 +528,40 @@ With several steps waiting, ask which; PERMISSION, when given, is it."
           (let ((permission (agent-shell--chosen-permission "Reject")))
             (list (read-string "Reason (optional): ") permission))))
   (agent-shell--ensure-shell)
-  (agent-shell--answer-permission (or permission (agent-shell--chosen-permission "Reject"))
-                                  'reject (agent-shell--nonempty reason)))
+  (agent-shell-permissions--answer (or permission (agent-shell--chosen-permission "Reject"))
+                                   'reject (agent-shell-project--nonempty reason)))
 
 (defun agent-shell-toggle-entry ()
   "Show or hide the body of the thought, tool or plan entry at point.
 Anywhere on an entry's line counts, its end too.  On a /command
 name at the prompt, complete it; elsewhere, indent as TAB would."
   (interactive)
-  (let ((id (agent-shell--entry-at (point))))
+  (let ((id (agent-shell-transcript--entry-at (point))))
     (if (not id)
         (if (agent-shell-commands-completion-at-point)
             (completion-at-point)
           (indent-for-tab-command))
-      (let ((plist (agent-shell--entry id)))
-        (agent-shell--set-folded id (not (plist-get plist :folded)))))))
+      (let ((plist (agent-shell-transcript--entry id)))
+        (agent-shell-transcript--set-folded id (not (plist-get plist :folded)))))))
 
 (defun agent-shell--kill-buffer ()
   "End this buffer's session when the buffer is killed."
   (when agent-shell--session-id
-    (remhash agent-shell--session-id agent-shell--sessions)
-    (when-let ((conn (agent-shell--live-connection)))
+    (remhash agent-shell--session-id agent-shell-bridge--sessions)
+    (when-let ((conn (agent-shell-bridge--live-connection)))
       (ignore-errors
         (agent-shell-rpc-notify conn "session/cancel"
                                 `((sessionId . ,agent-shell--session-id)))))
-    (setq agent-shell--permissions
-          (cl-remove agent-shell--session-id agent-shell--permissions
+    (setq agent-shell-bridge--permissions
+          (cl-remove agent-shell--session-id agent-shell-bridge--permissions
                      :key (lambda (p) (plist-get p :session)) :test #'equal))))
 
 ;;;###autoload
 (defun agent-shell-resume ()
   "Reopen a past session of the current project with its visible history."
   (interactive)
-  (let ((root (agent-shell--project-root)))
-    (agent-shell--with-bridge
+  (let ((root (agent-shell-project--root)))
+    (agent-shell-bridge--with-connection
      (lambda (conn)
        (agent-shell-rpc-request
         conn "session/list" `((cwd . ,(directory-file-name root)))
@@ -615,7 +615,7 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
         (agent-shell--setup name root nil)
         ;; Unsent input survives: only the transcript is redrawn.
         (when typed (agent-shell--set-input typed)))
-      (agent-shell--set-state 'starting))
+      (agent-shell-transcript--set-state 'starting))
     (agent-shell-rpc-request
      conn "session/resume" `((sessionId . ,session-id)
                              (cwd . ,(directory-file-name root))
@@ -623,9 +623,9 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
      :on-success (lambda (result)
                    (when (buffer-live-p buffer)
                      (with-current-buffer buffer
-                       (agent-shell--before-queued
+                       (agent-shell-lifecycle--before-queued
                         (lambda ()
-                          (agent-shell--insert-history (alist-get 'history result))))
+                          (agent-shell-transcript--insert-history (alist-get 'history result))))
                        (agent-shell--on-session buffer result))))
      :on-error (agent-shell--session-error buffer "Resuming the session"))
     (pop-to-buffer buffer)
@@ -634,7 +634,7 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
 (defun agent-shell-stop-bridge ()
   "Stop the bridge process; every session's turn ends."
   (interactive)
-  (when-let ((conn (agent-shell--live-connection)))
+  (when-let ((conn (agent-shell-bridge--live-connection)))
     (agent-shell-rpc-stop conn)))
 
 (defun agent-shell-notify-default (text)
@@ -686,7 +686,7 @@ ready.  When the bridge stops, \\[agent-shell-restart] restarts it and
 resumes the session in place, keeping the transcript and the input.
 
 \\{agent-shell-mode-map}"
-  (setq-local header-line-format '(:eval (agent-shell--header-line)))
+  (setq-local header-line-format '(:eval (agent-shell-transcript--header-line)))
   (setq-local truncate-lines nil)
   (setq-local word-wrap t)
   (add-hook 'completion-at-point-functions

@@ -23,7 +23,7 @@
 
 (defvar agent-shell-extra-allowed-paths)
 (defvar agent-shell--turn-prompts)
-(defvar agent-shell--output-marker)
+(defvar agent-shell-transcript--output-marker)
 (defvar agent-shell--session-id)
 (declare-function agent-shell--setup "agent-shell" (name root session-id))
 
@@ -428,7 +428,7 @@ the action log's task heading), and the shell gets a notice."
                 (should (string-search
                          "Undid turn turn-2 (“再改一次 a.txt”): restored 2 file(s): a.txt, 新/b.txt"
                          (buffer-substring-no-properties
-                          (point-min) agent-shell--output-marker))))
+                          (point-min) agent-shell-transcript--output-marker))))
               (agent-shell-undo-turn root "turn-1" t)
               (should (string-search "turn-1 (“把第一行改掉”)" (car questions)))))
         (with-current-buffer shell (setq agent-shell--session-id nil))

@@ -119,16 +119,16 @@ The status the bridge answers with gives the header line's MCP count."
   "An `mcp_servers' update puts its notice in the transcript and the count in the header."
   (with-temp-buffer
     (agent-shell--setup "mcp-test" temporary-file-directory nil)
-    (agent-shell--apply-update
+    (agent-shell-transcript--apply-update
      '((sessionUpdate . "mcp_servers") (connected . 1) (configured . 2)
        (servers . [((name . "git") (status . "failed"))])
        (notice . "MCP server git stopped again after a restart; not restarted")))
     (should (string-search "MCP server git stopped again after a restart"
                            (buffer-substring-no-properties
-                            (point-min) agent-shell--output-marker)))
-    (should (string-search "│ MCP 1/2" (agent-shell--header-line)))
+                            (point-min) agent-shell-transcript--output-marker)))
+    (should (string-search "│ MCP 1/2" (agent-shell-transcript--header-line)))
     (agent-shell-mcp-on-status '((servers . []) (connected . 0) (configured . 0)))
-    (should-not (string-search "MCP" (agent-shell--header-line)))))
+    (should-not (string-search "MCP" (agent-shell-transcript--header-line)))))
 
 (provide 'test-mcp)
 ;;; test-mcp.el ends here

@@ -86,19 +86,19 @@
 
 (defun test-shell--bridge ()
   "Return an initialised connection to the real bridge, starting it if needed."
-  (unless (and (agent-shell--live-connection)
-               (eq agent-shell--initialized agent-shell--connection))
-    (setq agent-shell-debug-bridge t
+  (unless (and (agent-shell-bridge--live-connection)
+               (eq agent-shell-bridge--initialized agent-shell-bridge--connection))
+    (setq agent-shell-bridge-debug t
           agent-shell-memory-dir test-shell--memory-dir
           agent-shell-api-base (test-shell--start-mock)
           agent-shell-api-key "sk-test-shell-secret")
-    (agent-shell--with-bridge #'ignore)
+    (agent-shell-bridge--with-connection #'ignore)
     (test-shell--wait "the bridge to initialise"
-                      (lambda () (and (agent-shell--live-connection)
-                                      (eq agent-shell--initialized
-                                          agent-shell--connection)))
+                      (lambda () (and (agent-shell-bridge--live-connection)
+                                      (eq agent-shell-bridge--initialized
+                                          agent-shell-bridge--connection)))
                       30))
-  agent-shell--connection)
+  agent-shell-bridge--connection)
 
 (defun test-shell--sync (method params)
   "Call METHOD with PARAMS on the bridge and return the result."
@@ -175,7 +175,7 @@ for SID-VAR through the real event stream land in it."
 
 (defun test-shell--transcript ()
   "Return the transcript text (before the prompt) without properties."
-  (buffer-substring-no-properties (point-min) agent-shell--output-marker))
+  (buffer-substring-no-properties (point-min) agent-shell-transcript--output-marker))
 
 ;;; Rendering
 
@@ -211,13 +211,13 @@ usage in the header line and the summary at the end."
       ;; One plan entry for the four plan updates.
       (should (= (length (test-shell--recorded sid "plan")) 4))
       (should (= (cl-count-if (lambda (e) (string-prefix-p "plan-" (car e)))
-                              agent-shell--entries)
+                              agent-shell-transcript--entries)
                  1))
-      (should (eq agent-shell--state 'idle))
+      (should (eq agent-shell-transcript--state 'idle))
       (should (string-search
                (format "context %d%%" (round (* 100.0 (/ (float (alist-get 'contextUsed usage))
                                                         (alist-get 'contextWindow usage)))))
-               (agent-shell--header-line))))))
+               (agent-shell-transcript--header-line))))))
 
 
 (ert-deftest test-shell/streams-chinese-one-char-chunks ()
@@ -232,7 +232,7 @@ The user's half-typed input and point stay where they were."
                      (list (test-shell--update sid '((sessionUpdate . "turn_end")
                                                      (turnId . "t1")
                                                      (stopReason . "end_turn"))))))
-      (test-shell--wait "turn_end" (lambda () (eq agent-shell--state 'idle)))
+      (test-shell--wait "turn_end" (lambda () (eq agent-shell-transcript--state 'idle)))
       (should (string-search text (test-shell--transcript)))
       (should (equal (agent-shell--input) "draft 草稿"))
       (should (= (point) (point-max)))
@@ -251,7 +251,7 @@ The turn_end is the recorded turn's."
       (test-shell--emit end)
       (test-shell--wait "turn_end" (lambda () (string-search "修好了" (test-shell--transcript))))
       (should (string-search (concat "Done: " summary) (test-shell--transcript)))
-      (should (eq agent-shell--state 'idle)))))
+      (should (eq agent-shell-transcript--state 'idle)))))
 
 (ert-deftest test-shell/refusal-is-shown-marked ()
   "A refusal chunk is shown as the answer in the refusal face; the turn end says so."
@@ -274,11 +274,11 @@ The turn_end is the recorded turn's."
   "The defcustom goes into the model settings of `initialize' only when not `auto'."
   (let ((agent-shell-api-key "k"))
     (let ((agent-shell-echo-reasoning 'auto))
-      (should-not (assq 'echo_reasoning (agent-shell--model-params))))
+      (should-not (assq 'echo_reasoning (agent-shell-bridge--model-params))))
     (let ((agent-shell-echo-reasoning 'always))
-      (should (eq (alist-get 'echo_reasoning (agent-shell--model-params)) t)))
+      (should (eq (alist-get 'echo_reasoning (agent-shell-bridge--model-params)) t)))
     (let ((agent-shell-echo-reasoning 'never))
-      (should (eq (alist-get 'echo_reasoning (agent-shell--model-params)) :json-false)))))
+      (should (eq (alist-get 'echo_reasoning (agent-shell-bridge--model-params)) :json-false)))))
 
 (ert-deftest test-shell/point-in-transcript-is-kept ()
   "Output arriving while the user reads the transcript does not move point."
@@ -306,10 +306,10 @@ The call and its updates are the recorded turn's write_file."
       (test-shell--emit (test-shell--chunk sid "Let me look.") call running)
       (test-shell--wait "tool call" (lambda () (string-search "◐" (test-shell--transcript))))
       (should (string-match-p "^Let me look\\.\n▸ ◐ write_file calc\\.py" (test-shell--transcript)))
-      (should (equal (agent-shell--state-text) "running write_file calc.py"))
+      (should (equal (agent-shell-transcript--state-text) "running write_file calc.py"))
       (test-shell--emit done)
       (test-shell--wait "tool update" (lambda () (string-search "▸ ●" (test-shell--transcript))))
-      (should (equal (agent-shell--state-text) "thinking"))
+      (should (equal (agent-shell-transcript--state-text) "thinking"))
       (goto-char (point-min))
       (search-forward "+    return a")
       (should (invisible-p (point)))
@@ -351,29 +351,29 @@ depends on timing, so the thought is cut here into several chunks."
       (search-forward (substring thought 0 1))
       (should (invisible-p (point)))
       (should (equal (cl-count-if (lambda (e) (string-prefix-p "thought-" (car e)))
-                                  agent-shell--entries)
+                                  agent-shell-transcript--entries)
                      1)))))
 
 (ert-deftest test-shell/header-line-usage-and-states ()
   "The header line shows tokens and context fill from usage, and the state."
   (test-shell--with-shell (sid)
-    (should (string-search "idle" (agent-shell--header-line)))
+    (should (string-search "idle" (agent-shell-transcript--header-line)))
     (test-shell--emit
      (test-shell--update sid '((sessionUpdate . "usage") (inputTokens . 1200)
                                (outputTokens . 300) (cachedTokens . 0)
                                (totalTokens . 1500) (contextWindow . 64000)
                                (contextUsed . 16000))))
-    (test-shell--wait "usage" (lambda () agent-shell--usage))
-    (should (string-search "1.5k tokens" (agent-shell--header-line)))
-    (should (string-search "context 25%" (agent-shell--header-line)))
-    (should (string-search agent-shell-model (agent-shell--header-line)))
+    (test-shell--wait "usage" (lambda () agent-shell-transcript--usage))
+    (should (string-search "1.5k tokens" (agent-shell-transcript--header-line)))
+    (should (string-search "context 25%" (agent-shell-transcript--header-line)))
+    (should (string-search agent-shell-model (agent-shell-transcript--header-line)))
     (test-shell--emit (test-shell--chunk sid "x"))
-    (test-shell--wait "thinking" (lambda () (eq agent-shell--state 'thinking)))
-    (should (string-search "thinking" (agent-shell--header-line)))
+    (test-shell--wait "thinking" (lambda () (eq agent-shell-transcript--state 'thinking)))
+    (should (string-search "thinking" (agent-shell-transcript--header-line)))
     (test-shell--emit
      (test-shell--update sid '((sessionUpdate . "turn_end") (turnId . "t")
                                (stopReason . "max_turn_requests"))))
-    (test-shell--wait "idle" (lambda () (eq agent-shell--state 'idle)))
+    (test-shell--wait "idle" (lambda () (eq agent-shell-transcript--state 'idle)))
     (should (string-search "[turn ended: max_turn_requests]" (test-shell--transcript)))))
 
 (ert-deftest test-shell/long-turn-notifies ()
@@ -421,22 +421,22 @@ The turn_end is the recorded turn's."
       (should (file-exists-p (expand-file-name (concat ".agent-shell/" sub) root))))
     (should (string-prefix-p (file-truename root)
                              (file-truename agent-shell--log-path)))
-    (should (eq (agent-shell--session-buffer agent-shell--session-id) (current-buffer)))))
+    (should (eq (agent-shell-bridge--session-buffer agent-shell--session-id) (current-buffer)))))
 
 (ert-deftest test-shell/header-line-says-no-sandbox ()
   "The session reports its sandbox; the header line says when there is none."
   (test-shell--with-session (root)
     (should (file-directory-p root))
-    (should (consp agent-shell--sandbox))
-    (let ((available (alist-get 'available agent-shell--sandbox)))
+    (should (consp agent-shell-transcript--sandbox))
+    (let ((available (alist-get 'available agent-shell-transcript--sandbox)))
       (when (equal (getenv "AGENT_SHELL_SANDBOX") "off")
         (should (eq available :json-false)))
       (should (eq (eq available :json-false)
-                  (and (string-search "no sandbox" (agent-shell--header-line)) t))))
-    (let ((agent-shell--sandbox '((available . :json-false) (label . "no sandbox"))))
-      (should (string-search " │ no sandbox" (agent-shell--header-line))))
-    (let ((agent-shell--sandbox '((available . t) (label . "bubblewrap"))))
-      (should-not (string-search "sandbox" (agent-shell--header-line))))))
+                  (and (string-search "no sandbox" (agent-shell-transcript--header-line)) t))))
+    (let ((agent-shell-transcript--sandbox '((available . :json-false) (label . "no sandbox"))))
+      (should (string-search " │ no sandbox" (agent-shell-transcript--header-line))))
+    (let ((agent-shell-transcript--sandbox '((available . t) (label . "bubblewrap"))))
+      (should-not (string-search "sandbox" (agent-shell-transcript--header-line))))))
 
 (ert-deftest test-shell/ret-sends-prompt-and-streams-answer ()
   "RET sends the input as `session/prompt'; the mock model's answer streams back."
@@ -450,7 +450,7 @@ The turn_end is the recorded turn's."
                                                              (test-shell--transcript)))
                       20)
     (should (string-search "你好，世界！Streaming works." (test-shell--transcript)))
-    (test-shell--wait "turn end" (lambda () (eq agent-shell--state 'idle)) 20)
+    (test-shell--wait "turn end" (lambda () (eq agent-shell-transcript--state 'idle)) 20)
     (should (equal (car agent-shell--history) "hello 你好"))))
 
 (ert-deftest test-shell/resume-shows-visible-history ()
@@ -460,10 +460,10 @@ The turn_end is the recorded turn's."
       (goto-char (point-max))
       (insert "repeat please")
       (execute-kbd-macro (kbd "RET"))
-      (test-shell--wait "turn end" (lambda () (and (eq agent-shell--state 'idle)
+      (test-shell--wait "turn end" (lambda () (and (eq agent-shell-transcript--state 'idle)
                                                    (string-search "done." (test-shell--transcript))))
                         20)
-      (with-current-buffer (agent-shell-resume-session agent-shell--connection root sid)
+      (with-current-buffer (agent-shell-resume-session agent-shell-bridge--connection root sid)
         (test-shell--wait "resumed" (lambda () (equal agent-shell--session-id sid)) 20)
         (should (string-search "> repeat please" (test-shell--transcript)))
         (should (string-search "再说一遍：done." (test-shell--transcript)))
@@ -492,7 +492,7 @@ The turn_end is the recorded turn's."
     (should (eq agent-shell--mode 'act))
     (execute-kbd-macro (kbd "C-c C-t"))
     (test-shell--wait "ask mode" (lambda () (eq agent-shell--mode 'ask)))
-    (should (string-search "│ ask │" (agent-shell--header-line)))
+    (should (string-search "│ ask │" (agent-shell-transcript--header-line)))
     (execute-kbd-macro (kbd "C-c C-t"))
     (test-shell--wait "act mode" (lambda () (eq agent-shell--mode 'act)))))
 
@@ -583,11 +583,11 @@ Emacs put on the wire is checked in the events log."
                     (title . "write_file 中文.py") (timestamp . "2025-01-02T03:04:05+00:00")
                     (source . "tool") (properties . ((TOOL . "write_file") (RISK . "write")))))))
       (test-shell--wait "the permission request"
-                        (lambda () (cl-find sid agent-shell--permissions
+                        (lambda () (cl-find sid agent-shell-bridge--permissions
                                             :key (lambda (p) (plist-get p :session))
                                             :test #'equal)))
-      (should (eq agent-shell--state 'waiting))
-      (should (string-search "waiting for you" (agent-shell--header-line)))
+      (should (eq agent-shell-transcript--state 'waiting))
+      (should (string-search "waiting for you" (agent-shell-transcript--header-line)))
       (should (string-search "y/n in the log (C-c C-l)" (test-shell--transcript)))
       (let ((log (agent-shell-log-buffer sid)))
         (test-shell--wait "the WAIT entry" (lambda () (agent-shell-log-pending log)))
@@ -603,7 +603,7 @@ Emacs put on the wire is checked in the events log."
                        "selected"))
         (kill-buffer log))
       (switch-to-buffer (get-buffer (format "*agent-shell: %s*" sid)))
-      (should-not (eq agent-shell--state 'waiting)))))
+      (should-not (eq agent-shell-transcript--state 'waiting)))))
 
 (ert-deftest test-shell/reject-from-shell-buffer ()
   "C-c C-n in the shell buffer rejects the oldest waiting step with a reason."
@@ -618,7 +618,7 @@ Emacs put on the wire is checked in the events log."
                     (logEntryId . ,(concat sid "-e2")) (risk . "dangerous"))))
        :on-success (lambda (r) (setq answer r)))
       (test-shell--wait "the permission request"
-                        (lambda () (eq agent-shell--state 'waiting)))
+                        (lambda () (eq agent-shell-transcript--state 'waiting)))
       (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "不要删除")))
         (execute-kbd-macro (kbd "C-c C-n")))
       (test-shell--wait "the answer" (lambda () answer))
@@ -664,7 +664,7 @@ Emacs put on the wire is checked in the events log."
 (setq agent-shell-max-steps 7 agent-shell-default-mode 'ask)
 (setq agent-shell-model \"deepseek-reasoner\")
 " pwned pwned pwned))
-      (let ((settings (agent-shell-read-config root)))
+      (let ((settings (agent-shell-project-read-config root)))
         (should (equal settings '((agent-shell-max-steps . 7)
                                   (agent-shell-default-mode . ask)
                                   (agent-shell-model . "deepseek-reasoner")))))
@@ -693,13 +693,13 @@ Only the user's own `agent-shell-extra-allowed-paths' may widen them."
      "(setq agent-shell-extra-allowed-paths '(\"/\" \"~/.ssh\"))\n")
     (let ((agent-shell-extra-allowed-paths '("/srv/shared")))
       (should-not (alist-get 'agent-shell-extra-allowed-paths
-                             (agent-shell-read-config root)))
+                             (agent-shell-project-read-config root)))
       (should (equal (alist-get 'extra_allowed_paths
                                 (agent-shell--session-new-params root))
                      ["/srv/shared"])))))
 
 (ert-deftest test-shell/trust-allowlist-lets-its-commands-run ()
-  "An allowlist applies only after `agent-shell-trust-allowlist', checked by the bridge."
+  "An allowlist applies only after `agent-shell-project-trust-allowlist', checked by the bridge."
   (agent-shell-test-with-project (root nil)
     (make-directory (expand-file-name ".agent-shell" root) t)
     (agent-shell-test-write
@@ -713,7 +713,7 @@ Only the user's own `agent-shell-extra-allowed-paths' may widen them."
                                 `((cwd . ,cwd)
                                   (command . "git push --force origin 主分支")))))))
       (should (equal (funcall check) "deny"))
-      (agent-shell-trust-allowlist root)
+      (agent-shell-project-trust-allowlist root)
       (test-shell--wait "the allowlist to be trusted"
                         (lambda () (equal (funcall check) "allow"))))))
 
@@ -726,30 +726,30 @@ also when the question is quit."
         (seen nil))
     (cl-letf (((symbol-function 'yes-or-no-p)
                (lambda (_prompt)
-                 (setq seen (with-current-buffer agent-shell--allowlist-review-buffer
+                 (setq seen (with-current-buffer agent-shell-project--allowlist-review-buffer
                               (buffer-string)))
                  t)))
-      (should (agent-shell--review-allowlist file bytes)))
+      (should (agent-shell-project--review-allowlist file bytes)))
     (should (string-search "make 测试" seen))
-    (should-not (get-buffer agent-shell--allowlist-review-buffer))
+    (should-not (get-buffer agent-shell-project--allowlist-review-buffer))
     (cl-letf (((symbol-function 'yes-or-no-p) (lambda (_prompt) (signal 'quit nil))))
       (should (condition-case nil
-                  (progn (agent-shell--review-allowlist file bytes) nil)
+                  (progn (agent-shell-project--review-allowlist file bytes) nil)
                 (quit t))))
-    (should-not (get-buffer agent-shell--allowlist-review-buffer))))
+    (should-not (get-buffer agent-shell-project--allowlist-review-buffer))))
 
 (ert-deftest test-shell/scaffold-keeps-existing-files ()
   "The scaffold fills in what is missing and leaves existing files alone."
   (agent-shell-test-with-project (root nil)
     (agent-shell-test-write root ".agent-shell/allowlist.el"
                             "(setq agent-shell-allowlist '((command . \"make test\")))\n")
-    (agent-shell-scaffold root)
-    (should (equal (agent-shell-read-data-file
+    (agent-shell-project-scaffold root)
+    (should (equal (agent-shell-project-read-data-file
                     (expand-file-name ".agent-shell/allowlist.el" root))
                    '((setq agent-shell-allowlist '((command . "make test"))))))
     (should (file-directory-p (expand-file-name ".agent-shell/workspace" root)))
     ;; The generated template is only comments: no form, nothing to run.
-    (should (null (agent-shell-read-data-file
+    (should (null (agent-shell-project-read-data-file
                    (expand-file-name ".agent-shell/config.el" root))))))
 
 (ert-deftest test-shell/api-key-resolution-order ()
@@ -765,31 +765,31 @@ also when the question is quit."
             (insert "machine api.example.test login apikey password auth-key\n"))
           (auth-source-forget-all-cached)
           (let ((agent-shell-api-key (lambda () "fn-key")))
-            (should (equal (agent-shell-api-key) "fn-key")))
+            (should (equal (agent-shell-project-api-key) "fn-key")))
           (let ((agent-shell-api-key (lambda () "fn-key")))
-            (should (equal (cdr (agent-shell--api-key-and-source)) "option")))
+            (should (equal (cdr (agent-shell-project--api-key-and-source)) "option")))
           (let ((agent-shell-api-key nil))
-            (should (equal (agent-shell-api-key) "auth-key"))
-            (should (equal (agent-shell--api-key-and-source) '("auth-key" . "auth-source")))
+            (should (equal (agent-shell-project-api-key) "auth-key"))
+            (should (equal (agent-shell-project--api-key-and-source) '("auth-key" . "auth-source")))
             (with-temp-file netrc (insert ""))
             (auth-source-forget-all-cached)
-            (should (equal (agent-shell-api-key) "env-key"))
-            (should (equal (agent-shell--api-key-and-source)
+            (should (equal (agent-shell-project-api-key) "env-key"))
+            (should (equal (agent-shell-project--api-key-and-source)
                            '("env-key" . "env:DEEPSEEK_API_KEY")))
             (let ((process-environment (cons "DEEPSEEK_API_KEY=" process-environment)))
-              (should (equal (agent-shell--api-key-and-source) '(nil . "none"))))))
+              (should (equal (agent-shell-project--api-key-and-source) '(nil . "none"))))))
       (delete-file netrc)
       (auth-source-forget-all-cached))))
 
 (ert-deftest test-shell/api-key-reaches-bridge-not-events-buffer ()
   "`initialize' gives the bridge the key, but the events buffer never shows it."
-  (when (agent-shell--live-connection)
-    (agent-shell-rpc-stop agent-shell--connection))
+  (when (agent-shell-bridge--live-connection)
+    (agent-shell-rpc-stop agent-shell-bridge--connection))
   (when (get-buffer "*agent-shell events*") (kill-buffer "*agent-shell events*"))
   (let ((agent-shell-log-events t))
     (test-shell--bridge)
-    (should (eq (alist-get 'has_key (alist-get 'model agent-shell--bridge-info)) t))
-    (should (equal (alist-get 'key_source (alist-get 'model agent-shell--bridge-info))
+    (should (eq (alist-get 'has_key (alist-get 'model agent-shell-bridge--info)) t))
+    (should (equal (alist-get 'key_source (alist-get 'model agent-shell-bridge--info))
                    "option"))
     (test-shell--sync "ping" nil)
     (with-current-buffer "*agent-shell events*"
@@ -906,7 +906,7 @@ With LOG-ENTRY non-nil, also publish ENTRY as a WAIT step in the log."
                     (title . ,(concat "write " entry))
                     (timestamp . "2025-01-02T03:04:05+00:00") (source . "tool"))))))
     (test-shell--wait "the permission request"
-                      (lambda () (agent-shell--permission-waiting-p entry)))
+                      (lambda () (agent-shell-permissions--waiting-p entry)))
     box))
 
 (ert-deftest test-shell/undelivered-approval-is-not-lost ()
@@ -916,7 +916,7 @@ stays pending until the bridge accepts the answer."
   (test-shell--with-shell (sid)
     (let* ((entry (concat sid "-e1"))
            (box (test-shell--ask-permission sid entry))
-           (conn agent-shell--connection)
+           (conn agent-shell-bridge--connection)
            (port (agent-shell-rpc-conn-port conn))
            (closed (let ((server (make-network-process
                                   :name "test-shell-closed" :server t :host "127.0.0.1"
@@ -928,9 +928,9 @@ stays pending until the bridge accepts the answer."
                 (warning-minimum-log-level :emergency))
             (execute-kbd-macro (kbd "C-c C-y")))
         (setf (agent-shell-rpc-conn-port conn) port))
-      (should (agent-shell--permission-waiting-p entry))
-      (should-not (plist-get (agent-shell--permission-waiting-p entry) :sending))
-      (should (eq agent-shell--state 'waiting))
+      (should (agent-shell-permissions--waiting-p entry))
+      (should-not (plist-get (agent-shell-permissions--waiting-p entry) :sending))
+      (should (eq agent-shell-transcript--state 'waiting))
       (should-not (car box))
       (execute-kbd-macro (kbd "C-c C-y"))
       (test-shell--wait "the answer" (lambda () (car box)))
@@ -938,7 +938,7 @@ stays pending until the bridge accepts the answer."
                                                                         (plist-get (car box) :result))))
                      "allow_once"))
       (test-shell--wait "the pending list to empty"
-                        (lambda () (not (agent-shell--permission-waiting-p entry)))))))
+                        (lambda () (not (agent-shell-permissions--waiting-p entry)))))))
 
 (ert-deftest test-shell/stale-wait-does-not-block-after-restart ()
   "Regression: a WAIT left in a reused log buffer by a dead bridge took `y'.
@@ -952,8 +952,8 @@ end marks its waiting steps FAILED, and `y' skips steps nobody waits for."
           (progn
             (test-shell--ask-permission sid first t)
             (test-shell--wait "the WAIT step" (lambda () (agent-shell-log-pending log)))
-            (signal-process (agent-shell-rpc-conn-process agent-shell--connection) 'SIGKILL)
-            (test-shell--wait "the bridge's end" (lambda () (eq agent-shell--state 'dead)))
+            (signal-process (agent-shell-rpc-conn-process agent-shell-bridge--connection) 'SIGKILL)
+            (test-shell--wait "the bridge's end" (lambda () (eq agent-shell-transcript--state 'dead)))
             (should-not (agent-shell-log-pending log))
             (with-current-buffer log
               (goto-char (point-min))
@@ -981,27 +981,27 @@ The turn id and state were set and the input deleted before the
 request failed, so RET then refused every later prompt."
   (test-shell--with-session (root)
     (agent-shell-stop-bridge)
-    (test-shell--wait "the bridge to stop" (lambda () (eq agent-shell--state 'dead)))
+    (test-shell--wait "the bridge to stop" (lambda () (eq agent-shell-transcript--state 'dead)))
     (goto-char (point-max))
     (insert "你好 again")
     (should-error (execute-kbd-macro (kbd "RET")) :type 'user-error)
     (should-not agent-shell--turn-id)
     (should (equal (agent-shell--input) "你好 again"))
-    (should-not (eq agent-shell--state 'thinking))))
+    (should-not (eq agent-shell-transcript--state 'thinking))))
 
 (ert-deftest test-shell/late-turn-end-of-cancelled-turn-is-ignored ()
   "Regression: a late `turn_end' from a cancelled turn ended the next turn.
 A `turn_end' whose turnId is not the running turn's is now ignored."
   (test-shell--with-shell (sid)
     (setq agent-shell--turn-id "t-new")
-    (agent-shell--set-state 'thinking)
+    (agent-shell-transcript--set-state 'thinking)
     (test-shell--emit (test-shell--update sid '((sessionUpdate . "turn_end")
                                                 (turnId . "t-old")
                                                 (stopReason . "cancelled")))
                       (test-shell--chunk sid "之后 after"))
     (test-shell--wait "the chunk" (lambda () (string-search "之后" (test-shell--transcript))))
     (should (equal agent-shell--turn-id "t-new"))
-    (should (eq agent-shell--state 'thinking))
+    (should (eq agent-shell-transcript--state 'thinking))
     (should-not (string-search "cancelled" (test-shell--transcript)))
     ;; A cancelled turn remembered as stale is ignored even while the
     ;; next prompt's id is not yet known.
@@ -1017,7 +1017,7 @@ A `turn_end' whose turnId is not the running turn's is now ignored."
     (test-shell--emit (test-shell--update sid '((sessionUpdate . "turn_end")
                                                 (turnId . "t-new")
                                                 (stopReason . "end_turn"))))
-    (test-shell--wait "idle" (lambda () (eq agent-shell--state 'idle)))
+    (test-shell--wait "idle" (lambda () (eq agent-shell-transcript--state 'idle)))
     (should-not agent-shell--turn-id)))
 
 (ert-deftest test-shell/log-events-for-unknown-sessions-are-dropped ()
@@ -1063,7 +1063,7 @@ The plan updates are the recorded turn's first and last."
       (test-shell--emit (car (last plans)) (test-shell--chunk sid " end"))
       (test-shell--wait "the end" (lambda () (string-search " end" (test-shell--transcript))))
       (should (equal (cl-count-if (lambda (e) (string-prefix-p "plan-" (car e)))
-                                  agent-shell--entries)
+                                  agent-shell-transcript--entries)
                      1))
       (should (string-match-p "\\`▸ ≡ Plan (1/1 done)\n\\[x\\] 改 calc\\.py 里的 add\n中间的话 end\\'"
                               (test-shell--transcript)))
@@ -1119,7 +1119,7 @@ session reported, not the global `agent-shell-model'."
     (let ((warnings nil))
       (cl-letf (((symbol-function 'display-warning)
                  (lambda (_type text &rest _) (push text warnings))))
-        (should (equal (agent-shell-read-config root)
+        (should (equal (agent-shell-project-read-config root)
                        '((agent-shell-model . "deepseek-reasoner")))))
       (should (= (length warnings) 3))
       (should (cl-some (lambda (w) (string-search "act or ask" w)) warnings)))
@@ -1129,7 +1129,7 @@ session reported, not the global `agent-shell-model'."
           (with-current-buffer shell
             (should (eq agent-shell--mode agent-shell-default-mode))
             (should-not (equal agent-shell-model "deepseek-reasoner"))
-            (should (string-prefix-p " deepseek-reasoner │" (agent-shell--header-line))))
+            (should (string-prefix-p " deepseek-reasoner │" (agent-shell-transcript--header-line))))
         (kill-buffer shell)))))
 
 (ert-deftest test-shell/resume-asks-before-cancelling-a-running-turn ()
@@ -1140,7 +1140,7 @@ Now the user is asked first, and a no leaves the session alone."
           (asked nil))
       (setq agent-shell--turn-id "t-running")
       (cl-letf (((symbol-function 'yes-or-no-p) (lambda (prompt) (setq asked prompt) nil)))
-        (should-error (agent-shell-resume-session agent-shell--connection root "other")
+        (should-error (agent-shell-resume-session agent-shell-bridge--connection root "other")
                       :type 'user-error))
       (should (string-search "A turn is running" asked))
       (should (equal agent-shell--session-id sid))
@@ -1161,7 +1161,7 @@ Every command the README names is a command right after
   (princ (cl-remove-if #'commandp
    '(agent-shell-start agent-shell-resume agent-shell-log agent-shell-save-memory
      agent-shell-memory-browse agent-shell-undo-turn agent-shell-toggle-mode
-     agent-shell-trust-allowlist agent-shell-stop-bridge agent-shell-restart))))")
+     agent-shell-project-trust-allowlist agent-shell-stop-bridge agent-shell-restart))))")
            (buffer-string))))
     (should (equal (string-trim output) "nil"))))
 
@@ -1183,11 +1183,11 @@ FIELDS are alist pairs added to the update."
   "Return the text of the entry whose header contains TITLE, unfolded."
   (goto-char (point-min))
   (search-forward title)
-  (let* ((id (agent-shell--entry-at (point)))
-         (start (plist-get (agent-shell--entry id) :start))
-         (bounds (agent-shell--entry-body-bounds id)))
+  (let* ((id (agent-shell-transcript--entry-at (point)))
+         (start (plist-get (agent-shell-transcript--entry id) :start))
+         (bounds (agent-shell-transcript--entry-body-bounds id)))
     (buffer-substring-no-properties start (if bounds (cdr bounds)
-                                            (agent-shell--header-end id)))))
+                                            (agent-shell-transcript--header-end id)))))
 
 (ert-deftest test-shell/tool-entry-shows-outcome ()
   "Regression: a tool entry's body held only the raw JSON arguments.
@@ -1241,16 +1241,16 @@ failure looked like a success on the entry's line."
   "Regression: output in an unknown format showed \"0 passed, 0 failed\".
 The bridge sends null counts when it found no summary; unittest's
 counts (3 run, 1 failure) show as they are."
-  (let ((unknown (agent-shell--tests-line
+  (let ((unknown (agent-shell-transcript--tests-line
                   '((passed) (failed) (errors) (runner) (ok . :json-false)
                     (failures . ["Traceback (most recent call last):"])))))
     (should (string-prefix-p "tests: no summary — not ok" unknown))
     (should-not (string-search "0 passed" unknown)))
-  (should (equal (agent-shell--tests-line
+  (should (equal (agent-shell-transcript--tests-line
                   '((passed . 2) (failed . 1) (errors . 0) (runner . "unittest")
                     (ok . :json-false)))
                  "tests: 2 passed, 1 failed — not ok"))
-  (should (equal (agent-shell--tests-line '((passed . 0) (failed . 0) (ok . t)))
+  (should (equal (agent-shell-transcript--tests-line '((passed . 0) (failed . 0) (ok . t)))
                  "tests: 0 passed, 0 failed — ok")))
 
 (ert-deftest test-shell/tool-diff-is-capped ()
@@ -1268,7 +1268,7 @@ counts (3 run, 1 failure) show as they are."
 
 (ert-deftest test-shell/second-plan-gets-its-own-entry ()
   "Regression: a later turn's plan overwrote the earlier turn's plan entry.
-`agent-shell--plan-entry' was never reset; now each turn, and each
+`agent-shell-transcript--plan-entry' was never reset; now each turn, and each
 new planId, starts a new entry."
   (test-shell--with-shell (sid)
     (let ((plan (lambda (plan-id content)
@@ -1276,30 +1276,30 @@ new planId, starts a new entry."
                    sid `((sessionUpdate . "plan") (planId . ,plan-id)
                          (entries . [((content . ,content) (status . "pending"))]))))))
       (test-shell--emit (funcall plan "p1" "第一个计划"))
-      (test-shell--wait "plan 1" (lambda () (agent-shell--entry agent-shell--plan-entry)))
+      (test-shell--wait "plan 1" (lambda () (agent-shell-transcript--entry agent-shell-transcript--plan-entry)))
       (test-shell--emit (funcall plan "p2" "第二个计划"))
       (test-shell--wait "plan 2" (lambda () (string-search "第二个计划" (test-shell--transcript))))
       (should (string-search "第一个计划" (test-shell--transcript)))
       ;; A new turn also starts a new entry, even for a plan without planId.
-      (agent-shell--start-turn-entries)
+      (agent-shell-transcript--start-turn-entries)
       (test-shell--emit (test-shell--update
                          sid '((sessionUpdate . "plan")
                                (entries . [((content . "third") (status . "pending"))]))))
       (test-shell--wait "plan 3" (lambda () (string-search "third" (test-shell--transcript))))
       (should (string-search "第二个计划" (test-shell--transcript)))
       (should (= 3 (cl-count-if (lambda (e) (string-prefix-p "plan-" (car e)))
-                                agent-shell--entries))))))
+                                agent-shell-transcript--entries))))))
 
 (ert-deftest test-shell/header-line-keeps-percent ()
   "Regression: the header line showed \"context 12\" without its %.
 The :eval result is a mode line construct; every % is now doubled."
   (test-shell--with-shell (sid)
-    (setq agent-shell--usage '((totalTokens . 1200) (contextUsed . 12000)
+    (setq agent-shell-transcript--usage '((totalTokens . 1200) (contextUsed . 12000)
                                (contextWindow . 100000))
           agent-shell--model "model-100%")
     ;; `format-mode-line' shows nothing in batch; check the construct:
     ;; every % doubled, so each pair shows as one %.
-    (let ((construct (agent-shell--header-line)))
+    (let ((construct (agent-shell-transcript--header-line)))
       (should-not (string-search "%" (replace-regexp-in-string "%%" "" construct)))
       (let ((shown (replace-regexp-in-string "%%" "%" construct)))
         (should (string-search "context 12%" shown))
@@ -1315,17 +1315,17 @@ The entry is now found from the line, not only from point."
     (goto-char (point-min))
     (execute-kbd-macro (kbd "C-e"))
     (execute-kbd-macro (kbd "TAB"))
-    (should-not (plist-get (agent-shell--entry (agent-shell--entry-at (point-min))) :folded))
+    (should-not (plist-get (agent-shell-transcript--entry (agent-shell-transcript--entry-at (point-min))) :folded))
     (goto-char (point-min))
     (end-of-line)
     (execute-kbd-macro (kbd "RET"))
-    (should (plist-get (agent-shell--entry (agent-shell--entry-at (point-min))) :folded))))
+    (should (plist-get (agent-shell-transcript--entry (agent-shell-transcript--entry-at (point-min))) :folded))))
 
 (ert-deftest test-shell/resumed-history-renders-cleanly ()
   "Regression: a resumed session glued the prompt to the last answer.
 Failed and rejected tools showed `·', and two answers ran together."
   (test-shell--with-shell (sid)
-    (agent-shell--insert-history
+    (agent-shell-transcript--insert-history
      '(((role . "user") (text . "修一下"))
        ((role . "tool") (toolCallId . "h1") (title . "run_test pytest -q")
         (status . "failed") (text . ""))
@@ -1345,9 +1345,9 @@ Failed and rejected tools showed `·', and two answers ran together."
       (should (string-search "改好了。\nDone: 修好了\n" transcript))
       (should (string-suffix-p "\n" transcript)))
     (should (equal (buffer-substring-no-properties
-                    agent-shell--output-marker agent-shell--input-marker)
+                    agent-shell-transcript--output-marker agent-shell--input-marker)
                    "> "))
-    (should (eq (char-before agent-shell--output-marker) ?\n))))
+    (should (eq (char-before agent-shell-transcript--output-marker) ?\n))))
 
 (ert-deftest test-shell/waiting-notice-says-where-the-command-runs ()
   "The bridge's note on an approval (outside the sandbox) shows in the notice."
@@ -1370,7 +1370,7 @@ Failed and rejected tools showed `·', and two answers ran together."
          (timeout_s . 20))
        :timeout 25
        :on-success (lambda (r) (setcar box r)))
-      (test-shell--wait "waiting" (lambda () (eq agent-shell--state 'waiting)))
+      (test-shell--wait "waiting" (lambda () (eq agent-shell-transcript--state 'waiting)))
       (should (string-search (concat "Waiting for you: run_command make deploy")
                              (test-shell--transcript)))
       (should (string-search note (test-shell--transcript)))
@@ -1398,7 +1398,7 @@ notice turns into the decision and the diff joins the tool's entry."
          (timeout_s . 20))
        :timeout 25
        :on-success (lambda (r) (setcar box r)))
-      (test-shell--wait "waiting" (lambda () (eq agent-shell--state 'waiting)))
+      (test-shell--wait "waiting" (lambda () (eq agent-shell-transcript--state 'waiting)))
       (should (string-search "Waiting for you: replace_region calc.py"
                              (test-shell--transcript)))
       (execute-kbd-macro (kbd "C-c C-y"))
@@ -1436,7 +1436,7 @@ With several steps waiting it now asks which; the one named is answered."
            :timeout 25
            :on-success (lambda (r) (push (cons title r) answers)))))
       (test-shell--wait "both requests"
-                        (lambda () (= 2 (cl-count sid agent-shell--permissions
+                        (lambda () (= 2 (cl-count sid agent-shell-bridge--permissions
                                                   :key (lambda (p) (plist-get p :session))
                                                   :test #'equal))))
       (cl-letf (((symbol-function 'completing-read)
@@ -1472,13 +1472,13 @@ The shell now says what was allowed and the header counts grants."
          (timeout_s . 20))
        :timeout 25
        :on-success (lambda (r) (setcar box r)))
-      (test-shell--wait "waiting" (lambda () (agent-shell--permission-waiting-p entry)))
-      (agent-shell-log-decide entry 'approve-session nil)
+      (test-shell--wait "waiting" (lambda () (agent-shell-permissions--waiting-p entry)))
+      (agent-shell-permissions-log-decide entry 'approve-session nil)
       (test-shell--wait "the answer" (lambda () (car box)))
-      (test-shell--wait "the grant" (lambda () agent-shell--grants))
+      (test-shell--wait "the grant" (lambda () agent-shell-transcript--grants))
       (should (string-search "Allowed for this session: write_file on any file"
                              (test-shell--transcript)))
-      (should (string-search "│ 1 grant" (agent-shell--header-line))))))
+      (should (string-search "│ 1 grant" (agent-shell-transcript--header-line))))))
 
 (ert-deftest test-shell/grants-are-said-listed-and-revoked ()
   "`a' says exactly what it grants and asks; `agent-shell-grants' lists and revokes.
@@ -1495,7 +1495,7 @@ takes it back in the bridge."
           (prompts nil))
       (test-shell--wait "the WAIT step" (lambda () (agent-shell-log-pending log)) 20)
       (test-shell--wait "the permission request"
-                        (lambda () (agent-shell--permission-waiting-p
+                        (lambda () (agent-shell-permissions--waiting-p
                                     (car (agent-shell-log-pending log)))))
       (with-current-buffer log
         (switch-to-buffer log)
@@ -1510,7 +1510,7 @@ takes it back in the bridge."
       (with-current-buffer shell
         (test-shell--wait "the turn's end"
                           (lambda () (and (string-search "granted 已授权" (test-shell--transcript))
-                                          (eq agent-shell--state 'idle)))
+                                          (eq agent-shell-transcript--state 'idle)))
                           20))
       (should (file-directory-p (expand-file-name "构建" root)))
       (let ((grants (with-current-buffer shell (agent-shell-grants))))
@@ -1524,14 +1524,14 @@ takes it back in the bridge."
                                                  "session/grants" `((sessionId . ,sid)))))
                              1))
               (should (string-search "│ 1 grant" (with-current-buffer shell
-                                                   (agent-shell--header-line))))
+                                                   (agent-shell-transcript--header-line))))
               (beginning-of-line)
               (execute-kbd-macro (kbd "k"))
               (test-shell--wait "the revocation" (lambda () (null tabulated-list-entries)))
               (should (equal (alist-get 'grants (test-shell--sync
                                                  "session/grants" `((sessionId . ,sid))))
                              nil))
-              (should-not (with-current-buffer shell agent-shell--grants)))
+              (should-not (with-current-buffer shell agent-shell-transcript--grants)))
           (kill-buffer grants))))))
 
 ;;; Home and / are never a project silently
@@ -1632,12 +1632,12 @@ It now asks for a project directory, says why, and touches nothing in $HOME."
       (make-symbolic-link (directory-file-name home) link)
       (unwind-protect
           (progn
-            (should (agent-shell--wide-root home))
-            (should (agent-shell--wide-root link))
-            (should (agent-shell--wide-root "/"))
-            (should-not (agent-shell--wide-root project))
+            (should (agent-shell-project--wide-root home))
+            (should (agent-shell-project--wide-root link))
+            (should (agent-shell-project--wide-root "/"))
+            (should-not (agent-shell-project--wide-root project))
             (make-directory (expand-file-name "src" home))
-            (should-not (agent-shell--wide-root (expand-file-name "src" home))))
+            (should-not (agent-shell-project--wide-root (expand-file-name "src" home))))
         (delete-file link)))))
 
 ;;; Starting the bridge
@@ -1655,47 +1655,47 @@ The connection stayed live but uninitialised, so later callers queued
 forever in \"starting\".  Now the failed bridge is ended and the next
 start runs a fresh one."
   (test-shell--bridge)
-  (agent-shell-rpc-stop agent-shell--connection)
+  (agent-shell-rpc-stop agent-shell-bridge--connection)
   (let ((failed nil) (called nil))
     (let ((agent-shell-notify-webhook "http://"))
-      (agent-shell--with-bridge (lambda (_) (setq failed 'called)))
-      (let ((conn agent-shell--connection))
+      (agent-shell-bridge--with-connection (lambda (_) (setq failed 'called)))
+      (let ((conn agent-shell-bridge--connection))
         (should conn)
         (test-shell--wait "the refused bridge to end"
                           (lambda () (not (agent-shell-rpc-live-p conn))))))
     (should-not failed)
-    (should-not agent-shell--ready-queue)
-    (agent-shell--with-bridge (lambda (conn) (setq called conn)))
+    (should-not agent-shell-bridge--ready-queue)
+    (agent-shell-bridge--with-connection (lambda (conn) (setq called conn)))
     (test-shell--wait "a fresh, initialised bridge" (lambda () called) 30)
-    (should (eq called agent-shell--initialized))
+    (should (eq called agent-shell-bridge--initialized))
     (should (= (length (test-shell--live-bridges)) 1))))
 
 (ert-deftest test-shell/quit-while-starting-leaves-no-bridge ()
   "Regression: C-g in the key lookup (auth-source) orphaned the bridge process.
-The quit escaped `agent-shell--initialize' before the connection was
+The quit escaped `agent-shell-bridge--initialize' before the connection was
 recorded, leaving a running bridge nobody could reach or stop."
   (test-shell--bridge)
-  (agent-shell-rpc-stop agent-shell--connection)
+  (agent-shell-rpc-stop agent-shell-bridge--connection)
   (should-not (test-shell--live-bridges))
   (let ((agent-shell-api-key (lambda () (signal 'quit nil))))
     (should (condition-case nil
-                (progn (agent-shell--with-bridge #'ignore) nil)
+                (progn (agent-shell-bridge--with-connection #'ignore) nil)
               (quit t))))
   (should-not (test-shell--live-bridges))
-  (should-not agent-shell--ready-queue)
-  (should-not (agent-shell--live-connection)))
+  (should-not agent-shell-bridge--ready-queue)
+  (should-not (agent-shell-bridge--live-connection)))
 
 ;;; Bridge death
 
 (ert-deftest test-shell/bridge-death-is-reported ()
   "When the bridge dies the shell buffer says so and how to restart."
   (test-shell--with-shell (sid)
-    (let ((proc (agent-shell-rpc-conn-process agent-shell--connection)))
+    (let ((proc (agent-shell-rpc-conn-process agent-shell-bridge--connection)))
       (signal-process proc 'SIGKILL)
-      (test-shell--wait "the notice" (lambda () (eq agent-shell--state 'dead)))
+      (test-shell--wait "the notice" (lambda () (eq agent-shell-transcript--state 'dead)))
       (should (string-search "C-c C-r restarts it" (test-shell--transcript)))
-      (should (string-search "bridge stopped" (agent-shell--header-line)))
-      (should-not (agent-shell--live-connection)))))
+      (should (string-search "bridge stopped" (agent-shell-transcript--header-line)))
+      (should-not (agent-shell-bridge--live-connection)))))
 
 (provide 'test-shell)
 ;;; test-shell.el ends here
