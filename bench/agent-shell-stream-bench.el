@@ -150,7 +150,7 @@ The value is (TOTAL FIRST BUSY LONGEST), as for
 (defun agent-shell-stream-bench--fill (buffer bytes)
   "Stream about BYTES of history into the shell BUFFER, 64 KiB a chunk."
   (with-current-buffer buffer
-    (let* ((session agent-shell--session-id)
+    (let* ((session (agent-shell-session-id agent-shell--session))
            (line (concat (make-string 39 ?x) (make-string 20 ?中) "\n"))
            (piece (apply #'concat (make-list 800 line)))
            (n 0))
@@ -177,7 +177,7 @@ reading and rendering of the stream, and its longest single stretch."
                    agent-shell-stream-bench--busy
                    agent-shell-stream-bench--longest)
         (agent-shell-stream-bench--wait
-         (lambda () (with-current-buffer buffer (eq agent-shell-transcript--state 'idle)))
+         (lambda () (with-current-buffer buffer (eq (agent-shell-session-state agent-shell--session) 'idle)))
          "the end of the turn")))))
 
 (defun agent-shell-stream-bench--new-shell (root)
@@ -186,7 +186,7 @@ reading and rendering of the stream, and its longest single stretch."
          (buffer (save-window-excursion (agent-shell-start))))
     (agent-shell-stream-bench--wait
      (lambda () (with-current-buffer buffer
-                  (and agent-shell--session-id (eq agent-shell-transcript--state 'idle))))
+                  (and (agent-shell-session-id agent-shell--session) (eq (agent-shell-session-state agent-shell--session) 'idle))))
      "the session")
     buffer))
 
@@ -369,7 +369,7 @@ OUT receives a JSON object; Emacs then exits."
              (switch-to-buffer buffer)
              (agent-shell-stream-bench--after
               (lambda () (with-current-buffer buffer
-                           (and agent-shell--session-id (eq agent-shell-transcript--state 'idle))))
+                           (and (agent-shell-session-id agent-shell--session) (eq (agent-shell-session-state agent-shell--session) 'idle))))
               (lambda ()
                 (agent-shell-stream-bench--reset)
                 (agent-shell-stream-bench--probe-start)

@@ -25,6 +25,7 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'agent-shell-session)
 (require 'subr-x)
 (require 'agent-shell-tools)
 
@@ -597,7 +598,7 @@ track the index: a repository could otherwise ship one."
   (let ((root (file-truename (file-name-as-directory root))))
     (cl-find-if (lambda (buffer)
                   (and (eq (buffer-local-value 'major-mode buffer) 'agent-shell-mode)
-                       (let ((other (buffer-local-value 'agent-shell--root buffer)))
+                       (let ((other (agent-shell-session-root (buffer-local-value 'agent-shell--session buffer))))
                          (and (stringp other)
                               (equal (file-truename (file-name-as-directory other))
                                      root)))))
@@ -629,8 +630,8 @@ The shell buffer of ROOT remembers its turns' prompts; a turn of an
 earlier session is found by its task heading in the action logs."
   (let ((shell (agent-shell-actions--shell-for-root root)))
     (or (and shell
-             (cdr (assoc turn-id (buffer-local-value 'agent-shell--turn-prompts
-                                                     shell))))
+             (cdr (assoc turn-id (agent-shell-session-turn-prompts (buffer-local-value 'agent-shell--session
+                                                     shell)))))
         (agent-shell-actions--prompt-from-logs root turn-id))))
 
 (defun agent-shell-actions--turn-label (turn-id prompt)

@@ -11,6 +11,7 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'agent-shell-session)
 (require 'subr-x)
 (require 'agent-shell-custom)
 (require 'agent-shell-rpc)
@@ -105,7 +106,7 @@ KEY is the log entry id, or the request id when there is none.")
   (setq agent-shell-bridge--ready-queue nil)
   (agent-shell-bridge--each-shell
    (lambda ()
-     (when (eq agent-shell-transcript--state 'starting)
+     (when (eq (agent-shell-session-state agent-shell--session) 'starting)
        (agent-shell-lifecycle--unqueue)
        (agent-shell-transcript--notice message)
        (agent-shell-transcript--set-state 'dead)))))
@@ -230,10 +231,11 @@ The bridge records it in the action log and tells the model in its
 next request.  Call it in the shell buffer; without a live session
 there is nobody to tell."
   (let ((conn (agent-shell-bridge--live-connection)))
-    (when (and conn (stringp agent-shell--session-id))
+    (when (and conn agent-shell--session
+               (stringp (agent-shell-session-id agent-shell--session)))
       (agent-shell-rpc-request
        conn "session/undo_turn_done"
-       `((sessionId . ,agent-shell--session-id) (turnId . ,turn-id)
+       `((sessionId . ,(agent-shell-session-id agent-shell--session)) (turnId . ,turn-id)
          (paths . ,(vconcat paths)))
        :on-error (lambda (err)
                    (message "agent-shell: the bridge did not record the undo: %s"
@@ -253,7 +255,7 @@ Events of a session whose shell buffer is gone are dropped rather
 than shown in a stray buffer."
   (let ((shell (agent-shell-bridge--session-buffer session-id)))
     (and shell
-         (agent-shell-log-buffer (buffer-local-value 'agent-shell--name shell)))))
+         (agent-shell-log-buffer (agent-shell-session-name (buffer-local-value 'agent-shell--session shell))))))
 
 (provide 'agent-shell-bridge)
 ;;; agent-shell-bridge.el ends here

@@ -17,14 +17,12 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'agent-shell-session)
 (require 'subr-x)
 (require 'tabulated-list)
 
 ;; Defined in agent-shell.el.
 (defvar agent-shell-bridge--sessions)
-(defvar agent-shell--session-id)
-(defvar agent-shell--name)
-(defvar agent-shell-transcript--grants)
 (declare-function agent-shell-bridge--request "agent-shell" (method params &rest args))
 (declare-function agent-shell-bridge--session-buffer "agent-shell" (session-id))
 (declare-function agent-shell-log-buffer "agent-shell-log" (name))
@@ -53,10 +51,9 @@
                     (and (derived-mode-p 'agent-shell-log-mode)
                          (eq (current-buffer)
                              (get-buffer (format "*agent-shell-log: %s*"
-                                                 (buffer-local-value
-                                                  'agent-shell--name shell)))))
+                                                 (agent-shell-session-name (buffer-local-value 'agent-shell--session shell))))))
                     (equal agent-shell-grants--session
-                           (buffer-local-value 'agent-shell--session-id shell))))
+                           (agent-shell-session-id (buffer-local-value 'agent-shell--session shell)))))
               (agent-shell-grants--shells)))
 
 (defun agent-shell-grants--choose-shell ()
@@ -95,7 +92,7 @@ The shell's header line count follows."
       (tabulated-list-print t)
       (when-let ((shell (agent-shell-bridge--session-buffer agent-shell-grants--session)))
         (with-current-buffer shell
-          (setq agent-shell-transcript--grants
+          (setf (agent-shell-session-grants agent-shell--session)
                 (mapcar (lambda (g) (alist-get 'description g)) grants))
           (force-mode-line-update))))))
 
@@ -142,10 +139,10 @@ at point, \\[agent-shell-grants-mark] marks one and \
 \\[agent-shell-grants-revoke-marked] revokes the marked ones."
   (interactive)
   (let* ((shell (agent-shell-grants--choose-shell))
-         (session (buffer-local-value 'agent-shell--session-id shell))
+         (session (agent-shell-session-id (buffer-local-value 'agent-shell--session shell)))
          (buffer (get-buffer-create
                   (format "*agent-shell grants: %s*"
-                          (buffer-local-value 'agent-shell--name shell)))))
+                          (agent-shell-session-name (buffer-local-value 'agent-shell--session shell))))))
     (with-current-buffer buffer
       (agent-shell-grants-mode)
       (setq agent-shell-grants--session session)

@@ -28,6 +28,7 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'agent-shell-session)
 (require 'subr-x)
 (require 'agent-shell-rpc)
 (require 'agent-shell-transcript)
@@ -43,24 +44,11 @@
 (declare-function agent-shell--set-input "agent-shell" (text))
 (declare-function agent-shell-bridge--session-buffer "agent-shell" (session-id))
 
-(defvar agent-shell--session-id)
-(defvar agent-shell--root)
 (defvar agent-shell-bridge--initialized)
-(defvar agent-shell--input-marker)
-(defvar agent-shell--turn-id)
-(defvar agent-shell--turn-start)
-(defvar agent-shell--stale-turns)
 
 ;;; Internals: state
 
-(defvar-local agent-shell-lifecycle--queued-prompt nil
-  "A prompt sent while the session was starting, or nil.
-It is a list (TEXT NOTICE START): NOTICE is the range of the
-transcript notice saying that TEXT waits, START a marker where the
-prompt's lines begin.")
 
-(defvar-local agent-shell-lifecycle--plan-notice nil
-  "Range of the \"Plan waiting for you\" notice in this shell buffer, or nil.")
 
 ;;; Internals: the queued prompt
 
@@ -68,11 +56,11 @@ prompt's lines begin.")
   "Keep TEXT until the session of this shell buffer is ready.
 The prompt shows in the transcript at once; the header line says
 that it is queued."
-  (when agent-shell-lifecycle--queued-prompt
+  (when (agent-shell-session-queued-prompt agent-shell--session)
     (user-error "A prompt is already queued; it is sent when the session is ready"))
-  (let ((start (copy-marker agent-shell-transcript--output-marker)))
+  (let ((start (copy-marker (agent-shell-session-output-marker agent-shell--session))))
     (agent-shell--show-prompt text)
-    (setq agent-shell-lifecycle--queued-prompt
+    (setf (agent-shell-session-queued-prompt agent-shell--session)
           (list text
                 (agent-shell-transcript--notice "(queued: sent as soon as the session is ready)")
                 start)))
@@ -82,20 +70,20 @@ that it is queued."
   "Call FN with the transcript's output going before a queued prompt.
 A resumed session's history arrives after the prompt was queued; it
 belongs above it."
-  (let ((start (nth 2 agent-shell-lifecycle--queued-prompt)))
+  (let ((start (nth 2 (agent-shell-session-queued-prompt agent-shell--session))))
     (if (not (and (markerp start) (eq (marker-buffer start) (current-buffer))))
         (funcall fn)
-      (let ((end (copy-marker agent-shell-transcript--output-marker t)))
-        (set-marker agent-shell-transcript--output-marker start)
+      (let ((end (copy-marker (agent-shell-session-output-marker agent-shell--session) t)))
+        (set-marker (agent-shell-session-output-marker agent-shell--session) start)
         (unwind-protect (funcall fn)
-          (set-marker agent-shell-transcript--output-marker end)
+          (set-marker (agent-shell-session-output-marker agent-shell--session) end)
           (set-marker end nil)
           (agent-shell-transcript--update-prompt-gap))))))
 
 (defun agent-shell-lifecycle--send-queued ()
   "Send the queued prompt of this shell buffer, if any."
-  (when-let ((queued agent-shell-lifecycle--queued-prompt))
-    (setq agent-shell-lifecycle--queued-prompt nil)
+  (when-let ((queued (agent-shell-session-queued-prompt agent-shell--session)))
+    (setf (agent-shell-session-queued-prompt agent-shell--session) nil)
     (agent-shell-transcript--replace-notice (nth 1 queued) "(sent)")
     (condition-case err
         (agent-shell--dispatch-prompt (car queued))
@@ -105,8 +93,8 @@ belongs above it."
 (defun agent-shell-lifecycle--unqueue ()
   "Put a queued prompt back into the input: the session did not start.
 Text already typed after it stays, on the next line."
-  (when-let ((queued agent-shell-lifecycle--queued-prompt))
-    (setq agent-shell-lifecycle--queued-prompt nil)
+  (when-let ((queued (agent-shell-session-queued-prompt agent-shell--session)))
+    (setf (agent-shell-session-queued-prompt agent-shell--session) nil)
     (agent-shell-transcript--replace-notice
      (nth 1 queued) "(not sent: the session did not start; it is back in the input)")
     (let ((typed (agent-shell--input)))
@@ -139,21 +127,21 @@ them at the start of the turn, as it does for a resumed session."
 
 (defun agent-shell-lifecycle--cancel-running-tools (why)
   "Mark the tool entries still pending or running as cancelled because of WHY."
-  (dolist (cell agent-shell-transcript--tools)
+  (dolist (cell (agent-shell-session-tools agent-shell--session))
     (let* ((id (cdr cell))
            (plist (agent-shell-transcript--entry id)))
       (when (and plist (member (plist-get plist :status) '("pending" "in_progress")))
         (let ((base (or (plist-get plist :base-title) (plist-get plist :title))))
-          (setf (plist-get (cdr (assoc id agent-shell-transcript--entries)) :status) "cancelled")
-          (setf (plist-get (cdr (assoc id agent-shell-transcript--entries)) :base-title) base)
+          (setf (plist-get (cdr (assoc id (agent-shell-session-entries agent-shell--session))) :status) "cancelled")
+          (setf (plist-get (cdr (assoc id (agent-shell-session-entries agent-shell--session))) :base-title) base)
           (agent-shell-transcript--set-entry-glyph id (agent-shell-transcript--status-glyph "cancelled"))
           (agent-shell-transcript--set-entry-title id (concat base " — " why)))))))
 
 (defun agent-shell-lifecycle--resolve-plan-notice (text)
   "Replace the \"Plan waiting for you\" notice of this buffer with TEXT."
-  (when agent-shell-lifecycle--plan-notice
-    (agent-shell-transcript--replace-notice agent-shell-lifecycle--plan-notice text)
-    (setq agent-shell-lifecycle--plan-notice nil)))
+  (when (agent-shell-session-plan-notice agent-shell--session)
+    (agent-shell-transcript--replace-notice (agent-shell-session-plan-notice agent-shell--session) text)
+    (setf (agent-shell-session-plan-notice agent-shell--session) nil)))
 
 (defun agent-shell-lifecycle--connection-lost (text)
   "End this shell buffer's turn at once: the bridge connection dropped.
@@ -161,17 +149,17 @@ TEXT says what happened and what to do; it is shown as a notice.
 Running tool lines are marked cancelled, waiting notices say the step
 can no longer be answered, and a queued prompt goes back into the
 input.  The transcript and the input are kept."
-  (when (stringp agent-shell--turn-id)
-    (push agent-shell--turn-id agent-shell--stale-turns))
-  (setq agent-shell--turn-id nil
-        agent-shell--turn-start nil)
+  (when (stringp (agent-shell-session-turn-id agent-shell--session))
+    (push (agent-shell-session-turn-id agent-shell--session) (agent-shell-session-stale-turns agent-shell--session)))
+  (setf (agent-shell-session-turn-id agent-shell--session) nil
+        (agent-shell-session-turn-start agent-shell--session) nil)
   (agent-shell-lifecycle--cancel-running-tools "cancelled: the bridge stopped")
-  (dolist (cell (copy-sequence agent-shell-transcript--waiting-notices))
+  (dolist (cell (copy-sequence (agent-shell-session-waiting-notices agent-shell--session)))
     (agent-shell-transcript--resolve-waiting
      (car cell) "Not decided: %s — the bridge stopped"))
   (agent-shell-lifecycle--resolve-plan-notice "Plan not answered: the bridge stopped")
   (agent-shell-lifecycle--unqueue)
-  (unless (eq agent-shell-transcript--state 'dead)
+  (unless (eq (agent-shell-session-state agent-shell--session) 'dead)
     (agent-shell-transcript--notice text)
     (agent-shell-transcript--set-state 'dead)))
 
@@ -194,15 +182,15 @@ back."
   (interactive)
   (unless (derived-mode-p 'agent-shell-mode)
     (user-error "Not in an agent-shell buffer"))
-  (when (eq agent-shell-transcript--state 'starting)
+  (when (eq (agent-shell-session-state agent-shell--session) 'starting)
     (user-error "The session is already starting"))
-  (when (and agent-shell--session-id (not (eq agent-shell-transcript--state 'dead))
+  (when (and (agent-shell-session-id agent-shell--session) (not (eq (agent-shell-session-state agent-shell--session) 'dead))
              (agent-shell-bridge--live-connection))
     (user-error "The session is running; C-c C-k cancels a turn"))
   (let ((buffer (current-buffer))
-        (session agent-shell--session-id)
-        (root agent-shell--root))
-    (when agent-shell--turn-id
+        (session (agent-shell-session-id agent-shell--session))
+        (root (agent-shell-session-root agent-shell--session)))
+    (when (agent-shell-session-turn-id agent-shell--session)
       (agent-shell-lifecycle--connection-lost "The turn was abandoned for a restart"))
     (agent-shell-transcript--notice (if session
                                         (format "Restarting: resuming session %s…" session)

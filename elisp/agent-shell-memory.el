@@ -20,6 +20,7 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'agent-shell-session)
 (require 'subr-x)
 (require 'tabulated-list)
 
@@ -40,14 +41,14 @@
 
 (defun agent-shell-memory--shell-buffer ()
   "Return the shell buffer to save from: the current one, else the project's."
-  (if (and (derived-mode-p 'agent-shell-mode) agent-shell--session-id)
+  (if (and (derived-mode-p 'agent-shell-mode) (agent-shell-session-id agent-shell--session))
       (current-buffer)
     (let ((root (agent-shell-project--root)))
       (or (cl-find-if (lambda (b)
                         (with-current-buffer b
                           (and (derived-mode-p 'agent-shell-mode)
-                               agent-shell--session-id
-                               (equal agent-shell--root root))))
+                               (agent-shell-session-id agent-shell--session)
+                               (equal (agent-shell-session-root agent-shell--session) root))))
                       (buffer-list))
           (user-error "No agent-shell session for %s" root)))))
 
@@ -132,7 +133,7 @@ Only regular `*.md' files not starting with a dot count."
   "Extract an experience from the current session now and open it for review."
   (interactive)
   (let* ((buffer (agent-shell-memory--shell-buffer))
-         (session (buffer-local-value 'agent-shell--session-id buffer))
+         (session (agent-shell-session-id (buffer-local-value 'agent-shell--session buffer)))
          (conn (or (agent-shell-bridge--live-connection)
                    (user-error "The bridge is not running"))))
     (message "agent-shell: saving an experience…")

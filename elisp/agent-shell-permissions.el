@@ -11,6 +11,7 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'agent-shell-session)
 (require 'subr-x)
 (require 'agent-shell-custom)
 (require 'agent-shell-rpc)
@@ -117,7 +118,7 @@ An `approve-session' decision is remembered as a grant."
                   (if reason (concat " — " (string-replace "%" "%%" reason)) "")))))
     (when (eq decision 'approve-session)
       (let ((what (agent-shell-permissions--grant-text params)))
-        (push what agent-shell-transcript--grants)
+        (push what (agent-shell-session-grants agent-shell--session))
         (agent-shell-transcript--notice (format "Allowed for this session: %s" what))
         (force-mode-line-update)))))
 
@@ -164,9 +165,9 @@ so a decision that could not be delivered can be given again."
         (with-current-buffer buffer
           (let ((decision (plist-get permission :decision)))
             (agent-shell-permissions--show-decision permission (car decision) (cdr decision)))
-          (unless (cl-find agent-shell--session-id agent-shell-bridge--permissions
+          (unless (cl-find (agent-shell-session-id agent-shell--session) agent-shell-bridge--permissions
                            :key (lambda (p) (plist-get p :session)) :test #'equal)
-            (agent-shell-transcript--set-state (if agent-shell--turn-id 'thinking 'idle))))))))
+            (agent-shell-transcript--set-state (if (agent-shell-session-turn-id agent-shell--session) 'thinking 'idle))))))))
 
 (defun agent-shell-permissions--waiting-p (entry-id)
   "Return non-nil when a permission request waits for log entry ENTRY-ID."

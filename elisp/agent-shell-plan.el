@@ -24,6 +24,7 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'agent-shell-session)
 (require 'subr-x)
 (require 'org)
 (require 'agent-shell-rpc)
@@ -31,9 +32,6 @@
 (declare-function agent-shell-bridge--session-buffer "agent-shell" (session-id))
 (declare-function agent-shell-transcript--notice "agent-shell-transcript" (text))
 (declare-function agent-shell-transcript--set-state "agent-shell-transcript" (state &optional detail))
-(defvar agent-shell--name)
-(defvar agent-shell--turn-id)
-(defvar agent-shell-lifecycle--plan-notice)
 (declare-function agent-shell-lifecycle--resolve-plan-notice "agent-shell-lifecycle" (text))
 
 ;;; Options
@@ -244,7 +242,7 @@ The value is an alist of `goal', `steps' (a vector of alists with
   "Return the name of SESSION's shell, or SESSION when it has none."
   (let ((shell (and (fboundp 'agent-shell-bridge--session-buffer)
                     (agent-shell-bridge--session-buffer session))))
-    (if shell (buffer-local-value 'agent-shell--name shell) session)))
+    (if shell (agent-shell-session-name (buffer-local-value 'agent-shell--session shell)) session)))
 
 (defun agent-shell-plan--in-shell (session fn)
   "Call FN in the shell buffer of SESSION, when there is one."
@@ -273,7 +271,7 @@ The value is an alist of `goal', `steps' (a vector of alists with
                         (concat ": " reason)
                       "")))))
        (when (fboundp 'agent-shell-transcript--set-state)
-         (agent-shell-transcript--set-state (if agent-shell--turn-id 'thinking 'idle)))))))
+         (agent-shell-transcript--set-state (if (agent-shell-session-turn-id agent-shell--session) 'thinking 'idle)))))))
 
 (cl-defmethod agent-shell-rpc-handle (conn (_m (eql session/request_plan)) params id)
   "Show the plan of request ID (PARAMS from CONN) for review."
@@ -297,8 +295,8 @@ The value is an alist of `goal', `steps' (a vector of alists with
          (let ((range (agent-shell-transcript--notice
                        (format "Plan waiting for you in %s: C-c C-c approves, C-c C-k rejects"
                                (buffer-name buffer)))))
-           (when (boundp 'agent-shell-lifecycle--plan-notice)
-             (setq agent-shell-lifecycle--plan-notice range)))
+           (when agent-shell--session
+             (setf (agent-shell-session-plan-notice agent-shell--session) range)))
          (agent-shell-transcript--set-state 'waiting))))
     (if agent-shell-plan-select-window
         (pop-to-buffer buffer)

@@ -24,6 +24,7 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'agent-shell-session)
 (require 'subr-x)
 (require 'project)
 (require 'auth-source)
@@ -33,7 +34,6 @@
 (defvar agent-shell-api-base)
 (defvar agent-shell-api-key)
 (defvar agent-shell-workspace-root)
-(defvar agent-shell--root)
 (declare-function agent-shell-bridge--request "agent-shell" (method params &rest args))
 
 ;;; Internals: key and project files
@@ -298,7 +298,10 @@ goes away once the question is answered (or quit)."
 
 (defun agent-shell-project--trust-root (root)
   "Return ROOT, else this session's project, else the current project."
-  (file-name-as-directory (or root agent-shell--root (agent-shell-project--root))))
+  (file-name-as-directory (or root
+                              (and agent-shell--session
+                                   (agent-shell-session-root agent-shell--session))
+                              (agent-shell-project--root))))
 
 (defun agent-shell-project--file-bytes (file)
   "Return the exact bytes of the project's settings FILE, to review and hash.

@@ -5,7 +5,7 @@
 ;;; Commentary:
 
 ;; How a shell buffer of `agent-shell-mode' shows a session.  Output
-;; goes in at `agent-shell-transcript--output-marker', before the prompt, as
+;; goes in at `agent-shell-session-output-marker', before the prompt, as
 ;; read-only text, with the user's input and its undo list left
 ;; intact.  Assistant text streams into one message block; thoughts,
 ;; tool calls and the plan are one-line entries whose bodies fold;
@@ -25,6 +25,7 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'agent-shell-session)
 (require 'subr-x)
 (require 'agent-shell-custom)
 (require 'agent-shell-citations)
@@ -32,44 +33,10 @@
 (require 'agent-shell-mcp)
 
 ;; Session state owned by agent-shell.el.
-(defvar agent-shell--name)
-(defvar agent-shell--root)
-(defvar agent-shell--mode)
-(defvar agent-shell--model)
-(defvar agent-shell--turn-id)
-(defvar agent-shell--turn-start)
-(defvar agent-shell--stale-turns)
-(defvar agent-shell--history)
-(defvar agent-shell-lifecycle--queued-prompt)
 (declare-function agent-shell-lifecycle--cancel-running-tools "agent-shell-lifecycle" (why))
 
 ;;; Internals: state
 
-(defvar-local agent-shell-transcript--plan-entry nil
-  "Id of the transcript entry showing the current plan, or nil.
-Reset when a turn starts, so that each turn's plan has its own entry.")
-(defvar-local agent-shell-transcript--plan-id nil
-  "The `planId' shown in `agent-shell-transcript--plan-entry', or nil.")
-(defvar-local agent-shell-transcript--waiting-notices nil
-  "Tool call id to (START END TITLE) of its \"Waiting for you\" notice.
-START and END are markers around the notice's text.")
-(defvar-local agent-shell-transcript--sandbox nil
-  "The session's sandbox as the bridge described it (an alist), or nil.")
-(defvar-local agent-shell-transcript--grants nil
-  "What the user allowed for the rest of this session, newest first.")
-(defvar-local agent-shell-transcript--state 'starting "What the agent is doing.")
-(defvar-local agent-shell-transcript--state-detail nil "Tool name while running one.")
-(defvar-local agent-shell-transcript--usage nil "The last `usage' update, an alist.")
-(defvar-local agent-shell-transcript--output-marker nil "Where transcript output goes.")
-(defvar-local agent-shell-transcript--block nil
-  "The open transcript block: nil, `message', or an entry id string.")
-(defvar-local agent-shell-transcript--body-open nil
-  "Non-nil when the open entry already has body text.")
-(defvar-local agent-shell-transcript--entries nil
-  "Entry id to plist (:start MARKER :folded BOOL :title STRING).
-START is a marker because the plan entry is redrawn in place.")
-(defvar-local agent-shell-transcript--entry-counter 0 "Counter for entry ids.")
-(defvar-local agent-shell-transcript--tools nil "Tool call id to entry id.")
 
 ;;; Internals: transcript
 
@@ -91,26 +58,24 @@ START is a marker because the plan entry is redrawn in place.")
          (_ entry)))
      list)))
 
-(defvar-local agent-shell-transcript--prompt-gap nil
-  "Overlay that shows the prompt on its own line after an unfinished line.")
 
 (defun agent-shell-transcript--update-prompt-gap ()
   "Keep the prompt off the end of the transcript's last line.
 While a tool runs, its line has no newline yet; a display-only line
 break (never text in the buffer) goes before the prompt until it has."
-  (when (and (markerp agent-shell-transcript--output-marker)
-             (marker-buffer agent-shell-transcript--output-marker))
-    (let* ((pos (marker-position agent-shell-transcript--output-marker))
+  (when (and (markerp (agent-shell-session-output-marker agent-shell--session))
+             (marker-buffer (agent-shell-session-output-marker agent-shell--session)))
+    (let* ((pos (marker-position (agent-shell-session-output-marker agent-shell--session)))
            (glued (and (> pos (point-min))
                        (not (and (eq (char-before pos) ?\n)
                                  (not (get-text-property (1- pos) 'invisible)))))))
-      (if (and (overlayp agent-shell-transcript--prompt-gap) (overlay-buffer agent-shell-transcript--prompt-gap))
-          (move-overlay agent-shell-transcript--prompt-gap pos pos)
+      (if (and (overlayp (agent-shell-session-prompt-gap agent-shell--session)) (overlay-buffer (agent-shell-session-prompt-gap agent-shell--session)))
+          (move-overlay (agent-shell-session-prompt-gap agent-shell--session) pos pos)
         ;; One of a transcript erased by `agent-shell-mode' may be left over.
         (remove-overlays (point-min) (point-max) 'agent-shell-prompt-gap t)
-        (setq agent-shell-transcript--prompt-gap (make-overlay pos pos nil nil nil))
-        (overlay-put agent-shell-transcript--prompt-gap 'agent-shell-prompt-gap t))
-      (overlay-put agent-shell-transcript--prompt-gap 'before-string (and glued "\n")))))
+        (setf (agent-shell-session-prompt-gap agent-shell--session) (make-overlay pos pos nil nil nil))
+        (overlay-put (agent-shell-session-prompt-gap agent-shell--session) 'agent-shell-prompt-gap t))
+      (overlay-put (agent-shell-session-prompt-gap agent-shell--session) 'before-string (and glued "\n")))))
 
 (defmacro agent-shell-transcript--editing (&rest body)
   "Run BODY at the output marker with the transcript writable.
@@ -118,20 +83,20 @@ Modification hooks are off and the insertion is kept out of the undo
 list, whose recorded input positions are shifted instead."
   (declare (indent 0) (debug t))
   (let ((start (make-symbol "start")) (undo (make-symbol "undo")))
-    `(let ((,start (marker-position agent-shell-transcript--output-marker))
+    `(let ((,start (marker-position (agent-shell-session-output-marker agent-shell--session)))
            (,undo buffer-undo-list))
        (prog1 (let ((inhibit-read-only t)
                     (inhibit-modification-hooks t)
                     (buffer-undo-list t))
                 (save-excursion
-                  (goto-char agent-shell-transcript--output-marker)
+                  (goto-char (agent-shell-session-output-marker agent-shell--session))
                   ,@body))
          (agent-shell-transcript--update-prompt-gap)
          (unless (eq ,undo t)
            (setq buffer-undo-list
                  (agent-shell-transcript--shift-undo
                   ,undo ,start
-                  (- (marker-position agent-shell-transcript--output-marker) ,start))))))))
+                  (- (marker-position (agent-shell-session-output-marker agent-shell--session)) ,start))))))))
 
 (defun agent-shell-transcript--insert (text &rest props)
   "Insert TEXT with PROPS at point as read-only transcript text.
@@ -153,10 +118,10 @@ would show glued to the entry's header."
 
 (defun agent-shell-transcript--close-block ()
   "End the open block, so that the next output begins on a new line."
-  (when agent-shell-transcript--block
+  (when (agent-shell-session-block agent-shell--session)
     (agent-shell-transcript--fresh-line)
-    (setq agent-shell-transcript--block nil
-          agent-shell-transcript--body-open nil)))
+    (setf (agent-shell-session-block agent-shell--session) nil
+          (agent-shell-session-body-open agent-shell--session) nil)))
 
 (defun agent-shell-transcript--notice (text)
   "Append TEXT to the transcript as a notice from agent-shell.
@@ -185,15 +150,15 @@ Return (START . END), markers around TEXT."
 (defun agent-shell-transcript--note-waiting (call-id range title)
   "Remember RANGE, the waiting notice of tool CALL-ID showing TITLE."
   (when call-id
-    (setf (alist-get call-id agent-shell-transcript--waiting-notices nil nil #'equal)
+    (setf (alist-get call-id (agent-shell-session-waiting-notices agent-shell--session) nil nil #'equal)
           (list (car range) (cdr range) title))))
 
 (defun agent-shell-transcript--resolve-waiting (call-id text)
   "Replace the waiting notice of tool CALL-ID with TEXT, if it is still shown.
 TEXT is a format string whose one %s is the step's title."
-  (when-let ((cell (assoc call-id agent-shell-transcript--waiting-notices)))
-    (setq agent-shell-transcript--waiting-notices
-          (delq cell agent-shell-transcript--waiting-notices))
+  (when-let ((cell (assoc call-id (agent-shell-session-waiting-notices agent-shell--session))))
+    (setf (agent-shell-session-waiting-notices agent-shell--session)
+          (delq cell (agent-shell-session-waiting-notices agent-shell--session)))
     (pcase-let ((`(,start ,end ,title) (cdr cell)))
       (agent-shell-transcript--replace-notice
        (cons start end) (format text (or title "the step"))))))
@@ -203,9 +168,9 @@ TEXT is a format string whose one %s is the step's title."
 When REFUSAL is non-nil, TEXT is the model refusing the request and
 is shown in `agent-shell-refusal-face'."
   (agent-shell-transcript--editing
-    (unless (eq agent-shell-transcript--block 'message)
+    (unless (eq (agent-shell-session-block agent-shell--session) 'message)
       (agent-shell-transcript--close-block)
-      (setq agent-shell-transcript--block 'message))
+      (setf (agent-shell-session-block agent-shell--session) 'message))
     (if refusal
         (agent-shell-transcript--insert text 'agent-shell-role 'assistant
                                         'agent-shell-refusal t 'face 'agent-shell-refusal-face)
@@ -219,7 +184,7 @@ is shown in `agent-shell-refusal-face'."
   "Open a foldable entry of KIND with status GLYPH and TITLE; return its id.
 Call inside `agent-shell-transcript--editing'."
   (agent-shell-transcript--close-block)
-  (let ((id (format "%s-%d" kind (cl-incf agent-shell-transcript--entry-counter)))
+  (let ((id (format "%s-%d" kind (cl-incf (agent-shell-session-entry-counter agent-shell--session))))
         (start (point))
         (title (replace-regexp-in-string "[\n\r\t]+" " " (or title ""))))
     (agent-shell-transcript--insert (concat (agent-shell-transcript--fold-char t) " " glyph " " title)
@@ -228,14 +193,14 @@ Call inside `agent-shell-transcript--editing'."
                          'help-echo "TAB: show or hide")
     ;; A marker: an entry shown again in place (the plan) moves later ones.
     (push (cons id (list :start (copy-marker start) :folded t :title title))
-          agent-shell-transcript--entries)
-    (setq agent-shell-transcript--block id
-          agent-shell-transcript--body-open nil)
+          (agent-shell-session-entries agent-shell--session))
+    (setf (agent-shell-session-block agent-shell--session) id
+          (agent-shell-session-body-open agent-shell--session) nil)
     id))
 
 (defun agent-shell-transcript--entry (id)
   "Return entry ID's plist, or nil when it is gone."
-  (let ((plist (cdr (assoc id agent-shell-transcript--entries))))
+  (let ((plist (cdr (assoc id (agent-shell-session-entries agent-shell--session)))))
     (and plist
          (equal (get-text-property (plist-get plist :start) 'agent-shell-entry) id)
          plist)))
@@ -244,19 +209,19 @@ Call inside `agent-shell-transcript--editing'."
   "Append TEXT to the body of entry ID, which must be the open block.
 Call inside `agent-shell-transcript--editing'."
   (let ((plist (agent-shell-transcript--entry id)))
-    (insert (propertize (if agent-shell-transcript--body-open text (concat "\n" text))
+    (insert (propertize (if (agent-shell-session-body-open agent-shell--session) text (concat "\n" text))
                         'read-only t 'front-sticky '(read-only)
                         'agent-shell-entry id
                         'agent-shell-body id
                         'invisible (plist-get plist :folded)))
-    (setq agent-shell-transcript--body-open t)))
+    (setf (agent-shell-session-body-open agent-shell--session) t)))
 
 (defun agent-shell-transcript--entry-at (pos)
   "Return the id of the entry on the transcript line of POS, or nil.
 Point at the end of a header line (after \\[move-end-of-line]) sits on
 the newline that ends it, or just after a folded body: the entry is
 found from the character before, then from the line start."
-  (when (< pos agent-shell-transcript--output-marker)
+  (when (< pos (agent-shell-session-output-marker agent-shell--session))
     (or (get-text-property pos 'agent-shell-entry)
         (and (> pos (point-min))
              (eq (char-after pos) ?\n)
@@ -283,7 +248,7 @@ found from the character before, then from the line start."
             (goto-char end)
             (insert (apply #'propertize title props))
             (delete-region start end)))
-        (setf (plist-get (cdr (assoc id agent-shell-transcript--entries)) :title) title)))))
+        (setf (plist-get (cdr (assoc id (agent-shell-session-entries agent-shell--session))) :title) title)))))
 
 (defun agent-shell-transcript--entry-add (id text)
   "Add TEXT as new lines at the end of entry ID's body, wherever it is.
@@ -295,7 +260,7 @@ still lands in its own entry."
       (agent-shell-transcript--editing
         (let* ((bounds (agent-shell-transcript--entry-body-bounds id))
                (pos (if bounds (cdr bounds) (agent-shell-transcript--header-end id)))
-               (open (equal agent-shell-transcript--block id)))
+               (open (equal (agent-shell-session-block agent-shell--session) id)))
           (goto-char pos)
           (insert-before-markers
            (propertize (concat (if (eq (char-before) ?\n) "" "\n") text)
@@ -303,10 +268,10 @@ still lands in its own entry."
                        'agent-shell-entry id 'agent-shell-body id
                        'invisible (plist-get plist :folded)))
           (if open
-              (setq agent-shell-transcript--body-open t)
+              (setf (agent-shell-session-body-open agent-shell--session) t)
             ;; What follows the entry must still start on its own line.
             (unless (or (eq (char-after) ?\n)
-                        (>= (point) agent-shell-transcript--output-marker))
+                        (>= (point) (agent-shell-session-output-marker agent-shell--session)))
               (insert-before-markers
                (propertize "\n" 'read-only t 'front-sticky '(read-only))))))))))
 
@@ -333,7 +298,7 @@ still lands in its own entry."
 (defun agent-shell-transcript--set-folded (id folded)
   "Fold entry ID when FOLDED is non-nil, else unfold it."
   (when-let ((plist (agent-shell-transcript--entry id)))
-    (setf (plist-get (cdr (assoc id agent-shell-transcript--entries)) :folded) folded)
+    (setf (plist-get (cdr (assoc id (agent-shell-session-entries agent-shell--session))) :folded) folded)
     (agent-shell-transcript--replace-char (plist-get plist :start)
                                           (agent-shell-transcript--fold-char folded))
     (when-let ((bounds (agent-shell-transcript--entry-body-bounds id)))
@@ -360,19 +325,19 @@ still lands in its own entry."
 
 (defun agent-shell-transcript--set-state (state &optional detail)
   "Set this buffer's STATE, with DETAIL (a tool name) for `running'."
-  (unless (and (eq state agent-shell-transcript--state)
-               (equal detail agent-shell-transcript--state-detail))
-    (setq agent-shell-transcript--state state
-          agent-shell-transcript--state-detail detail)
+  (unless (and (eq state (agent-shell-session-state agent-shell--session))
+               (equal detail (agent-shell-session-state-detail agent-shell--session)))
+    (setf (agent-shell-session-state agent-shell--session) state
+          (agent-shell-session-state-detail agent-shell--session) detail)
     (force-mode-line-update)))
 
 (defun agent-shell-transcript--state-text ()
   "Return the state as shown in the header line."
-  (pcase agent-shell-transcript--state
-    ('running (format "running %s" (or agent-shell-transcript--state-detail "tool")))
+  (pcase (agent-shell-session-state agent-shell--session)
+    ('running (format "running %s" (or (agent-shell-session-state-detail agent-shell--session) "tool")))
     ('waiting "waiting for you")
     ('dead "bridge stopped")
-    ('starting (if agent-shell-lifecycle--queued-prompt "starting, 1 prompt queued" "starting"))
+    ('starting (if (agent-shell-session-queued-prompt agent-shell--session) "starting, 1 prompt queued" "starting"))
     (state (symbol-name state))))
 
 (defun agent-shell-transcript--format-tokens (n)
@@ -387,7 +352,7 @@ still lands in its own entry."
 It is the value of a `header-line-format' :eval form, hence a mode
 line construct: every % in it is doubled, so that the one of the
 context fill and any in the model name show as written."
-  (let* ((usage agent-shell-transcript--usage)
+  (let* ((usage (agent-shell-session-usage agent-shell--session))
          (total (alist-get 'totalTokens usage))
          (used (alist-get 'contextUsed usage))
          (window (alist-get 'contextWindow usage))
@@ -396,19 +361,19 @@ context fill and any in the model name show as written."
      "%" "%%"
      (concat
       (format " %s │ %s │ %s │ %s tokens"
-              (or agent-shell--model agent-shell-model)
-              (if (eq agent-shell--mode 'ask) "ask" "act")
+              (or (agent-shell-session-model agent-shell--session) agent-shell-model)
+              (if (eq (agent-shell-session-mode agent-shell--session) 'ask) "ask" "act")
               (agent-shell-transcript--state-text)
               (agent-shell-transcript--format-tokens total))
       (if (and (numberp used) (numberp window) (> window 0))
           (format " │ context %d%%" (round (* 100.0 (/ (float used) window))))
         "")
       (if (numberp cost) (format " │ $%.4f" cost) "")
-      (if agent-shell-transcript--grants
-          (format " │ %d grant%s" (length agent-shell-transcript--grants)
-                  (if (cdr agent-shell-transcript--grants) "s" ""))
+      (if (agent-shell-session-grants agent-shell--session)
+          (format " │ %d grant%s" (length (agent-shell-session-grants agent-shell--session))
+                  (if (cdr (agent-shell-session-grants agent-shell--session)) "s" ""))
         "")
-      (if (eq (alist-get 'available agent-shell-transcript--sandbox) :json-false)
+      (if (eq (alist-get 'available (agent-shell-session-sandbox agent-shell--session)) :json-false)
           " │ no sandbox"
         "")
       (agent-shell-mcp-header)))))
@@ -562,13 +527,13 @@ STATUS is the tool's status and RAW its output summary."
     (agent-shell-transcript--editing
       (let ((id (agent-shell-transcript--new-entry "tool" (agent-shell-transcript--status-glyph status)
                                                    title)))
-        (push (cons call-id id) agent-shell-transcript--tools)
-        (setf (plist-get (cdr (assoc id agent-shell-transcript--entries)) :status)
+        (push (cons call-id id) (agent-shell-session-tools agent-shell--session))
+        (setf (plist-get (cdr (assoc id (agent-shell-session-entries agent-shell--session))) :status)
               (or status "pending"))
         (when input
           (agent-shell-transcript--append-body
            id (concat "args: " (agent-shell-transcript--arguments-line input))))))
-    (unless (eq agent-shell-transcript--state 'waiting)
+    (unless (eq (agent-shell-session-state agent-shell--session) 'waiting)
       (agent-shell-transcript--set-state 'running title))))
 
 (defun agent-shell-transcript--on-tool-call-update (update)
@@ -577,7 +542,7 @@ The entry's body gets the output, the error or refusal, the exit
 code, the test summary and the diff; a failure's reason also shows
 on the entry's line."
   (let* ((call-id (alist-get 'toolCallId update))
-         (id (cdr (assoc call-id agent-shell-transcript--tools)))
+         (id (cdr (assoc call-id (agent-shell-session-tools agent-shell--session))))
          (plist (and id (agent-shell-transcript--entry id)))
          (status (alist-get 'status update))
          (raw (alist-get 'rawOutput update))
@@ -603,11 +568,11 @@ on the entry's line."
         (_ (agent-shell-transcript--resolve-waiting call-id "Approved: %s"))))
     (when (and id status)
       (when plist
-        (setf (plist-get (cdr (assoc id agent-shell-transcript--entries)) :status) status))
+        (setf (plist-get (cdr (assoc id (agent-shell-session-entries agent-shell--session))) :status) status))
       (agent-shell-transcript--set-entry-glyph id (agent-shell-transcript--status-glyph status)))
     (when (and plist detail)
       (let ((base (or (plist-get plist :base-title) (plist-get plist :title))))
-        (setf (plist-get (cdr (assoc id agent-shell-transcript--entries)) :base-title) base)
+        (setf (plist-get (cdr (assoc id (agent-shell-session-entries agent-shell--session))) :base-title) base)
         (agent-shell-transcript--set-entry-title id (concat base " — " detail))))
     (unless (string-empty-p text)
       (if plist
@@ -617,22 +582,22 @@ on the entry's line."
           (let ((new (agent-shell-transcript--new-entry
                       "tool" (agent-shell-transcript--status-glyph status)
                       (concat (or call-id "tool") (if detail (concat " — " detail) "")))))
-            (push (cons call-id new) agent-shell-transcript--tools)
+            (push (cons call-id new) (agent-shell-session-tools agent-shell--session))
             (agent-shell-transcript--append-body new text)))))
     (pcase status
-      ("in_progress" (unless (eq agent-shell-transcript--state 'waiting)
+      ("in_progress" (unless (eq (agent-shell-session-state agent-shell--session) 'waiting)
                        (agent-shell-transcript--set-state
                         'running (or (plist-get plist :title) "tool"))))
       ((or "completed" "failed")
-       (unless (eq agent-shell-transcript--state 'waiting)
+       (unless (eq (agent-shell-session-state agent-shell--session) 'waiting)
          (agent-shell-transcript--set-state 'thinking))))))
 
 (defun agent-shell-transcript--on-thought (text)
   "Append TEXT to the current thought entry, opening one if needed."
   (agent-shell-transcript--editing
-    (let ((id (if (and (stringp agent-shell-transcript--block)
-                       (string-prefix-p "thought-" agent-shell-transcript--block))
-                  agent-shell-transcript--block
+    (let ((id (if (and (stringp (agent-shell-session-block agent-shell--session))
+                       (string-prefix-p "thought-" (agent-shell-session-block agent-shell--session)))
+                  (agent-shell-session-block agent-shell--session)
                 (agent-shell-transcript--new-entry "thought" "…" "Thinking"))))
       (agent-shell-transcript--append-body id text))))
 
@@ -651,18 +616,18 @@ on the entry's line."
                            entries "\n")))
       ;; Another plan gets its own entry; the earlier one stays as it was.
       (let ((plan-id (alist-get 'planId update)))
-        (when (and plan-id agent-shell-transcript--plan-id
-                   (not (equal plan-id agent-shell-transcript--plan-id)))
-          (setq agent-shell-transcript--plan-entry nil))
-        (when plan-id (setq agent-shell-transcript--plan-id plan-id)))
-      (unless (and agent-shell-transcript--plan-entry
-                   (agent-shell-transcript--entry agent-shell-transcript--plan-entry)
-                   (agent-shell-transcript--replace-entry agent-shell-transcript--plan-entry title body))
+        (when (and plan-id (agent-shell-session-plan-id agent-shell--session)
+                   (not (equal plan-id (agent-shell-session-plan-id agent-shell--session))))
+          (setf (agent-shell-session-plan-entry agent-shell--session) nil))
+        (when plan-id (setf (agent-shell-session-plan-id agent-shell--session) plan-id)))
+      (unless (and (agent-shell-session-plan-entry agent-shell--session)
+                   (agent-shell-transcript--entry (agent-shell-session-plan-entry agent-shell--session))
+                   (agent-shell-transcript--replace-entry (agent-shell-session-plan-entry agent-shell--session) title body))
         (agent-shell-transcript--editing
           (let ((id (agent-shell-transcript--new-entry "plan" "≡" title)))
-            (setq agent-shell-transcript--plan-entry id)
+            (setf (agent-shell-session-plan-entry agent-shell--session) id)
             (agent-shell-transcript--append-body id body)))))
-    (agent-shell-plan-on-update agent-shell--name update)))
+    (agent-shell-plan-on-update (agent-shell-session-name agent-shell--session) update)))
 
 (defun agent-shell-transcript--replace-entry (id title body)
   "Show TITLE and BODY in the existing entry ID, in place; return non-nil.
@@ -672,7 +637,7 @@ and so do the undo positions of the user's input."
               (start (marker-position (plist-get plist :start)))
               (end (min (or (next-single-property-change start 'agent-shell-entry)
                             (point-max))
-                        agent-shell-transcript--output-marker)))
+                        (agent-shell-session-output-marker agent-shell--session))))
     (let ((folded (plist-get plist :folded))
           (title (replace-regexp-in-string "[\n\r\t]+" " " title))
           (undo buffer-undo-list)
@@ -695,7 +660,7 @@ and so do the undo positions of the user's input."
       (unless (eq undo t)
         (setq buffer-undo-list
               (agent-shell-transcript--shift-undo undo start (- (buffer-size) size))))
-      (setf (plist-get (cdr (assoc id agent-shell-transcript--entries)) :title) title)
+      (setf (plist-get (cdr (assoc id (agent-shell-session-entries agent-shell--session))) :title) title)
       t)))
 
 (defun agent-shell-transcript--stale-turn-end-p (update)
@@ -704,16 +669,16 @@ A turn that was cancelled can report its end after the next turn
 began; that report must not end the new turn."
   (let ((id (alist-get 'turnId update)))
     (and (stringp id)
-         agent-shell--turn-id
-         (or (member id agent-shell--stale-turns)
-             (and (stringp agent-shell--turn-id)
-                  (not (equal id agent-shell--turn-id)))))))
+         (agent-shell-session-turn-id agent-shell--session)
+         (or (member id (agent-shell-session-stale-turns agent-shell--session))
+             (and (stringp (agent-shell-session-turn-id agent-shell--session))
+                  (not (equal id (agent-shell-session-turn-id agent-shell--session))))))))
 
 (defun agent-shell-transcript--on-turn-end (update)
   "Finish the turn described by UPDATE, unless it is an older turn's."
   (let ((stale (agent-shell-transcript--stale-turn-end-p update)))
-    (setq agent-shell--stale-turns
-          (delete (alist-get 'turnId update) agent-shell--stale-turns))
+    (setf (agent-shell-session-stale-turns agent-shell--session)
+          (delete (alist-get 'turnId update) (agent-shell-session-stale-turns agent-shell--session)))
     (unless stale
       (agent-shell-transcript--finish-turn update))))
 
@@ -721,9 +686,9 @@ began; that report must not end the new turn."
   "Finish the current turn as the `turn_end' UPDATE describes."
   (let* ((reason (alist-get 'stopReason update))
          (err (alist-get 'error update))
-         (elapsed (and agent-shell--turn-start
-                       (float-time (time-since agent-shell--turn-start)))))
-    (agent-shell-citations-link agent-shell-transcript--output-marker agent-shell--root)
+         (elapsed (and (agent-shell-session-turn-start agent-shell--session)
+                       (float-time (time-since (agent-shell-session-turn-start agent-shell--session))))))
+    (agent-shell-citations-link (agent-shell-session-output-marker agent-shell--session) (agent-shell-session-root agent-shell--session))
     (cond (err (agent-shell-transcript--notice
                 (format "[turn ended with an error: %s]" (alist-get 'message err))))
           ((and reason (not (equal reason "end_turn")))
@@ -734,19 +699,19 @@ began; that report must not end the new turn."
     ;; A step the turn never finished (cancelled, stopped) has no spinner left.
     (agent-shell-lifecycle--cancel-running-tools
      (if (equal reason "cancelled") "cancelled" "not finished"))
-    (setq agent-shell--turn-id nil
-          agent-shell--turn-start nil)
+    (setf (agent-shell-session-turn-id agent-shell--session) nil
+          (agent-shell-session-turn-start agent-shell--session) nil)
     (agent-shell-transcript--set-state 'idle)
     (when (and elapsed (> elapsed agent-shell-notify-threshold))
       (funcall agent-shell-notify-function
                (format "agent-shell %s: turn finished after %d s (%s)"
-                       agent-shell--name (round elapsed) (or reason "done"))))))
+                       (agent-shell-session-name agent-shell--session) (round elapsed) (or reason "done"))))))
 
 (defun agent-shell-transcript--apply-update (update)
   "Render one session UPDATE in the current shell buffer."
   (pcase (alist-get 'sessionUpdate update)
     ("agent_message_chunk"
-     (when (memq agent-shell-transcript--state '(idle starting))
+     (when (memq (agent-shell-session-state agent-shell--session) '(idle starting))
        (agent-shell-transcript--set-state 'thinking))
      (agent-shell-transcript--append-message
       (or (alist-get 'text (alist-get 'content update)) "")
@@ -756,7 +721,7 @@ began; that report must not end the new turn."
     ("tool_call" (agent-shell-transcript--on-tool-call update))
     ("tool_call_update" (agent-shell-transcript--on-tool-call-update update))
     ("plan" (agent-shell-transcript--on-plan update))
-    ("usage" (setq agent-shell-transcript--usage update) (force-mode-line-update))
+    ("usage" (setf (agent-shell-session-usage agent-shell--session) update) (force-mode-line-update))
     ("turn_end" (agent-shell-transcript--on-turn-end update))
     ("mcp_servers" (agent-shell-mcp-on-update update))
     (kind (message "agent-shell: unknown session update %S" kind))))
@@ -764,8 +729,8 @@ began; that report must not end the new turn."
 (defun agent-shell-transcript--start-turn-entries ()
   "Forget the plan entry of the turn before, for a new turn.
 Its plan keeps its entry; a plan of the new turn gets a new one."
-  (setq agent-shell-transcript--plan-entry nil
-        agent-shell-transcript--plan-id nil))
+  (setf (agent-shell-session-plan-entry agent-shell--session) nil
+        (agent-shell-session-plan-id agent-shell--session) nil))
 
 (defun agent-shell-transcript--insert-history (history)
   "Render HISTORY, the list of past messages from `session/resume'.
@@ -782,7 +747,7 @@ that the prompt does not stick to the last answer."
            (agent-shell-transcript--insert (concat "> " text "\n\n")
                                            'face 'agent-shell-user-face 'agent-shell-role 'user))
          (agent-shell-transcript--start-turn-entries)
-         (push text agent-shell--history))
+         (push text (agent-shell-session-history agent-shell--session)))
         ("assistant"
          (agent-shell-transcript--editing (agent-shell-transcript--close-block))
          (agent-shell-transcript--append-message text)
@@ -794,7 +759,7 @@ that the prompt does not stick to the last answer."
                       "tool" (agent-shell-transcript--status-glyph (alist-get 'status item))
                       (or (alist-get 'title item) "tool"))))
              (when-let ((call-id (alist-get 'toolCallId item)))
-               (push (cons call-id id) agent-shell-transcript--tools))
+               (push (cons call-id id) (agent-shell-session-tools agent-shell--session)))
              (unless (string-empty-p text)
                (agent-shell-transcript--append-body id (agent-shell-transcript--cap text)))))))))
   (agent-shell-transcript--editing

@@ -38,6 +38,7 @@
 ;; Before anything is defined: the unrelated package of the same name
 ;; must not be half overwritten (see agent-shell-coexist.el).
 (require 'agent-shell-coexist)
+(require 'agent-shell-session)
 (agent-shell-coexist-check)
 
 (require 'cl-lib)
@@ -73,7 +74,7 @@ It names the file of the most recent file buffer, its point line and
 column, whether the region is active, and the project ROOT.  A file
 outside ROOT and `agent-shell-extra-allowed-paths' is not described:
 the snapshot only says that the user's buffer is outside the project."
-  (let* ((root (or root agent-shell--root default-directory))
+  (let* ((root (or root (agent-shell-session-root agent-shell--session) default-directory))
          (buffer (agent-shell--user-buffer))
          (inside (and buffer
                       (ignore-error agent-shell-tool-error
@@ -110,7 +111,7 @@ the snapshot only says that the user's buffer is outside the project."
                           'front-sticky '(read-only)
                           'field 'agent-shell-prompt
                           'face 'agent-shell-prompt-face))
-      (set-marker agent-shell--input-marker (point)))))
+      (set-marker (agent-shell-session-input-marker agent-shell--session) (point)))))
 
 (defun agent-shell--setup (name root session-id)
   "Prepare the current buffer for session SESSION-ID named NAME in ROOT."
@@ -119,14 +120,14 @@ the snapshot only says that the user's buffer is outside the project."
         (buffer-undo-list t))
     (erase-buffer))
   (setq buffer-undo-list nil)
-  (setq agent-shell--name name
-        agent-shell--root root
-        agent-shell--mode agent-shell-default-mode
+  (setf (agent-shell-session-name agent-shell--session) name
+        (agent-shell-session-root agent-shell--session) root
+        (agent-shell-session-mode agent-shell--session) agent-shell-default-mode
         default-directory root
-        agent-shell--input-marker (copy-marker (point-min) nil))
+        (agent-shell-session-input-marker agent-shell--session) (copy-marker (point-min) nil))
   (agent-shell--insert-prompt)
   ;; Created after the prompt, so that it stays before it.
-  (setq agent-shell-transcript--output-marker (copy-marker (point-min) t))
+  (setf (agent-shell-session-output-marker agent-shell--session) (copy-marker (point-min) t))
   (agent-shell-transcript--update-prompt-gap)
   (goto-char (point-max))
   (when session-id
@@ -134,9 +135,9 @@ the snapshot only says that the user's buffer is outside the project."
 
 (defun agent-shell--attach (session-id)
   "Bind the current buffer to SESSION-ID."
-  (when agent-shell--session-id
-    (remhash agent-shell--session-id agent-shell-bridge--sessions))
-  (setq agent-shell--session-id session-id)
+  (when (agent-shell-session-id agent-shell--session)
+    (remhash (agent-shell-session-id agent-shell--session) agent-shell-bridge--sessions))
+  (setf (agent-shell-session-id agent-shell--session) session-id)
   (puthash session-id (current-buffer) agent-shell-bridge--sessions)
   (agent-shell-transcript--set-state 'idle))
 
@@ -148,7 +149,7 @@ the snapshot only says that the user's buffer is outside the project."
   "Return the project root of the shell BUFFER, or nil when it is none."
   (and (buffer-live-p buffer)
        (eq (buffer-local-value 'major-mode buffer) 'agent-shell-mode)
-       (buffer-local-value 'agent-shell--root buffer)))
+       (agent-shell-session-root (buffer-local-value 'agent-shell--session buffer))))
 
 (defun agent-shell--same-root-p (a b)
   "Return non-nil when the directories A and B are the same."
@@ -187,16 +188,16 @@ buffers take the same name."
     (with-current-buffer buffer
       (agent-shell--attach (alist-get 'sessionId result))
       (when-let ((mode (alist-get 'mode result)))
-        (setq agent-shell--mode (intern mode)))
+        (setf (agent-shell-session-mode agent-shell--session) (intern mode)))
       (when-let ((model (agent-shell-project--nonempty (alist-get 'model result))))
-        (setq agent-shell--model model)
+        (setf (agent-shell-session-model agent-shell--session) model)
         (force-mode-line-update))
       (when-let ((path (alist-get 'logPath result)))
-        (setq agent-shell--log-path path)
-        (agent-shell-log-set-file (agent-shell-log-buffer agent-shell--name) path))
+        (setf (agent-shell-session-log-path agent-shell--session) path)
+        (agent-shell-log-set-file (agent-shell-log-buffer (agent-shell-session-name agent-shell--session)) path))
       (mapc #'agent-shell-transcript--notice (alist-get 'notices result))
-      (setq agent-shell-transcript--sandbox (alist-get 'sandbox result))
-      (when (equal (alist-get 'projectSetting agent-shell-transcript--sandbox) "untrusted")
+      (setf (agent-shell-session-sandbox agent-shell--session) (alist-get 'sandbox result))
+      (when (equal (alist-get 'projectSetting (agent-shell-session-sandbox agent-shell--session)) "untrusted")
         (agent-shell-transcript--notice
          (substitute-command-keys
           "This project's config.el turns the sandbox off only once you trust it: \
@@ -274,9 +275,9 @@ unsent input."
     (with-current-buffer buffer
       (cond
        ((not (derived-mode-p 'agent-shell-mode)) nil)
-       ((eq agent-shell-transcript--state 'starting) (setq root nil))
-       ((and agent-shell--session-id (agent-shell-bridge--live-connection)
-             (not (eq agent-shell-transcript--state 'dead)))
+       ((eq (agent-shell-session-state agent-shell--session) 'starting) (setq root nil))
+       ((and (agent-shell-session-id agent-shell--session) (agent-shell-bridge--live-connection)
+             (not (eq (agent-shell-session-state agent-shell--session) 'dead)))
         (setq root nil))
        ((agent-shell--has-content-p)
         (agent-shell-restart)
@@ -284,7 +285,7 @@ unsent input."
       (when root
         (agent-shell--setup name root nil)
         (let ((settings (agent-shell-project-read-config root)))
-          (setq agent-shell--mode
+          (setf (agent-shell-session-mode agent-shell--session)
                 (agent-shell-project--setting settings 'agent-shell-default-mode))
           (agent-shell-transcript--set-state 'starting)
           (agent-shell-bridge--with-connection
@@ -299,24 +300,24 @@ unsent input."
 
 (defun agent-shell--has-content-p ()
   "Return non-nil when this shell buffer has a transcript or input."
-  (and (markerp agent-shell-transcript--output-marker)
-       (or (> agent-shell-transcript--output-marker (point-min))
+  (and (markerp (agent-shell-session-output-marker agent-shell--session))
+       (or (> (agent-shell-session-output-marker agent-shell--session) (point-min))
            (not (string-empty-p (agent-shell--input))))))
 
 (defun agent-shell--ensure-shell ()
   "Signal a `user-error' unless in a shell buffer with a session."
   (unless (derived-mode-p 'agent-shell-mode)
     (user-error "Not in an agent-shell buffer"))
-  (unless agent-shell--session-id
+  (unless (agent-shell-session-id agent-shell--session)
     (user-error "This buffer has no session yet")))
 
 (defun agent-shell--input ()
   "Return the current input text."
-  (buffer-substring-no-properties agent-shell--input-marker (point-max)))
+  (buffer-substring-no-properties (agent-shell-session-input-marker agent-shell--session) (point-max)))
 
 (defun agent-shell--set-input (text)
   "Replace the current input with TEXT."
-  (delete-region agent-shell--input-marker (point-max))
+  (delete-region (agent-shell-session-input-marker agent-shell--session) (point-max))
   (goto-char (point-max))
   (insert text))
 
@@ -325,7 +326,7 @@ unsent input."
 On an entry header in the transcript, toggle the entry instead."
   (interactive)
   (cond
-   ((< (point) agent-shell--input-marker)
+   ((< (point) (agent-shell-session-input-marker agent-shell--session))
     (if (agent-shell-transcript--entry-at (point))
         (agent-shell-toggle-entry)
       (goto-char (point-max))))
@@ -335,10 +336,10 @@ On an entry header in the transcript, toggle the entry instead."
     (let ((text (string-trim (agent-shell--input))))
       (when (string-empty-p text)
         (user-error "Nothing to send"))
-      (if (eq agent-shell-transcript--state 'starting)
+      (if (eq (agent-shell-session-state agent-shell--session) 'starting)
           (agent-shell-lifecycle--queue-prompt text)
         (agent-shell--ensure-shell)
-        (when agent-shell--turn-id
+        (when (agent-shell-session-turn-id agent-shell--session)
           (user-error "A turn is running; C-c C-k cancels it"))
         (agent-shell-send text))))))
 
@@ -355,33 +356,33 @@ restarts it and resumes this session (the transcript and input stay)")))
 
 (defun agent-shell--show-prompt (text)
   "Move TEXT from the input to the transcript as the user's prompt."
-  (unless (equal text (car agent-shell--history))
-    (push text agent-shell--history))
-  (setq agent-shell--history-index -1
-        agent-shell--history-draft nil)
+  (unless (equal text (car (agent-shell-session-history agent-shell--session)))
+    (push text (agent-shell-session-history agent-shell--session)))
+  (setf (agent-shell-session-history-index agent-shell--session) -1
+        (agent-shell-session-history-draft agent-shell--session) nil)
   (let ((inhibit-read-only t))
-    (delete-region agent-shell--input-marker (point-max)))
+    (delete-region (agent-shell-session-input-marker agent-shell--session) (point-max)))
   (setq buffer-undo-list nil)
   (agent-shell-transcript--editing
     (agent-shell-transcript--close-block)
     (unless (bobp) (agent-shell-transcript--insert "\n"))
     (agent-shell-transcript--insert (concat "> " text "\n\n") 'face 'agent-shell-user-face
                                     'agent-shell-role 'user))
-  (agent-shell-citations-mark agent-shell-transcript--output-marker))
+  (agent-shell-citations-mark (agent-shell-session-output-marker agent-shell--session)))
 
 (defun agent-shell--dispatch-prompt (text)
   "Start a turn with TEXT, already shown in the transcript.
 When it cannot be sent, no turn runs and TEXT goes back to the input."
   (let ((buffer (current-buffer)))
     (agent-shell-transcript--start-turn-entries)
-    (setq agent-shell--turn-id 'pending
-          agent-shell--turn-start (current-time))
+    (setf (agent-shell-session-turn-id agent-shell--session) 'pending
+          (agent-shell-session-turn-start agent-shell--session) (current-time))
     (agent-shell-transcript--set-state 'thinking)
     (condition-case err
         (agent-shell--send-prompt buffer text)
       (error
-       (setq agent-shell--turn-id nil
-             agent-shell--turn-start nil)
+       (setf (agent-shell-session-turn-id agent-shell--session) nil
+             (agent-shell-session-turn-start agent-shell--session) nil)
        (agent-shell-transcript--set-state 'idle)
        (agent-shell--set-input text)
        (agent-shell-transcript--notice (format "The prompt was not sent: %s"
@@ -392,22 +393,22 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
   "Send TEXT as `session/prompt' for the shell BUFFER (the current buffer)."
   (agent-shell-bridge--request
    "session/prompt"
-   `((sessionId . ,agent-shell--session-id)
+   `((sessionId . ,(agent-shell-session-id agent-shell--session))
      (prompt . [((type . "text") (text . ,text))])
      (context . ,(agent-shell-context-snapshot))
-     (mode . ,(symbol-name agent-shell--mode)))
+     (mode . ,(symbol-name (agent-shell-session-mode agent-shell--session))))
    :on-success (lambda (result)
                  (when (buffer-live-p buffer)
                    (with-current-buffer buffer
                      (when-let ((turn (alist-get 'turnId result)))
-                       (push (cons turn text) agent-shell--turn-prompts))
-                     (when (eq agent-shell--turn-id 'pending)
-                       (setq agent-shell--turn-id
+                       (push (cons turn text) (agent-shell-session-turn-prompts agent-shell--session)))
+                     (when (eq (agent-shell-session-turn-id agent-shell--session) 'pending)
+                       (setf (agent-shell-session-turn-id agent-shell--session)
                              (or (alist-get 'turnId result) t))))))
    :on-error (lambda (err)
                (when (buffer-live-p buffer)
                  (with-current-buffer buffer
-                   (setq agent-shell--turn-id nil)
+                   (setf (agent-shell-session-turn-id agent-shell--session) nil)
                    (agent-shell-transcript--notice (format "The prompt failed: %s"
                                                            (alist-get 'message err)))
                    ;; Refused prompts (an unknown /command, say) come back to
@@ -419,26 +420,26 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
 (defun agent-shell-newline ()
   "Insert a newline in the input without sending it."
   (interactive)
-  (when (< (point) agent-shell--input-marker)
+  (when (< (point) (agent-shell-session-input-marker agent-shell--session))
     (goto-char (point-max)))
   (insert "\n"))
 
 (defun agent-shell-previous-input (n)
   "Replace the input with the Nth previous one from the history."
   (interactive "p")
-  (unless agent-shell--history
+  (unless (and agent-shell--session (agent-shell-session-history agent-shell--session))
     (user-error "No input history"))
-  (when (= agent-shell--history-index -1)
-    (setq agent-shell--history-draft (agent-shell--input)))
-  (let ((index (+ agent-shell--history-index n)))
-    (cond ((>= index (length agent-shell--history))
+  (when (= (agent-shell-session-history-index agent-shell--session) -1)
+    (setf (agent-shell-session-history-draft agent-shell--session) (agent-shell--input)))
+  (let ((index (+ (agent-shell-session-history-index agent-shell--session) n)))
+    (cond ((>= index (length (agent-shell-session-history agent-shell--session)))
            (user-error "Beginning of history"))
           ((< index -1) (user-error "End of history"))
-          (t (setq agent-shell--history-index index)
+          (t (setf (agent-shell-session-history-index agent-shell--session) index)
              (agent-shell--set-input
               (if (= index -1)
-                  (or agent-shell--history-draft "")
-                (nth index agent-shell--history)))))))
+                  (or (agent-shell-session-history-draft agent-shell--session) "")
+                (nth index (agent-shell-session-history agent-shell--session))))))))
 
 (defun agent-shell-next-input (n)
   "Replace the input with the Nth next one from the history."
@@ -451,49 +452,49 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
   (agent-shell--ensure-shell)
   (let ((buffer (current-buffer)))
     (agent-shell-bridge--request
-     "session/cancel" `((sessionId . ,agent-shell--session-id))
+     "session/cancel" `((sessionId . ,(agent-shell-session-id agent-shell--session)))
      :on-success (lambda (result)
                    (message "agent-shell: %s"
                             (if (eq (alist-get 'cancelled result) t)
                                 "turn cancelled" "no turn was running"))
                    (when (buffer-live-p buffer)
                      (with-current-buffer buffer
-                       (unless (eq agent-shell--turn-id 'pending)
-                         (when (stringp agent-shell--turn-id)
-                           (push agent-shell--turn-id agent-shell--stale-turns))
-                         (setq agent-shell--turn-id nil))))))))
+                       (unless (eq (agent-shell-session-turn-id agent-shell--session) 'pending)
+                         (when (stringp (agent-shell-session-turn-id agent-shell--session))
+                           (push (agent-shell-session-turn-id agent-shell--session) (agent-shell-session-stale-turns agent-shell--session)))
+                         (setf (agent-shell-session-turn-id agent-shell--session) nil))))))))
 
 (defun agent-shell-show-log ()
   "Show the action log of this session."
   (interactive)
   (unless (derived-mode-p 'agent-shell-mode)
     (user-error "Not in an agent-shell buffer"))
-  (display-buffer (agent-shell-log-buffer agent-shell--name)))
+  (display-buffer (agent-shell-log-buffer (agent-shell-session-name agent-shell--session))))
 
 (defun agent-shell-toggle-mode ()
   "Switch this session between `act' and `ask' mode."
   (interactive)
   (agent-shell--ensure-shell)
   (let ((buffer (current-buffer))
-        (mode (if (eq agent-shell--mode 'ask) 'act 'ask)))
+        (mode (if (eq (agent-shell-session-mode agent-shell--session) 'ask) 'act 'ask)))
     (agent-shell-bridge--request
-     "session/set_mode" `((sessionId . ,agent-shell--session-id)
+     "session/set_mode" `((sessionId . ,(agent-shell-session-id agent-shell--session))
                           (mode . ,(symbol-name mode)))
      :on-success (lambda (result)
                    (when (buffer-live-p buffer)
                      (with-current-buffer buffer
-                       (setq agent-shell--mode
+                       (setf (agent-shell-session-mode agent-shell--session)
                              (intern (or (alist-get 'mode result)
                                          (symbol-name mode))))
                        (force-mode-line-update)
-                       (message "agent-shell: %s mode" agent-shell--mode)))))))
+                       (message "agent-shell: %s mode" (agent-shell-session-mode agent-shell--session))))))))
 
 (defun agent-shell--chosen-permission (verb)
   "Return this session's waiting permission request the user means.
 With one step waiting, that one; with several, ask which (VERB starts
 the question), so no decision falls on a step the user did not name."
   (let ((waiting (cl-remove-if-not
-                  (lambda (p) (and (equal (plist-get p :session) agent-shell--session-id)
+                  (lambda (p) (and (equal (plist-get p :session) (agent-shell-session-id agent-shell--session))
                                    (not (plist-get p :sending))))
                   agent-shell-bridge--permissions)))
     (cond
@@ -546,14 +547,14 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
 
 (defun agent-shell--kill-buffer ()
   "End this buffer's session when the buffer is killed."
-  (when agent-shell--session-id
-    (remhash agent-shell--session-id agent-shell-bridge--sessions)
+  (when (agent-shell-session-id agent-shell--session)
+    (remhash (agent-shell-session-id agent-shell--session) agent-shell-bridge--sessions)
     (when-let ((conn (agent-shell-bridge--live-connection)))
       (ignore-errors
         (agent-shell-rpc-notify conn "session/cancel"
-                                `((sessionId . ,agent-shell--session-id)))))
+                                `((sessionId . ,(agent-shell-session-id agent-shell--session))))))
     (setq agent-shell-bridge--permissions
-          (cl-remove agent-shell--session-id agent-shell-bridge--permissions
+          (cl-remove (agent-shell-session-id agent-shell--session) agent-shell-bridge--permissions
                      :key (lambda (p) (plist-get p :session)) :test #'equal))))
 
 ;;;###autoload
@@ -593,24 +594,24 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
   (let* ((name (agent-shell--name-for-root root))
          (buffer (get-buffer-create (agent-shell--buffer-name name))))
     (with-current-buffer buffer
-      (when (and (derived-mode-p 'agent-shell-mode) agent-shell--session-id
-                 agent-shell--turn-id
+      (when (and (derived-mode-p 'agent-shell-mode) (agent-shell-session-id agent-shell--session)
+                 (agent-shell-session-turn-id agent-shell--session)
                  (not (yes-or-no-p
                        (format "A turn is running in %s; cancel it and resume? "
                                (buffer-name buffer)))))
         (user-error "Not resumed; the running turn goes on"))
       (when (and (derived-mode-p 'agent-shell-mode)
-                 (not agent-shell--turn-id)
-                 (not (equal agent-shell--session-id session-id))
+                 (not (agent-shell-session-turn-id agent-shell--session))
+                 (not (equal (agent-shell-session-id agent-shell--session) session-id))
                  (agent-shell--has-content-p)
                  (not (yes-or-no-p
                        (format "Show session %s in %s instead of its transcript \
 \(kept in its log)? " session-id (buffer-name buffer)))))
         (user-error "Not resumed; the transcript stays"))
-      (when agent-shell--session-id
+      (when (agent-shell-session-id agent-shell--session)
         (agent-shell--kill-buffer))
       (let ((typed (and (derived-mode-p 'agent-shell-mode)
-                        (markerp agent-shell--input-marker)
+                        (markerp (agent-shell-session-input-marker agent-shell--session))
                         (agent-shell--input))))
         (agent-shell--setup name root nil)
         ;; Unsent input survives: only the transcript is redrawn.
@@ -686,6 +687,7 @@ ready.  When the bridge stops, \\[agent-shell-restart] restarts it and
 resumes the session in place, keeping the transcript and the input.
 
 \\{agent-shell-mode-map}"
+  (setq agent-shell--session (agent-shell-session-create))
   (setq-local header-line-format '(:eval (agent-shell-transcript--header-line)))
   (setq-local truncate-lines nil)
   (setq-local word-wrap t)

@@ -41,9 +41,9 @@
   "Without a sandbox, approve a test run waiting for a yes: C-c C-y in the shell."
   (when (buffer-live-p e2e-shell)
     (with-current-buffer e2e-shell
-      (when (and (eq (alist-get 'available agent-shell-transcript--sandbox) :json-false)
+      (when (and (eq (alist-get 'available (agent-shell-session-sandbox agent-shell--session)) :json-false)
                  (cl-find-if (lambda (p)
-                               (and (equal (plist-get p :session) agent-shell--session-id)
+                               (and (equal (plist-get p :session) (agent-shell-session-id agent-shell--session))
                                     (not (plist-get p :sending))
                                     (string-prefix-p
                                      "run_test"

@@ -125,7 +125,7 @@ The status the bridge answers with gives the header line's MCP count."
        (notice . "MCP server git stopped again after a restart; not restarted")))
     (should (string-search "MCP server git stopped again after a restart"
                            (buffer-substring-no-properties
-                            (point-min) agent-shell-transcript--output-marker)))
+                            (point-min) (agent-shell-session-output-marker agent-shell--session))))
     (should (string-search "│ MCP 1/2" (agent-shell-transcript--header-line)))
     (agent-shell-mcp-on-status '((servers . []) (connected . 0) (configured . 0)))
     (should-not (string-search "MCP" (agent-shell-transcript--header-line)))))

@@ -103,7 +103,7 @@ SID-VAR through the real event stream land in it."
            (agent-shell--setup ,(car spec) ,(cadr spec) ,(car spec))
            ,@body)
        (when (buffer-live-p buffer)
-         (with-current-buffer buffer (setq agent-shell--session-id nil))
+         (with-current-buffer buffer (setf (agent-shell-session-id agent-shell--session) nil))
          (kill-buffer buffer))
        (when-let ((plan (get-buffer (agent-shell-plan-buffer-name ,(car spec)))))
          (kill-buffer plan)))))
@@ -288,7 +288,7 @@ The [n/m] cookie now follows the steps that are left."
                                                 (text . "旧的 src/calc.py:1-1\n")))))))
       (test-plan--wait "the old text"
                        (lambda () (string-search "旧的" (buffer-string))))
-      (agent-shell-citations-mark agent-shell-transcript--output-marker)
+      (agent-shell-citations-mark (agent-shell-session-output-marker agent-shell--session))
       (test-plan--emit
        `((sessionId . ,sid)
          (update . ((sessionUpdate . "agent_message_chunk")
@@ -296,7 +296,7 @@ The [n/m] cookie now follows the steps that are left."
                                 (text . "见 `src/calc.py:2-3`，以及 中文.py:1、nope.py:4 和 localhost:8080。"))))))
        `((sessionId . ,sid)
          (update . ((sessionUpdate . "turn_end") (turnId . "t1") (stopReason . "end_turn")))))
-      (test-plan--wait "turn end" (lambda () (eq agent-shell-transcript--state 'idle)))
+      (test-plan--wait "turn end" (lambda () (eq (agent-shell-session-state agent-shell--session) 'idle)))
       (goto-char (point-min))
       (search-forward "旧的 ")
       (should-not (button-at (point)))

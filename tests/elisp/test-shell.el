@@ -170,12 +170,12 @@ for SID-VAR through the real event stream land in it."
            (agent-shell--setup ,(car spec) temporary-file-directory ,(car spec))
            ,@body)
        (when (buffer-live-p buffer)
-         (with-current-buffer buffer (setq agent-shell--session-id nil))
+         (with-current-buffer buffer (setf (agent-shell-session-id agent-shell--session) nil))
          (kill-buffer buffer)))))
 
 (defun test-shell--transcript ()
   "Return the transcript text (before the prompt) without properties."
-  (buffer-substring-no-properties (point-min) agent-shell-transcript--output-marker))
+  (buffer-substring-no-properties (point-min) (agent-shell-session-output-marker agent-shell--session)))
 
 ;;; Rendering
 
@@ -211,9 +211,9 @@ usage in the header line and the summary at the end."
       ;; One plan entry for the four plan updates.
       (should (= (length (test-shell--recorded sid "plan")) 4))
       (should (= (cl-count-if (lambda (e) (string-prefix-p "plan-" (car e)))
-                              agent-shell-transcript--entries)
+                              (agent-shell-session-entries agent-shell--session))
                  1))
-      (should (eq agent-shell-transcript--state 'idle))
+      (should (eq (agent-shell-session-state agent-shell--session) 'idle))
       (should (string-search
                (format "context %d%%" (round (* 100.0 (/ (float (alist-get 'contextUsed usage))
                                                         (alist-get 'contextWindow usage)))))
@@ -232,7 +232,7 @@ The user's half-typed input and point stay where they were."
                      (list (test-shell--update sid '((sessionUpdate . "turn_end")
                                                      (turnId . "t1")
                                                      (stopReason . "end_turn"))))))
-      (test-shell--wait "turn_end" (lambda () (eq agent-shell-transcript--state 'idle)))
+      (test-shell--wait "turn_end" (lambda () (eq (agent-shell-session-state agent-shell--session) 'idle)))
       (should (string-search text (test-shell--transcript)))
       (should (equal (agent-shell--input) "draft 草稿"))
       (should (= (point) (point-max)))
@@ -247,11 +247,11 @@ The turn_end is the recorded turn's."
     (let* ((end (car (test-shell--recorded sid "turn_end")))
            (summary (alist-get 'summary (alist-get 'update end))))
       (should (string-prefix-p "修好了" summary))
-      (setq agent-shell--turn-id (alist-get 'turnId (alist-get 'update end)))
+      (setf (agent-shell-session-turn-id agent-shell--session) (alist-get 'turnId (alist-get 'update end)))
       (test-shell--emit end)
       (test-shell--wait "turn_end" (lambda () (string-search "修好了" (test-shell--transcript))))
       (should (string-search (concat "Done: " summary) (test-shell--transcript)))
-      (should (eq agent-shell-transcript--state 'idle)))))
+      (should (eq (agent-shell-session-state agent-shell--session) 'idle)))))
 
 (ert-deftest test-shell/refusal-is-shown-marked ()
   "A refusal chunk is shown as the answer in the refusal face; the turn end says so."
@@ -351,7 +351,7 @@ depends on timing, so the thought is cut here into several chunks."
       (search-forward (substring thought 0 1))
       (should (invisible-p (point)))
       (should (equal (cl-count-if (lambda (e) (string-prefix-p "thought-" (car e)))
-                                  agent-shell-transcript--entries)
+                                  (agent-shell-session-entries agent-shell--session))
                      1)))))
 
 (ert-deftest test-shell/header-line-usage-and-states ()
@@ -363,17 +363,17 @@ depends on timing, so the thought is cut here into several chunks."
                                (outputTokens . 300) (cachedTokens . 0)
                                (totalTokens . 1500) (contextWindow . 64000)
                                (contextUsed . 16000))))
-    (test-shell--wait "usage" (lambda () agent-shell-transcript--usage))
+    (test-shell--wait "usage" (lambda () (agent-shell-session-usage agent-shell--session)))
     (should (string-search "1.5k tokens" (agent-shell-transcript--header-line)))
     (should (string-search "context 25%" (agent-shell-transcript--header-line)))
     (should (string-search agent-shell-model (agent-shell-transcript--header-line)))
     (test-shell--emit (test-shell--chunk sid "x"))
-    (test-shell--wait "thinking" (lambda () (eq agent-shell-transcript--state 'thinking)))
+    (test-shell--wait "thinking" (lambda () (eq (agent-shell-session-state agent-shell--session) 'thinking)))
     (should (string-search "thinking" (agent-shell-transcript--header-line)))
     (test-shell--emit
      (test-shell--update sid '((sessionUpdate . "turn_end") (turnId . "t")
                                (stopReason . "max_turn_requests"))))
-    (test-shell--wait "idle" (lambda () (eq agent-shell-transcript--state 'idle)))
+    (test-shell--wait "idle" (lambda () (eq (agent-shell-session-state agent-shell--session) 'idle)))
     (should (string-search "[turn ended: max_turn_requests]" (test-shell--transcript)))))
 
 (ert-deftest test-shell/long-turn-notifies ()
@@ -383,8 +383,8 @@ The turn_end is the recorded turn's."
     (let* ((notes nil)
            (agent-shell-notify-function (lambda (text) (push text notes)))
            (end (car (test-shell--recorded sid "turn_end"))))
-      (setq agent-shell--turn-id (alist-get 'turnId (alist-get 'update end))
-            agent-shell--turn-start (time-subtract nil (+ agent-shell-notify-threshold 5)))
+      (setf (agent-shell-session-turn-id agent-shell--session) (alist-get 'turnId (alist-get 'update end))
+            (agent-shell-session-turn-start agent-shell--session) (time-subtract nil (+ agent-shell-notify-threshold 5)))
       (test-shell--emit end)
       (test-shell--wait "notification" (lambda () notes))
       (should (string-match-p "turn finished after [0-9]+ s" (car notes))))))
@@ -396,7 +396,7 @@ The turn_end is the recorded turn's."
   (let* ((default-directory root)
          (buffer (agent-shell-start)))
     (with-current-buffer buffer
-      (test-shell--wait "session/new" (lambda () agent-shell--session-id) 20))
+      (test-shell--wait "session/new" (lambda () (agent-shell-session-id agent-shell--session)) 20))
     buffer))
 
 (defmacro test-shell--with-session (spec &rest body)
@@ -420,23 +420,25 @@ The turn_end is the recorded turn's."
     (dolist (sub '("memory" "logs" "workspace" "config.el" "allowlist.el"))
       (should (file-exists-p (expand-file-name (concat ".agent-shell/" sub) root))))
     (should (string-prefix-p (file-truename root)
-                             (file-truename agent-shell--log-path)))
-    (should (eq (agent-shell-bridge--session-buffer agent-shell--session-id) (current-buffer)))))
+                             (file-truename (agent-shell-session-log-path agent-shell--session))))
+    (should (eq (agent-shell-bridge--session-buffer (agent-shell-session-id agent-shell--session)) (current-buffer)))))
 
 (ert-deftest test-shell/header-line-says-no-sandbox ()
   "The session reports its sandbox; the header line says when there is none."
   (test-shell--with-session (root)
     (should (file-directory-p root))
-    (should (consp agent-shell-transcript--sandbox))
-    (let ((available (alist-get 'available agent-shell-transcript--sandbox)))
+    (should (consp (agent-shell-session-sandbox agent-shell--session)))
+    (let ((available (alist-get 'available (agent-shell-session-sandbox agent-shell--session))))
       (when (equal (getenv "AGENT_SHELL_SANDBOX") "off")
         (should (eq available :json-false)))
       (should (eq (eq available :json-false)
                   (and (string-search "no sandbox" (agent-shell-transcript--header-line)) t))))
-    (let ((agent-shell-transcript--sandbox '((available . :json-false) (label . "no sandbox"))))
-      (should (string-search " │ no sandbox" (agent-shell-transcript--header-line))))
-    (let ((agent-shell-transcript--sandbox '((available . t) (label . "bubblewrap"))))
-      (should-not (string-search "sandbox" (agent-shell-transcript--header-line))))))
+    (setf (agent-shell-session-sandbox agent-shell--session)
+          '((available . :json-false) (label . "no sandbox")))
+    (should (string-search " │ no sandbox" (agent-shell-transcript--header-line)))
+    (setf (agent-shell-session-sandbox agent-shell--session)
+          '((available . t) (label . "bubblewrap")))
+    (should-not (string-search "sandbox" (agent-shell-transcript--header-line)))))
 
 (ert-deftest test-shell/ret-sends-prompt-and-streams-answer ()
   "RET sends the input as `session/prompt'; the mock model's answer streams back."
@@ -450,29 +452,29 @@ The turn_end is the recorded turn's."
                                                              (test-shell--transcript)))
                       20)
     (should (string-search "你好，世界！Streaming works." (test-shell--transcript)))
-    (test-shell--wait "turn end" (lambda () (eq agent-shell-transcript--state 'idle)) 20)
-    (should (equal (car agent-shell--history) "hello 你好"))))
+    (test-shell--wait "turn end" (lambda () (eq (agent-shell-session-state agent-shell--session) 'idle)) 20)
+    (should (equal (car (agent-shell-session-history agent-shell--session)) "hello 你好"))))
 
 (ert-deftest test-shell/resume-shows-visible-history ()
   "Resuming a session reopens it with its past prompt and answer in the transcript."
   (test-shell--with-session (root)
-    (let ((sid agent-shell--session-id))
+    (let ((sid (agent-shell-session-id agent-shell--session)))
       (goto-char (point-max))
       (insert "repeat please")
       (execute-kbd-macro (kbd "RET"))
-      (test-shell--wait "turn end" (lambda () (and (eq agent-shell-transcript--state 'idle)
+      (test-shell--wait "turn end" (lambda () (and (eq (agent-shell-session-state agent-shell--session) 'idle)
                                                    (string-search "done." (test-shell--transcript))))
                         20)
       (with-current-buffer (agent-shell-resume-session agent-shell-bridge--connection root sid)
-        (test-shell--wait "resumed" (lambda () (equal agent-shell--session-id sid)) 20)
+        (test-shell--wait "resumed" (lambda () (equal (agent-shell-session-id agent-shell--session) sid)) 20)
         (should (string-search "> repeat please" (test-shell--transcript)))
         (should (string-search "再说一遍：done." (test-shell--transcript)))
-        (should (equal (car agent-shell--history) "repeat please"))))))
+        (should (equal (car (agent-shell-session-history agent-shell--session)) "repeat please"))))))
 
 (ert-deftest test-shell/input-history-and-newline ()
   "M-p and M-n walk sent inputs and restore the draft; C-j inserts a newline."
   (test-shell--with-shell (sid)
-    (setq agent-shell--history '("third" "second" "first"))
+    (setf (agent-shell-session-history agent-shell--session) '("third" "second" "first"))
     (goto-char (point-max))
     (insert "draft")
     (execute-kbd-macro (kbd "M-p"))
@@ -489,17 +491,17 @@ The turn_end is the recorded turn's."
 (ert-deftest test-shell/toggle-mode-asks-bridge ()
   "C-c C-t switches the session between act and ask through `session/set_mode'."
   (test-shell--with-session (root)
-    (should (eq agent-shell--mode 'act))
+    (should (eq (agent-shell-session-mode agent-shell--session) 'act))
     (execute-kbd-macro (kbd "C-c C-t"))
-    (test-shell--wait "ask mode" (lambda () (eq agent-shell--mode 'ask)))
+    (test-shell--wait "ask mode" (lambda () (eq (agent-shell-session-mode agent-shell--session) 'ask)))
     (should (string-search "│ ask │" (agent-shell-transcript--header-line)))
     (execute-kbd-macro (kbd "C-c C-t"))
-    (test-shell--wait "act mode" (lambda () (eq agent-shell--mode 'act)))))
+    (test-shell--wait "act mode" (lambda () (eq (agent-shell-session-mode agent-shell--session) 'act)))))
 
 (ert-deftest test-shell/kill-buffer-cancels-turn ()
   "Killing the shell buffer during a turn sends `session/cancel'; the turn ends cancelled."
   (test-shell--with-session (root)
-    (let ((sid agent-shell--session-id)
+    (let ((sid (agent-shell-session-id agent-shell--session))
           (seen nil))
       (cl-flet ((watch (_conn msg)
                   (let ((update (alist-get 'update (alist-get 'params msg))))
@@ -512,7 +514,7 @@ The turn_end is the recorded turn's."
               (goto-char (point-max))
               (insert "slow please")
               (execute-kbd-macro (kbd "RET"))
-              (test-shell--wait "the turn id" (lambda () (stringp agent-shell--turn-id)))
+              (test-shell--wait "the turn id" (lambda () (stringp (agent-shell-session-turn-id agent-shell--session))))
               (kill-buffer (current-buffer))
               (test-shell--wait "the cancelled turn" (lambda () seen) 15)
               (should (equal (alist-get 'stopReason seen) "cancelled")))
@@ -586,7 +588,7 @@ Emacs put on the wire is checked in the events log."
                         (lambda () (cl-find sid agent-shell-bridge--permissions
                                             :key (lambda (p) (plist-get p :session))
                                             :test #'equal)))
-      (should (eq agent-shell-transcript--state 'waiting))
+      (should (eq (agent-shell-session-state agent-shell--session) 'waiting))
       (should (string-search "waiting for you" (agent-shell-transcript--header-line)))
       (should (string-search "y/n in the log (C-c C-l)" (test-shell--transcript)))
       (let ((log (agent-shell-log-buffer sid)))
@@ -603,7 +605,7 @@ Emacs put on the wire is checked in the events log."
                        "selected"))
         (kill-buffer log))
       (switch-to-buffer (get-buffer (format "*agent-shell: %s*" sid)))
-      (should-not (eq agent-shell-transcript--state 'waiting)))))
+      (should-not (eq (agent-shell-session-state agent-shell--session) 'waiting)))))
 
 (ert-deftest test-shell/reject-from-shell-buffer ()
   "C-c C-n in the shell buffer rejects the oldest waiting step with a reason."
@@ -618,7 +620,7 @@ Emacs put on the wire is checked in the events log."
                     (logEntryId . ,(concat sid "-e2")) (risk . "dangerous"))))
        :on-success (lambda (r) (setq answer r)))
       (test-shell--wait "the permission request"
-                        (lambda () (eq agent-shell-transcript--state 'waiting)))
+                        (lambda () (eq (agent-shell-session-state agent-shell--session) 'waiting)))
       (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "不要删除")))
         (execute-kbd-macro (kbd "C-c C-n")))
       (test-shell--wait "the answer" (lambda () answer))
@@ -677,7 +679,7 @@ Emacs put on the wire is checked in the events log."
       (let ((shell (test-shell--start-session root)))
         (unwind-protect
             (with-current-buffer shell
-              (should (eq agent-shell--mode 'ask)))
+              (should (eq (agent-shell-session-mode agent-shell--session) 'ask)))
           (kill-buffer shell)))
       (should-not (file-exists-p pwned))
       (should (equal agent-shell-model model))
@@ -841,7 +843,7 @@ and keeps a note for the model's next request."
                       (with-temp-buffer
                         (insert-file-contents saved)
                         (search-forward "the user undid turn t-undo-1" nil t)))))))
-        (with-current-buffer shell (setq agent-shell--session-id nil))
+        (with-current-buffer shell (setf (agent-shell-session-id agent-shell--session) nil))
         (kill-buffer shell)))))
 
 (ert-deftest test-shell/context-snapshot ()
@@ -930,7 +932,7 @@ stays pending until the bridge accepts the answer."
         (setf (agent-shell-rpc-conn-port conn) port))
       (should (agent-shell-permissions--waiting-p entry))
       (should-not (plist-get (agent-shell-permissions--waiting-p entry) :sending))
-      (should (eq agent-shell-transcript--state 'waiting))
+      (should (eq (agent-shell-session-state agent-shell--session) 'waiting))
       (should-not (car box))
       (execute-kbd-macro (kbd "C-c C-y"))
       (test-shell--wait "the answer" (lambda () (car box)))
@@ -953,7 +955,7 @@ end marks its waiting steps FAILED, and `y' skips steps nobody waits for."
             (test-shell--ask-permission sid first t)
             (test-shell--wait "the WAIT step" (lambda () (agent-shell-log-pending log)))
             (signal-process (agent-shell-rpc-conn-process agent-shell-bridge--connection) 'SIGKILL)
-            (test-shell--wait "the bridge's end" (lambda () (eq agent-shell-transcript--state 'dead)))
+            (test-shell--wait "the bridge's end" (lambda () (eq (agent-shell-session-state agent-shell--session) 'dead)))
             (should-not (agent-shell-log-pending log))
             (with-current-buffer log
               (goto-char (point-min))
@@ -981,44 +983,44 @@ The turn id and state were set and the input deleted before the
 request failed, so RET then refused every later prompt."
   (test-shell--with-session (root)
     (agent-shell-stop-bridge)
-    (test-shell--wait "the bridge to stop" (lambda () (eq agent-shell-transcript--state 'dead)))
+    (test-shell--wait "the bridge to stop" (lambda () (eq (agent-shell-session-state agent-shell--session) 'dead)))
     (goto-char (point-max))
     (insert "你好 again")
     (should-error (execute-kbd-macro (kbd "RET")) :type 'user-error)
-    (should-not agent-shell--turn-id)
+    (should-not (agent-shell-session-turn-id agent-shell--session))
     (should (equal (agent-shell--input) "你好 again"))
-    (should-not (eq agent-shell-transcript--state 'thinking))))
+    (should-not (eq (agent-shell-session-state agent-shell--session) 'thinking))))
 
 (ert-deftest test-shell/late-turn-end-of-cancelled-turn-is-ignored ()
   "Regression: a late `turn_end' from a cancelled turn ended the next turn.
 A `turn_end' whose turnId is not the running turn's is now ignored."
   (test-shell--with-shell (sid)
-    (setq agent-shell--turn-id "t-new")
+    (setf (agent-shell-session-turn-id agent-shell--session) "t-new")
     (agent-shell-transcript--set-state 'thinking)
     (test-shell--emit (test-shell--update sid '((sessionUpdate . "turn_end")
                                                 (turnId . "t-old")
                                                 (stopReason . "cancelled")))
                       (test-shell--chunk sid "之后 after"))
     (test-shell--wait "the chunk" (lambda () (string-search "之后" (test-shell--transcript))))
-    (should (equal agent-shell--turn-id "t-new"))
-    (should (eq agent-shell-transcript--state 'thinking))
+    (should (equal (agent-shell-session-turn-id agent-shell--session) "t-new"))
+    (should (eq (agent-shell-session-state agent-shell--session) 'thinking))
     (should-not (string-search "cancelled" (test-shell--transcript)))
     ;; A cancelled turn remembered as stale is ignored even while the
     ;; next prompt's id is not yet known.
-    (setq agent-shell--turn-id 'pending
-          agent-shell--stale-turns '("t-cancelled"))
+    (setf (agent-shell-session-turn-id agent-shell--session) 'pending
+          (agent-shell-session-stale-turns agent-shell--session) '("t-cancelled"))
     (test-shell--emit (test-shell--update sid '((sessionUpdate . "turn_end")
                                                 (turnId . "t-cancelled")
                                                 (stopReason . "cancelled")))
                       (test-shell--chunk sid " 再之后"))
     (test-shell--wait "the second chunk" (lambda () (string-search "再之后" (test-shell--transcript))))
-    (should (eq agent-shell--turn-id 'pending))
-    (should-not agent-shell--stale-turns)
+    (should (eq (agent-shell-session-turn-id agent-shell--session) 'pending))
+    (should-not (agent-shell-session-stale-turns agent-shell--session))
     (test-shell--emit (test-shell--update sid '((sessionUpdate . "turn_end")
                                                 (turnId . "t-new")
                                                 (stopReason . "end_turn"))))
-    (test-shell--wait "idle" (lambda () (eq agent-shell-transcript--state 'idle)))
-    (should-not agent-shell--turn-id)))
+    (test-shell--wait "idle" (lambda () (eq (agent-shell-session-state agent-shell--session) 'idle)))
+    (should-not (agent-shell-session-turn-id agent-shell--session))))
 
 (ert-deftest test-shell/log-events-for-unknown-sessions-are-dropped ()
   "Regression: log events for a killed shell created stray log buffers.
@@ -1063,7 +1065,7 @@ The plan updates are the recorded turn's first and last."
       (test-shell--emit (car (last plans)) (test-shell--chunk sid " end"))
       (test-shell--wait "the end" (lambda () (string-search " end" (test-shell--transcript))))
       (should (equal (cl-count-if (lambda (e) (string-prefix-p "plan-" (car e)))
-                                  agent-shell-transcript--entries)
+                                  (agent-shell-session-entries agent-shell--session))
                      1))
       (should (string-match-p "\\`▸ ≡ Plan (1/1 done)\n\\[x\\] 改 calc\\.py 里的 add\n中间的话 end\\'"
                               (test-shell--transcript)))
@@ -1094,10 +1096,10 @@ parent directory too."
           (should (equal (buffer-name a) "*agent-shell: proj*"))
           (should (equal (buffer-name b)
                          (format "*agent-shell: proj<%s>*" (file-name-nondirectory parent-b))))
-          (should-not (equal (buffer-local-value 'agent-shell--session-id a)
-                             (buffer-local-value 'agent-shell--session-id b)))
-          (should-not (equal (buffer-local-value 'agent-shell--name a)
-                             (buffer-local-value 'agent-shell--name b)))
+          (should-not (equal (agent-shell-session-id (buffer-local-value 'agent-shell--session a))
+                             (agent-shell-session-id (buffer-local-value 'agent-shell--session b))))
+          (should-not (equal (agent-shell-session-name (buffer-local-value 'agent-shell--session a))
+                             (agent-shell-session-name (buffer-local-value 'agent-shell--session b))))
           ;; Starting again in the first project reuses its own buffer.
           (should (eq (test-shell--start-session root-a) a)))
       (mapc #'kill-buffer (cl-remove-if-not #'buffer-live-p buffers))
@@ -1127,7 +1129,7 @@ session reported, not the global `agent-shell-model'."
     (let ((shell (let ((inhibit-message t)) (test-shell--start-session root))))
       (unwind-protect
           (with-current-buffer shell
-            (should (eq agent-shell--mode agent-shell-default-mode))
+            (should (eq (agent-shell-session-mode agent-shell--session) agent-shell-default-mode))
             (should-not (equal agent-shell-model "deepseek-reasoner"))
             (should (string-prefix-p " deepseek-reasoner │" (agent-shell-transcript--header-line))))
         (kill-buffer shell)))))
@@ -1136,16 +1138,16 @@ session reported, not the global `agent-shell-model'."
   "Regression: resuming into a buffer silently cancelled its running turn.
 Now the user is asked first, and a no leaves the session alone."
   (test-shell--with-session (root)
-    (let ((sid agent-shell--session-id)
+    (let ((sid (agent-shell-session-id agent-shell--session))
           (asked nil))
-      (setq agent-shell--turn-id "t-running")
+      (setf (agent-shell-session-turn-id agent-shell--session) "t-running")
       (cl-letf (((symbol-function 'yes-or-no-p) (lambda (prompt) (setq asked prompt) nil)))
         (should-error (agent-shell-resume-session agent-shell-bridge--connection root "other")
                       :type 'user-error))
       (should (string-search "A turn is running" asked))
-      (should (equal agent-shell--session-id sid))
-      (should (equal agent-shell--turn-id "t-running"))
-      (setq agent-shell--turn-id nil))))
+      (should (equal (agent-shell-session-id agent-shell--session) sid))
+      (should (equal (agent-shell-session-turn-id agent-shell--session) "t-running"))
+      (setf (agent-shell-session-turn-id agent-shell--session) nil))))
 
 (ert-deftest test-shell/readme-commands-exist-after-require ()
   "Regression: `M-x agent-shell-undo-turn' did not exist after a checkout install.
@@ -1268,7 +1270,7 @@ counts (3 run, 1 failure) show as they are."
 
 (ert-deftest test-shell/second-plan-gets-its-own-entry ()
   "Regression: a later turn's plan overwrote the earlier turn's plan entry.
-`agent-shell-transcript--plan-entry' was never reset; now each turn, and each
+`agent-shell-session-plan-entry' was never reset; now each turn, and each
 new planId, starts a new entry."
   (test-shell--with-shell (sid)
     (let ((plan (lambda (plan-id content)
@@ -1276,7 +1278,7 @@ new planId, starts a new entry."
                    sid `((sessionUpdate . "plan") (planId . ,plan-id)
                          (entries . [((content . ,content) (status . "pending"))]))))))
       (test-shell--emit (funcall plan "p1" "第一个计划"))
-      (test-shell--wait "plan 1" (lambda () (agent-shell-transcript--entry agent-shell-transcript--plan-entry)))
+      (test-shell--wait "plan 1" (lambda () (agent-shell-transcript--entry (agent-shell-session-plan-entry agent-shell--session))))
       (test-shell--emit (funcall plan "p2" "第二个计划"))
       (test-shell--wait "plan 2" (lambda () (string-search "第二个计划" (test-shell--transcript))))
       (should (string-search "第一个计划" (test-shell--transcript)))
@@ -1288,15 +1290,15 @@ new planId, starts a new entry."
       (test-shell--wait "plan 3" (lambda () (string-search "third" (test-shell--transcript))))
       (should (string-search "第二个计划" (test-shell--transcript)))
       (should (= 3 (cl-count-if (lambda (e) (string-prefix-p "plan-" (car e)))
-                                agent-shell-transcript--entries))))))
+                                (agent-shell-session-entries agent-shell--session)))))))
 
 (ert-deftest test-shell/header-line-keeps-percent ()
   "Regression: the header line showed \"context 12\" without its %.
 The :eval result is a mode line construct; every % is now doubled."
   (test-shell--with-shell (sid)
-    (setq agent-shell-transcript--usage '((totalTokens . 1200) (contextUsed . 12000)
+    (setf (agent-shell-session-usage agent-shell--session) '((totalTokens . 1200) (contextUsed . 12000)
                                (contextWindow . 100000))
-          agent-shell--model "model-100%")
+          (agent-shell-session-model agent-shell--session) "model-100%")
     ;; `format-mode-line' shows nothing in batch; check the construct:
     ;; every % doubled, so each pair shows as one %.
     (let ((construct (agent-shell-transcript--header-line)))
@@ -1345,9 +1347,9 @@ Failed and rejected tools showed `·', and two answers ran together."
       (should (string-search "改好了。\nDone: 修好了\n" transcript))
       (should (string-suffix-p "\n" transcript)))
     (should (equal (buffer-substring-no-properties
-                    agent-shell-transcript--output-marker agent-shell--input-marker)
+                    (agent-shell-session-output-marker agent-shell--session) (agent-shell-session-input-marker agent-shell--session))
                    "> "))
-    (should (eq (char-before agent-shell-transcript--output-marker) ?\n))))
+    (should (eq (char-before (agent-shell-session-output-marker agent-shell--session)) ?\n))))
 
 (ert-deftest test-shell/waiting-notice-says-where-the-command-runs ()
   "The bridge's note on an approval (outside the sandbox) shows in the notice."
@@ -1370,7 +1372,7 @@ Failed and rejected tools showed `·', and two answers ran together."
          (timeout_s . 20))
        :timeout 25
        :on-success (lambda (r) (setcar box r)))
-      (test-shell--wait "waiting" (lambda () (eq agent-shell-transcript--state 'waiting)))
+      (test-shell--wait "waiting" (lambda () (eq (agent-shell-session-state agent-shell--session) 'waiting)))
       (should (string-search (concat "Waiting for you: run_command make deploy")
                              (test-shell--transcript)))
       (should (string-search note (test-shell--transcript)))
@@ -1398,7 +1400,7 @@ notice turns into the decision and the diff joins the tool's entry."
          (timeout_s . 20))
        :timeout 25
        :on-success (lambda (r) (setcar box r)))
-      (test-shell--wait "waiting" (lambda () (eq agent-shell-transcript--state 'waiting)))
+      (test-shell--wait "waiting" (lambda () (eq (agent-shell-session-state agent-shell--session) 'waiting)))
       (should (string-search "Waiting for you: replace_region calc.py"
                              (test-shell--transcript)))
       (execute-kbd-macro (kbd "C-c C-y"))
@@ -1475,7 +1477,7 @@ The shell now says what was allowed and the header counts grants."
       (test-shell--wait "waiting" (lambda () (agent-shell-permissions--waiting-p entry)))
       (agent-shell-permissions-log-decide entry 'approve-session nil)
       (test-shell--wait "the answer" (lambda () (car box)))
-      (test-shell--wait "the grant" (lambda () agent-shell-transcript--grants))
+      (test-shell--wait "the grant" (lambda () (agent-shell-session-grants agent-shell--session)))
       (should (string-search "Allowed for this session: write_file on any file"
                              (test-shell--transcript)))
       (should (string-search "│ 1 grant" (agent-shell-transcript--header-line))))))
@@ -1489,9 +1491,9 @@ takes it back in the bridge."
     (goto-char (point-max))
     (insert "grant me 授权")
     (execute-kbd-macro (kbd "RET"))
-    (let ((log (agent-shell-log-buffer agent-shell--name))
+    (let ((log (agent-shell-log-buffer (agent-shell-session-name agent-shell--session)))
           (shell (current-buffer))
-          (sid agent-shell--session-id)
+          (sid (agent-shell-session-id agent-shell--session))
           (prompts nil))
       (test-shell--wait "the WAIT step" (lambda () (agent-shell-log-pending log)) 20)
       (test-shell--wait "the permission request"
@@ -1510,7 +1512,7 @@ takes it back in the bridge."
       (with-current-buffer shell
         (test-shell--wait "the turn's end"
                           (lambda () (and (string-search "granted 已授权" (test-shell--transcript))
-                                          (eq agent-shell-transcript--state 'idle)))
+                                          (eq (agent-shell-session-state agent-shell--session) 'idle)))
                           20))
       (should (file-directory-p (expand-file-name "构建" root)))
       (let ((grants (with-current-buffer shell (agent-shell-grants))))
@@ -1531,7 +1533,7 @@ takes it back in the bridge."
               (should (equal (alist-get 'grants (test-shell--sync
                                                  "session/grants" `((sessionId . ,sid))))
                              nil))
-              (should-not (with-current-buffer shell agent-shell-transcript--grants)))
+              (should-not (with-current-buffer shell (agent-shell-session-grants agent-shell--session))))
           (kill-buffer grants))))))
 
 ;;; Home and / are never a project silently
@@ -1573,7 +1575,7 @@ asked is collected in `test-shell--asked'."
              ,@body)
          (dolist (buffer (buffer-list))
            (when (and (eq (buffer-local-value 'major-mode buffer) 'agent-shell-mode)
-                      (member (buffer-local-value 'agent-shell--root buffer)
+                      (member (agent-shell-session-root (buffer-local-value 'agent-shell--session buffer))
                               (list ,(car spec) ,(cadr spec))))
              (kill-buffer buffer)))
          (delete-directory ,(car spec) t)))))
@@ -1588,7 +1590,7 @@ asked is collected in `test-shell--asked'."
     (setq default-directory dir)
     (let ((shell (agent-shell-start)))
       (with-current-buffer shell
-        (test-shell--wait "session/new" (lambda () agent-shell--session-id) 20))
+        (test-shell--wait "session/new" (lambda () (agent-shell-session-id agent-shell--session)) 20))
       shell)))
 
 (ert-deftest test-shell/start-from-home-asks-for-a-project ()
@@ -1597,7 +1599,7 @@ It now asks for a project directory, says why, and touches nothing in $HOME."
   (test-shell--from-home (home project)
     (setq test-shell--asked nil test-shell--directories (list project) test-shell--yes nil)
     (let ((shell (test-shell--start-in home)))
-      (should (equal (buffer-local-value 'agent-shell--root shell) project))
+      (should (equal (agent-shell-session-root (buffer-local-value 'agent-shell--session shell)) project))
       (should (equal (mapcar #'car test-shell--asked) '(dir)))
       (should (string-search "your home directory" (cdar test-shell--asked)))
       (should (string-search "not a project" (cdar test-shell--asked)))
@@ -1611,7 +1613,7 @@ It now asks for a project directory, says why, and touches nothing in $HOME."
     (setq test-shell--asked nil test-shell--directories (list "/" project)
           test-shell--yes (list nil))
     (let ((shell (test-shell--start-in "/")))
-      (should (equal (buffer-local-value 'agent-shell--root shell) project))
+      (should (equal (agent-shell-session-root (buffer-local-value 'agent-shell--session shell)) project))
       (should (equal (mapcar #'car (reverse test-shell--asked)) '(dir yes dir)))
       (should (string-search "root directory /" (cdr (nth 1 test-shell--asked)))))))
 
@@ -1620,7 +1622,7 @@ It now asks for a project directory, says why, and touches nothing in $HOME."
   (test-shell--from-home (home project)
     (setq test-shell--asked nil test-shell--directories (list home) test-shell--yes (list t))
     (let ((shell (test-shell--start-in home)))
-      (should (equal (buffer-local-value 'agent-shell--root shell) home))
+      (should (equal (agent-shell-session-root (buffer-local-value 'agent-shell--session shell)) home))
       (should (equal (mapcar #'car (reverse test-shell--asked)) '(dir yes)))
       (should (string-search "\"allow_wide_root\":true" (test-shell--events-text))))))
 
@@ -1692,7 +1694,7 @@ recorded, leaving a running bridge nobody could reach or stop."
   (test-shell--with-shell (sid)
     (let ((proc (agent-shell-rpc-conn-process agent-shell-bridge--connection)))
       (signal-process proc 'SIGKILL)
-      (test-shell--wait "the notice" (lambda () (eq agent-shell-transcript--state 'dead)))
+      (test-shell--wait "the notice" (lambda () (eq (agent-shell-session-state agent-shell--session) 'dead)))
       (should (string-search "C-c C-r restarts it" (test-shell--transcript)))
       (should (string-search "bridge stopped" (agent-shell-transcript--header-line)))
       (should-not (agent-shell-bridge--live-connection)))))

@@ -43,12 +43,12 @@
 
 (defun test-streaming--idle-p ()
   "Return non-nil when the current shell's turn is over."
-  (and (null agent-shell--turn-id) (eq agent-shell-transcript--state 'idle)))
+  (and (null (agent-shell-session-turn-id agent-shell--session)) (eq (agent-shell-session-state agent-shell--session) 'idle)))
 
 (defmacro test-streaming--recording (var &rest body)
   "Run BODY with VAR bound to a recorder of the current shell's updates."
   (declare (indent 1) (debug (symbolp body)))
-  `(let* ((,var (test-streaming--recorder agent-shell--session-id))
+  `(let* ((,var (test-streaming--recorder (agent-shell-session-id agent-shell--session)))
           (agent-shell-rpc-message-functions
            (cons (car ,var) agent-shell-rpc-message-functions)))
      ,@body))
@@ -147,7 +147,7 @@ The next turn's answer is the only text after the cancelled turn's end."
                                             (content . ((type . "text") (text . ,line))))])))
       (test-shell--wait "the output" (lambda () (string-search "more characters"
                                                                (test-shell--transcript))))
-      (let* ((id (cdr (assoc "big-1" agent-shell-transcript--tools)))
+      (let* ((id (cdr (assoc "big-1" (agent-shell-session-tools agent-shell--session))))
              (bounds (agent-shell-transcript--entry-body-bounds id))
              (longest 0))
         (should bounds)
