@@ -263,7 +263,7 @@ over all of them."
                         (gcs . ,gcs-done)))
                      "\n")))
     (when (agent-shell-bridge--live-connection)
-      (agent-shell-rpc-stop agent-shell-bridge--connection))))
+      (agent-shell-rpc-stop (agent-shell-bridge-connection agent-shell-bridge--current)))))
 
 ;;; Interactive: how late a timer runs while the reply streams
 
@@ -333,7 +333,7 @@ OUT receives a JSON object; Emacs then exits."
         ((finish ()
            (with-temp-file out (insert (json-serialize result)))
            (when (agent-shell-bridge--live-connection)
-             (agent-shell-rpc-stop agent-shell-bridge--connection))
+             (agent-shell-rpc-stop (agent-shell-bridge-connection agent-shell-bridge--current)))
            (kill-emacs 0))
          (direct ()
            (agent-shell-stream-bench--reset)

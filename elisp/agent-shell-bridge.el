@@ -6,7 +6,7 @@
 
 ;; Starting the Python bridge once per Emacs, initialising the connection,
 ;; running what waits for it, and noticing when it exits.  The shell
-;; buffers find their sessions through `agent-shell-bridge--sessions'.
+;; buffers find their sessions through `agent-shell-bridge-sessions'.
 
 ;;; Code:
 
@@ -24,30 +24,34 @@
 
 ;;; State
 
-(defvar agent-shell-bridge--permissions nil
-  "Pending permission requests, oldest first.
-Each is a plist (:key KEY :conn CONN :id ID :session SID :params P).
-KEY is the log entry id, or the request id when there is none.")
+(cl-defstruct (agent-shell-bridge-permission
+               (:constructor agent-shell-bridge-permission-create)
+               (:copier nil))
+  "A `session/request_permission' waiting for the user's decision."
+  (key nil :documentation "The log entry id, or the request id when there is none.")
+  (conn nil :documentation "The connection the request came on.")
+  (id nil :documentation "The JSON-RPC id of the request.")
+  (session nil :documentation "The session id.")
+  (params nil :documentation "The request's params.")
+  (sending nil :documentation "Non-nil while the answer is on its way.")
+  (decision nil :documentation "(DECISION . REASON) once the user answered."))
 
-(defvar agent-shell-bridge--connection nil
-  "The connection to the bridge, shared by all sessions of this Emacs.")
+(cl-defstruct (agent-shell-bridge
+               (:constructor agent-shell-bridge-create)
+               (:copier nil))
+  "The bridge of this Emacs, shared by all its sessions."
+  (connection nil :documentation "The `agent-shell-rpc-conn' to the bridge, or nil.")
+  (initialized nil :documentation "The connection on which `initialize' succeeded.")
+  (info nil :documentation "The result of `initialize' on the current connection.")
+  (ready-queue nil :documentation "Functions waiting for an initialised connection.
+Newest first.")
+  (sessions (make-hash-table :test #'equal)
+            :documentation "Session id to shell buffer.")
+  (permissions nil :documentation "Pending `agent-shell-bridge-permission's.
+Oldest first."))
 
-
-(defvar agent-shell-bridge--initialized nil
-  "The connection on which `initialize' succeeded, or nil.")
-
-
-(defvar agent-shell-bridge--info nil
-  "The result of `initialize' on the current connection.")
-
-
-(defvar agent-shell-bridge--ready-queue nil
-  "Functions waiting for an initialised connection, newest first.")
-
-
-(defvar agent-shell-bridge--sessions (make-hash-table :test #'equal)
-  "Session id to shell buffer.")
-
+(defvar agent-shell-bridge--current (agent-shell-bridge-create)
+  "The state of the bridge, an `agent-shell-bridge'.")
 
 (define-obsolete-variable-alias 'agent-shell-debug-bridge
   'agent-shell-bridge-debug "0.2")
@@ -90,20 +94,20 @@ KEY is the log entry id, or the request id when there is none.")
 
 (defun agent-shell-bridge--live-connection ()
   "Return the bridge connection when its process is alive."
-  (and agent-shell-bridge--connection
-       (agent-shell-rpc-live-p agent-shell-bridge--connection)
-       agent-shell-bridge--connection))
+  (and (agent-shell-bridge-connection agent-shell-bridge--current)
+       (agent-shell-rpc-live-p (agent-shell-bridge-connection agent-shell-bridge--current))
+       (agent-shell-bridge-connection agent-shell-bridge--current)))
 
 (defun agent-shell-bridge--run-ready-queue (conn)
   "Call the functions waiting for CONN, oldest first."
-  (let ((queue (nreverse agent-shell-bridge--ready-queue)))
-    (setq agent-shell-bridge--ready-queue nil)
+  (let ((queue (nreverse (agent-shell-bridge-ready-queue agent-shell-bridge--current))))
+    (setf (agent-shell-bridge-ready-queue agent-shell-bridge--current) nil)
     (dolist (fn queue)
       (funcall fn conn))))
 
 (defun agent-shell-bridge--fail-ready-queue (message)
   "Tell the shell buffers waiting for the bridge that it failed with MESSAGE."
-  (setq agent-shell-bridge--ready-queue nil)
+  (setf (agent-shell-bridge-ready-queue agent-shell-bridge--current) nil)
   (agent-shell-bridge--each-shell
    (lambda ()
      (when (eq (agent-shell-session-state agent-shell--session) 'starting)
@@ -115,10 +119,10 @@ KEY is the log entry id, or the request id when there is none.")
   "Give up on CONN, whose initialisation failed with MESSAGE.
 The waiting functions are told, and the bridge is ended, so that the
 next command starts a fresh one instead of waiting forever."
-  (when (eq conn agent-shell-bridge--connection)
-    (setq agent-shell-bridge--connection nil))
-  (when (eq conn agent-shell-bridge--initialized)
-    (setq agent-shell-bridge--initialized nil))
+  (when (eq conn (agent-shell-bridge-connection agent-shell-bridge--current))
+    (setf (agent-shell-bridge-connection agent-shell-bridge--current) nil))
+  (when (eq conn (agent-shell-bridge-initialized agent-shell-bridge--current))
+    (setf (agent-shell-bridge-initialized agent-shell-bridge--current) nil))
   (agent-shell-bridge--fail-ready-queue message)
   (message "agent-shell: %s" message)
   (agent-shell-rpc-kill conn message))
@@ -142,8 +146,8 @@ failed or was quit) or the bridge refuses them, CONN is ended."
               (agent-shell-rpc-request
                conn "initialize" params
                :on-success (lambda (result)
-                             (setq agent-shell-bridge--info result
-                                   agent-shell-bridge--initialized conn)
+                             (setf (agent-shell-bridge-info agent-shell-bridge--current) result
+                                   (agent-shell-bridge-initialized agent-shell-bridge--current) conn)
                              (agent-shell-bridge--run-ready-queue conn))
                :on-error (lambda (err)
                            (agent-shell-bridge--initialize-failed
@@ -158,8 +162,8 @@ failed or was quit) or the bridge refuses them, CONN is ended."
 The memory directory reaches the bridge as AGENT_SHELL_MEMORY_DIR,
 the environment form of its --memory-dir option."
   (make-directory agent-shell-memory-dir t)
-  (setq agent-shell-bridge--initialized nil)
-  (setq agent-shell-bridge--connection
+  (setf (agent-shell-bridge-initialized agent-shell-bridge--current) nil)
+  (setf (agent-shell-bridge-connection agent-shell-bridge--current)
         (agent-shell-rpc-start
          :directory (expand-file-name "~/")
          :environment (append
@@ -174,9 +178,9 @@ the environment form of its --memory-dir option."
 (defun agent-shell-bridge--with-connection (fn)
   "Call FN with an initialised bridge connection, starting one if needed."
   (let ((conn (agent-shell-bridge--live-connection)))
-    (if (and conn (eq agent-shell-bridge--initialized conn))
+    (if (and conn (eq (agent-shell-bridge-initialized agent-shell-bridge--current) conn))
         (funcall fn conn)
-      (push fn agent-shell-bridge--ready-queue)
+      (push fn (agent-shell-bridge-ready-queue agent-shell-bridge--current))
       (unless conn
         (condition-case err
             (agent-shell-bridge--start)
@@ -188,12 +192,12 @@ the environment form of its --memory-dir option."
 
 (defun agent-shell-bridge--exited (conn reason)
   "Tell every shell buffer that the bridge CONN ended because of REASON."
-  (when (eq conn agent-shell-bridge--connection)
-    (setq agent-shell-bridge--connection nil
-          agent-shell-bridge--initialized nil)
-    (setq agent-shell-bridge--permissions
-          (cl-remove-if (lambda (p) (eq (plist-get p :conn) conn))
-                        agent-shell-bridge--permissions))
+  (when (eq conn (agent-shell-bridge-connection agent-shell-bridge--current))
+    (setf (agent-shell-bridge-connection agent-shell-bridge--current) nil
+          (agent-shell-bridge-initialized agent-shell-bridge--current) nil)
+    (setf (agent-shell-bridge-permissions agent-shell-bridge--current)
+          (cl-remove-if (lambda (p) (eq (agent-shell-bridge-permission-conn p) conn))
+                        (agent-shell-bridge-permissions agent-shell-bridge--current)))
     ;; Steps and plans that waited for the user can no longer be answered.
     (dolist (buffer (buffer-list))
       (when (and (buffer-live-p buffer)
@@ -243,10 +247,10 @@ there is nobody to tell."
 
 (defun agent-shell-bridge--session-buffer (session-id)
   "Return the live shell buffer of SESSION-ID, or nil."
-  (let ((buffer (gethash session-id agent-shell-bridge--sessions)))
+  (let ((buffer (gethash session-id (agent-shell-bridge-sessions agent-shell-bridge--current))))
     (if (buffer-live-p buffer)
         buffer
-      (remhash session-id agent-shell-bridge--sessions)
+      (remhash session-id (agent-shell-bridge-sessions agent-shell-bridge--current))
       nil)))
 
 (defun agent-shell-bridge--log-buffer-for (session-id)

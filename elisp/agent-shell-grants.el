@@ -20,11 +20,9 @@
 (require 'agent-shell-session)
 (require 'subr-x)
 (require 'tabulated-list)
+(require 'agent-shell-bridge)
 
 ;; Defined in agent-shell.el.
-(defvar agent-shell-bridge--sessions)
-(declare-function agent-shell-bridge--request "agent-shell" (method params &rest args))
-(declare-function agent-shell-bridge--session-buffer "agent-shell" (session-id))
 (declare-function agent-shell-log-buffer "agent-shell-log" (name))
 
 ;;; Internals
@@ -41,7 +39,7 @@
     (maphash (lambda (id _)
                (when-let ((buffer (agent-shell-bridge--session-buffer id)))
                  (push buffer shells)))
-             agent-shell-bridge--sessions)
+             (agent-shell-bridge-sessions agent-shell-bridge--current))
     (nreverse shells)))
 
 (defun agent-shell-grants--shell-here ()

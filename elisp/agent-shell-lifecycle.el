@@ -44,7 +44,6 @@
 (declare-function agent-shell--set-input "agent-shell" (text))
 (declare-function agent-shell-bridge--session-buffer "agent-shell" (session-id))
 
-(defvar agent-shell-bridge--initialized)
 
 ;;; Internals: state
 

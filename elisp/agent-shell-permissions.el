@@ -68,10 +68,11 @@ The experiences recalled for a turn are also named in its shell buffer."
   (let* ((key (format "%s" (or (alist-get 'logEntryId params) id)))
          (session (alist-get 'sessionId params))
          (title (or (alist-get 'title (alist-get 'toolCall params)) "a step")))
-    (setq agent-shell-bridge--permissions
-          (append agent-shell-bridge--permissions
-                  (list (list :key key :conn conn :id id :session session
-                              :params params))))
+    (setf (agent-shell-bridge-permissions agent-shell-bridge--current)
+          (append (agent-shell-bridge-permissions agent-shell-bridge--current)
+                  (list (agent-shell-bridge-permission-create
+                         :key key :conn conn :id id :session session
+                         :params params))))
     (when-let ((buffer (agent-shell-bridge--session-buffer session)))
       (with-current-buffer buffer
         (agent-shell-transcript--note-waiting
@@ -101,13 +102,13 @@ The bridge's own description (PARAMS' `grant') is used when present."
   "Return what approving log entry ENTRY-ID for the session grants, or nil.
 This is `agent-shell-log-grant-function'."
   (when-let ((permission (agent-shell-permissions--waiting-p entry-id)))
-    (agent-shell-permissions--grant-text (plist-get permission :params))))
+    (agent-shell-permissions--grant-text (agent-shell-bridge-permission-params permission))))
 
 (defun agent-shell-permissions--show-decision (permission decision reason)
   "Show in the shell buffer that PERMISSION was answered with DECISION.
 The waiting notice becomes the decision; REASON goes with a rejection.
 An `approve-session' decision is remembered as a grant."
-  (let* ((params (plist-get permission :params))
+  (let* ((params (agent-shell-bridge-permission-params permission))
          (call-id (alist-get 'toolCallId (alist-get 'toolCall params))))
     (agent-shell-transcript--resolve-waiting
      call-id
@@ -130,56 +131,56 @@ An `approve-session' decision is remembered as a grant."
     (_ "reject_once")))
 
 (defun agent-shell-permissions--answer (permission decision reason)
-  "Answer PERMISSION (a plist) with DECISION and REASON.
+  "Answer PERMISSION (an `agent-shell-bridge-permission') with DECISION and REASON.
 The request stays pending until the bridge has accepted the answer,
 so a decision that could not be delivered can be given again."
-  (when (plist-get permission :sending)
+  (when (agent-shell-bridge-permission-sending permission)
     (user-error "That decision is being sent"))
-  (plist-put permission :sending t)
-  (plist-put permission :decision (cons decision reason))
+  (setf (agent-shell-bridge-permission-sending permission) t)
+  (setf (agent-shell-bridge-permission-decision permission) (cons decision reason))
   (let ((done nil))
     (unwind-protect
         (progn
           (agent-shell-rpc-respond
-           (plist-get permission :conn) (plist-get permission :id)
+           (agent-shell-bridge-permission-conn permission) (agent-shell-bridge-permission-id permission)
            `((outcome . ((outcome . "selected")
                          (optionId . ,(agent-shell-permissions--option-id decision))))
              ,@(and reason `((reason . ,reason))))
            (lambda (ok) (agent-shell-permissions--answered permission ok)))
           (setq done t))
       (unless done
-        (plist-put permission :sending nil)))))
+        (setf (agent-shell-bridge-permission-sending permission) nil)))))
 
 (defun agent-shell-permissions--answered (permission ok)
   "Finish answering PERMISSION; OK is nil when the answer was not delivered."
-  (plist-put permission :sending nil)
-  (let ((buffer (agent-shell-bridge--session-buffer (plist-get permission :session))))
+  (setf (agent-shell-bridge-permission-sending permission) nil)
+  (let ((buffer (agent-shell-bridge--session-buffer (agent-shell-bridge-permission-session permission))))
     (if (not ok)
         (progn
           (agent-shell-log-unsend (agent-shell-bridge--log-buffer-for
-                                   (plist-get permission :session))
-                                  (plist-get permission :key))
+                                   (agent-shell-bridge-permission-session permission))
+                                  (agent-shell-bridge-permission-key permission))
           (message "agent-shell: the decision did not reach the bridge; give it again"))
-      (setq agent-shell-bridge--permissions (delq permission agent-shell-bridge--permissions))
+      (setf (agent-shell-bridge-permissions agent-shell-bridge--current) (delq permission (agent-shell-bridge-permissions agent-shell-bridge--current)))
       (when buffer
         (with-current-buffer buffer
-          (let ((decision (plist-get permission :decision)))
+          (let ((decision (agent-shell-bridge-permission-decision permission)))
             (agent-shell-permissions--show-decision permission (car decision) (cdr decision)))
-          (unless (cl-find (agent-shell-session-id agent-shell--session) agent-shell-bridge--permissions
-                           :key (lambda (p) (plist-get p :session)) :test #'equal)
+          (unless (cl-find (agent-shell-session-id agent-shell--session) (agent-shell-bridge-permissions agent-shell-bridge--current)
+                           :key #'agent-shell-bridge-permission-session :test #'equal)
             (agent-shell-transcript--set-state (if (agent-shell-session-turn-id agent-shell--session) 'thinking 'idle))))))))
 
 (defun agent-shell-permissions--waiting-p (entry-id)
   "Return non-nil when a permission request waits for log entry ENTRY-ID."
-  (cl-find (format "%s" entry-id) agent-shell-bridge--permissions
-           :key (lambda (p) (plist-get p :key)) :test #'equal))
+  (cl-find (format "%s" entry-id) (agent-shell-bridge-permissions agent-shell-bridge--current)
+           :key #'agent-shell-bridge-permission-key :test #'equal))
 
 (defun agent-shell-permissions-log-decide (entry-id decision reason)
   "Answer the permission request of log entry ENTRY-ID with DECISION.
 DECISION is `approve', `reject' or `approve-session'; REASON is a
 string or nil.  This is `agent-shell-log-decision-function'."
-  (let ((permission (cl-find (format "%s" entry-id) agent-shell-bridge--permissions
-                             :key (lambda (p) (plist-get p :key))
+  (let ((permission (cl-find (format "%s" entry-id) (agent-shell-bridge-permissions agent-shell-bridge--current)
+                             :key #'agent-shell-bridge-permission-key
                              :test #'equal)))
     (unless permission
       (user-error "No permission request waits for that step"))

@@ -136,9 +136,9 @@ the snapshot only says that the user's buffer is outside the project."
 (defun agent-shell--attach (session-id)
   "Bind the current buffer to SESSION-ID."
   (when (agent-shell-session-id agent-shell--session)
-    (remhash (agent-shell-session-id agent-shell--session) agent-shell-bridge--sessions))
+    (remhash (agent-shell-session-id agent-shell--session) (agent-shell-bridge-sessions agent-shell-bridge--current)))
   (setf (agent-shell-session-id agent-shell--session) session-id)
-  (puthash session-id (current-buffer) agent-shell-bridge--sessions)
+  (puthash session-id (current-buffer) (agent-shell-bridge-sessions agent-shell-bridge--current))
   (agent-shell-transcript--set-state 'idle))
 
 (defun agent-shell--buffer-name (name)
@@ -494,9 +494,9 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
 With one step waiting, that one; with several, ask which (VERB starts
 the question), so no decision falls on a step the user did not name."
   (let ((waiting (cl-remove-if-not
-                  (lambda (p) (and (equal (plist-get p :session) (agent-shell-session-id agent-shell--session))
-                                   (not (plist-get p :sending))))
-                  agent-shell-bridge--permissions)))
+                  (lambda (p) (and (equal (agent-shell-bridge-permission-session p) (agent-shell-session-id agent-shell--session))
+                                   (not (agent-shell-bridge-permission-sending p))))
+                  (agent-shell-bridge-permissions agent-shell-bridge--current))))
     (cond
      ((null waiting) (user-error "No step is waiting for a decision"))
      ((null (cdr waiting)) (car waiting))
@@ -504,7 +504,7 @@ the question), so no decision falls on a step the user did not name."
                (table (mapcar (lambda (p)
                                 (cons (format "%d. %s" (cl-incf n)
                                               (or (alist-get 'title (alist-get 'toolCall
-                                                                               (plist-get p :params)))
+                                                                               (agent-shell-bridge-permission-params p)))
                                                   "a step"))
                                       p))
                               waiting)))
@@ -548,14 +548,14 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
 (defun agent-shell--kill-buffer ()
   "End this buffer's session when the buffer is killed."
   (when (agent-shell-session-id agent-shell--session)
-    (remhash (agent-shell-session-id agent-shell--session) agent-shell-bridge--sessions)
+    (remhash (agent-shell-session-id agent-shell--session) (agent-shell-bridge-sessions agent-shell-bridge--current))
     (when-let ((conn (agent-shell-bridge--live-connection)))
       (ignore-errors
         (agent-shell-rpc-notify conn "session/cancel"
                                 `((sessionId . ,(agent-shell-session-id agent-shell--session))))))
-    (setq agent-shell-bridge--permissions
-          (cl-remove (agent-shell-session-id agent-shell--session) agent-shell-bridge--permissions
-                     :key (lambda (p) (plist-get p :session)) :test #'equal))))
+    (setf (agent-shell-bridge-permissions agent-shell-bridge--current)
+          (cl-remove (agent-shell-session-id agent-shell--session) (agent-shell-bridge-permissions agent-shell-bridge--current)
+                     :key #'agent-shell-bridge-permission-session :test #'equal))))
 
 ;;;###autoload
 (defun agent-shell-resume ()

@@ -49,7 +49,7 @@
                                      "run_test"
                                      (alist-get 'title (alist-get 'toolCall
                                                                   (plist-get p :params))))))
-                             agent-shell-bridge--permissions))
+                             (agent-shell-bridge-permissions agent-shell-bridge--current)))
         (e2e-log "no sandbox: approving the test run")
         (let ((before (window-buffer)))
           (switch-to-buffer e2e-shell)

@@ -24,12 +24,12 @@
 The options of the test bridge (mock model, memory directory) are set
 first."
   (test-shell--bridge)
-  (agent-shell-rpc-stop agent-shell-bridge--connection)
+  (agent-shell-rpc-stop (agent-shell-bridge-connection agent-shell-bridge--current))
   (should-not (agent-shell-bridge--live-connection)))
 
 (defun test-lifecycle--kill-bridge ()
   "Kill the bridge process with SIGKILL and wait until Emacs noticed."
-  (let ((proc (agent-shell-rpc-conn-process agent-shell-bridge--connection)))
+  (let ((proc (agent-shell-rpc-conn-process (agent-shell-bridge-connection agent-shell-bridge--current))))
     (signal-process proc 'SIGKILL)
     (test-shell--wait "the dead bridge" (lambda () (eq (agent-shell-session-state agent-shell--session) 'dead)))))
 

@@ -32,7 +32,7 @@
 (defun test-plan--bridge ()
   "Return an initialised connection to the real bridge, starting it if needed."
   (unless (and (agent-shell-bridge--live-connection)
-               (eq agent-shell-bridge--initialized agent-shell-bridge--connection))
+               (eq (agent-shell-bridge-initialized agent-shell-bridge--current) (agent-shell-bridge-connection agent-shell-bridge--current)))
     (setq agent-shell-bridge-debug t
           agent-shell-memory-dir test-plan--memory-dir
           agent-shell-api-base "http://127.0.0.1:9/v1"
@@ -40,10 +40,10 @@
     (agent-shell-bridge--with-connection #'ignore)
     (test-plan--wait "the bridge to initialise"
                      (lambda () (and (agent-shell-bridge--live-connection)
-                                     (eq agent-shell-bridge--initialized
-                                         agent-shell-bridge--connection)))
+                                     (eq (agent-shell-bridge-initialized agent-shell-bridge--current)
+                                         (agent-shell-bridge-connection agent-shell-bridge--current))))
                      30))
-  agent-shell-bridge--connection)
+  (agent-shell-bridge-connection agent-shell-bridge--current))
 
 (defun test-plan--sid ()
   "Return a fresh session id."
@@ -331,7 +331,7 @@ connection.  Now the request is dropped and the buffer says why."
          (buffer (test-plan--pending-buffer sid)))
     (unwind-protect
         (progn
-          (signal-process (agent-shell-rpc-conn-process agent-shell-bridge--connection) 'SIGKILL)
+          (signal-process (agent-shell-rpc-conn-process (agent-shell-bridge-connection agent-shell-bridge--current)) 'SIGKILL)
           (test-plan--wait "the request to be dropped"
                            (lambda () (not (buffer-local-value 'agent-shell-plan--request
                                                                buffer))))

@@ -87,7 +87,7 @@
 (defun test-shell--bridge ()
   "Return an initialised connection to the real bridge, starting it if needed."
   (unless (and (agent-shell-bridge--live-connection)
-               (eq agent-shell-bridge--initialized agent-shell-bridge--connection))
+               (eq (agent-shell-bridge-initialized agent-shell-bridge--current) (agent-shell-bridge-connection agent-shell-bridge--current)))
     (setq agent-shell-bridge-debug t
           agent-shell-memory-dir test-shell--memory-dir
           agent-shell-api-base (test-shell--start-mock)
@@ -95,10 +95,10 @@
     (agent-shell-bridge--with-connection #'ignore)
     (test-shell--wait "the bridge to initialise"
                       (lambda () (and (agent-shell-bridge--live-connection)
-                                      (eq agent-shell-bridge--initialized
-                                          agent-shell-bridge--connection)))
+                                      (eq (agent-shell-bridge-initialized agent-shell-bridge--current)
+                                          (agent-shell-bridge-connection agent-shell-bridge--current))))
                       30))
-  agent-shell-bridge--connection)
+  (agent-shell-bridge-connection agent-shell-bridge--current))
 
 (defun test-shell--sync (method params)
   "Call METHOD with PARAMS on the bridge and return the result."
@@ -465,7 +465,7 @@ The turn_end is the recorded turn's."
       (test-shell--wait "turn end" (lambda () (and (eq (agent-shell-session-state agent-shell--session) 'idle)
                                                    (string-search "done." (test-shell--transcript))))
                         20)
-      (with-current-buffer (agent-shell-resume-session agent-shell-bridge--connection root sid)
+      (with-current-buffer (agent-shell-resume-session (agent-shell-bridge-connection agent-shell-bridge--current) root sid)
         (test-shell--wait "resumed" (lambda () (equal (agent-shell-session-id agent-shell--session) sid)) 20)
         (should (string-search "> repeat please" (test-shell--transcript)))
         (should (string-search "再说一遍：done." (test-shell--transcript)))
@@ -585,8 +585,8 @@ Emacs put on the wire is checked in the events log."
                     (title . "write_file 中文.py") (timestamp . "2025-01-02T03:04:05+00:00")
                     (source . "tool") (properties . ((TOOL . "write_file") (RISK . "write")))))))
       (test-shell--wait "the permission request"
-                        (lambda () (cl-find sid agent-shell-bridge--permissions
-                                            :key (lambda (p) (plist-get p :session))
+                        (lambda () (cl-find sid (agent-shell-bridge-permissions agent-shell-bridge--current)
+                                            :key #'agent-shell-bridge-permission-session
                                             :test #'equal)))
       (should (eq (agent-shell-session-state agent-shell--session) 'waiting))
       (should (string-search "waiting for you" (agent-shell-transcript--header-line)))
@@ -786,12 +786,12 @@ also when the question is quit."
 (ert-deftest test-shell/api-key-reaches-bridge-not-events-buffer ()
   "`initialize' gives the bridge the key, but the events buffer never shows it."
   (when (agent-shell-bridge--live-connection)
-    (agent-shell-rpc-stop agent-shell-bridge--connection))
+    (agent-shell-rpc-stop (agent-shell-bridge-connection agent-shell-bridge--current)))
   (when (get-buffer "*agent-shell events*") (kill-buffer "*agent-shell events*"))
   (let ((agent-shell-log-events t))
     (test-shell--bridge)
-    (should (eq (alist-get 'has_key (alist-get 'model agent-shell-bridge--info)) t))
-    (should (equal (alist-get 'key_source (alist-get 'model agent-shell-bridge--info))
+    (should (eq (alist-get 'has_key (alist-get 'model (agent-shell-bridge-info agent-shell-bridge--current))) t))
+    (should (equal (alist-get 'key_source (alist-get 'model (agent-shell-bridge-info agent-shell-bridge--current)))
                    "option"))
     (test-shell--sync "ping" nil)
     (with-current-buffer "*agent-shell events*"
@@ -918,7 +918,7 @@ stays pending until the bridge accepts the answer."
   (test-shell--with-shell (sid)
     (let* ((entry (concat sid "-e1"))
            (box (test-shell--ask-permission sid entry))
-           (conn agent-shell-bridge--connection)
+           (conn (agent-shell-bridge-connection agent-shell-bridge--current))
            (port (agent-shell-rpc-conn-port conn))
            (closed (let ((server (make-network-process
                                   :name "test-shell-closed" :server t :host "127.0.0.1"
@@ -954,7 +954,7 @@ end marks its waiting steps FAILED, and `y' skips steps nobody waits for."
           (progn
             (test-shell--ask-permission sid first t)
             (test-shell--wait "the WAIT step" (lambda () (agent-shell-log-pending log)))
-            (signal-process (agent-shell-rpc-conn-process agent-shell-bridge--connection) 'SIGKILL)
+            (signal-process (agent-shell-rpc-conn-process (agent-shell-bridge-connection agent-shell-bridge--current)) 'SIGKILL)
             (test-shell--wait "the bridge's end" (lambda () (eq (agent-shell-session-state agent-shell--session) 'dead)))
             (should-not (agent-shell-log-pending log))
             (with-current-buffer log
@@ -1142,7 +1142,7 @@ Now the user is asked first, and a no leaves the session alone."
           (asked nil))
       (setf (agent-shell-session-turn-id agent-shell--session) "t-running")
       (cl-letf (((symbol-function 'yes-or-no-p) (lambda (prompt) (setq asked prompt) nil)))
-        (should-error (agent-shell-resume-session agent-shell-bridge--connection root "other")
+        (should-error (agent-shell-resume-session (agent-shell-bridge-connection agent-shell-bridge--current) root "other")
                       :type 'user-error))
       (should (string-search "A turn is running" asked))
       (should (equal (agent-shell-session-id agent-shell--session) sid))
@@ -1438,8 +1438,8 @@ With several steps waiting it now asks which; the one named is answered."
            :timeout 25
            :on-success (lambda (r) (push (cons title r) answers)))))
       (test-shell--wait "both requests"
-                        (lambda () (= 2 (cl-count sid agent-shell-bridge--permissions
-                                                  :key (lambda (p) (plist-get p :session))
+                        (lambda () (= 2 (cl-count sid (agent-shell-bridge-permissions agent-shell-bridge--current)
+                                                  :key #'agent-shell-bridge-permission-session
                                                   :test #'equal))))
       (cl-letf (((symbol-function 'completing-read)
                  (lambda (_prompt table &rest _)
@@ -1657,19 +1657,19 @@ The connection stayed live but uninitialised, so later callers queued
 forever in \"starting\".  Now the failed bridge is ended and the next
 start runs a fresh one."
   (test-shell--bridge)
-  (agent-shell-rpc-stop agent-shell-bridge--connection)
+  (agent-shell-rpc-stop (agent-shell-bridge-connection agent-shell-bridge--current))
   (let ((failed nil) (called nil))
     (let ((agent-shell-notify-webhook "http://"))
       (agent-shell-bridge--with-connection (lambda (_) (setq failed 'called)))
-      (let ((conn agent-shell-bridge--connection))
+      (let ((conn (agent-shell-bridge-connection agent-shell-bridge--current)))
         (should conn)
         (test-shell--wait "the refused bridge to end"
                           (lambda () (not (agent-shell-rpc-live-p conn))))))
     (should-not failed)
-    (should-not agent-shell-bridge--ready-queue)
+    (should-not (agent-shell-bridge-ready-queue agent-shell-bridge--current))
     (agent-shell-bridge--with-connection (lambda (conn) (setq called conn)))
     (test-shell--wait "a fresh, initialised bridge" (lambda () called) 30)
-    (should (eq called agent-shell-bridge--initialized))
+    (should (eq called (agent-shell-bridge-initialized agent-shell-bridge--current)))
     (should (= (length (test-shell--live-bridges)) 1))))
 
 (ert-deftest test-shell/quit-while-starting-leaves-no-bridge ()
@@ -1677,14 +1677,14 @@ start runs a fresh one."
 The quit escaped `agent-shell-bridge--initialize' before the connection was
 recorded, leaving a running bridge nobody could reach or stop."
   (test-shell--bridge)
-  (agent-shell-rpc-stop agent-shell-bridge--connection)
+  (agent-shell-rpc-stop (agent-shell-bridge-connection agent-shell-bridge--current))
   (should-not (test-shell--live-bridges))
   (let ((agent-shell-api-key (lambda () (signal 'quit nil))))
     (should (condition-case nil
                 (progn (agent-shell-bridge--with-connection #'ignore) nil)
               (quit t))))
   (should-not (test-shell--live-bridges))
-  (should-not agent-shell-bridge--ready-queue)
+  (should-not (agent-shell-bridge-ready-queue agent-shell-bridge--current))
   (should-not (agent-shell-bridge--live-connection)))
 
 ;;; Bridge death
@@ -1692,7 +1692,7 @@ recorded, leaving a running bridge nobody could reach or stop."
 (ert-deftest test-shell/bridge-death-is-reported ()
   "When the bridge dies the shell buffer says so and how to restart."
   (test-shell--with-shell (sid)
-    (let ((proc (agent-shell-rpc-conn-process agent-shell-bridge--connection)))
+    (let ((proc (agent-shell-rpc-conn-process (agent-shell-bridge-connection agent-shell-bridge--current))))
       (signal-process proc 'SIGKILL)
       (test-shell--wait "the notice" (lambda () (eq (agent-shell-session-state agent-shell--session) 'dead)))
       (should (string-search "C-c C-r restarts it" (test-shell--transcript)))

@@ -77,7 +77,7 @@ loses no text and shows none twice."
   (test-shell--with-session (root)
     (should (file-directory-p root))
     (test-streaming--recording rec
-      (let ((conn agent-shell-bridge--connection) (drops 0) (streams nil))
+      (let ((conn (agent-shell-bridge-connection agent-shell-bridge--current)) (drops 0) (streams nil))
         (agent-shell-send "stream-drop please")
         (test-shell--wait
          "the end of the turn"
