@@ -113,7 +113,7 @@ Oldest first."))
      (when (eq (agent-shell-session-state agent-shell--session) 'starting)
        (agent-shell-lifecycle--unqueue)
        (agent-shell-transcript--notice message)
-       (agent-shell-transcript--set-state 'dead)))))
+       (agent-shell-header--set-state 'dead)))))
 
 (defun agent-shell-bridge--initialize-failed (conn message)
   "Give up on CONN, whose initialisation failed with MESSAGE.

@@ -22,7 +22,6 @@
 (require 'agent-shell-session)
 (require 'button)
 
-
 (defvar-local agent-shell-citations--start nil
   "Marker where the output of the current turn begins, or nil.")
 

@@ -18,8 +18,6 @@
 (require 'subr-x)
 (require 'agent-shell-session)
 
-
-
 (defconst agent-shell-commands--builtin
   '(("ask" . "Run this one prompt in ask mode (no edits, no commands)")
     ("act" . "Run this one prompt in act mode"))

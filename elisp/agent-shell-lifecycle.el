@@ -44,11 +44,6 @@
 (declare-function agent-shell--set-input "agent-shell" (text))
 (declare-function agent-shell-bridge--session-buffer "agent-shell" (session-id))
 
-
-;;; Internals: state
-
-
-
 ;;; Internals: the queued prompt
 
 (defun agent-shell-lifecycle--queue-prompt (text)
@@ -160,7 +155,7 @@ input.  The transcript and the input are kept."
   (agent-shell-lifecycle--unqueue)
   (unless (eq (agent-shell-session-state agent-shell--session) 'dead)
     (agent-shell-transcript--notice text)
-    (agent-shell-transcript--set-state 'dead)))
+    (agent-shell-header--set-state 'dead)))
 
 (defun agent-shell-lifecycle--dead-bridge-text (reason)
   "Return the notice shown when the bridge ended because of REASON."
@@ -194,7 +189,7 @@ back."
     (agent-shell-transcript--notice (if session
                                         (format "Restarting: resuming session %s…" session)
                                       "Restarting: starting a new session…"))
-    (agent-shell-transcript--set-state 'starting)
+    (agent-shell-header--set-state 'starting)
     (agent-shell-bridge--with-connection
      (lambda (conn)
        (agent-shell-rpc-request

@@ -82,7 +82,7 @@ The experiences recalled for a turn are also named in its shell buffer."
 or C-c C-y / C-c C-n here%s" title
                   (if-let ((note (alist-get 'note params))) (concat "\n" note) "")))
          title)
-        (agent-shell-transcript--set-state 'waiting))))
+        (agent-shell-header--set-state 'waiting))))
   nil)
 
 (defun agent-shell-permissions--grant-text (params)
@@ -168,7 +168,7 @@ so a decision that could not be delivered can be given again."
             (agent-shell-permissions--show-decision permission (car decision) (cdr decision)))
           (unless (cl-find (agent-shell-session-id agent-shell--session) (agent-shell-bridge-permissions agent-shell-bridge--current)
                            :key #'agent-shell-bridge-permission-session :test #'equal)
-            (agent-shell-transcript--set-state (if (agent-shell-session-turn-id agent-shell--session) 'thinking 'idle))))))))
+            (agent-shell-header--set-state (if (agent-shell-session-turn-id agent-shell--session) 'thinking 'idle))))))))
 
 (defun agent-shell-permissions--waiting-p (entry-id)
   "Return non-nil when a permission request waits for log entry ENTRY-ID."

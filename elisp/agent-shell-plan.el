@@ -31,7 +31,7 @@
 
 (declare-function agent-shell-bridge--session-buffer "agent-shell" (session-id))
 (declare-function agent-shell-transcript--notice "agent-shell-transcript" (text))
-(declare-function agent-shell-transcript--set-state "agent-shell-transcript" (state &optional detail))
+(declare-function agent-shell-header--set-state "agent-shell-transcript" (state &optional detail))
 (declare-function agent-shell-lifecycle--resolve-plan-notice "agent-shell-lifecycle" (text))
 
 ;;; Options
@@ -270,8 +270,8 @@ The value is an alist of `goal', `steps' (a vector of alists with
                     (if-let ((reason (alist-get 'reason result)))
                         (concat ": " reason)
                       "")))))
-       (when (fboundp 'agent-shell-transcript--set-state)
-         (agent-shell-transcript--set-state (if (agent-shell-session-turn-id agent-shell--session) 'thinking 'idle)))))))
+       (when (fboundp 'agent-shell-header--set-state)
+         (agent-shell-header--set-state (if (agent-shell-session-turn-id agent-shell--session) 'thinking 'idle)))))))
 
 (cl-defmethod agent-shell-rpc-handle (conn (_m (eql session/request_plan)) params id)
   "Show the plan of request ID (PARAMS from CONN) for review."
@@ -297,7 +297,7 @@ The value is an alist of `goal', `steps' (a vector of alists with
                                (buffer-name buffer)))))
            (when agent-shell--session
              (setf (agent-shell-session-plan-notice agent-shell--session) range)))
-         (agent-shell-transcript--set-state 'waiting))))
+         (agent-shell-header--set-state 'waiting))))
     (if agent-shell-plan-select-window
         (pop-to-buffer buffer)
       (display-buffer buffer)))

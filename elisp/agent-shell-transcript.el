@@ -5,21 +5,23 @@
 ;;; Commentary:
 
 ;; How a shell buffer of `agent-shell-mode' shows a session.  Output
-;; goes in at `agent-shell-session-output-marker', before the prompt, as
+;; goes in at the session's output marker, before the prompt, as
 ;; read-only text, with the user's input and its undo list left
 ;; intact.  Assistant text streams into one message block; thoughts,
 ;; tool calls and the plan are one-line entries whose bodies fold;
-;; notices come from agent-shell itself.  The header line shows the
-;; model, the mode, the state, tokens and context fill.
+;; notices come from agent-shell itself.  The header line is
+;; agent-shell-header.el's; the text of a tool call's entry comes from
+;; agent-shell-tool-text.el.
 ;;
-;; `agent-shell-transcript--apply-update' renders one `session/update' of the
-;; bridge: message and thought chunks, tool calls and their updates,
-;; usage, the plan (also handed to agent-shell-plan.el) and the end of
-;; a turn (whose file citations agent-shell-citations.el links).
-;; `agent-shell-transcript--insert-history' renders a resumed session's messages.
+;; `agent-shell-transcript--apply-update' renders one `session/update'
+;; of the bridge: message and thought chunks, tool calls and their
+;; updates, usage, the plan (also handed to agent-shell-plan.el) and
+;; the end of a turn (whose file citations agent-shell-citations.el
+;; links).  `agent-shell-transcript--insert-history' renders a resumed
+;; session's messages.
 ;;
-;; agent-shell.el requires this file; it owns the session state (name,
-;; root, mode, model, running turn, input history) read here, and
+;; The state read and written here is the buffer's `agent-shell-session'
+;; (agent-shell-session.el).  agent-shell.el requires this file and
 ;; calls these functions from its handlers and commands.
 
 ;;; Code:
@@ -28,15 +30,13 @@
 (require 'agent-shell-session)
 (require 'subr-x)
 (require 'agent-shell-custom)
+(require 'agent-shell-header)
+(require 'agent-shell-tool-text)
 (require 'agent-shell-citations)
 (require 'agent-shell-plan)
 (require 'agent-shell-mcp)
 
-;; Session state owned by agent-shell.el.
 (declare-function agent-shell-lifecycle--cancel-running-tools "agent-shell-lifecycle" (why))
-
-;;; Internals: state
-
 
 ;;; Internals: transcript
 
@@ -57,7 +57,6 @@
           (cl-list* nil prop val (shift beg) (shift end)))
          (_ entry)))
      list)))
-
 
 (defun agent-shell-transcript--update-prompt-gap ()
   "Keep the prompt off the end of the transcript's last line.
@@ -321,202 +320,7 @@ still lands in its own entry."
     ((or "failed" "denied" "rejected" "cancelled") "✗")
     (_ "·")))
 
-;;; Internals: header line and state
-
-(defun agent-shell-transcript--set-state (state &optional detail)
-  "Set this buffer's STATE, with DETAIL (a tool name) for `running'."
-  (unless (and (eq state (agent-shell-session-state agent-shell--session))
-               (equal detail (agent-shell-session-state-detail agent-shell--session)))
-    (setf (agent-shell-session-state agent-shell--session) state
-          (agent-shell-session-state-detail agent-shell--session) detail)
-    (force-mode-line-update)))
-
-(defun agent-shell-transcript--state-text ()
-  "Return the state as shown in the header line."
-  (pcase (agent-shell-session-state agent-shell--session)
-    ('running (format "running %s" (or (agent-shell-session-state-detail agent-shell--session) "tool")))
-    ('waiting "waiting for you")
-    ('dead "bridge stopped")
-    ('starting (if (agent-shell-session-queued-prompt agent-shell--session) "starting, 1 prompt queued" "starting"))
-    (state (symbol-name state))))
-
-(defun agent-shell-transcript--format-tokens (n)
-  "Return token count N in a short form."
-  (cond ((not (numberp n)) "0")
-        ((>= n 1000000) (format "%.1fM" (/ n 1e6)))
-        ((>= n 1000) (format "%.1fk" (/ n 1e3)))
-        (t (format "%d" n))))
-
-(defun agent-shell-transcript--header-line ()
-  "Return the header line of a shell buffer.
-It is the value of a `header-line-format' :eval form, hence a mode
-line construct: every % in it is doubled, so that the one of the
-context fill and any in the model name show as written."
-  (let* ((usage (agent-shell-session-usage agent-shell--session))
-         (total (alist-get 'totalTokens usage))
-         (used (alist-get 'contextUsed usage))
-         (window (alist-get 'contextWindow usage))
-         (cost (alist-get 'costUsd usage)))
-    (string-replace
-     "%" "%%"
-     (concat
-      (format " %s │ %s │ %s │ %s tokens"
-              (or (agent-shell-session-model agent-shell--session) agent-shell-model)
-              (if (eq (agent-shell-session-mode agent-shell--session) 'ask) "ask" "act")
-              (agent-shell-transcript--state-text)
-              (agent-shell-transcript--format-tokens total))
-      (if (and (numberp used) (numberp window) (> window 0))
-          (format " │ context %d%%" (round (* 100.0 (/ (float used) window))))
-        "")
-      (if (numberp cost) (format " │ $%.4f" cost) "")
-      (if (agent-shell-session-grants agent-shell--session)
-          (format " │ %d grant%s" (length (agent-shell-session-grants agent-shell--session))
-                  (if (cdr (agent-shell-session-grants agent-shell--session)) "s" ""))
-        "")
-      (if (eq (alist-get 'available (agent-shell-session-sandbox agent-shell--session)) :json-false)
-          " │ no sandbox"
-        "")
-      (agent-shell-mcp-header)))))
-
 ;;; Internals: session updates
-
-(defun agent-shell-transcript--content-text (content)
-  "Return the displayable text of tool CONTENT items.
-A diff item shows its unified diff, under a line naming its file."
-  (mapconcat
-   (lambda (item)
-     (pcase (alist-get 'type item)
-       ("content" (or (alist-get 'text (alist-get 'content item)) ""))
-       ("diff" (let ((diff (alist-get 'diff item)))
-                 (if (and (stringp diff) (not (string-empty-p diff)))
-                     (concat (format "diff %s\n" (or (alist-get 'path item) ""))
-                             (string-trim-right diff "[\n]+"))
-                   (format "diff %s (no change)" (or (alist-get 'path item) "")))))
-       (_ (or (alist-get 'text item) ""))))
-   (if (vectorp content) (append content nil) content)
-   "\n"))
-
-(defun agent-shell-transcript--cap (text)
-  "Return TEXT cut to `agent-shell-tool-output-max-chars'."
-  (if (> (length text) agent-shell-tool-output-max-chars)
-      (concat (substring text 0 agent-shell-tool-output-max-chars)
-              (format "\n[… %d more characters in the action log]"
-                      (- (length text) agent-shell-tool-output-max-chars)))
-    text))
-
-(defconst agent-shell-transcript--max-argument-chars 60
-  "Longest argument value shown in a tool entry's one-line arguments.")
-
-(defun agent-shell-transcript--json-ready (value)
-  "Return VALUE, decoded with arrays as lists, in a form `json-serialize' takes.
-Alists stay objects; other lists become vectors (JSON arrays)."
-  (cond ((and (consp value) (consp (car value)) (symbolp (caar value)))
-         (mapcar (lambda (cell) (cons (car cell) (agent-shell-transcript--json-ready (cdr cell))))
-                 value))
-        ((consp value) (vconcat (mapcar #'agent-shell-transcript--json-ready value)))
-        ((vectorp value) (vconcat (mapcar #'agent-shell-transcript--json-ready value)))
-        (t value)))
-
-(defun agent-shell-transcript--compact-json (value)
-  "Return VALUE as one line of JSON, or its printed form."
-  (condition-case nil
-      (json-serialize (agent-shell-transcript--json-ready value)
-                      :null-object nil :false-object :json-false)
-    (error (format "%S" value))))
-
-(defun agent-shell-transcript--short-value (value)
-  "Return VALUE, an argument of a tool call, short and on one line."
-  (let ((text (replace-regexp-in-string
-               "[\n\r\t]+" "⏎"
-               (cond ((stringp value) value)
-                     ((eq value t) "true")
-                     ((eq value :json-false) "false")
-                     ((numberp value) (number-to-string value))
-                     (t (agent-shell-transcript--compact-json value))))))
-    (if (> (length text) agent-shell-transcript--max-argument-chars)
-        (format "%s… (%d chars)"
-                (substring text 0 agent-shell-transcript--max-argument-chars) (length text))
-      text)))
-
-(defun agent-shell-transcript--arguments-line (input)
-  "Return the tool arguments INPUT (an alist) as one short line."
-  (if (and (consp input) (consp (car input)) (symbolp (caar input)))
-      (mapconcat (lambda (cell)
-                   (format "%s: %s" (car cell) (agent-shell-transcript--short-value (cdr cell))))
-                 input "  ")
-    (agent-shell-transcript--short-value input)))
-
-(defun agent-shell-transcript--first-line (text max)
-  "Return the first line of TEXT, at most MAX characters."
-  (let ((line (car (split-string (format "%s" text) "\n" t "[ \t]+"))))
-    (truncate-string-to-width (or line "") max nil nil "…")))
-
-(defun agent-shell-transcript--tests-line (summary)
-  "Return the line describing a test SUMMARY (passed, failed, errors, ok).
-Output in a format the bridge does not know has no counts: that reads
-\"no summary\", never zeros."
-  (let ((passed (alist-get 'passed summary))
-        (failed (alist-get 'failed summary))
-        (errors (alist-get 'errors summary))
-        (failures (alist-get 'failures summary)))
-    (concat
-     (if (or (numberp passed) (numberp failed) (numberp errors))
-         (format "tests: %s passed, %s failed" (or passed 0) (or failed 0))
-       "tests: no summary")
-     (if (and (numberp errors) (> errors 0)) (format ", %d errors" errors) "")
-     (if (eq (alist-get 'ok summary) t) " — ok" " — not ok")
-     (if failures
-         (concat "\n  " (mapconcat (lambda (f) (agent-shell-transcript--first-line f 200))
-                                   (if (vectorp failures) (append failures nil) failures)
-                                   "\n  "))
-       ""))))
-
-(defun agent-shell-transcript--outcome-lines (raw)
-  "Return the lines describing a tool's RAW output summary, or nil."
-  (let ((exit (alist-get 'exit_code raw))
-        (timed-out (eq (alist-get 'timed_out raw) t))
-        (duration (alist-get 'duration_ms raw))
-        (summary (alist-get 'summary raw))
-        (err (alist-get 'error raw))
-        (reason (alist-get 'reason raw))
-        (role (alist-get 'role raw))
-        (report (alist-get 'report raw)))
-    (delq nil
-          (list
-           (and (stringp role)
-                (format "Role %s, %s step%s" role (alist-get 'steps raw)
-                        (if (eql (alist-get 'steps raw) 1) "" "s")))
-           (and (stringp report) (not (string-empty-p report))
-                (concat "Report:\n" (agent-shell-transcript--cap report)))
-           (and err (format "Error: %s" err))
-           (and reason (stringp reason) (format "Reason: %s" reason))
-           (and (or exit timed-out)
-                (concat (if (numberp exit) (format "exit %d" exit) "no exit code")
-                        (if timed-out " (timed out)" "")
-                        (if (numberp duration)
-                            (format " after %.1f s" (/ duration 1000.0))
-                          "")))
-           (and (consp summary) (agent-shell-transcript--tests-line summary))
-           (and (eq (alist-get 'truncated raw) t)
-                "(output truncated; the action log has all of it)")
-           (and (stringp (alist-get 'log_ref raw))
-                (concat "full output: "
-                        (agent-shell-citations-output-button (alist-get 'log_ref raw))))))))
-
-(defun agent-shell-transcript--failure-detail (status raw)
-  "Return the short reason shown on a tool entry's line, or nil.
-STATUS is the tool's status and RAW its output summary."
-  (let ((exit (alist-get 'exit_code raw))
-        (summary (alist-get 'summary raw))
-        (err (alist-get 'error raw)))
-    (cond ((and err (member status '("failed" "denied" "rejected")))
-           (agent-shell-transcript--first-line err 60))
-          ((and (numberp exit) (/= exit 0)) (format "exit %d" exit))
-          ((eq (alist-get 'timed_out raw) t) "timed out")
-          ((and (consp summary) (numberp (alist-get 'failed summary))
-                (> (alist-get 'failed summary) 0))
-           (format "%d failed" (alist-get 'failed summary)))
-          ((equal status "failed") "failed"))))
 
 (defun agent-shell-transcript--on-tool-call (update)
   "Render the tool call announced by UPDATE."
@@ -532,9 +336,9 @@ STATUS is the tool's status and RAW its output summary."
               (or status "pending"))
         (when input
           (agent-shell-transcript--append-body
-           id (concat "args: " (agent-shell-transcript--arguments-line input))))))
+           id (concat "args: " (agent-shell-tool-text--arguments-line input))))))
     (unless (eq (agent-shell-session-state agent-shell--session) 'waiting)
-      (agent-shell-transcript--set-state 'running title))))
+      (agent-shell-header--set-state 'running title))))
 
 (defun agent-shell-transcript--on-tool-call-update (update)
   "Render UPDATE to an earlier tool call in the tool's own entry.
@@ -551,11 +355,11 @@ on the entry's line."
          (text (string-join
                 (delq nil
                       (append
-                       (agent-shell-transcript--outcome-lines raw)
-                       (let ((c (and content (agent-shell-transcript--content-text content))))
-                         (and c (not (string-empty-p c)) (list (agent-shell-transcript--cap c))))))
+                       (agent-shell-tool-text--outcome-lines raw)
+                       (let ((c (and content (agent-shell-tool-text--content content))))
+                         (and c (not (string-empty-p c)) (list (agent-shell-tool-text--cap c))))))
                 "\n"))
-         (detail (and status (agent-shell-transcript--failure-detail status raw))))
+         (detail (and status (agent-shell-tool-text--failure-detail status raw))))
     (when status
       (pcase status
         ("failed" (agent-shell-transcript--resolve-waiting
@@ -563,7 +367,7 @@ on the entry's line."
                                    (if-let ((e (alist-get 'error raw)))
                                        (concat " — " (string-replace
                                                       "%" "%%"
-                                                      (agent-shell-transcript--first-line e 80)))
+                                                      (agent-shell-tool-text--first-line e 80)))
                                      ""))))
         (_ (agent-shell-transcript--resolve-waiting call-id "Approved: %s"))))
     (when (and id status)
@@ -586,11 +390,11 @@ on the entry's line."
             (agent-shell-transcript--append-body new text)))))
     (pcase status
       ("in_progress" (unless (eq (agent-shell-session-state agent-shell--session) 'waiting)
-                       (agent-shell-transcript--set-state
+                       (agent-shell-header--set-state
                         'running (or (plist-get plist :title) "tool"))))
       ((or "completed" "failed")
        (unless (eq (agent-shell-session-state agent-shell--session) 'waiting)
-         (agent-shell-transcript--set-state 'thinking))))))
+         (agent-shell-header--set-state 'thinking))))))
 
 (defun agent-shell-transcript--on-thought (text)
   "Append TEXT to the current thought entry, opening one if needed."
@@ -701,7 +505,7 @@ began; that report must not end the new turn."
      (if (equal reason "cancelled") "cancelled" "not finished"))
     (setf (agent-shell-session-turn-id agent-shell--session) nil
           (agent-shell-session-turn-start agent-shell--session) nil)
-    (agent-shell-transcript--set-state 'idle)
+    (agent-shell-header--set-state 'idle)
     (when (and elapsed (> elapsed agent-shell-notify-threshold))
       (funcall agent-shell-notify-function
                (format "agent-shell %s: turn finished after %d s (%s)"
@@ -712,7 +516,7 @@ began; that report must not end the new turn."
   (pcase (alist-get 'sessionUpdate update)
     ("agent_message_chunk"
      (when (memq (agent-shell-session-state agent-shell--session) '(idle starting))
-       (agent-shell-transcript--set-state 'thinking))
+       (agent-shell-header--set-state 'thinking))
      (agent-shell-transcript--append-message
       (or (alist-get 'text (alist-get 'content update)) "")
       (eq (alist-get 'refusal update) t)))
@@ -761,7 +565,7 @@ that the prompt does not stick to the last answer."
              (when-let ((call-id (alist-get 'toolCallId item)))
                (push (cons call-id id) (agent-shell-session-tools agent-shell--session)))
              (unless (string-empty-p text)
-               (agent-shell-transcript--append-body id (agent-shell-transcript--cap text)))))))))
+               (agent-shell-transcript--append-body id (agent-shell-tool-text--cap text)))))))))
   (agent-shell-transcript--editing
     (agent-shell-transcript--close-block)
     (agent-shell-transcript--fresh-line)))

@@ -139,7 +139,7 @@ the snapshot only says that the user's buffer is outside the project."
     (remhash (agent-shell-session-id agent-shell--session) (agent-shell-bridge-sessions agent-shell-bridge--current)))
   (setf (agent-shell-session-id agent-shell--session) session-id)
   (puthash session-id (current-buffer) (agent-shell-bridge-sessions agent-shell-bridge--current))
-  (agent-shell-transcript--set-state 'idle))
+  (agent-shell-header--set-state 'idle))
 
 (defun agent-shell--buffer-name (name)
   "Return the shell buffer name of session NAME."
@@ -248,7 +248,7 @@ although it is $HOME or /; only then is `allow_wide_root' sent."
       (with-current-buffer buffer
         (agent-shell-lifecycle--unqueue)
         (agent-shell-transcript--notice (format "%s failed: %s" what (alist-get 'message err)))
-        (agent-shell-transcript--set-state 'dead)))))
+        (agent-shell-header--set-state 'dead)))))
 
 ;;; Commands
 
@@ -287,7 +287,7 @@ unsent input."
         (let ((settings (agent-shell-project-read-config root)))
           (setf (agent-shell-session-mode agent-shell--session)
                 (agent-shell-project--setting settings 'agent-shell-default-mode))
-          (agent-shell-transcript--set-state 'starting)
+          (agent-shell-header--set-state 'starting)
           (agent-shell-bridge--with-connection
            (lambda (conn)
              (agent-shell-rpc-request
@@ -377,13 +377,13 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
     (agent-shell-transcript--start-turn-entries)
     (setf (agent-shell-session-turn-id agent-shell--session) 'pending
           (agent-shell-session-turn-start agent-shell--session) (current-time))
-    (agent-shell-transcript--set-state 'thinking)
+    (agent-shell-header--set-state 'thinking)
     (condition-case err
         (agent-shell--send-prompt buffer text)
       (error
        (setf (agent-shell-session-turn-id agent-shell--session) nil
              (agent-shell-session-turn-start agent-shell--session) nil)
-       (agent-shell-transcript--set-state 'idle)
+       (agent-shell-header--set-state 'idle)
        (agent-shell--set-input text)
        (agent-shell-transcript--notice (format "The prompt was not sent: %s"
                                                (error-message-string err)))
@@ -415,7 +415,7 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
                    ;; be fixed, unless the user already typed something new.
                    (when (string-empty-p (agent-shell--input))
                      (agent-shell--set-input text))
-                   (agent-shell-transcript--set-state 'idle))))))
+                   (agent-shell-header--set-state 'idle))))))
 
 (defun agent-shell-newline ()
   "Insert a newline in the input without sending it."
@@ -616,7 +616,7 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
         (agent-shell--setup name root nil)
         ;; Unsent input survives: only the transcript is redrawn.
         (when typed (agent-shell--set-input typed)))
-      (agent-shell-transcript--set-state 'starting))
+      (agent-shell-header--set-state 'starting))
     (agent-shell-rpc-request
      conn "session/resume" `((sessionId . ,session-id)
                              (cwd . ,(directory-file-name root))
@@ -664,7 +664,7 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
     map)
   "Keymap of `agent-shell-mode'.")
 
-(autoload 'agent-shell-undo-turn "agent-shell-actions"
+(autoload 'agent-shell-undo-turn "agent-shell-undo"
   "Restore every file that the agent changed during a turn." t)
 (autoload 'agent-shell-save-memory "agent-shell-memory"
   "Extract an experience from the current session now." t)
@@ -688,7 +688,7 @@ resumes the session in place, keeping the transcript and the input.
 
 \\{agent-shell-mode-map}"
   (setq agent-shell--session (agent-shell-session-create))
-  (setq-local header-line-format '(:eval (agent-shell-transcript--header-line)))
+  (setq-local header-line-format '(:eval (agent-shell-header--line)))
   (setq-local truncate-lines nil)
   (setq-local word-wrap t)
   (add-hook 'completion-at-point-functions

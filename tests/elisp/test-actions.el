@@ -17,6 +17,7 @@
 (require 'agent-shell-test-helpers)
 (require 'agent-shell-tools)
 (require 'agent-shell-actions)
+(require 'agent-shell-undo)
 
 (defconst test-actions--lines "第一行\nline two\nline three\nline four\n最后一行\n"
   "Five lines, some Chinese.")
@@ -379,7 +380,7 @@
     (with-current-buffer (get-file-buffer (expand-file-name "a.txt" root))
       (should (equal (buffer-string) test-actions--lines)))
     ;; The undone turn is not picked again; the one before it is.
-    (should (equal (agent-shell-actions-last-turn root) nil))
+    (should (equal (agent-shell-undo-last-turn root) nil))
     (should (equal (agent-shell-undo-turn root "turn-0") '("earlier.txt")))
     (should-not (file-exists-p (expand-file-name "earlier.txt" root)))))
 

@@ -58,7 +58,7 @@ it is sent (and answered) once the session is ready."
             (execute-kbd-macro (kbd "RET"))
             (should (equal (agent-shell--input) ""))
             (should (string-search "> at-once 你好" (test-shell--transcript)))
-            (should (string-search "starting, 1 prompt queued" (agent-shell-transcript--header-line)))
+            (should (string-search "starting, 1 prompt queued" (agent-shell-header--line)))
             (test-shell--wait "the queued prompt's answer"
                               (lambda () (string-search "答复 at-once: ok."
                                                         (test-shell--transcript)))
@@ -152,7 +152,7 @@ existed.  Now the turn ends as soon as the bridge is gone."
       (should-not (string-search "◐" (test-shell--transcript)))
       (should (string-search "✗ run_test 测试 — cancelled: the bridge stopped"
                              (test-shell--transcript)))
-      (should (string-search "bridge stopped" (agent-shell-transcript--header-line)))
+      (should (string-search "bridge stopped" (agent-shell-header--line)))
       (should (string-search "C-c C-r restarts it" (test-shell--transcript)))
       ;; Resuming does not ask to cancel a turn of a dead bridge.
       (cl-letf (((symbol-function 'yes-or-no-p)

@@ -126,9 +126,9 @@ The status the bridge answers with gives the header line's MCP count."
     (should (string-search "MCP server git stopped again after a restart"
                            (buffer-substring-no-properties
                             (point-min) (agent-shell-session-output-marker agent-shell--session))))
-    (should (string-search "│ MCP 1/2" (agent-shell-transcript--header-line)))
+    (should (string-search "│ MCP 1/2" (agent-shell-header--line)))
     (agent-shell-mcp-on-status '((servers . []) (connected . 0) (configured . 0)))
-    (should-not (string-search "MCP" (agent-shell-transcript--header-line)))))
+    (should-not (string-search "MCP" (agent-shell-header--line)))))
 
 (provide 'test-mcp)
 ;;; test-mcp.el ends here

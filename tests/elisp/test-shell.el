@@ -217,7 +217,7 @@ usage in the header line and the summary at the end."
       (should (string-search
                (format "context %d%%" (round (* 100.0 (/ (float (alist-get 'contextUsed usage))
                                                         (alist-get 'contextWindow usage)))))
-               (agent-shell-transcript--header-line))))))
+               (agent-shell-header--line))))))
 
 
 (ert-deftest test-shell/streams-chinese-one-char-chunks ()
@@ -306,10 +306,10 @@ The call and its updates are the recorded turn's write_file."
       (test-shell--emit (test-shell--chunk sid "Let me look.") call running)
       (test-shell--wait "tool call" (lambda () (string-search "◐" (test-shell--transcript))))
       (should (string-match-p "^Let me look\\.\n▸ ◐ write_file calc\\.py" (test-shell--transcript)))
-      (should (equal (agent-shell-transcript--state-text) "running write_file calc.py"))
+      (should (equal (agent-shell-header--state-text) "running write_file calc.py"))
       (test-shell--emit done)
       (test-shell--wait "tool update" (lambda () (string-search "▸ ●" (test-shell--transcript))))
-      (should (equal (agent-shell-transcript--state-text) "thinking"))
+      (should (equal (agent-shell-header--state-text) "thinking"))
       (goto-char (point-min))
       (search-forward "+    return a")
       (should (invisible-p (point)))
@@ -357,19 +357,19 @@ depends on timing, so the thought is cut here into several chunks."
 (ert-deftest test-shell/header-line-usage-and-states ()
   "The header line shows tokens and context fill from usage, and the state."
   (test-shell--with-shell (sid)
-    (should (string-search "idle" (agent-shell-transcript--header-line)))
+    (should (string-search "idle" (agent-shell-header--line)))
     (test-shell--emit
      (test-shell--update sid '((sessionUpdate . "usage") (inputTokens . 1200)
                                (outputTokens . 300) (cachedTokens . 0)
                                (totalTokens . 1500) (contextWindow . 64000)
                                (contextUsed . 16000))))
     (test-shell--wait "usage" (lambda () (agent-shell-session-usage agent-shell--session)))
-    (should (string-search "1.5k tokens" (agent-shell-transcript--header-line)))
-    (should (string-search "context 25%" (agent-shell-transcript--header-line)))
-    (should (string-search agent-shell-model (agent-shell-transcript--header-line)))
+    (should (string-search "1.5k tokens" (agent-shell-header--line)))
+    (should (string-search "context 25%" (agent-shell-header--line)))
+    (should (string-search agent-shell-model (agent-shell-header--line)))
     (test-shell--emit (test-shell--chunk sid "x"))
     (test-shell--wait "thinking" (lambda () (eq (agent-shell-session-state agent-shell--session) 'thinking)))
-    (should (string-search "thinking" (agent-shell-transcript--header-line)))
+    (should (string-search "thinking" (agent-shell-header--line)))
     (test-shell--emit
      (test-shell--update sid '((sessionUpdate . "turn_end") (turnId . "t")
                                (stopReason . "max_turn_requests"))))
@@ -432,13 +432,13 @@ The turn_end is the recorded turn's."
       (when (equal (getenv "AGENT_SHELL_SANDBOX") "off")
         (should (eq available :json-false)))
       (should (eq (eq available :json-false)
-                  (and (string-search "no sandbox" (agent-shell-transcript--header-line)) t))))
+                  (and (string-search "no sandbox" (agent-shell-header--line)) t))))
     (setf (agent-shell-session-sandbox agent-shell--session)
           '((available . :json-false) (label . "no sandbox")))
-    (should (string-search " │ no sandbox" (agent-shell-transcript--header-line)))
+    (should (string-search " │ no sandbox" (agent-shell-header--line)))
     (setf (agent-shell-session-sandbox agent-shell--session)
           '((available . t) (label . "bubblewrap")))
-    (should-not (string-search "sandbox" (agent-shell-transcript--header-line)))))
+    (should-not (string-search "sandbox" (agent-shell-header--line)))))
 
 (ert-deftest test-shell/ret-sends-prompt-and-streams-answer ()
   "RET sends the input as `session/prompt'; the mock model's answer streams back."
@@ -494,7 +494,7 @@ The turn_end is the recorded turn's."
     (should (eq (agent-shell-session-mode agent-shell--session) 'act))
     (execute-kbd-macro (kbd "C-c C-t"))
     (test-shell--wait "ask mode" (lambda () (eq (agent-shell-session-mode agent-shell--session) 'ask)))
-    (should (string-search "│ ask │" (agent-shell-transcript--header-line)))
+    (should (string-search "│ ask │" (agent-shell-header--line)))
     (execute-kbd-macro (kbd "C-c C-t"))
     (test-shell--wait "act mode" (lambda () (eq (agent-shell-session-mode agent-shell--session) 'act)))))
 
@@ -589,7 +589,7 @@ Emacs put on the wire is checked in the events log."
                                             :key #'agent-shell-bridge-permission-session
                                             :test #'equal)))
       (should (eq (agent-shell-session-state agent-shell--session) 'waiting))
-      (should (string-search "waiting for you" (agent-shell-transcript--header-line)))
+      (should (string-search "waiting for you" (agent-shell-header--line)))
       (should (string-search "y/n in the log (C-c C-l)" (test-shell--transcript)))
       (let ((log (agent-shell-log-buffer sid)))
         (test-shell--wait "the WAIT entry" (lambda () (agent-shell-log-pending log)))
@@ -996,7 +996,7 @@ request failed, so RET then refused every later prompt."
 A `turn_end' whose turnId is not the running turn's is now ignored."
   (test-shell--with-shell (sid)
     (setf (agent-shell-session-turn-id agent-shell--session) "t-new")
-    (agent-shell-transcript--set-state 'thinking)
+    (agent-shell-header--set-state 'thinking)
     (test-shell--emit (test-shell--update sid '((sessionUpdate . "turn_end")
                                                 (turnId . "t-old")
                                                 (stopReason . "cancelled")))
@@ -1131,7 +1131,7 @@ session reported, not the global `agent-shell-model'."
           (with-current-buffer shell
             (should (eq (agent-shell-session-mode agent-shell--session) agent-shell-default-mode))
             (should-not (equal agent-shell-model "deepseek-reasoner"))
-            (should (string-prefix-p " deepseek-reasoner │" (agent-shell-transcript--header-line))))
+            (should (string-prefix-p " deepseek-reasoner │" (agent-shell-header--line))))
         (kill-buffer shell)))))
 
 (ert-deftest test-shell/resume-asks-before-cancelling-a-running-turn ()
@@ -1243,16 +1243,16 @@ failure looked like a success on the entry's line."
   "Regression: output in an unknown format showed \"0 passed, 0 failed\".
 The bridge sends null counts when it found no summary; unittest's
 counts (3 run, 1 failure) show as they are."
-  (let ((unknown (agent-shell-transcript--tests-line
+  (let ((unknown (agent-shell-tool-text--tests-line
                   '((passed) (failed) (errors) (runner) (ok . :json-false)
                     (failures . ["Traceback (most recent call last):"])))))
     (should (string-prefix-p "tests: no summary — not ok" unknown))
     (should-not (string-search "0 passed" unknown)))
-  (should (equal (agent-shell-transcript--tests-line
+  (should (equal (agent-shell-tool-text--tests-line
                   '((passed . 2) (failed . 1) (errors . 0) (runner . "unittest")
                     (ok . :json-false)))
                  "tests: 2 passed, 1 failed — not ok"))
-  (should (equal (agent-shell-transcript--tests-line '((passed . 0) (failed . 0) (ok . t)))
+  (should (equal (agent-shell-tool-text--tests-line '((passed . 0) (failed . 0) (ok . t)))
                  "tests: 0 passed, 0 failed — ok")))
 
 (ert-deftest test-shell/tool-diff-is-capped ()
@@ -1301,7 +1301,7 @@ The :eval result is a mode line construct; every % is now doubled."
           (agent-shell-session-model agent-shell--session) "model-100%")
     ;; `format-mode-line' shows nothing in batch; check the construct:
     ;; every % doubled, so each pair shows as one %.
-    (let ((construct (agent-shell-transcript--header-line)))
+    (let ((construct (agent-shell-header--line)))
       (should-not (string-search "%" (replace-regexp-in-string "%%" "" construct)))
       (let ((shown (replace-regexp-in-string "%%" "%" construct)))
         (should (string-search "context 12%" shown))
@@ -1480,7 +1480,7 @@ The shell now says what was allowed and the header counts grants."
       (test-shell--wait "the grant" (lambda () (agent-shell-session-grants agent-shell--session)))
       (should (string-search "Allowed for this session: write_file on any file"
                              (test-shell--transcript)))
-      (should (string-search "│ 1 grant" (agent-shell-transcript--header-line))))))
+      (should (string-search "│ 1 grant" (agent-shell-header--line))))))
 
 (ert-deftest test-shell/grants-are-said-listed-and-revoked ()
   "`a' says exactly what it grants and asks; `agent-shell-grants' lists and revokes.
@@ -1526,7 +1526,7 @@ takes it back in the bridge."
                                                  "session/grants" `((sessionId . ,sid)))))
                              1))
               (should (string-search "│ 1 grant" (with-current-buffer shell
-                                                   (agent-shell-transcript--header-line))))
+                                                   (agent-shell-header--line))))
               (beginning-of-line)
               (execute-kbd-macro (kbd "k"))
               (test-shell--wait "the revocation" (lambda () (null tabulated-list-entries)))
@@ -1696,7 +1696,7 @@ recorded, leaving a running bridge nobody could reach or stop."
       (signal-process proc 'SIGKILL)
       (test-shell--wait "the notice" (lambda () (eq (agent-shell-session-state agent-shell--session) 'dead)))
       (should (string-search "C-c C-r restarts it" (test-shell--transcript)))
-      (should (string-search "bridge stopped" (agent-shell-transcript--header-line)))
+      (should (string-search "bridge stopped" (agent-shell-header--line)))
       (should-not (agent-shell-bridge--live-connection)))))
 
 (provide 'test-shell)
