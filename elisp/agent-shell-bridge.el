@@ -146,8 +146,10 @@ failed or was quit) or the bridge refuses them, CONN is ended."
               (agent-shell-rpc-request
                conn "initialize" params
                :on-success (lambda (result)
-                             (setf (agent-shell-bridge-info agent-shell-bridge--current) result
-                                   (agent-shell-bridge-initialized agent-shell-bridge--current) conn)
+                             (setf (agent-shell-bridge-info agent-shell-bridge--current)
+                                   result
+                                   (agent-shell-bridge-initialized
+                                    agent-shell-bridge--current) conn)
                              (agent-shell-bridge--run-ready-queue conn))
                :on-error (lambda (err)
                            (agent-shell-bridge--initialize-failed
@@ -155,7 +157,8 @@ failed or was quit) or the bridge refuses them, CONN is ended."
                                          (alist-get 'message err)))))))
           (setq done t))
       (unless done
-        (agent-shell-bridge--initialize-failed conn "Starting the bridge was interrupted")))))
+        (agent-shell-bridge--initialize-failed conn
+                                               "Starting the bridge was interrupted")))))
 
 (defun agent-shell-bridge--start ()
   "Start the bridge process; initialise it once it is ready.
@@ -208,7 +211,8 @@ the environment form of its --memory-dir option."
     (agent-shell-plan-abandon conn)
     (let ((text (agent-shell-lifecycle--dead-bridge-text reason)))
       (agent-shell-bridge--fail-ready-queue text)
-      (agent-shell-bridge--each-shell (lambda () (agent-shell-lifecycle--connection-lost text)))
+      (agent-shell-bridge--each-shell
+       (lambda () (agent-shell-lifecycle--connection-lost text)))
       (message "%s" text))))
 
 (defun agent-shell-bridge--each-shell (fn)
@@ -247,7 +251,8 @@ there is nobody to tell."
 
 (defun agent-shell-bridge--session-buffer (session-id)
   "Return the live shell buffer of SESSION-ID, or nil."
-  (let ((buffer (gethash session-id (agent-shell-bridge-sessions agent-shell-bridge--current))))
+  (let ((buffer (gethash session-id
+                         (agent-shell-bridge-sessions agent-shell-bridge--current))))
     (if (buffer-live-p buffer)
         buffer
       (remhash session-id (agent-shell-bridge-sessions agent-shell-bridge--current))
@@ -259,7 +264,8 @@ Events of a session whose shell buffer is gone are dropped rather
 than shown in a stray buffer."
   (let ((shell (agent-shell-bridge--session-buffer session-id)))
     (and shell
-         (agent-shell-log-buffer (agent-shell-session-name (buffer-local-value 'agent-shell--session shell))))))
+         (agent-shell-log-buffer
+          (agent-shell-session-name (buffer-local-value 'agent-shell--session shell))))))
 
 (provide 'agent-shell-bridge)
 ;;; agent-shell-bridge.el ends here

@@ -121,7 +121,8 @@ The bridge keeps it in the project's `.agent-shell/outputs/SESSION/'."
                (stringp (agent-shell-session-root agent-shell--session)))
     (user-error "Not in an agent-shell buffer with a session"))
   (let ((file (expand-file-name
-               (format ".agent-shell/outputs/%s/%s.txt" (agent-shell-session-id agent-shell--session) ref)
+               (format ".agent-shell/outputs/%s/%s.txt"
+                       (agent-shell-session-id agent-shell--session) ref)
                (agent-shell-session-root agent-shell--session))))
     (unless (file-readable-p file)
       (user-error "The full output %s is not in %s" ref (file-name-directory file)))

@@ -64,7 +64,9 @@ in the bridge."
 (defun agent-shell-commands--candidates ()
   "Return completion candidates for this shell buffer: built-ins and files."
   (append agent-shell-commands--builtin
-          (and (agent-shell-session-root agent-shell--session) (agent-shell-commands-list (agent-shell-session-root agent-shell--session)))))
+          (and (agent-shell-session-root agent-shell--session)
+               (agent-shell-commands-list
+                (agent-shell-session-root agent-shell--session)))))
 
 (defun agent-shell-commands-completion-at-point ()
   "Complete a /command name at the start of the prompt.

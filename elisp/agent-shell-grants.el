@@ -49,9 +49,12 @@
                     (and (derived-mode-p 'agent-shell-log-mode)
                          (eq (current-buffer)
                              (get-buffer (format "*agent-shell-log: %s*"
-                                                 (agent-shell-session-name (buffer-local-value 'agent-shell--session shell))))))
+                                                 (agent-shell-session-name
+                                                  (buffer-local-value 'agent-shell--session
+                                                                      shell))))))
                     (equal agent-shell-grants--session
-                           (agent-shell-session-id (buffer-local-value 'agent-shell--session shell)))))
+                           (agent-shell-session-id
+                            (buffer-local-value 'agent-shell--session shell)))))
               (agent-shell-grants--shells)))
 
 (defun agent-shell-grants--choose-shell ()
@@ -100,7 +103,8 @@ The shell's header line count follows."
     (agent-shell-bridge--request
      "session/grants" `((sessionId . ,session))
      :on-success (lambda (result)
-                   (agent-shell-grants--show buffer (append (alist-get 'grants result) nil)))
+                   (agent-shell-grants--show buffer
+                                             (append (alist-get 'grants result) nil)))
      :on-error (lambda (err)
                  (message "agent-shell: listing grants failed: %s"
                           (alist-get 'message err))))))
@@ -140,7 +144,8 @@ at point, \\[agent-shell-grants-mark] marks one and \
          (session (agent-shell-session-id (buffer-local-value 'agent-shell--session shell)))
          (buffer (get-buffer-create
                   (format "*agent-shell grants: %s*"
-                          (agent-shell-session-name (buffer-local-value 'agent-shell--session shell))))))
+                          (agent-shell-session-name
+                           (buffer-local-value 'agent-shell--session shell))))))
     (with-current-buffer buffer
       (agent-shell-grants-mode)
       (setq agent-shell-grants--session session)

@@ -30,10 +30,12 @@
 (defun agent-shell-header--state-text ()
   "Return the state as shown in the header line."
   (pcase (agent-shell-session-state agent-shell--session)
-    ('running (format "running %s" (or (agent-shell-session-state-detail agent-shell--session) "tool")))
+    ('running (format "running %s"
+                      (or (agent-shell-session-state-detail agent-shell--session) "tool")))
     ('waiting "waiting for you")
     ('dead "bridge stopped")
-    ('starting (if (agent-shell-session-queued-prompt agent-shell--session) "starting, 1 prompt queued" "starting"))
+    ('starting (if (agent-shell-session-queued-prompt agent-shell--session)
+                   "starting, 1 prompt queued" "starting"))
     (state (symbol-name state))))
 
 (defun agent-shell-header--format-tokens (n)
@@ -69,7 +71,8 @@ context fill and any in the model name show as written."
           (format " │ %d grant%s" (length (agent-shell-session-grants agent-shell--session))
                   (if (cdr (agent-shell-session-grants agent-shell--session)) "s" ""))
         "")
-      (if (eq (alist-get 'available (agent-shell-session-sandbox agent-shell--session)) :json-false)
+      (if (eq (alist-get 'available (agent-shell-session-sandbox agent-shell--session))
+              :json-false)
           " │ no sandbox"
         "")
       (agent-shell-mcp-header)))))

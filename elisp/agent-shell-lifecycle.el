@@ -56,7 +56,8 @@ that it is queued."
     (agent-shell--show-prompt text)
     (setf (agent-shell-session-queued-prompt agent-shell--session)
           (list text
-                (agent-shell-transcript--notice "(queued: sent as soon as the session is ready)")
+                (agent-shell-transcript--notice
+                 "(queued: sent as soon as the session is ready)")
                 start)))
   (force-mode-line-update))
 
@@ -126,15 +127,18 @@ them at the start of the turn, as it does for a resumed session."
            (plist (agent-shell-transcript--entry id)))
       (when (and plist (member (plist-get plist :status) '("pending" "in_progress")))
         (let ((base (or (plist-get plist :base-title) (plist-get plist :title))))
-          (setf (plist-get (cdr (assoc id (agent-shell-session-entries agent-shell--session))) :status) "cancelled")
-          (setf (plist-get (cdr (assoc id (agent-shell-session-entries agent-shell--session))) :base-title) base)
-          (agent-shell-transcript--set-entry-glyph id (agent-shell-transcript--status-glyph "cancelled"))
+          (agent-shell-transcript--entry-put id :status "cancelled")
+          (agent-shell-transcript--entry-put id :base-title base)
+          (agent-shell-transcript--set-entry-glyph id
+                                                   (agent-shell-transcript--status-glyph
+                                                    "cancelled"))
           (agent-shell-transcript--set-entry-title id (concat base " — " why)))))))
 
 (defun agent-shell-lifecycle--resolve-plan-notice (text)
   "Replace the \"Plan waiting for you\" notice of this buffer with TEXT."
   (when (agent-shell-session-plan-notice agent-shell--session)
-    (agent-shell-transcript--replace-notice (agent-shell-session-plan-notice agent-shell--session) text)
+    (agent-shell-transcript--replace-notice
+     (agent-shell-session-plan-notice agent-shell--session) text)
     (setf (agent-shell-session-plan-notice agent-shell--session) nil)))
 
 (defun agent-shell-lifecycle--connection-lost (text)
@@ -144,7 +148,8 @@ Running tool lines are marked cancelled, waiting notices say the step
 can no longer be answered, and a queued prompt goes back into the
 input.  The transcript and the input are kept."
   (when (stringp (agent-shell-session-turn-id agent-shell--session))
-    (push (agent-shell-session-turn-id agent-shell--session) (agent-shell-session-stale-turns agent-shell--session)))
+    (push (agent-shell-session-turn-id agent-shell--session)
+          (agent-shell-session-stale-turns agent-shell--session)))
   (setf (agent-shell-session-turn-id agent-shell--session) nil
         (agent-shell-session-turn-start agent-shell--session) nil)
   (agent-shell-lifecycle--cancel-running-tools "cancelled: the bridge stopped")
@@ -178,7 +183,8 @@ back."
     (user-error "Not in an agent-shell buffer"))
   (when (eq (agent-shell-session-state agent-shell--session) 'starting)
     (user-error "The session is already starting"))
-  (when (and (agent-shell-session-id agent-shell--session) (not (eq (agent-shell-session-state agent-shell--session) 'dead))
+  (when (and (agent-shell-session-id agent-shell--session)
+             (not (eq (agent-shell-session-state agent-shell--session) 'dead))
              (agent-shell-bridge--live-connection))
     (user-error "The session is running; C-c C-k cancels a turn"))
   (let ((buffer (current-buffer))

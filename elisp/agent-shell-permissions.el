@@ -102,7 +102,8 @@ The bridge's own description (PARAMS' `grant') is used when present."
   "Return what approving log entry ENTRY-ID for the session grants, or nil.
 This is `agent-shell-log-grant-function'."
   (when-let ((permission (agent-shell-permissions--waiting-p entry-id)))
-    (agent-shell-permissions--grant-text (agent-shell-bridge-permission-params permission))))
+    (agent-shell-permissions--grant-text
+     (agent-shell-bridge-permission-params permission))))
 
 (defun agent-shell-permissions--show-decision (permission decision reason)
   "Show in the shell buffer that PERMISSION was answered with DECISION.
@@ -142,7 +143,8 @@ so a decision that could not be delivered can be given again."
     (unwind-protect
         (progn
           (agent-shell-rpc-respond
-           (agent-shell-bridge-permission-conn permission) (agent-shell-bridge-permission-id permission)
+           (agent-shell-bridge-permission-conn
+            permission) (agent-shell-bridge-permission-id permission)
            `((outcome . ((outcome . "selected")
                          (optionId . ,(agent-shell-permissions--option-id decision))))
              ,@(and reason `((reason . ,reason))))
@@ -154,34 +156,42 @@ so a decision that could not be delivered can be given again."
 (defun agent-shell-permissions--answered (permission ok)
   "Finish answering PERMISSION; OK is nil when the answer was not delivered."
   (setf (agent-shell-bridge-permission-sending permission) nil)
-  (let ((buffer (agent-shell-bridge--session-buffer (agent-shell-bridge-permission-session permission))))
+  (let ((buffer (agent-shell-bridge--session-buffer
+                 (agent-shell-bridge-permission-session permission))))
     (if (not ok)
         (progn
           (agent-shell-log-unsend (agent-shell-bridge--log-buffer-for
                                    (agent-shell-bridge-permission-session permission))
                                   (agent-shell-bridge-permission-key permission))
           (message "agent-shell: the decision did not reach the bridge; give it again"))
-      (setf (agent-shell-bridge-permissions agent-shell-bridge--current) (delq permission (agent-shell-bridge-permissions agent-shell-bridge--current)))
+      (setf (agent-shell-bridge-permissions agent-shell-bridge--current)
+            (delq permission (agent-shell-bridge-permissions agent-shell-bridge--current)))
       (when buffer
         (with-current-buffer buffer
           (let ((decision (agent-shell-bridge-permission-decision permission)))
-            (agent-shell-permissions--show-decision permission (car decision) (cdr decision)))
-          (unless (cl-find (agent-shell-session-id agent-shell--session) (agent-shell-bridge-permissions agent-shell-bridge--current)
+            (agent-shell-permissions--show-decision permission (car decision)
+                                                    (cdr decision)))
+          (unless (cl-find (agent-shell-session-id agent-shell--session)
+                           (agent-shell-bridge-permissions agent-shell-bridge--current)
                            :key #'agent-shell-bridge-permission-session :test #'equal)
-            (agent-shell-header--set-state (if (agent-shell-session-turn-id agent-shell--session) 'thinking 'idle))))))))
+            (agent-shell-header--set-state
+             (if (agent-shell-session-turn-id agent-shell--session) 'thinking 'idle))))))))
 
 (defun agent-shell-permissions--waiting-p (entry-id)
   "Return non-nil when a permission request waits for log entry ENTRY-ID."
-  (cl-find (format "%s" entry-id) (agent-shell-bridge-permissions agent-shell-bridge--current)
+  (cl-find (format "%s" entry-id)
+           (agent-shell-bridge-permissions agent-shell-bridge--current)
            :key #'agent-shell-bridge-permission-key :test #'equal))
 
 (defun agent-shell-permissions-log-decide (entry-id decision reason)
   "Answer the permission request of log entry ENTRY-ID with DECISION.
 DECISION is `approve', `reject' or `approve-session'; REASON is a
 string or nil.  This is `agent-shell-log-decision-function'."
-  (let ((permission (cl-find (format "%s" entry-id) (agent-shell-bridge-permissions agent-shell-bridge--current)
-                             :key #'agent-shell-bridge-permission-key
-                             :test #'equal)))
+  (let ((permission
+         (cl-find (format "%s" entry-id)
+                  (agent-shell-bridge-permissions agent-shell-bridge--current)
+                  :key #'agent-shell-bridge-permission-key
+                  :test #'equal)))
     (unless permission
       (user-error "No permission request waits for that step"))
     (agent-shell-permissions--answer permission decision reason)))

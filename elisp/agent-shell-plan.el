@@ -31,7 +31,8 @@
 
 (declare-function agent-shell-bridge--session-buffer "agent-shell" (session-id))
 (declare-function agent-shell-transcript--notice "agent-shell-transcript" (text))
-(declare-function agent-shell-header--set-state "agent-shell-transcript" (state &optional detail))
+(declare-function agent-shell-header--set-state "agent-shell-transcript"
+                  (state &optional detail))
 (declare-function agent-shell-lifecycle--resolve-plan-notice "agent-shell-lifecycle" (text))
 
 ;;; Options
@@ -186,7 +187,8 @@ REVIEWING is non-nil while the plan waits for the user's answer."
     (when (re-search-forward (format "^\\*+[ \t]+%s\\b.*$" (regexp-quote title)) nil t)
       (let ((start (min (point-max) (1+ (point)))))
         (buffer-substring-no-properties
-         start (if (re-search-forward "^\\*+[ \t]" nil t) (match-beginning 0) (point-max)))))))
+         start (if (re-search-forward "^\\*+[ \t]" nil t) (match-beginning 0)
+                 (point-max)))))))
 
 (defun agent-shell-plan--parse-steps (text)
   "Return the checklist items in TEXT as a list of alists.
@@ -198,7 +200,8 @@ TEXT is the body of the plan's Steps section."
         (when step (push (nreverse step) steps))
         (setq step (list (cons 'title (string-trim (match-string 1 line))))
               details nil))
-       ((and step (string-match "\\`[ \t]+[-+][ \t]+\\(files\\|expected\\|verify\\|result\\)[ \t]*:[ \t]*\\(.*\\)\\'" line))
+       ((and step (string-match
+                   "\\`[ \t]+[-+][ \t]+\\(files\\|expected\\|verify\\|result\\)[ \t]*:[ \t]*\\(.*\\)\\'" line))
         (let ((key (intern (match-string 1 line)))
               (value (string-trim (match-string 2 line))))
           (setq details t)
@@ -216,7 +219,8 @@ TEXT is the body of the plan's Steps section."
                 `((title . ,(alist-get 'title s))
                   (files . ,(vconcat (alist-get 'files s)))
                   (expected . ,(or (alist-get 'expected s) ""))
-                  (verify . ,(if (or (null verify) (string-empty-p verify)) :null verify)))))
+                  (verify . ,(if (or (null verify) (string-empty-p verify)) :null
+                               verify)))))
             (nreverse steps))))
 
 (defun agent-shell-plan-parse ()
@@ -242,7 +246,8 @@ The value is an alist of `goal', `steps' (a vector of alists with
   "Return the name of SESSION's shell, or SESSION when it has none."
   (let ((shell (and (fboundp 'agent-shell-bridge--session-buffer)
                     (agent-shell-bridge--session-buffer session))))
-    (if shell (agent-shell-session-name (buffer-local-value 'agent-shell--session shell)) session)))
+    (if shell (agent-shell-session-name (buffer-local-value 'agent-shell--session shell))
+      session)))
 
 (defun agent-shell-plan--in-shell (session fn)
   "Call FN in the shell buffer of SESSION, when there is one."
@@ -271,7 +276,8 @@ The value is an alist of `goal', `steps' (a vector of alists with
                         (concat ": " reason)
                       "")))))
        (when (fboundp 'agent-shell-header--set-state)
-         (agent-shell-header--set-state (if (agent-shell-session-turn-id agent-shell--session) 'thinking 'idle)))))))
+         (agent-shell-header--set-state
+          (if (agent-shell-session-turn-id agent-shell--session) 'thinking 'idle)))))))
 
 (cl-defmethod agent-shell-rpc-handle (conn (_m (eql session/request_plan)) params id)
   "Show the plan of request ID (PARAMS from CONN) for review."

@@ -68,13 +68,17 @@ break (never text in the buffer) goes before the prompt until it has."
            (glued (and (> pos (point-min))
                        (not (and (eq (char-before pos) ?\n)
                                  (not (get-text-property (1- pos) 'invisible)))))))
-      (if (and (overlayp (agent-shell-session-prompt-gap agent-shell--session)) (overlay-buffer (agent-shell-session-prompt-gap agent-shell--session)))
+      (if (and (overlayp (agent-shell-session-prompt-gap agent-shell--session))
+               (overlay-buffer (agent-shell-session-prompt-gap agent-shell--session)))
           (move-overlay (agent-shell-session-prompt-gap agent-shell--session) pos pos)
         ;; One of a transcript erased by `agent-shell-mode' may be left over.
         (remove-overlays (point-min) (point-max) 'agent-shell-prompt-gap t)
-        (setf (agent-shell-session-prompt-gap agent-shell--session) (make-overlay pos pos nil nil nil))
-        (overlay-put (agent-shell-session-prompt-gap agent-shell--session) 'agent-shell-prompt-gap t))
-      (overlay-put (agent-shell-session-prompt-gap agent-shell--session) 'before-string (and glued "\n")))))
+        (setf (agent-shell-session-prompt-gap agent-shell--session)
+              (make-overlay pos pos nil nil nil))
+        (overlay-put (agent-shell-session-prompt-gap agent-shell--session)
+                     'agent-shell-prompt-gap t))
+      (overlay-put (agent-shell-session-prompt-gap agent-shell--session) 'before-string
+                   (and glued "\n")))))
 
 (defmacro agent-shell-transcript--editing (&rest body)
   "Run BODY at the output marker with the transcript writable.
@@ -82,7 +86,8 @@ Modification hooks are off and the insertion is kept out of the undo
 list, whose recorded input positions are shifted instead."
   (declare (indent 0) (debug t))
   (let ((start (make-symbol "start")) (undo (make-symbol "undo")))
-    `(let ((,start (marker-position (agent-shell-session-output-marker agent-shell--session)))
+    `(let ((,start (marker-position
+                    (agent-shell-session-output-marker agent-shell--session)))
            (,undo buffer-undo-list))
        (prog1 (let ((inhibit-read-only t)
                     (inhibit-modification-hooks t)
@@ -95,7 +100,9 @@ list, whose recorded input positions are shifted instead."
            (setq buffer-undo-list
                  (agent-shell-transcript--shift-undo
                   ,undo ,start
-                  (- (marker-position (agent-shell-session-output-marker agent-shell--session)) ,start))))))))
+                  (- (marker-position
+                      (agent-shell-session-output-marker
+                       agent-shell--session)) ,start))))))))
 
 (defun agent-shell-transcript--insert (text &rest props)
   "Insert TEXT with PROPS at point as read-only transcript text.
@@ -149,13 +156,15 @@ Return (START . END), markers around TEXT."
 (defun agent-shell-transcript--note-waiting (call-id range title)
   "Remember RANGE, the waiting notice of tool CALL-ID showing TITLE."
   (when call-id
-    (setf (alist-get call-id (agent-shell-session-waiting-notices agent-shell--session) nil nil #'equal)
+    (setf (alist-get call-id (agent-shell-session-waiting-notices agent-shell--session) nil
+                     nil #'equal)
           (list (car range) (cdr range) title))))
 
 (defun agent-shell-transcript--resolve-waiting (call-id text)
   "Replace the waiting notice of tool CALL-ID with TEXT, if it is still shown.
 TEXT is a format string whose one %s is the step's title."
-  (when-let ((cell (assoc call-id (agent-shell-session-waiting-notices agent-shell--session))))
+  (when-let ((cell
+              (assoc call-id (agent-shell-session-waiting-notices agent-shell--session))))
     (setf (agent-shell-session-waiting-notices agent-shell--session)
           (delq cell (agent-shell-session-waiting-notices agent-shell--session)))
     (pcase-let ((`(,start ,end ,title) (cdr cell)))
@@ -183,13 +192,15 @@ is shown in `agent-shell-refusal-face'."
   "Open a foldable entry of KIND with status GLYPH and TITLE; return its id.
 Call inside `agent-shell-transcript--editing'."
   (agent-shell-transcript--close-block)
-  (let ((id (format "%s-%d" kind (cl-incf (agent-shell-session-entry-counter agent-shell--session))))
+  (let ((id (format "%s-%d" kind
+                    (cl-incf (agent-shell-session-entry-counter agent-shell--session))))
         (start (point))
         (title (replace-regexp-in-string "[\n\r\t]+" " " (or title ""))))
-    (agent-shell-transcript--insert (concat (agent-shell-transcript--fold-char t) " " glyph " " title)
-                                    'agent-shell-entry id 'agent-shell-header t
-                         'face 'agent-shell-entry-face
-                         'help-echo "TAB: show or hide")
+    (agent-shell-transcript--insert
+     (concat (agent-shell-transcript--fold-char t) " " glyph " " title)
+     'agent-shell-entry id 'agent-shell-header t
+     'face 'agent-shell-entry-face
+     'help-echo "TAB: show or hide")
     ;; A marker: an entry shown again in place (the plan) moves later ones.
     (push (cons id (list :start (copy-marker start) :folded t :title title))
           (agent-shell-session-entries agent-shell--session))
@@ -204,15 +215,23 @@ Call inside `agent-shell-transcript--editing'."
          (equal (get-text-property (plist-get plist :start) 'agent-shell-entry) id)
          plist)))
 
+(defun agent-shell-transcript--entry-put (id prop value)
+  "Set PROP of entry ID's plist to VALUE."
+  (setf (plist-get (cdr (assoc id (agent-shell-session-entries agent-shell--session)))
+                   prop)
+        value))
+
 (defun agent-shell-transcript--append-body (id text)
   "Append TEXT to the body of entry ID, which must be the open block.
 Call inside `agent-shell-transcript--editing'."
   (let ((plist (agent-shell-transcript--entry id)))
-    (insert (propertize (if (agent-shell-session-body-open agent-shell--session) text (concat "\n" text))
-                        'read-only t 'front-sticky '(read-only)
-                        'agent-shell-entry id
-                        'agent-shell-body id
-                        'invisible (plist-get plist :folded)))
+    (insert (propertize
+             (if (agent-shell-session-body-open agent-shell--session) text
+               (concat "\n" text))
+             'read-only t 'front-sticky '(read-only)
+             'agent-shell-entry id
+             'agent-shell-body id
+             'invisible (plist-get plist :folded)))
     (setf (agent-shell-session-body-open agent-shell--session) t)))
 
 (defun agent-shell-transcript--entry-at (pos)
@@ -247,7 +266,7 @@ found from the character before, then from the line start."
             (goto-char end)
             (insert (apply #'propertize title props))
             (delete-region start end)))
-        (setf (plist-get (cdr (assoc id (agent-shell-session-entries agent-shell--session))) :title) title)))))
+        (agent-shell-transcript--entry-put id :title title)))))
 
 (defun agent-shell-transcript--entry-add (id text)
   "Add TEXT as new lines at the end of entry ID's body, wherever it is.
@@ -270,7 +289,8 @@ still lands in its own entry."
               (setf (agent-shell-session-body-open agent-shell--session) t)
             ;; What follows the entry must still start on its own line.
             (unless (or (eq (char-after) ?\n)
-                        (>= (point) (agent-shell-session-output-marker agent-shell--session)))
+                        (>= (point) (agent-shell-session-output-marker
+                                     agent-shell--session)))
               (insert-before-markers
                (propertize "\n" 'read-only t 'front-sticky '(read-only))))))))))
 
@@ -297,7 +317,7 @@ still lands in its own entry."
 (defun agent-shell-transcript--set-folded (id folded)
   "Fold entry ID when FOLDED is non-nil, else unfold it."
   (when-let ((plist (agent-shell-transcript--entry id)))
-    (setf (plist-get (cdr (assoc id (agent-shell-session-entries agent-shell--session))) :folded) folded)
+    (agent-shell-transcript--entry-put id :folded folded)
     (agent-shell-transcript--replace-char (plist-get plist :start)
                                           (agent-shell-transcript--fold-char folded))
     (when-let ((bounds (agent-shell-transcript--entry-body-bounds id)))
@@ -329,11 +349,13 @@ still lands in its own entry."
          (status (alist-get 'status update))
          (input (alist-get 'rawInput update)))
     (agent-shell-transcript--editing
-      (let ((id (agent-shell-transcript--new-entry "tool" (agent-shell-transcript--status-glyph status)
+      (let ((id (agent-shell-transcript--new-entry "tool"
+                                                   (agent-shell-transcript--status-glyph
+                                                    status)
                                                    title)))
         (push (cons call-id id) (agent-shell-session-tools agent-shell--session))
-        (setf (plist-get (cdr (assoc id (agent-shell-session-entries agent-shell--session))) :status)
-              (or status "pending"))
+        (agent-shell-transcript--entry-put id :status
+                                           (or status "pending"))
         (when input
           (agent-shell-transcript--append-body
            id (concat "args: " (agent-shell-tool-text--arguments-line input))))))
@@ -357,7 +379,8 @@ on the entry's line."
                       (append
                        (agent-shell-tool-text--outcome-lines raw)
                        (let ((c (and content (agent-shell-tool-text--content content))))
-                         (and c (not (string-empty-p c)) (list (agent-shell-tool-text--cap c))))))
+                         (and c (not (string-empty-p c))
+                              (list (agent-shell-tool-text--cap c))))))
                 "\n"))
          (detail (and status (agent-shell-tool-text--failure-detail status raw))))
     (when status
@@ -367,16 +390,19 @@ on the entry's line."
                                    (if-let ((e (alist-get 'error raw)))
                                        (concat " — " (string-replace
                                                       "%" "%%"
-                                                      (agent-shell-tool-text--first-line e 80)))
+                                                      (agent-shell-tool-text--first-line e
+                                                                                         80)))
                                      ""))))
         (_ (agent-shell-transcript--resolve-waiting call-id "Approved: %s"))))
     (when (and id status)
       (when plist
-        (setf (plist-get (cdr (assoc id (agent-shell-session-entries agent-shell--session))) :status) status))
-      (agent-shell-transcript--set-entry-glyph id (agent-shell-transcript--status-glyph status)))
+        (agent-shell-transcript--entry-put id :status status))
+      (agent-shell-transcript--set-entry-glyph id
+                                               (agent-shell-transcript--status-glyph
+                                                status)))
     (when (and plist detail)
       (let ((base (or (plist-get plist :base-title) (plist-get plist :title))))
-        (setf (plist-get (cdr (assoc id (agent-shell-session-entries agent-shell--session))) :base-title) base)
+        (agent-shell-transcript--entry-put id :base-title base)
         (agent-shell-transcript--set-entry-title id (concat base " — " detail))))
     (unless (string-empty-p text)
       (if plist
@@ -400,7 +426,8 @@ on the entry's line."
   "Append TEXT to the current thought entry, opening one if needed."
   (agent-shell-transcript--editing
     (let ((id (if (and (stringp (agent-shell-session-block agent-shell--session))
-                       (string-prefix-p "thought-" (agent-shell-session-block agent-shell--session)))
+                       (string-prefix-p "thought-"
+                                        (agent-shell-session-block agent-shell--session)))
                   (agent-shell-session-block agent-shell--session)
                 (agent-shell-transcript--new-entry "thought" "…" "Thinking"))))
       (agent-shell-transcript--append-body id text))))
@@ -425,8 +452,10 @@ on the entry's line."
           (setf (agent-shell-session-plan-entry agent-shell--session) nil))
         (when plan-id (setf (agent-shell-session-plan-id agent-shell--session) plan-id)))
       (unless (and (agent-shell-session-plan-entry agent-shell--session)
-                   (agent-shell-transcript--entry (agent-shell-session-plan-entry agent-shell--session))
-                   (agent-shell-transcript--replace-entry (agent-shell-session-plan-entry agent-shell--session) title body))
+                   (agent-shell-transcript--entry
+                    (agent-shell-session-plan-entry agent-shell--session))
+                   (agent-shell-transcript--replace-entry
+                    (agent-shell-session-plan-entry agent-shell--session) title body))
         (agent-shell-transcript--editing
           (let ((id (agent-shell-transcript--new-entry "plan" "≡" title)))
             (setf (agent-shell-session-plan-entry agent-shell--session) id)
@@ -451,11 +480,12 @@ and so do the undo positions of the user's input."
             (buffer-undo-list t))
         (save-excursion
           (goto-char start)
-          (insert (propertize (concat (agent-shell-transcript--fold-char folded) " ≡ " title)
-                              'read-only t 'front-sticky '(read-only)
-                              'agent-shell-entry id 'agent-shell-header t
-                              'face 'agent-shell-entry-face
-                              'help-echo "TAB: show or hide")
+          (insert (propertize
+                   (concat (agent-shell-transcript--fold-char folded) " ≡ " title)
+                   'read-only t 'front-sticky '(read-only)
+                   'agent-shell-entry id 'agent-shell-header t
+                   'face 'agent-shell-entry-face
+                   'help-echo "TAB: show or hide")
                   (propertize (concat "\n" body)
                               'read-only t 'front-sticky '(read-only)
                               'agent-shell-entry id 'agent-shell-body id
@@ -464,7 +494,7 @@ and so do the undo positions of the user's input."
       (unless (eq undo t)
         (setq buffer-undo-list
               (agent-shell-transcript--shift-undo undo start (- (buffer-size) size))))
-      (setf (plist-get (cdr (assoc id (agent-shell-session-entries agent-shell--session))) :title) title)
+      (agent-shell-transcript--entry-put id :title title)
       t)))
 
 (defun agent-shell-transcript--stale-turn-end-p (update)
@@ -482,7 +512,8 @@ began; that report must not end the new turn."
   "Finish the turn described by UPDATE, unless it is an older turn's."
   (let ((stale (agent-shell-transcript--stale-turn-end-p update)))
     (setf (agent-shell-session-stale-turns agent-shell--session)
-          (delete (alist-get 'turnId update) (agent-shell-session-stale-turns agent-shell--session)))
+          (delete (alist-get 'turnId update)
+                  (agent-shell-session-stale-turns agent-shell--session)))
     (unless stale
       (agent-shell-transcript--finish-turn update))))
 
@@ -491,8 +522,11 @@ began; that report must not end the new turn."
   (let* ((reason (alist-get 'stopReason update))
          (err (alist-get 'error update))
          (elapsed (and (agent-shell-session-turn-start agent-shell--session)
-                       (float-time (time-since (agent-shell-session-turn-start agent-shell--session))))))
-    (agent-shell-citations-link (agent-shell-session-output-marker agent-shell--session) (agent-shell-session-root agent-shell--session))
+                       (float-time (time-since
+                                    (agent-shell-session-turn-start
+                                     agent-shell--session))))))
+    (agent-shell-citations-link (agent-shell-session-output-marker agent-shell--session)
+                                (agent-shell-session-root agent-shell--session))
     (cond (err (agent-shell-transcript--notice
                 (format "[turn ended with an error: %s]" (alist-get 'message err))))
           ((and reason (not (equal reason "end_turn")))
@@ -509,7 +543,8 @@ began; that report must not end the new turn."
     (when (and elapsed (> elapsed agent-shell-notify-threshold))
       (funcall agent-shell-notify-function
                (format "agent-shell %s: turn finished after %d s (%s)"
-                       (agent-shell-session-name agent-shell--session) (round elapsed) (or reason "done"))))))
+                       (agent-shell-session-name agent-shell--session) (round elapsed) (or
+                                                                                        reason "done"))))))
 
 (defun agent-shell-transcript--apply-update (update)
   "Render one session UPDATE in the current shell buffer."
@@ -521,11 +556,13 @@ began; that report must not end the new turn."
       (or (alist-get 'text (alist-get 'content update)) "")
       (eq (alist-get 'refusal update) t)))
     ("agent_thought_chunk"
-     (agent-shell-transcript--on-thought (or (alist-get 'text (alist-get 'content update)) "")))
+     (agent-shell-transcript--on-thought
+      (or (alist-get 'text (alist-get 'content update)) "")))
     ("tool_call" (agent-shell-transcript--on-tool-call update))
     ("tool_call_update" (agent-shell-transcript--on-tool-call-update update))
     ("plan" (agent-shell-transcript--on-plan update))
-    ("usage" (setf (agent-shell-session-usage agent-shell--session) update) (force-mode-line-update))
+    ("usage" (setf (agent-shell-session-usage agent-shell--session) update)
+     (force-mode-line-update))
     ("turn_end" (agent-shell-transcript--on-turn-end update))
     ("mcp_servers" (agent-shell-mcp-on-update update))
     (kind (message "agent-shell: unknown session update %S" kind))))
@@ -565,7 +602,9 @@ that the prompt does not stick to the last answer."
              (when-let ((call-id (alist-get 'toolCallId item)))
                (push (cons call-id id) (agent-shell-session-tools agent-shell--session)))
              (unless (string-empty-p text)
-               (agent-shell-transcript--append-body id (agent-shell-tool-text--cap text)))))))))
+               (agent-shell-transcript--append-body id
+                                                    (agent-shell-tool-text--cap
+                                                     text)))))))))
   (agent-shell-transcript--editing
     (agent-shell-transcript--close-block)
     (agent-shell-transcript--fresh-line)))

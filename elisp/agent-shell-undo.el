@@ -137,7 +137,8 @@ track the index: a repository could otherwise ship one."
       (agent-shell-tools-error "No snapshot index in %s" root))
     (unless (and (equal (agent-shell-tools-truename index) expected)
                  (file-regular-p index))
-      (agent-shell-tools-error "The snapshot index of %s is a symlink or lies behind one" root))
+      (agent-shell-tools-error "The snapshot index of %s is a symlink or lies behind one"
+                               root))
     (when (eql 0 (car (agent-shell-tools-git
                        root "ls-files" "--error-unmatch" "--"
                        (concat agent-shell-actions--snapshot-dir "index.jsonl"))))
@@ -150,7 +151,8 @@ track the index: a repository could otherwise ship one."
   (let ((root (file-truename (file-name-as-directory root))))
     (cl-find-if (lambda (buffer)
                   (and (eq (buffer-local-value 'major-mode buffer) 'agent-shell-mode)
-                       (let ((other (agent-shell-session-root (buffer-local-value 'agent-shell--session buffer))))
+                       (let ((other (agent-shell-session-root
+                                     (buffer-local-value 'agent-shell--session buffer))))
                          (and (stringp other)
                               (equal (file-truename (file-name-as-directory other))
                                      root)))))
@@ -182,8 +184,8 @@ The shell buffer of ROOT remembers its turns' prompts; a turn of an
 earlier session is found by its task heading in the action logs."
   (let ((shell (agent-shell-undo--shell-for-root root)))
     (or (and shell
-             (cdr (assoc turn-id (agent-shell-session-turn-prompts (buffer-local-value 'agent-shell--session
-                                                     shell)))))
+             (cdr (assoc turn-id (agent-shell-session-turn-prompts
+                                  (buffer-local-value 'agent-shell--session shell)))))
         (agent-shell-undo--prompt-from-logs root turn-id))))
 
 (defun agent-shell-undo--turn-label (turn-id prompt)

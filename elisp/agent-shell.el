@@ -38,16 +38,17 @@
 ;; Before anything is defined: the unrelated package of the same name
 ;; must not be half overwritten (see agent-shell-coexist.el).
 (require 'agent-shell-coexist)
-(require 'agent-shell-session)
 (agent-shell-coexist-check)
 
 (require 'cl-lib)
 (require 'subr-x)
 (require 'agent-shell-custom)
+(require 'agent-shell-session)
 (require 'agent-shell-rpc)
 (require 'agent-shell-bridge)
 (require 'agent-shell-log)
 (require 'agent-shell-tools)
+(require 'agent-shell-perception)
 (require 'agent-shell-plan)
 (require 'agent-shell-citations)
 (require 'agent-shell-project)
@@ -58,46 +59,6 @@
 (require 'agent-shell-lifecycle)
 (require 'agent-shell-roles)
 (require 'agent-shell-permissions)
-
-;;; Internals: context snapshot
-
-(defun agent-shell--user-buffer ()
-  "Return the buffer the user most recently worked in, or nil."
-  (cl-find-if (lambda (b)
-                (and (buffer-file-name b)
-                     (not (string-prefix-p " " (buffer-name b)))))
-              (buffer-list (selected-frame))))
-
-(defun agent-shell-context-snapshot (&optional root)
-  "Return a cheap snapshot of the user's editing context for `session/prompt'.
-It names the file of the most recent file buffer, its point line and
-column, whether the region is active, and the project ROOT.  A file
-outside ROOT and `agent-shell-extra-allowed-paths' is not described:
-the snapshot only says that the user's buffer is outside the project."
-  (let* ((root (or root (agent-shell-session-root agent-shell--session) default-directory))
-         (buffer (agent-shell--user-buffer))
-         (inside (and buffer
-                      (ignore-error agent-shell-tool-error
-                       (agent-shell-tools-inside-roots
-                       (buffer-file-name buffer)
-                       `((root . ,(expand-file-name root))
-                         (extra_roots . ,(mapcar #'expand-file-name
-                                                 agent-shell-extra-allowed-paths))))))))
-    `((root . ,root)
-      ,@(when (and buffer (not inside))
-          '((outside_project . t)))
-      ,@(when inside
-          (with-current-buffer buffer
-            `((file . ,(buffer-file-name buffer))
-              (buffer . ,(buffer-name buffer))
-              (major_mode . ,(symbol-name major-mode))
-              (line . ,(line-number-at-pos nil t))
-              (column . ,(current-column))
-              (modified . ,(if (buffer-modified-p) t :json-false))
-              (region . ,(if (region-active-p) t :json-false))
-              ,@(when (region-active-p)
-                  `((region_start_line . ,(line-number-at-pos (region-beginning) t))
-                    (region_end_line . ,(line-number-at-pos (region-end) t))))))))))
 
 ;;; Internals: buffer setup
 
@@ -124,10 +85,12 @@ the snapshot only says that the user's buffer is outside the project."
         (agent-shell-session-root agent-shell--session) root
         (agent-shell-session-mode agent-shell--session) agent-shell-default-mode
         default-directory root
-        (agent-shell-session-input-marker agent-shell--session) (copy-marker (point-min) nil))
+        (agent-shell-session-input-marker agent-shell--session) (copy-marker (point-min)
+                                                                             nil))
   (agent-shell--insert-prompt)
   ;; Created after the prompt, so that it stays before it.
-  (setf (agent-shell-session-output-marker agent-shell--session) (copy-marker (point-min) t))
+  (setf (agent-shell-session-output-marker agent-shell--session)
+        (copy-marker (point-min) t))
   (agent-shell-transcript--update-prompt-gap)
   (goto-char (point-max))
   (when session-id
@@ -136,9 +99,11 @@ the snapshot only says that the user's buffer is outside the project."
 (defun agent-shell--attach (session-id)
   "Bind the current buffer to SESSION-ID."
   (when (agent-shell-session-id agent-shell--session)
-    (remhash (agent-shell-session-id agent-shell--session) (agent-shell-bridge-sessions agent-shell-bridge--current)))
+    (remhash (agent-shell-session-id agent-shell--session)
+             (agent-shell-bridge-sessions agent-shell-bridge--current)))
   (setf (agent-shell-session-id agent-shell--session) session-id)
-  (puthash session-id (current-buffer) (agent-shell-bridge-sessions agent-shell-bridge--current))
+  (puthash session-id (current-buffer)
+           (agent-shell-bridge-sessions agent-shell-bridge--current))
   (agent-shell-header--set-state 'idle))
 
 (defun agent-shell--buffer-name (name)
@@ -194,10 +159,13 @@ buffers take the same name."
         (force-mode-line-update))
       (when-let ((path (alist-get 'logPath result)))
         (setf (agent-shell-session-log-path agent-shell--session) path)
-        (agent-shell-log-set-file (agent-shell-log-buffer (agent-shell-session-name agent-shell--session)) path))
+        (agent-shell-log-set-file
+         (agent-shell-log-buffer (agent-shell-session-name agent-shell--session)) path))
       (mapc #'agent-shell-transcript--notice (alist-get 'notices result))
       (setf (agent-shell-session-sandbox agent-shell--session) (alist-get 'sandbox result))
-      (when (equal (alist-get 'projectSetting (agent-shell-session-sandbox agent-shell--session)) "untrusted")
+      (when (equal (alist-get 'projectSetting
+                              (agent-shell-session-sandbox
+                               agent-shell--session)) "untrusted")
         (agent-shell-transcript--notice
          (substitute-command-keys
           "This project's config.el turns the sandbox off only once you trust it: \
@@ -229,7 +197,8 @@ although it is $HOME or /; only then is `allow_wide_root' sent."
   (let ((settings (or settings (agent-shell-project-read-config root))))
     `((cwd . ,(directory-file-name root))
       ,@(and wide-confirmed '((allow_wide_root . t)))
-      (mode . ,(symbol-name (agent-shell-project--setting settings 'agent-shell-default-mode)))
+      (mode . ,(symbol-name
+                (agent-shell-project--setting settings 'agent-shell-default-mode)))
       (model . ((model . ,(agent-shell-project--setting settings 'agent-shell-model))
                 ,@(when-let ((window (agent-shell-project--setting
                                       settings 'agent-shell-context-window)))
@@ -247,7 +216,8 @@ although it is $HOME or /; only then is `allow_wide_root' sent."
     (when (buffer-live-p buffer)
       (with-current-buffer buffer
         (agent-shell-lifecycle--unqueue)
-        (agent-shell-transcript--notice (format "%s failed: %s" what (alist-get 'message err)))
+        (agent-shell-transcript--notice
+         (format "%s failed: %s" what (alist-get 'message err)))
         (agent-shell-header--set-state 'dead)))))
 
 ;;; Commands
@@ -276,7 +246,8 @@ unsent input."
       (cond
        ((not (derived-mode-p 'agent-shell-mode)) nil)
        ((eq (agent-shell-session-state agent-shell--session) 'starting) (setq root nil))
-       ((and (agent-shell-session-id agent-shell--session) (agent-shell-bridge--live-connection)
+       ((and (agent-shell-session-id agent-shell--session)
+             (agent-shell-bridge--live-connection)
              (not (eq (agent-shell-session-state agent-shell--session) 'dead)))
         (setq root nil))
        ((agent-shell--has-content-p)
@@ -293,8 +264,8 @@ unsent input."
              (agent-shell-rpc-request
               conn "session/new"
               (agent-shell--session-new-params root settings (cdr chosen))
-            :on-success (lambda (result) (agent-shell--on-session buffer result))
-            :on-error (agent-shell--session-error buffer "Starting the session")))))))
+              :on-success (lambda (result) (agent-shell--on-session buffer result))
+              :on-error (agent-shell--session-error buffer "Starting the session")))))))
     (pop-to-buffer buffer)
     buffer))
 
@@ -313,7 +284,8 @@ unsent input."
 
 (defun agent-shell--input ()
   "Return the current input text."
-  (buffer-substring-no-properties (agent-shell-session-input-marker agent-shell--session) (point-max)))
+  (buffer-substring-no-properties (agent-shell-session-input-marker agent-shell--session)
+                                  (point-max)))
 
 (defun agent-shell--set-input (text)
   "Replace the current input with TEXT."
@@ -395,13 +367,14 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
    "session/prompt"
    `((sessionId . ,(agent-shell-session-id agent-shell--session))
      (prompt . [((type . "text") (text . ,text))])
-     (context . ,(agent-shell-context-snapshot))
+     (context . ,(agent-shell-perception-context-snapshot))
      (mode . ,(symbol-name (agent-shell-session-mode agent-shell--session))))
    :on-success (lambda (result)
                  (when (buffer-live-p buffer)
                    (with-current-buffer buffer
                      (when-let ((turn (alist-get 'turnId result)))
-                       (push (cons turn text) (agent-shell-session-turn-prompts agent-shell--session)))
+                       (push (cons turn text)
+                             (agent-shell-session-turn-prompts agent-shell--session)))
                      (when (eq (agent-shell-session-turn-id agent-shell--session) 'pending)
                        (setf (agent-shell-session-turn-id agent-shell--session)
                              (or (alist-get 'turnId result) t))))))
@@ -459,10 +432,13 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
                                 "turn cancelled" "no turn was running"))
                    (when (buffer-live-p buffer)
                      (with-current-buffer buffer
-                       (unless (eq (agent-shell-session-turn-id agent-shell--session) 'pending)
+                       (unless (eq (agent-shell-session-turn-id agent-shell--session)
+                                   'pending)
                          (when (stringp (agent-shell-session-turn-id agent-shell--session))
-                           (push (agent-shell-session-turn-id agent-shell--session) (agent-shell-session-stale-turns agent-shell--session)))
-                         (setf (agent-shell-session-turn-id agent-shell--session) nil))))))))
+                           (push (agent-shell-session-turn-id agent-shell--session)
+                                 (agent-shell-session-stale-turns agent-shell--session)))
+                         (setf (agent-shell-session-turn-id agent-shell--session)
+                               nil))))))))
 
 (defun agent-shell-show-log ()
   "Show the action log of this session."
@@ -487,15 +463,18 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
                              (intern (or (alist-get 'mode result)
                                          (symbol-name mode))))
                        (force-mode-line-update)
-                       (message "agent-shell: %s mode" (agent-shell-session-mode agent-shell--session))))))))
+                       (message "agent-shell: %s mode"
+                                (agent-shell-session-mode agent-shell--session))))))))
 
 (defun agent-shell--chosen-permission (verb)
   "Return this session's waiting permission request the user means.
 With one step waiting, that one; with several, ask which (VERB starts
 the question), so no decision falls on a step the user did not name."
   (let ((waiting (cl-remove-if-not
-                  (lambda (p) (and (equal (agent-shell-bridge-permission-session p) (agent-shell-session-id agent-shell--session))
-                                   (not (agent-shell-bridge-permission-sending p))))
+                  (lambda (p) (and
+                               (equal (agent-shell-bridge-permission-session p)
+                                      (agent-shell-session-id agent-shell--session))
+                               (not (agent-shell-bridge-permission-sending p))))
                   (agent-shell-bridge-permissions agent-shell-bridge--current))))
     (cond
      ((null waiting) (user-error "No step is waiting for a decision"))
@@ -548,13 +527,16 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
 (defun agent-shell--kill-buffer ()
   "End this buffer's session when the buffer is killed."
   (when (agent-shell-session-id agent-shell--session)
-    (remhash (agent-shell-session-id agent-shell--session) (agent-shell-bridge-sessions agent-shell-bridge--current))
+    (remhash (agent-shell-session-id agent-shell--session)
+             (agent-shell-bridge-sessions agent-shell-bridge--current))
     (when-let ((conn (agent-shell-bridge--live-connection)))
       (ignore-errors
         (agent-shell-rpc-notify conn "session/cancel"
-                                `((sessionId . ,(agent-shell-session-id agent-shell--session))))))
+                                `((sessionId . ,(agent-shell-session-id
+                                                 agent-shell--session))))))
     (setf (agent-shell-bridge-permissions agent-shell-bridge--current)
-          (cl-remove (agent-shell-session-id agent-shell--session) (agent-shell-bridge-permissions agent-shell-bridge--current)
+          (cl-remove (agent-shell-session-id agent-shell--session)
+                     (agent-shell-bridge-permissions agent-shell-bridge--current)
                      :key #'agent-shell-bridge-permission-session :test #'equal))))
 
 ;;;###autoload
@@ -594,7 +576,8 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
   (let* ((name (agent-shell--name-for-root root))
          (buffer (get-buffer-create (agent-shell--buffer-name name))))
     (with-current-buffer buffer
-      (when (and (derived-mode-p 'agent-shell-mode) (agent-shell-session-id agent-shell--session)
+      (when (and (derived-mode-p 'agent-shell-mode)
+                 (agent-shell-session-id agent-shell--session)
                  (agent-shell-session-turn-id agent-shell--session)
                  (not (yes-or-no-p
                        (format "A turn is running in %s; cancel it and resume? "
@@ -626,7 +609,8 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
                      (with-current-buffer buffer
                        (agent-shell-lifecycle--before-queued
                         (lambda ()
-                          (agent-shell-transcript--insert-history (alist-get 'history result))))
+                          (agent-shell-transcript--insert-history
+                           (alist-get 'history result))))
                        (agent-shell--on-session buffer result))))
      :on-error (agent-shell--session-error buffer "Resuming the session"))
     (pop-to-buffer buffer)
