@@ -50,7 +50,9 @@
 It is the value of a `header-line-format' :eval form, hence a mode
 line construct: every % in it is doubled, so that the one of the
 context fill and any in the model name show as written."
-  (let* ((usage (agent-shell-session-usage agent-shell--session))
+  (let* ((session agent-shell--session)
+         (grants (agent-shell-session-grants session))
+         (usage (agent-shell-session-usage session))
          (total (alist-get 'totalTokens usage))
          (used (alist-get 'contextUsed usage))
          (window (alist-get 'contextWindow usage))
@@ -59,20 +61,18 @@ context fill and any in the model name show as written."
      "%" "%%"
      (concat
       (format " %s │ %s │ %s │ %s tokens"
-              (or (agent-shell-session-model agent-shell--session) agent-shell-model)
-              (if (eq (agent-shell-session-mode agent-shell--session) 'ask) "ask" "act")
+              (or (agent-shell-session-model session) agent-shell-model)
+              (if (eq (agent-shell-session-mode session) 'ask) "ask" "act")
               (agent-shell-header--state-text)
               (agent-shell-header--format-tokens total))
       (if (and (numberp used) (numberp window) (> window 0))
           (format " │ context %d%%" (round (* 100.0 (/ (float used) window))))
         "")
       (if (numberp cost) (format " │ $%.4f" cost) "")
-      (if (agent-shell-session-grants agent-shell--session)
-          (format " │ %d grant%s" (length (agent-shell-session-grants agent-shell--session))
-                  (if (cdr (agent-shell-session-grants agent-shell--session)) "s" ""))
+      (if grants
+          (format " │ %d grant%s" (length grants) (if (cdr grants) "s" ""))
         "")
-      (if (eq (alist-get 'available (agent-shell-session-sandbox agent-shell--session))
-              :json-false)
+      (if (eq (alist-get 'available (agent-shell-session-sandbox session)) :json-false)
           " │ no sandbox"
         "")
       (agent-shell-mcp-header)))))
