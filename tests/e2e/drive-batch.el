@@ -41,14 +41,16 @@
   "Without a sandbox, approve a test run waiting for a yes: C-c C-y in the shell."
   (when (buffer-live-p e2e-shell)
     (with-current-buffer e2e-shell
-      (when (and (eq (alist-get 'available (agent-shell-session-sandbox agent-shell--session)) :json-false)
+      (when (and (eq (alist-get 'available (agent-shell-session-sandbox agent-shell--session))
+                     :json-false)
                  (cl-find-if (lambda (p)
-                               (and (equal (plist-get p :session) (agent-shell-session-id agent-shell--session))
-                                    (not (plist-get p :sending))
+                               (and (equal (agent-shell-bridge-permission-session p)
+                                           (agent-shell-session-id agent-shell--session))
+                                    (not (agent-shell-bridge-permission-sending p))
                                     (string-prefix-p
                                      "run_test"
                                      (alist-get 'title (alist-get 'toolCall
-                                                                  (plist-get p :params))))))
+                                                                  (agent-shell-bridge-permission-params p))))))
                              (agent-shell-bridge-permissions agent-shell-bridge--current)))
         (e2e-log "no sandbox: approving the test run")
         (let ((before (window-buffer)))

@@ -931,7 +931,7 @@ stays pending until the bridge accepts the answer."
             (execute-kbd-macro (kbd "C-c C-y")))
         (setf (agent-shell-rpc-conn-port conn) port))
       (should (agent-shell-permissions--waiting-p entry))
-      (should-not (plist-get (agent-shell-permissions--waiting-p entry) :sending))
+      (should-not (agent-shell-bridge-permission-sending (agent-shell-permissions--waiting-p entry)))
       (should (eq (agent-shell-session-state agent-shell--session) 'waiting))
       (should-not (car box))
       (execute-kbd-macro (kbd "C-c C-y"))
