@@ -96,7 +96,7 @@ WHERE is `start' or `end'."
          (moved (with-current-buffer buffer (point))))
     (prog1 `((rate . ,rate) (history_chars . ,before) (point_after . ,moved))
       (with-current-buffer buffer
-        (remhash agent-shell-bench--session agent-shell--sessions)
+        (remhash agent-shell-bench--session (agent-shell-bridge-sessions agent-shell-bridge--current))
         (set-buffer-modified-p nil))
       (let ((kill-buffer-hook nil))
         (kill-buffer buffer)))))

@@ -150,7 +150,7 @@ The value is (TOTAL FIRST BUSY LONGEST), as for
 (defun agent-shell-stream-bench--fill (buffer bytes)
   "Stream about BYTES of history into the shell BUFFER, 64 KiB a chunk."
   (with-current-buffer buffer
-    (let* ((session agent-shell--session-id)
+    (let* ((session (agent-shell-session-id agent-shell--session))
            (line (concat (make-string 39 ?x) (make-string 20 ?中) "\n"))
            (piece (apply #'concat (make-list 800 line)))
            (n 0))
@@ -177,7 +177,7 @@ reading and rendering of the stream, and its longest single stretch."
                    agent-shell-stream-bench--busy
                    agent-shell-stream-bench--longest)
         (agent-shell-stream-bench--wait
-         (lambda () (with-current-buffer buffer (eq agent-shell--state 'idle)))
+         (lambda () (with-current-buffer buffer (eq (agent-shell-session-state agent-shell--session) 'idle)))
          "the end of the turn")))))
 
 (defun agent-shell-stream-bench--new-shell (root)
@@ -186,7 +186,7 @@ reading and rendering of the stream, and its longest single stretch."
          (buffer (save-window-excursion (agent-shell-start))))
     (agent-shell-stream-bench--wait
      (lambda () (with-current-buffer buffer
-                  (and agent-shell--session-id (eq agent-shell--state 'idle))))
+                  (and (agent-shell-session-id agent-shell--session) (eq (agent-shell-session-state agent-shell--session) 'idle))))
      "the session")
     buffer))
 
@@ -222,7 +222,7 @@ HISTORY is the bytes of history in the shell buffer of the second
 scenario.  The scenarios alternate, so load on the machine spreads
 over all of them."
   (setq agent-shell-stream-bench--expected chars)
-  (advice-add 'agent-shell--append-message :after #'agent-shell-stream-bench--on-message)
+  (advice-add 'agent-shell-transcript--append-message :after #'agent-shell-stream-bench--on-message)
   ;; Emacs's share of the work: the event stream's filter and the dispatch.
   (advice-add 'agent-shell-rpc--http-filter :around #'agent-shell-stream-bench--timed)
   (advice-add 'agent-shell-rpc--drain :around #'agent-shell-stream-bench--timed)
@@ -262,8 +262,8 @@ over all of them."
                                  (history . ,(vconcat (mapcar #'car long)))))
                         (gcs . ,gcs-done)))
                      "\n")))
-    (when (agent-shell--live-connection)
-      (agent-shell-rpc-stop agent-shell--connection))))
+    (when (agent-shell-bridge--live-connection)
+      (agent-shell-rpc-stop (agent-shell-bridge-connection agent-shell-bridge--current)))))
 
 ;;; Interactive: how late a timer runs while the reply streams
 
@@ -324,7 +324,7 @@ probe timer ticking every 10 ms measures how late it runs meanwhile.
 OUT receives a JSON object; Emacs then exits."
   (setq agent-shell-stream-bench--expected chars
         agent-shell-api-base api-base)
-  (advice-add 'agent-shell--append-message :after #'agent-shell-stream-bench--on-message)
+  (advice-add 'agent-shell-transcript--append-message :after #'agent-shell-stream-bench--on-message)
   (run-at-time 300 nil (lambda ()
                          (with-temp-file out (insert "{\"error\": \"timeout\"}"))
                          (kill-emacs 3)))
@@ -332,8 +332,8 @@ OUT receives a JSON object; Emacs then exits."
     (cl-labels
         ((finish ()
            (with-temp-file out (insert (json-serialize result)))
-           (when (agent-shell--live-connection)
-             (agent-shell-rpc-stop agent-shell--connection))
+           (when (agent-shell-bridge--live-connection)
+             (agent-shell-rpc-stop (agent-shell-bridge-connection agent-shell-bridge--current)))
            (kill-emacs 0))
          (direct ()
            (agent-shell-stream-bench--reset)
@@ -369,7 +369,7 @@ OUT receives a JSON object; Emacs then exits."
              (switch-to-buffer buffer)
              (agent-shell-stream-bench--after
               (lambda () (with-current-buffer buffer
-                           (and agent-shell--session-id (eq agent-shell--state 'idle))))
+                           (and (agent-shell-session-id agent-shell--session) (eq (agent-shell-session-state agent-shell--session) 'idle))))
               (lambda ()
                 (agent-shell-stream-bench--reset)
                 (agent-shell-stream-bench--probe-start)

@@ -36,7 +36,7 @@
 (require 'agent-shell)
 (require 'agent-shell-memory)
 
-(declare-function agent-shell--notice "agent-shell-transcript" (text))
+(declare-function agent-shell-transcript--notice "agent-shell-transcript" (text))
 
 (defconst agent-shell-demo-task
   "Fix the failing test: glossary.export_json turns 智能体 into \\u escapes. \
@@ -80,7 +80,7 @@ Run the tests before and after the fix."
 (defun agent-shell-demo--scripted-p ()
   "Return non-nil when the demo should use the scripted mock model."
   (or (member (getenv "AGENT_SHELL_DEMO_MOCK") '("1" "t" "yes"))
-      (not (agent-shell-api-key))))
+      (not (agent-shell-project-api-key))))
 
 (defun agent-shell-demo-configure ()
   "Set agent-shell's options for the demo; return non-nil when scripted."
@@ -111,8 +111,8 @@ tools, action log, memory — is the real thing."
                     agent-shell-api-base))))
     (delete-other-windows)
     (with-current-buffer buffer
-      (agent-shell--notice banner)
-      (agent-shell--notice
+      (agent-shell-transcript--notice banner)
+      (agent-shell-transcript--notice
        (concat "Press RET to send the task below.  When a step waits for you, "
                "C-c C-l shows the action log; C-x o, then y approves, n rejects."
                (if scripted

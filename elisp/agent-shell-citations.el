@@ -19,10 +19,8 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'agent-shell-session)
 (require 'button)
-
-(defvar agent-shell--session-id)
-(defvar agent-shell--root)
 
 (defvar-local agent-shell-citations--start nil
   "Marker where the output of the current turn begins, or nil.")
@@ -118,11 +116,14 @@ The bridge keeps it in the project's `.agent-shell/outputs/SESSION/'."
   (interactive (list (read-string "Output (out-N): ")))
   (unless (string-match-p "\\`out-[0-9]+\\'" ref)
     (user-error "Not an output reference: %s" ref))
-  (unless (and (stringp agent-shell--session-id) (stringp agent-shell--root))
+  (unless (and agent-shell--session
+               (stringp (agent-shell-session-id agent-shell--session))
+               (stringp (agent-shell-session-root agent-shell--session)))
     (user-error "Not in an agent-shell buffer with a session"))
   (let ((file (expand-file-name
-               (format ".agent-shell/outputs/%s/%s.txt" agent-shell--session-id ref)
-               agent-shell--root)))
+               (format ".agent-shell/outputs/%s/%s.txt"
+                       (agent-shell-session-id agent-shell--session) ref)
+               (agent-shell-session-root agent-shell--session))))
     (unless (file-readable-p file)
       (user-error "The full output %s is not in %s" ref (file-name-directory file)))
     (find-file-read-only-other-window file)))

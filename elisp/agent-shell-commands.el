@@ -16,12 +16,7 @@
 ;;; Code:
 
 (require 'subr-x)
-
-(defvar agent-shell--root)
-(defvar agent-shell--input-marker)
-
-(defvar-local agent-shell--instructions nil
-  "Instruction files of this buffer's session, as the bridge described them.")
+(require 'agent-shell-session)
 
 (defconst agent-shell-commands--builtin
   '(("ask" . "Run this one prompt in ask mode (no edits, no commands)")
@@ -69,17 +64,19 @@ in the bridge."
 (defun agent-shell-commands--candidates ()
   "Return completion candidates for this shell buffer: built-ins and files."
   (append agent-shell-commands--builtin
-          (and agent-shell--root (agent-shell-commands-list agent-shell--root))))
+          (and (agent-shell-session-root agent-shell--session)
+               (agent-shell-commands-list
+                (agent-shell-session-root agent-shell--session)))))
 
 (defun agent-shell-commands-completion-at-point ()
   "Complete a /command name at the start of the prompt.
 Each candidate is annotated with its description."
-  (when (and agent-shell--input-marker
-             (>= (point) agent-shell--input-marker)
-             (eq (char-after agent-shell--input-marker) ?/))
-    (let ((start (1+ agent-shell--input-marker))
+  (when (and (agent-shell-session-input-marker agent-shell--session)
+             (>= (point) (agent-shell-session-input-marker agent-shell--session))
+             (eq (char-after (agent-shell-session-input-marker agent-shell--session)) ?/))
+    (let ((start (1+ (agent-shell-session-input-marker agent-shell--session)))
           (end (save-excursion
-                 (goto-char (1+ agent-shell--input-marker))
+                 (goto-char (1+ (agent-shell-session-input-marker agent-shell--session)))
                  (skip-chars-forward "A-Za-z0-9_.-")
                  (point))))
       (when (<= start (point) end)
@@ -93,10 +90,10 @@ Each candidate is annotated with its description."
                         (concat "  " description)
                       "")))))))))
 
-(defun agent-shell-instructions--on-session (result)
+(defun agent-shell-commands--on-session (result)
   "Remember the instruction files in session RESULT; return a notice or nil."
   (let ((files (append (alist-get 'instructions result) nil)))
-    (setq agent-shell--instructions files)
+    (setf (agent-shell-session-instructions agent-shell--session) files)
     (when files
       (format "Instructions loaded: %s"
               (mapconcat (lambda (f) (alist-get 'label f)) files ", ")))))
@@ -107,7 +104,8 @@ These are the project's AGENTS.md (or CLAUDE.md), the user's
 global AGENTS.md, and nested AGENTS.md files that became relevant."
   (interactive)
   (let ((files (mapcar (lambda (f) (cons (alist-get 'label f) (alist-get 'path f)))
-                       agent-shell--instructions)))
+                       (and agent-shell--session
+                            (agent-shell-session-instructions agent-shell--session)))))
     (cond
      ((null files)
       (user-error "This session loaded no instructions (AGENTS.md or CLAUDE.md at \

@@ -169,24 +169,34 @@ The message names the task, the failed step, the reason and the log file."
   :group 'agent-shell
   :package-version '(agent-shell . "0.1.0"))
 
-;;; The session state of a shell buffer
-(defvar-local agent-shell--session-id nil "This buffer's session id.")
-(defvar-local agent-shell--root nil "This buffer's project root.")
-(defvar-local agent-shell--name nil "This buffer's session name.")
-(defvar-local agent-shell--mode nil "This buffer's mode, `act' or `ask'.")
-(defvar-local agent-shell--model nil
-  "The model of this buffer's session, as the bridge reported it.")
-(defvar-local agent-shell--stale-turns nil
-  "Ids of turns this buffer stopped waiting for (cancelled).")
-(defvar-local agent-shell--turn-id nil "The running turn, or nil.")
-(defvar-local agent-shell--turn-start nil "When the running turn started.")
-(defvar-local agent-shell--input-marker nil "Where the user's input starts.")
-(defvar-local agent-shell--history nil "Sent inputs, newest first.")
-(defvar-local agent-shell--history-index -1 "Position while walking history.")
-(defvar-local agent-shell--history-draft nil "Input saved before walking.")
-(defvar-local agent-shell--log-path nil "The session's log file.")
-(defvar-local agent-shell--turn-prompts nil
-  "Turn id to the prompt that started it, newest first.")
+;; The transcript (agent-shell-transcript.el)
+
+(defcustom agent-shell-tool-output-max-chars 4000
+  "Largest piece of tool output shown in the shell buffer per update.
+The action log and its files keep the full output."
+  :type 'integer
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+(defface agent-shell-user-face '((t :inherit font-lock-keyword-face))
+  "Face of the user's messages in the transcript."
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+(defface agent-shell-entry-face '((t :inherit font-lock-comment-face))
+  "Face of thought, tool and plan entries."
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+(defface agent-shell-notice-face '((t :inherit font-lock-warning-face))
+  "Face of notices from agent-shell itself."
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+(defface agent-shell-refusal-face '((t :inherit error))
+  "Face of an answer in which the model refused the request."
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
 
 (provide 'agent-shell-custom)
 ;;; agent-shell-custom.el ends here

@@ -12,21 +12,17 @@
 ;; `d' marks one and `x' revokes the marked ones, `g' asks again.
 ;;
 ;; agent-shell.el requires this file; requests go through its
-;; `agent-shell--request'.
+;; `agent-shell-bridge--request'.
 
 ;;; Code:
 
 (require 'cl-lib)
+(require 'agent-shell-session)
 (require 'subr-x)
 (require 'tabulated-list)
+(require 'agent-shell-bridge)
 
 ;; Defined in agent-shell.el.
-(defvar agent-shell--sessions)
-(defvar agent-shell--session-id)
-(defvar agent-shell--name)
-(defvar agent-shell--grants)
-(declare-function agent-shell--request "agent-shell" (method params &rest args))
-(declare-function agent-shell--session-buffer "agent-shell" (session-id))
 (declare-function agent-shell-log-buffer "agent-shell-log" (name))
 
 ;;; Internals
@@ -41,9 +37,9 @@
   "Return the live shell buffers that have a session."
   (let (shells)
     (maphash (lambda (id _)
-               (when-let ((buffer (agent-shell--session-buffer id)))
+               (when-let ((buffer (agent-shell-bridge--session-buffer id)))
                  (push buffer shells)))
-             agent-shell--sessions)
+             (agent-shell-bridge-sessions agent-shell-bridge--current))
     (nreverse shells)))
 
 (defun agent-shell-grants--shell-here ()
@@ -53,10 +49,12 @@
                     (and (derived-mode-p 'agent-shell-log-mode)
                          (eq (current-buffer)
                              (get-buffer (format "*agent-shell-log: %s*"
-                                                 (buffer-local-value
-                                                  'agent-shell--name shell)))))
+                                                 (agent-shell-session-name
+                                                  (buffer-local-value 'agent-shell--session
+                                                                      shell))))))
                     (equal agent-shell-grants--session
-                           (buffer-local-value 'agent-shell--session-id shell))))
+                           (agent-shell-session-id
+                            (buffer-local-value 'agent-shell--session shell)))))
               (agent-shell-grants--shells)))
 
 (defun agent-shell-grants--choose-shell ()
@@ -93,19 +91,20 @@ The shell's header line count follows."
       (setq agent-shell-grants--list grants
             tabulated-list-entries (agent-shell-grants--entries grants))
       (tabulated-list-print t)
-      (when-let ((shell (agent-shell--session-buffer agent-shell-grants--session)))
+      (when-let ((shell (agent-shell-bridge--session-buffer agent-shell-grants--session)))
         (with-current-buffer shell
-          (setq agent-shell--grants
+          (setf (agent-shell-session-grants agent-shell--session)
                 (mapcar (lambda (g) (alist-get 'description g)) grants))
           (force-mode-line-update))))))
 
 (defun agent-shell-grants--fetch (buffer)
   "Ask the bridge for the grants of BUFFER's session and show them."
   (let ((session (buffer-local-value 'agent-shell-grants--session buffer)))
-    (agent-shell--request
+    (agent-shell-bridge--request
      "session/grants" `((sessionId . ,session))
      :on-success (lambda (result)
-                   (agent-shell-grants--show buffer (append (alist-get 'grants result) nil)))
+                   (agent-shell-grants--show buffer
+                                             (append (alist-get 'grants result) nil)))
      :on-error (lambda (err)
                  (message "agent-shell: listing grants failed: %s"
                           (alist-get 'message err))))))
@@ -114,7 +113,7 @@ The shell's header line count follows."
   "Revoke the grants with IDS of BUFFER's session, one after the other."
   (when ids
     (let ((session (buffer-local-value 'agent-shell-grants--session buffer)))
-      (agent-shell--request
+      (agent-shell-bridge--request
        "session/revoke_grant" `((sessionId . ,session) (grantId . ,(car ids)))
        :on-success
        (lambda (result)
@@ -142,10 +141,11 @@ at point, \\[agent-shell-grants-mark] marks one and \
 \\[agent-shell-grants-revoke-marked] revokes the marked ones."
   (interactive)
   (let* ((shell (agent-shell-grants--choose-shell))
-         (session (buffer-local-value 'agent-shell--session-id shell))
+         (session (agent-shell-session-id (buffer-local-value 'agent-shell--session shell)))
          (buffer (get-buffer-create
                   (format "*agent-shell grants: %s*"
-                          (buffer-local-value 'agent-shell--name shell)))))
+                          (agent-shell-session-name
+                           (buffer-local-value 'agent-shell--session shell))))))
     (with-current-buffer buffer
       (agent-shell-grants-mode)
       (setq agent-shell-grants--session session)

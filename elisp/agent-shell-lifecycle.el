@@ -28,12 +28,13 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'agent-shell-session)
 (require 'subr-x)
 (require 'agent-shell-rpc)
 (require 'agent-shell-transcript)
 
-(declare-function agent-shell--with-bridge "agent-shell" (fn))
-(declare-function agent-shell--live-connection "agent-shell" ())
+(declare-function agent-shell-bridge--with-connection "agent-shell" (fn))
+(declare-function agent-shell-bridge--live-connection "agent-shell" ())
 (declare-function agent-shell--on-session "agent-shell" (buffer result))
 (declare-function agent-shell--session-error "agent-shell" (buffer what))
 (declare-function agent-shell--session-new-params "agent-shell" (root &optional settings))
@@ -41,73 +42,55 @@
 (declare-function agent-shell--show-prompt "agent-shell" (text))
 (declare-function agent-shell--input "agent-shell" ())
 (declare-function agent-shell--set-input "agent-shell" (text))
-(declare-function agent-shell--session-buffer "agent-shell" (session-id))
-
-(defvar agent-shell--session-id)
-(defvar agent-shell--root)
-(defvar agent-shell--initialized)
-(defvar agent-shell--input-marker)
-(defvar agent-shell--turn-id)
-(defvar agent-shell--turn-start)
-(defvar agent-shell--stale-turns)
-
-;;; Internals: state
-
-(defvar-local agent-shell--queued-prompt nil
-  "A prompt sent while the session was starting, or nil.
-It is a list (TEXT NOTICE START): NOTICE is the range of the
-transcript notice saying that TEXT waits, START a marker where the
-prompt's lines begin.")
-
-(defvar-local agent-shell--plan-notice nil
-  "Range of the \"Plan waiting for you\" notice in this shell buffer, or nil.")
+(declare-function agent-shell-bridge--session-buffer "agent-shell" (session-id))
 
 ;;; Internals: the queued prompt
 
-(defun agent-shell--queue-prompt (text)
+(defun agent-shell-lifecycle--queue-prompt (text)
   "Keep TEXT until the session of this shell buffer is ready.
 The prompt shows in the transcript at once; the header line says
 that it is queued."
-  (when agent-shell--queued-prompt
+  (when (agent-shell-session-queued-prompt agent-shell--session)
     (user-error "A prompt is already queued; it is sent when the session is ready"))
-  (let ((start (copy-marker agent-shell--output-marker)))
+  (let ((start (copy-marker (agent-shell-session-output-marker agent-shell--session))))
     (agent-shell--show-prompt text)
-    (setq agent-shell--queued-prompt
+    (setf (agent-shell-session-queued-prompt agent-shell--session)
           (list text
-                (agent-shell--notice "(queued: sent as soon as the session is ready)")
+                (agent-shell-transcript--notice
+                 "(queued: sent as soon as the session is ready)")
                 start)))
   (force-mode-line-update))
 
-(defun agent-shell--before-queued (fn)
+(defun agent-shell-lifecycle--before-queued (fn)
   "Call FN with the transcript's output going before a queued prompt.
 A resumed session's history arrives after the prompt was queued; it
 belongs above it."
-  (let ((start (nth 2 agent-shell--queued-prompt)))
+  (let ((start (nth 2 (agent-shell-session-queued-prompt agent-shell--session))))
     (if (not (and (markerp start) (eq (marker-buffer start) (current-buffer))))
         (funcall fn)
-      (let ((end (copy-marker agent-shell--output-marker t)))
-        (set-marker agent-shell--output-marker start)
+      (let ((end (copy-marker (agent-shell-session-output-marker agent-shell--session) t)))
+        (set-marker (agent-shell-session-output-marker agent-shell--session) start)
         (unwind-protect (funcall fn)
-          (set-marker agent-shell--output-marker end)
+          (set-marker (agent-shell-session-output-marker agent-shell--session) end)
           (set-marker end nil)
-          (agent-shell--update-prompt-gap))))))
+          (agent-shell-transcript--update-prompt-gap))))))
 
-(defun agent-shell--send-queued ()
+(defun agent-shell-lifecycle--send-queued ()
   "Send the queued prompt of this shell buffer, if any."
-  (when-let ((queued agent-shell--queued-prompt))
-    (setq agent-shell--queued-prompt nil)
-    (agent-shell--replace-notice (nth 1 queued) "(sent)")
+  (when-let ((queued (agent-shell-session-queued-prompt agent-shell--session)))
+    (setf (agent-shell-session-queued-prompt agent-shell--session) nil)
+    (agent-shell-transcript--replace-notice (nth 1 queued) "(sent)")
     (condition-case err
         (agent-shell--dispatch-prompt (car queued))
       (error (message "agent-shell: the queued prompt was not sent: %s"
                       (error-message-string err))))))
 
-(defun agent-shell--unqueue ()
+(defun agent-shell-lifecycle--unqueue ()
   "Put a queued prompt back into the input: the session did not start.
 Text already typed after it stays, on the next line."
-  (when-let ((queued agent-shell--queued-prompt))
-    (setq agent-shell--queued-prompt nil)
-    (agent-shell--replace-notice
+  (when-let ((queued (agent-shell-session-queued-prompt agent-shell--session)))
+    (setf (agent-shell-session-queued-prompt agent-shell--session) nil)
+    (agent-shell-transcript--replace-notice
      (nth 1 queued) "(not sent: the session did not start; it is back in the input)")
     (let ((typed (agent-shell--input)))
       (agent-shell--set-input (if (string-empty-p typed)
@@ -117,7 +100,7 @@ Text already typed after it stays, on the next line."
 
 ;;; Internals: recalled experiences
 
-(defun agent-shell--show-recalled (entry)
+(defun agent-shell-lifecycle--show-recalled (entry)
   "Name the recalled experiences of the `log/entry' ENTRY in its shell buffer.
 The bridge logs, when a turn starts, which experiences it put in the
 system prompt (source \"memory\", property RECALLED); the shell shows
@@ -126,56 +109,60 @@ them at the start of the turn, as it does for a resumed session."
          (recalled (and (equal (alist-get 'source entry) "memory")
                         (alist-get 'RECALLED props)))
          (buffer (and (stringp recalled) (not (string-empty-p recalled))
-                      (agent-shell--session-buffer (alist-get 'session_id entry)))))
+                      (agent-shell-bridge--session-buffer (alist-get 'session_id entry)))))
     (when buffer
       (with-current-buffer buffer
         (let ((titles (split-string recalled " | " t "[ \t]+")))
-          (agent-shell--notice
+          (agent-shell-transcript--notice
            (format "Recalled %d experience%s for this task: %s"
                    (length titles) (if (cdr titles) "s" "")
                    (string-join titles "; "))))))))
 
 ;;; Internals: a dropped connection
 
-(defun agent-shell--cancel-running-tools (why)
+(defun agent-shell-lifecycle--cancel-running-tools (why)
   "Mark the tool entries still pending or running as cancelled because of WHY."
-  (dolist (cell agent-shell--tools)
+  (dolist (cell (agent-shell-session-tools agent-shell--session))
     (let* ((id (cdr cell))
-           (plist (agent-shell--entry id)))
+           (plist (agent-shell-transcript--entry id)))
       (when (and plist (member (plist-get plist :status) '("pending" "in_progress")))
         (let ((base (or (plist-get plist :base-title) (plist-get plist :title))))
-          (setf (plist-get (cdr (assoc id agent-shell--entries)) :status) "cancelled")
-          (setf (plist-get (cdr (assoc id agent-shell--entries)) :base-title) base)
-          (agent-shell--set-entry-glyph id (agent-shell--status-glyph "cancelled"))
-          (agent-shell--set-entry-title id (concat base " — " why)))))))
+          (agent-shell-transcript--entry-put id :status "cancelled")
+          (agent-shell-transcript--entry-put id :base-title base)
+          (agent-shell-transcript--set-entry-glyph id
+                                                   (agent-shell-transcript--status-glyph
+                                                    "cancelled"))
+          (agent-shell-transcript--set-entry-title id (concat base " — " why)))))))
 
-(defun agent-shell--resolve-plan-notice (text)
+(defun agent-shell-lifecycle--resolve-plan-notice (text)
   "Replace the \"Plan waiting for you\" notice of this buffer with TEXT."
-  (when agent-shell--plan-notice
-    (agent-shell--replace-notice agent-shell--plan-notice text)
-    (setq agent-shell--plan-notice nil)))
+  (when (agent-shell-session-plan-notice agent-shell--session)
+    (agent-shell-transcript--replace-notice
+     (agent-shell-session-plan-notice agent-shell--session) text)
+    (setf (agent-shell-session-plan-notice agent-shell--session) nil)))
 
-(defun agent-shell--connection-lost (text)
+(defun agent-shell-lifecycle--connection-lost (text)
   "End this shell buffer's turn at once: the bridge connection dropped.
 TEXT says what happened and what to do; it is shown as a notice.
 Running tool lines are marked cancelled, waiting notices say the step
 can no longer be answered, and a queued prompt goes back into the
 input.  The transcript and the input are kept."
-  (when (stringp agent-shell--turn-id)
-    (push agent-shell--turn-id agent-shell--stale-turns))
-  (setq agent-shell--turn-id nil
-        agent-shell--turn-start nil)
-  (agent-shell--cancel-running-tools "cancelled: the bridge stopped")
-  (dolist (cell (copy-sequence agent-shell--waiting-notices))
-    (agent-shell--resolve-waiting
+  (when (stringp (agent-shell-session-turn-id agent-shell--session))
+    (push (agent-shell-session-turn-id agent-shell--session)
+          (agent-shell-session-stale-turns agent-shell--session)))
+  (setf (agent-shell-session-turn-id agent-shell--session) nil
+        (agent-shell-session-turn-start agent-shell--session) nil)
+  (agent-shell-lifecycle--cancel-running-tools "cancelled: the bridge stopped")
+  (dolist (cell (copy-sequence (agent-shell-session-waiting-notices agent-shell--session)))
+    (agent-shell-transcript--resolve-waiting
      (car cell) "Not decided: %s — the bridge stopped"))
-  (agent-shell--resolve-plan-notice "Plan not answered: the bridge stopped")
-  (agent-shell--unqueue)
-  (unless (eq agent-shell--state 'dead)
-    (agent-shell--notice text)
-    (agent-shell--set-state 'dead)))
+  (agent-shell-lifecycle--resolve-plan-notice "Plan not answered: the bridge stopped")
+  (agent-shell-lifecycle--unqueue)
+  (unless (eq (agent-shell-session-state agent-shell--session) 'dead)
+    (agent-shell-transcript--notice text)
+    (agent-shell-header--set-state 'dead)))
 
-(defun agent-shell--dead-bridge-text (reason)
+(defun agent-shell-lifecycle--dead-bridge-text (reason)
   "Return the notice shown when the bridge ended because of REASON."
   (substitute-command-keys
    (format "The agent-shell bridge stopped (%s).  \
@@ -194,21 +181,22 @@ back."
   (interactive)
   (unless (derived-mode-p 'agent-shell-mode)
     (user-error "Not in an agent-shell buffer"))
-  (when (eq agent-shell--state 'starting)
+  (when (eq (agent-shell-session-state agent-shell--session) 'starting)
     (user-error "The session is already starting"))
-  (when (and agent-shell--session-id (not (eq agent-shell--state 'dead))
-             (agent-shell--live-connection))
+  (when (and (agent-shell-session-id agent-shell--session)
+             (not (eq (agent-shell-session-state agent-shell--session) 'dead))
+             (agent-shell-bridge--live-connection))
     (user-error "The session is running; C-c C-k cancels a turn"))
   (let ((buffer (current-buffer))
-        (session agent-shell--session-id)
-        (root agent-shell--root))
-    (when agent-shell--turn-id
-      (agent-shell--connection-lost "The turn was abandoned for a restart"))
-    (agent-shell--notice (if session
-                             (format "Restarting: resuming session %s…" session)
-                           "Restarting: starting a new session…"))
-    (agent-shell--set-state 'starting)
-    (agent-shell--with-bridge
+        (session (agent-shell-session-id agent-shell--session))
+        (root (agent-shell-session-root agent-shell--session)))
+    (when (agent-shell-session-turn-id agent-shell--session)
+      (agent-shell-lifecycle--connection-lost "The turn was abandoned for a restart"))
+    (agent-shell-transcript--notice (if session
+                                        (format "Restarting: resuming session %s…" session)
+                                      "Restarting: starting a new session…"))
+    (agent-shell-header--set-state 'starting)
+    (agent-shell-bridge--with-connection
      (lambda (conn)
        (agent-shell-rpc-request
         conn
@@ -219,7 +207,7 @@ back."
         :on-success (lambda (result)
                       (when (buffer-live-p buffer)
                         (with-current-buffer buffer
-                          (agent-shell--notice
+                          (agent-shell-transcript--notice
                            (format "Session %s is back; the transcript above is kept"
                                    (alist-get 'sessionId result))))
                         (agent-shell--on-session buffer result)))

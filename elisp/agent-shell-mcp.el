@@ -21,17 +21,17 @@
 ;;   `agent-shell-mcp--status' for the header line.
 ;;
 ;; agent-shell.el requires this file; requests go through its
-;; `agent-shell--request' and notices through `agent-shell--notice'.
+;; `agent-shell-bridge--request' and notices through `agent-shell-transcript--notice'.
 
 ;;; Code:
 
 (require 'cl-lib)
 (require 'subr-x)
 
-(declare-function agent-shell--request "agent-shell-bridge" (method params &rest args))
-(declare-function agent-shell--notice "agent-shell-transcript" (text))
-(declare-function agent-shell--trust-root "agent-shell-project" (root))
-(declare-function agent-shell--project-file-bytes "agent-shell-project" (file))
+(declare-function agent-shell-bridge--request "agent-shell-bridge" (method params &rest args))
+(declare-function agent-shell-transcript--notice "agent-shell-transcript" (text))
+(declare-function agent-shell-project--trust-root "agent-shell-project" (root))
+(declare-function agent-shell-project--file-bytes "agent-shell-project" (file))
 
 ;;; Options
 
@@ -180,14 +180,14 @@ An alist with `mcpServers' (a vector of ACP server objects),
     (when show-notices
       (let ((notices (alist-get 'notices status)))
         (dolist (notice (if (vectorp notices) (append notices nil) notices))
-          (agent-shell--notice notice))))
+          (agent-shell-transcript--notice notice))))
     (force-mode-line-update)))
 
 (defun agent-shell-mcp-on-update (update)
   "Apply an `mcp_servers' session UPDATE: new status, and its notice if any."
   (setq agent-shell-mcp--status update)
   (when-let ((notice (alist-get 'notice update)))
-    (agent-shell--notice notice))
+    (agent-shell-transcript--notice notice))
   (force-mode-line-update))
 
 (defun agent-shell-mcp-header ()
@@ -251,12 +251,12 @@ them only after you trust the file's current content; any change
 needs trust again.  What is trusted is exactly the bytes shown.  ROOT
 defaults to this session's project, else the current project."
   (interactive)
-  (let* ((root (agent-shell--trust-root root))
+  (let* ((root (agent-shell-project--trust-root root))
          (file (expand-file-name ".mcp.json" root))
-         (bytes (agent-shell--project-file-bytes file)))
+         (bytes (agent-shell-project--file-bytes file)))
     (when (or (not (called-interactively-p 'interactive))
               (agent-shell-mcp--review file bytes))
-      (agent-shell--request
+      (agent-shell-bridge--request
        "mcp/trust" `((cwd . ,(directory-file-name root))
                      (sha256 . ,(secure-hash 'sha256 bytes)))
        :on-success

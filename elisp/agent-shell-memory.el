@@ -20,6 +20,7 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'agent-shell-session)
 (require 'subr-x)
 (require 'tabulated-list)
 
@@ -40,14 +41,14 @@
 
 (defun agent-shell-memory--shell-buffer ()
   "Return the shell buffer to save from: the current one, else the project's."
-  (if (and (derived-mode-p 'agent-shell-mode) agent-shell--session-id)
+  (if (and (derived-mode-p 'agent-shell-mode) (agent-shell-session-id agent-shell--session))
       (current-buffer)
-    (let ((root (agent-shell--project-root)))
+    (let ((root (agent-shell-project--root)))
       (or (cl-find-if (lambda (b)
                         (with-current-buffer b
                           (and (derived-mode-p 'agent-shell-mode)
-                               agent-shell--session-id
-                               (equal agent-shell--root root))))
+                               (agent-shell-session-id agent-shell--session)
+                               (equal (agent-shell-session-root agent-shell--session) root))))
                       (buffer-list))
           (user-error "No agent-shell session for %s" root)))))
 
@@ -132,8 +133,8 @@ Only regular `*.md' files not starting with a dot count."
   "Extract an experience from the current session now and open it for review."
   (interactive)
   (let* ((buffer (agent-shell-memory--shell-buffer))
-         (session (buffer-local-value 'agent-shell--session-id buffer))
-         (conn (or (agent-shell--live-connection)
+         (session (agent-shell-session-id (buffer-local-value 'agent-shell--session buffer)))
+         (conn (or (agent-shell-bridge--live-connection)
                    (user-error "The bridge is not running"))))
     (message "agent-shell: saving an experience…")
     (agent-shell-rpc-request
@@ -184,7 +185,7 @@ Only regular `*.md' files not starting with a dot count."
   "List the experiences of project ROOT (default: the current project)."
   (interactive)
   (let* ((root (file-name-as-directory
-                (expand-file-name (or root (agent-shell--project-root)))))
+                (expand-file-name (or root (agent-shell-project--root)))))
          (buffer (get-buffer-create
                   (format "*agent-shell memory: %s*"
                           (file-name-nondirectory (directory-file-name root))))))

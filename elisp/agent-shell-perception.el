@@ -9,7 +9,9 @@
 ;; point), `project_status' (git state through a plain git subprocess),
 ;; `symbol_search' (xref first, ripgrep as the fallback), `org_search'
 ;; (an org file's heading outline) and `open_file' (show a file to the
-;; user without taking their window).
+;; user without taking their window).  Each prompt also carries
+;; `agent-shell-perception-context-snapshot', a cheap description of the
+;; user's editing context.
 ;;
 ;; Each handler takes ARGS and CONTEXT as described in
 ;; agent-shell-tools.el, which dispatches to them, and returns an alist
@@ -20,6 +22,8 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'agent-shell-tools)
+(require 'agent-shell-custom)
+(require 'agent-shell-session)
 
 (declare-function flymake-diagnostics "flymake" (&optional beg end))
 (declare-function xref-find-backend "xref" ())
@@ -569,6 +573,54 @@ An unmodified buffer whose file changed on disk is reverted first."
         (line_count . ,count)
         (major_mode . ,(symbol-name (buffer-local-value 'major-mode buffer)))
         (displayed . ,(agent-shell-tools-bool window))))))
+
+;;; The context snapshot sent with each prompt
+
+(defun agent-shell-perception--user-buffer ()
+  "Return the buffer the user most recently worked in, or nil."
+  (cl-find-if (lambda (b)
+                (and (buffer-file-name b)
+                     (not (string-prefix-p " " (buffer-name b)))))
+              (buffer-list (selected-frame))))
+
+(defun agent-shell-perception-context-snapshot (&optional root)
+  "Return a cheap snapshot of the user's editing context for `session/prompt'.
+It names the file of the most recent file buffer, its point line and
+column, whether the region is active, and the project ROOT.  A file
+outside ROOT and `agent-shell-extra-allowed-paths' is not described:
+the snapshot only says that the user's buffer is outside the project."
+  (let* ((root (or root
+                   (and agent-shell--session
+                        (agent-shell-session-root agent-shell--session))
+                   default-directory))
+         (buffer (agent-shell-perception--user-buffer))
+         (inside (and buffer
+                      (ignore-error agent-shell-tool-error
+                        (agent-shell-tools-inside-roots
+                         (buffer-file-name buffer)
+                         `((root . ,(expand-file-name root))
+                           (extra_roots . ,(mapcar #'expand-file-name
+                                                   agent-shell-extra-allowed-paths))))))))
+    `((root . ,root)
+      ,@(when (and buffer (not inside))
+          '((outside_project . t)))
+      ,@(when inside
+          (with-current-buffer buffer
+            `((file . ,(buffer-file-name buffer))
+              (buffer . ,(buffer-name buffer))
+              (major_mode . ,(symbol-name major-mode))
+              (line . ,(line-number-at-pos nil t))
+              (column . ,(current-column))
+              (modified . ,(if (buffer-modified-p) t :json-false))
+              (region . ,(if (region-active-p) t :json-false))
+              ,@(when (region-active-p)
+                  `((region_start_line . ,(line-number-at-pos (region-beginning) t))
+                    (region_end_line . ,(line-number-at-pos (region-end) t))))))))))
+
+;;; Obsolete names
+
+(define-obsolete-function-alias 'agent-shell-context-snapshot
+  #'agent-shell-perception-context-snapshot "0.2")
 
 (provide 'agent-shell-perception)
 ;;; agent-shell-perception.el ends here

@@ -11,6 +11,7 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'agent-shell-session)
 (require 'subr-x)
 (require 'agent-shell-custom)
 (require 'agent-shell-rpc)
@@ -24,26 +25,26 @@
 
 (cl-defmethod agent-shell-rpc-handle (_conn (_m (eql session/update)) params _id)
   "Render the `session/update' notification PARAMS in its shell buffer."
-  (when-let ((buffer (agent-shell--session-buffer (alist-get 'sessionId params))))
+  (when-let ((buffer (agent-shell-bridge--session-buffer (alist-get 'sessionId params))))
     (with-current-buffer buffer
-      (agent-shell--apply-update (alist-get 'update params))))
+      (agent-shell-transcript--apply-update (alist-get 'update params))))
   nil)
 
 (cl-defmethod agent-shell-rpc-handle (_conn (_m (eql log/entry)) params _id)
   "Add the `log/entry' PARAMS to the session's action log.
 The experiences recalled for a turn are also named in its shell buffer."
-  (when-let ((log (agent-shell--log-buffer-for (alist-get 'session_id params))))
+  (when-let ((log (agent-shell-bridge--log-buffer-for (alist-get 'session_id params))))
     (agent-shell-log-insert-entry log params))
-  (agent-shell--show-recalled params)
+  (agent-shell-lifecycle--show-recalled params)
   nil)
 
 (cl-defmethod agent-shell-rpc-handle (_conn (_m (eql log/update)) params _id)
   "Apply the `log/update' PARAMS to the session's action log."
-  (when-let ((log (agent-shell--log-buffer-for (alist-get 'session_id params))))
+  (when-let ((log (agent-shell-bridge--log-buffer-for (alist-get 'session_id params))))
     (agent-shell-log-apply-update log params))
   nil)
 
-(defun agent-shell--run-tool (conn id params)
+(defun agent-shell-permissions--run-tool (conn id params)
   "Run the tool of `tool/call' PARAMS and answer request ID on CONN."
   (let ((outcome
          (condition-case err
@@ -59,7 +60,7 @@ The experiences recalled for a turn are also named in its shell buffer."
 
 (cl-defmethod agent-shell-rpc-handle (conn (_m (eql tool/call)) params id)
   "Answer the `tool/call' request ID with PARAMS on CONN."
-  (agent-shell--run-tool conn id params)
+  (agent-shell-permissions--run-tool conn id params)
   nil)
 
 (cl-defmethod agent-shell-rpc-handle (conn (_m (eql session/request_permission))
@@ -68,23 +69,24 @@ The experiences recalled for a turn are also named in its shell buffer."
   (let* ((key (format "%s" (or (alist-get 'logEntryId params) id)))
          (session (alist-get 'sessionId params))
          (title (or (alist-get 'title (alist-get 'toolCall params)) "a step")))
-    (setq agent-shell--permissions
-          (append agent-shell--permissions
-                  (list (list :key key :conn conn :id id :session session
-                              :params params))))
-    (when-let ((buffer (agent-shell--session-buffer session)))
+    (setf (agent-shell-bridge-permissions agent-shell-bridge--current)
+          (append (agent-shell-bridge-permissions agent-shell-bridge--current)
+                  (list (agent-shell-bridge-permission-create
+                         :key key :conn conn :id id :session session
+                         :params params))))
+    (when-let ((buffer (agent-shell-bridge--session-buffer session)))
       (with-current-buffer buffer
-        (agent-shell--note-waiting
+        (agent-shell-transcript--note-waiting
          (alist-get 'toolCallId (alist-get 'toolCall params))
-         (agent-shell--notice
+         (agent-shell-transcript--notice
           (format "Waiting for you: %s — y/n in the log (C-c C-l), \
 or C-c C-y / C-c C-n here%s" title
                   (if-let ((note (alist-get 'note params))) (concat "\n" note) "")))
          title)
-        (agent-shell--set-state 'waiting))))
+        (agent-shell-header--set-state 'waiting))))
   nil)
 
-(defun agent-shell--grant-text (params)
+(defun agent-shell-permissions--grant-text (params)
   "Return the scope of an `allow_session' answer to permission PARAMS.
 The bridge's own description (PARAMS' `grant') is used when present."
   (let* ((described (alist-get 'description (alist-get 'grant params)))
@@ -97,19 +99,20 @@ The bridge's own description (PARAMS' `grant') is used when present."
            (format "the command `%s' in the same directory" command))
           (t (format "%s on any file" (car (split-string title " " t)))))))
 
-(defun agent-shell--permission-grant-text (entry-id)
+(defun agent-shell-permissions--entry-grant-text (entry-id)
   "Return what approving log entry ENTRY-ID for the session grants, or nil.
 This is `agent-shell-log-grant-function'."
-  (when-let ((permission (agent-shell--permission-waiting-p entry-id)))
-    (agent-shell--grant-text (plist-get permission :params))))
+  (when-let ((permission (agent-shell-permissions--waiting-p entry-id)))
+    (agent-shell-permissions--grant-text
+     (agent-shell-bridge-permission-params permission))))
 
-(defun agent-shell--show-decision (permission decision reason)
+(defun agent-shell-permissions--show-decision (permission decision reason)
   "Show in the shell buffer that PERMISSION was answered with DECISION.
 The waiting notice becomes the decision; REASON goes with a rejection.
 An `approve-session' decision is remembered as a grant."
-  (let* ((params (plist-get permission :params))
+  (let* ((params (agent-shell-bridge-permission-params permission))
          (call-id (alist-get 'toolCallId (alist-get 'toolCall params))))
-    (agent-shell--resolve-waiting
+    (agent-shell-transcript--resolve-waiting
      call-id
      (pcase decision
        ('approve "Approved: %s")
@@ -117,78 +120,92 @@ An `approve-session' decision is remembered as a grant."
        (_ (concat "Rejected: %s"
                   (if reason (concat " — " (string-replace "%" "%%" reason)) "")))))
     (when (eq decision 'approve-session)
-      (let ((what (agent-shell--grant-text params)))
-        (push what agent-shell--grants)
-        (agent-shell--notice (format "Allowed for this session: %s" what))
+      (let ((what (agent-shell-permissions--grant-text params)))
+        (push what (agent-shell-session-grants agent-shell--session))
+        (agent-shell-transcript--notice (format "Allowed for this session: %s" what))
         (force-mode-line-update)))))
 
-(defun agent-shell--option-id (decision)
+(defun agent-shell-permissions--option-id (decision)
   "Return the permission option id of DECISION."
   (pcase decision
     ('approve "allow_once")
     ('approve-session "allow_session")
     (_ "reject_once")))
 
-(defun agent-shell--answer-permission (permission decision reason)
-  "Answer PERMISSION (a plist) with DECISION and REASON.
+(defun agent-shell-permissions--answer (permission decision reason)
+  "Answer PERMISSION (an `agent-shell-bridge-permission') with DECISION and REASON.
 The request stays pending until the bridge has accepted the answer,
 so a decision that could not be delivered can be given again."
-  (when (plist-get permission :sending)
+  (when (agent-shell-bridge-permission-sending permission)
     (user-error "That decision is being sent"))
-  (plist-put permission :sending t)
-  (plist-put permission :decision (cons decision reason))
+  (setf (agent-shell-bridge-permission-sending permission) t)
+  (setf (agent-shell-bridge-permission-decision permission) (cons decision reason))
   (let ((done nil))
     (unwind-protect
         (progn
           (agent-shell-rpc-respond
-           (plist-get permission :conn) (plist-get permission :id)
+           (agent-shell-bridge-permission-conn
+            permission) (agent-shell-bridge-permission-id permission)
            `((outcome . ((outcome . "selected")
-                         (optionId . ,(agent-shell--option-id decision))))
+                         (optionId . ,(agent-shell-permissions--option-id decision))))
              ,@(and reason `((reason . ,reason))))
-           (lambda (ok) (agent-shell--permission-answered permission ok)))
+           (lambda (ok) (agent-shell-permissions--answered permission ok)))
           (setq done t))
       (unless done
-        (plist-put permission :sending nil)))))
+        (setf (agent-shell-bridge-permission-sending permission) nil)))))
 
-(defun agent-shell--permission-answered (permission ok)
+(defun agent-shell-permissions--answered (permission ok)
   "Finish answering PERMISSION; OK is nil when the answer was not delivered."
-  (plist-put permission :sending nil)
-  (let ((buffer (agent-shell--session-buffer (plist-get permission :session))))
+  (setf (agent-shell-bridge-permission-sending permission) nil)
+  (let ((buffer (agent-shell-bridge--session-buffer
+                 (agent-shell-bridge-permission-session permission))))
     (if (not ok)
         (progn
-          (agent-shell-log-unsend (agent-shell--log-buffer-for
-                                   (plist-get permission :session))
-                                  (plist-get permission :key))
+          (agent-shell-log-unsend (agent-shell-bridge--log-buffer-for
+                                   (agent-shell-bridge-permission-session permission))
+                                  (agent-shell-bridge-permission-key permission))
           (message "agent-shell: the decision did not reach the bridge; give it again"))
-      (setq agent-shell--permissions (delq permission agent-shell--permissions))
+      (setf (agent-shell-bridge-permissions agent-shell-bridge--current)
+            (delq permission (agent-shell-bridge-permissions agent-shell-bridge--current)))
       (when buffer
         (with-current-buffer buffer
-          (let ((decision (plist-get permission :decision)))
-            (agent-shell--show-decision permission (car decision) (cdr decision)))
-          (unless (cl-find agent-shell--session-id agent-shell--permissions
-                           :key (lambda (p) (plist-get p :session)) :test #'equal)
-            (agent-shell--set-state (if agent-shell--turn-id 'thinking 'idle))))))))
+          (let ((decision (agent-shell-bridge-permission-decision permission)))
+            (agent-shell-permissions--show-decision permission (car decision)
+                                                    (cdr decision)))
+          (unless (cl-find (agent-shell-session-id agent-shell--session)
+                           (agent-shell-bridge-permissions agent-shell-bridge--current)
+                           :key #'agent-shell-bridge-permission-session :test #'equal)
+            (agent-shell-header--set-state
+             (if (agent-shell-session-turn-id agent-shell--session) 'thinking 'idle))))))))
 
-(defun agent-shell--permission-waiting-p (entry-id)
+(defun agent-shell-permissions--waiting-p (entry-id)
   "Return non-nil when a permission request waits for log entry ENTRY-ID."
-  (cl-find (format "%s" entry-id) agent-shell--permissions
-           :key (lambda (p) (plist-get p :key)) :test #'equal))
+  (cl-find (format "%s" entry-id)
+           (agent-shell-bridge-permissions agent-shell-bridge--current)
+           :key #'agent-shell-bridge-permission-key :test #'equal))
 
-(defun agent-shell-log-decide (entry-id decision reason)
+(defun agent-shell-permissions-log-decide (entry-id decision reason)
   "Answer the permission request of log entry ENTRY-ID with DECISION.
 DECISION is `approve', `reject' or `approve-session'; REASON is a
 string or nil.  This is `agent-shell-log-decision-function'."
-  (let ((permission (cl-find (format "%s" entry-id) agent-shell--permissions
-                             :key (lambda (p) (plist-get p :key))
-                             :test #'equal)))
+  (let ((permission
+         (cl-find (format "%s" entry-id)
+                  (agent-shell-bridge-permissions agent-shell-bridge--current)
+                  :key #'agent-shell-bridge-permission-key
+                  :test #'equal)))
     (unless permission
       (user-error "No permission request waits for that step"))
-    (agent-shell--answer-permission permission decision reason)))
+    (agent-shell-permissions--answer permission decision reason)))
 
-(setq agent-shell-log-decision-function #'agent-shell-log-decide)
-(setq agent-shell-log-answerable-function #'agent-shell--permission-waiting-p)
-(setq agent-shell-log-grant-function #'agent-shell--permission-grant-text)
+(setq agent-shell-log-decision-function #'agent-shell-permissions-log-decide)
+(setq agent-shell-log-answerable-function #'agent-shell-permissions--waiting-p)
+(setq agent-shell-log-grant-function #'agent-shell-permissions--entry-grant-text)
 (define-key agent-shell-log-mode-map (kbd "G") #'agent-shell-grants)
+
+;;; Obsolete names
+
+(define-obsolete-function-alias 'agent-shell-log-decide
+  #'agent-shell-permissions-log-decide "0.2")
 
 (provide 'agent-shell-permissions)
 ;;; agent-shell-permissions.el ends here

@@ -24,17 +24,16 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'agent-shell-session)
 (require 'subr-x)
 (require 'org)
 (require 'agent-shell-rpc)
 
-(declare-function agent-shell--session-buffer "agent-shell" (session-id))
-(declare-function agent-shell--notice "agent-shell-transcript" (text))
-(declare-function agent-shell--set-state "agent-shell-transcript" (state &optional detail))
-(defvar agent-shell--name)
-(defvar agent-shell--turn-id)
-(defvar agent-shell--plan-notice)
-(declare-function agent-shell--resolve-plan-notice "agent-shell-lifecycle" (text))
+(declare-function agent-shell-bridge--session-buffer "agent-shell" (session-id))
+(declare-function agent-shell-transcript--notice "agent-shell-transcript" (text))
+(declare-function agent-shell-header--set-state "agent-shell-transcript"
+                  (state &optional detail))
+(declare-function agent-shell-lifecycle--resolve-plan-notice "agent-shell-lifecycle" (text))
 
 ;;; Options
 
@@ -188,7 +187,8 @@ REVIEWING is non-nil while the plan waits for the user's answer."
     (when (re-search-forward (format "^\\*+[ \t]+%s\\b.*$" (regexp-quote title)) nil t)
       (let ((start (min (point-max) (1+ (point)))))
         (buffer-substring-no-properties
-         start (if (re-search-forward "^\\*+[ \t]" nil t) (match-beginning 0) (point-max)))))))
+         start (if (re-search-forward "^\\*+[ \t]" nil t) (match-beginning 0)
+                 (point-max)))))))
 
 (defun agent-shell-plan--parse-steps (text)
   "Return the checklist items in TEXT as a list of alists.
@@ -200,7 +200,8 @@ TEXT is the body of the plan's Steps section."
         (when step (push (nreverse step) steps))
         (setq step (list (cons 'title (string-trim (match-string 1 line))))
               details nil))
-       ((and step (string-match "\\`[ \t]+[-+][ \t]+\\(files\\|expected\\|verify\\|result\\)[ \t]*:[ \t]*\\(.*\\)\\'" line))
+       ((and step (string-match
+                   "\\`[ \t]+[-+][ \t]+\\(files\\|expected\\|verify\\|result\\)[ \t]*:[ \t]*\\(.*\\)\\'" line))
         (let ((key (intern (match-string 1 line)))
               (value (string-trim (match-string 2 line))))
           (setq details t)
@@ -218,7 +219,8 @@ TEXT is the body of the plan's Steps section."
                 `((title . ,(alist-get 'title s))
                   (files . ,(vconcat (alist-get 'files s)))
                   (expected . ,(or (alist-get 'expected s) ""))
-                  (verify . ,(if (or (null verify) (string-empty-p verify)) :null verify)))))
+                  (verify . ,(if (or (null verify) (string-empty-p verify)) :null
+                               verify)))))
             (nreverse steps))))
 
 (defun agent-shell-plan-parse ()
@@ -242,14 +244,15 @@ The value is an alist of `goal', `steps' (a vector of alists with
 
 (defun agent-shell-plan--session-name (session)
   "Return the name of SESSION's shell, or SESSION when it has none."
-  (let ((shell (and (fboundp 'agent-shell--session-buffer)
-                    (agent-shell--session-buffer session))))
-    (if shell (buffer-local-value 'agent-shell--name shell) session)))
+  (let ((shell (and (fboundp 'agent-shell-bridge--session-buffer)
+                    (agent-shell-bridge--session-buffer session))))
+    (if shell (agent-shell-session-name (buffer-local-value 'agent-shell--session shell))
+      session)))
 
 (defun agent-shell-plan--in-shell (session fn)
   "Call FN in the shell buffer of SESSION, when there is one."
-  (when-let ((shell (and (fboundp 'agent-shell--session-buffer)
-                         (agent-shell--session-buffer session))))
+  (when-let ((shell (and (fboundp 'agent-shell-bridge--session-buffer)
+                         (agent-shell-bridge--session-buffer session))))
     (with-current-buffer shell (funcall fn))))
 
 (defun agent-shell-plan--answer (result)
@@ -264,16 +267,17 @@ The value is an alist of `goal', `steps' (a vector of alists with
     (agent-shell-plan--in-shell
      (plist-get request :session)
      (lambda ()
-       (when (fboundp 'agent-shell--resolve-plan-notice)
-         (agent-shell--resolve-plan-notice
+       (when (fboundp 'agent-shell-lifecycle--resolve-plan-notice)
+         (agent-shell-lifecycle--resolve-plan-notice
           (if (equal (alist-get 'outcome result) "approved")
               "Plan approved"
             (concat "Plan rejected"
                     (if-let ((reason (alist-get 'reason result)))
                         (concat ": " reason)
                       "")))))
-       (when (fboundp 'agent-shell--set-state)
-         (agent-shell--set-state (if agent-shell--turn-id 'thinking 'idle)))))))
+       (when (fboundp 'agent-shell-header--set-state)
+         (agent-shell-header--set-state
+          (if (agent-shell-session-turn-id agent-shell--session) 'thinking 'idle)))))))
 
 (cl-defmethod agent-shell-rpc-handle (conn (_m (eql session/request_plan)) params id)
   "Show the plan of request ID (PARAMS from CONN) for review."
@@ -293,13 +297,13 @@ The value is an alist of `goal', `steps' (a vector of alists with
     (agent-shell-plan--in-shell
      session
      (lambda ()
-       (when (fboundp 'agent-shell--notice)
-         (let ((range (agent-shell--notice
+       (when (fboundp 'agent-shell-transcript--notice)
+         (let ((range (agent-shell-transcript--notice
                        (format "Plan waiting for you in %s: C-c C-c approves, C-c C-k rejects"
                                (buffer-name buffer)))))
-           (when (boundp 'agent-shell--plan-notice)
-             (setq agent-shell--plan-notice range)))
-         (agent-shell--set-state 'waiting))))
+           (when agent-shell--session
+             (setf (agent-shell-session-plan-notice agent-shell--session) range)))
+         (agent-shell-header--set-state 'waiting))))
     (if agent-shell-plan-select-window
         (pop-to-buffer buffer)
       (display-buffer buffer)))

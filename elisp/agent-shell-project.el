@@ -7,23 +7,24 @@
 ;; What agent-shell knows about a project before it opens a session:
 ;;
 ;; - the model API key, from `agent-shell-api-key', `auth-source' or
-;;   the environment (`agent-shell-api-key', the function);
-;; - the project root (`agent-shell--project-root');
-;; - the `.agent-shell/' directory and its files (`agent-shell-scaffold');
+;;   the environment (`agent-shell-project-api-key');
+;; - the project root (`agent-shell-project--root');
+;; - the `.agent-shell/' directory and its files (`agent-shell-project-scaffold');
 ;; - `.agent-shell/config.el' and `.agent-shell/allowlist.el', which are
-;;   data: `agent-shell-read-data-file' reads them with `read' and
-;;   evaluates nothing, and `agent-shell-read-config' keeps only literal
-;;   settings of `agent-shell--config-variables' with the right type;
-;; - `agent-shell-trust-allowlist', which shows the allowlist and asks
-;;   the bridge to trust exactly those bytes, and `agent-shell-trust-config',
+;;   data: `agent-shell-project-read-data-file' reads them with `read' and
+;;   evaluates nothing, and `agent-shell-project-read-config' keeps only literal
+;;   settings of `agent-shell-project--config-variables' with the right type;
+;; - `agent-shell-project-trust-allowlist', which shows the allowlist and asks
+;;   the bridge to trust exactly those bytes, and `agent-shell-project-trust-config',
 ;;   the same for a `config.el' that turns the sandbox off.
 ;;
 ;; agent-shell.el requires this file and defines the options read
-;; here; the trust request goes through its `agent-shell--request'.
+;; here; the trust request goes through its `agent-shell-bridge--request'.
 
 ;;; Code:
 
 (require 'cl-lib)
+(require 'agent-shell-session)
 (require 'subr-x)
 (require 'project)
 (require 'auth-source)
@@ -33,56 +34,55 @@
 (defvar agent-shell-api-base)
 (defvar agent-shell-api-key)
 (defvar agent-shell-workspace-root)
-(defvar agent-shell--root)
-(declare-function agent-shell--request "agent-shell" (method params &rest args))
+(declare-function agent-shell-bridge--request "agent-shell" (method params &rest args))
 
 ;;; Internals: key and project files
 
-(defun agent-shell--nonempty (value)
+(defun agent-shell-project--nonempty (value)
   "Return VALUE when it is a non-empty string, else nil."
   (and (stringp value) (not (string-empty-p value)) value))
 
-(defun agent-shell--api-host ()
+(defun agent-shell-project--api-host ()
   "Return the host part of `agent-shell-api-base'."
   (url-host (url-generic-parse-url agent-shell-api-base)))
 
-(defun agent-shell--auth-source-key ()
+(defun agent-shell-project--auth-source-key ()
   "Return the key stored in `auth-source' for the API host, or nil."
-  (when-let* ((host (agent-shell--api-host))
+  (when-let* ((host (agent-shell-project--api-host))
               (found (car (auth-source-search :host host :require '(:secret)
                                               :max 1)))
               (secret (plist-get found :secret)))
-    (agent-shell--nonempty (if (functionp secret) (funcall secret) secret))))
+    (agent-shell-project--nonempty (if (functionp secret) (funcall secret) secret))))
 
-(defun agent-shell--api-key-and-source ()
+(defun agent-shell-project--api-key-and-source ()
   "Return (KEY . SOURCE) for the model API key.
 SOURCE says where KEY was found, never what it is: \"option\",
 \"auth-source\", \"env:NAME\", or \"none\" with KEY nil.  The
 order is `agent-shell-api-key', `auth-source' for the host of
 `agent-shell-api-base', then the environment variables
 AGENT_SHELL_API_KEY, DEEPSEEK_API_KEY and OPENAI_API_KEY."
-  (let ((option (agent-shell--nonempty (if (functionp agent-shell-api-key)
-                                           (funcall agent-shell-api-key)
-                                         agent-shell-api-key))))
+  (let ((option (agent-shell-project--nonempty (if (functionp agent-shell-api-key)
+                                                   (funcall agent-shell-api-key)
+                                                 agent-shell-api-key))))
     (if option
         (cons option "option")
-      (let ((stored (agent-shell--auth-source-key)))
+      (let ((stored (agent-shell-project--auth-source-key)))
         (if stored
             (cons stored "auth-source")
           (or (cl-some (lambda (var)
-                         (let ((value (agent-shell--nonempty (getenv var))))
+                         (let ((value (agent-shell-project--nonempty (getenv var))))
                            (and value (cons value (concat "env:" var)))))
                        '("AGENT_SHELL_API_KEY" "DEEPSEEK_API_KEY" "OPENAI_API_KEY"))
               (cons nil "none")))))))
 
-(defun agent-shell-api-key ()
+(defun agent-shell-project-api-key ()
   "Return the model API key, or nil when none is configured.
 The order is `agent-shell-api-key', `auth-source' for the host of
 `agent-shell-api-base', then the environment variables
 AGENT_SHELL_API_KEY, DEEPSEEK_API_KEY and OPENAI_API_KEY."
-  (car (agent-shell--api-key-and-source)))
+  (car (agent-shell-project--api-key-and-source)))
 
-(defconst agent-shell--config-variables
+(defconst agent-shell-project--config-variables
   '(agent-shell-model agent-shell-context-window agent-shell-max-steps
     agent-shell-default-mode agent-shell-sandbox)
   "Variables a project's `.agent-shell/config.el' may set.
@@ -91,9 +91,9 @@ a cloned repository must not be able to send the user's key to a host
 of its choosing, nor widen what the agent may read and write.
 `agent-shell-sandbox' is read by the bridge itself, and a nil value
 takes effect only once the user trusts the file
-\=(`agent-shell-trust-config').")
+\=(`agent-shell-project-trust-config').")
 
-(defconst agent-shell--config-template
+(defconst agent-shell-project--config-template
   ";; agent-shell project settings.  This file is DATA: it is read, never
 ;; evaluated.  Only `setq' forms of literal values are understood, for
 ;; the variables agent-shell-model, agent-shell-context-window,
@@ -103,12 +103,12 @@ takes effect only once the user trusts the file
 ;; (setq agent-shell-max-steps 40)
 ;;
 ;; No sandbox for this project's commands (takes effect only after
-;; M-x agent-shell-trust-config):
+;; M-x agent-shell-project-trust-config):
 ;; (setq agent-shell-sandbox nil)
 "
   "Initial content of `.agent-shell/config.el'.")
 
-(defconst agent-shell--allowlist-template
+(defconst agent-shell-project--allowlist-template
   ";; Commands the agent may run without asking, even when the policy
 ;; would call them dangerous.  This file is DATA: it is read, never
 ;; evaluated, and the agent cannot write it.
@@ -119,7 +119,7 @@ takes effect only once the user trusts the file
 "
   "Initial content of `.agent-shell/allowlist.el'.")
 
-(defconst agent-shell--gitignore-template
+(defconst agent-shell-project--gitignore-template
   "# agent-shell's own records stay out of the repository; memory/, config.el and
 # allowlist.el are yours to commit (or not).
 logs/
@@ -131,7 +131,7 @@ workspace/
   "Initial content of `.agent-shell/.gitignore'.
 The bridge writes the same file when a session opens without one.")
 
-(defun agent-shell-scaffold (root)
+(defun agent-shell-project-scaffold (root)
   "Create ROOT's `.agent-shell/' directory and files when missing.
 Return the directory.  Existing files are left alone.  The
 `.gitignore' keeps the records (logs, sessions, snapshots, outputs,
@@ -139,15 +139,15 @@ workspace) out of git; the settings and memory may be committed."
   (let ((dir (expand-file-name ".agent-shell/" root)))
     (dolist (sub '("memory/" "logs/" "workspace/"))
       (make-directory (expand-file-name sub dir) t))
-    (dolist (file `(("config.el" . ,agent-shell--config-template)
-                    ("allowlist.el" . ,agent-shell--allowlist-template)
-                    (".gitignore" . ,agent-shell--gitignore-template)))
+    (dolist (file `(("config.el" . ,agent-shell-project--config-template)
+                    ("allowlist.el" . ,agent-shell-project--allowlist-template)
+                    (".gitignore" . ,agent-shell-project--gitignore-template)))
       (let ((path (expand-file-name (car file) dir)))
         (unless (file-exists-p path)
           (with-temp-file path (insert (cdr file))))))
     dir))
 
-(defun agent-shell--literal (form)
+(defun agent-shell-project--literal (form)
   "Return (t . VALUE) when FORM is a literal, else nil.
 Literals are strings, numbers, nil, t, keywords and quoted data."
   (cond ((or (stringp form) (numberp form) (keywordp form) (memq form '(nil t)))
@@ -156,7 +156,7 @@ Literals are strings, numbers, nil, t, keywords and quoted data."
               (null (cddr form)))
          (cons t (cadr form)))))
 
-(defun agent-shell-read-data-file (file)
+(defun agent-shell-project-read-data-file (file)
   "Read FILE as a sequence of Lisp forms, without evaluating any of them.
 Return the list of forms; a syntax error ends the list with a warning."
   (when (file-readable-p file)
@@ -174,42 +174,42 @@ Return the list of forms; a syntax error ends the list with a warning."
                                           (error-message-string err)))))
         (nreverse forms)))))
 
-(defun agent-shell-read-config (root)
+(defun agent-shell-project-read-config (root)
   "Return ROOT's project settings as an alist (VARIABLE . VALUE).
 Only `(setq VARIABLE LITERAL ...)' forms naming a variable of
-`agent-shell--config-variables' count; anything else is ignored with a
+`agent-shell-project--config-variables' count; anything else is ignored with a
 warning.  Nothing in the file is evaluated."
   (let ((file (expand-file-name ".agent-shell/config.el" root))
         settings)
-    (dolist (form (agent-shell-read-data-file file))
+    (dolist (form (agent-shell-project-read-data-file file))
       (if (not (and (consp form) (eq (car form) 'setq) (proper-list-p form)
                     (cl-evenp (length (cdr form)))))
           (display-warning 'agent-shell (format "%s: ignoring %S" file form))
         (let ((pairs (cdr form)))
           (while pairs
-            (let ((var (pop pairs)) (literal (agent-shell--literal (pop pairs))))
+            (let ((var (pop pairs)) (literal (agent-shell-project--literal (pop pairs))))
               (cond
-               ((not (and (memq var agent-shell--config-variables) literal))
+               ((not (and (memq var agent-shell-project--config-variables) literal))
                 (display-warning
                  'agent-shell (format "%s: ignoring setting of %S" file var)))
-               ((not (agent-shell--config-value-ok-p var (cdr literal)))
+               ((not (agent-shell-project--config-value-ok-p var (cdr literal)))
                 (display-warning
                  'agent-shell (format "%s: ignoring %S: %S is not %s" file var
                                       (cdr literal)
-                                      (agent-shell--config-expected var))))
+                                      (agent-shell-project--config-expected var))))
                (t (push (cons var (cdr literal)) settings))))))))
     (nreverse settings)))
 
-(defun agent-shell--config-value-ok-p (var value)
+(defun agent-shell-project--config-value-ok-p (var value)
   "Return non-nil when VALUE has the type project settings allow for VAR."
   (pcase var
-    ('agent-shell-model (and (agent-shell--nonempty value) t))
+    ('agent-shell-model (and (agent-shell-project--nonempty value) t))
     ('agent-shell-context-window (or (null value) (and (integerp value) (> value 0))))
     ('agent-shell-max-steps (and (integerp value) (> value 0)))
     ('agent-shell-default-mode (memq value '(act ask)))
     ('agent-shell-sandbox (memq value '(nil t off)))))
 
-(defun agent-shell--config-expected (var)
+(defun agent-shell-project--config-expected (var)
   "Describe the values project settings allow for VAR."
   (pcase var
     ('agent-shell-model "a non-empty string")
@@ -218,12 +218,12 @@ warning.  Nothing in the file is evaluated."
     ('agent-shell-default-mode "the symbol act or ask (quoted: 'ask)")
     ('agent-shell-sandbox "nil or t")))
 
-(defun agent-shell--setting (settings var)
+(defun agent-shell-project--setting (settings var)
   "Return VAR's value from SETTINGS, else its global value."
   (let ((cell (assq var settings)))
     (if cell (cdr cell) (symbol-value var))))
 
-(defun agent-shell--project-root (&optional ask)
+(defun agent-shell-project--root (&optional ask)
   "Return the project root for a new session.
 With ASK non-nil, read a directory."
   (file-name-as-directory
@@ -236,7 +236,7 @@ With ASK non-nil, read a directory."
           (agent-shell-workspace-root)
           (t default-directory)))))
 
-(defun agent-shell--wide-root (root)
+(defun agent-shell-project--wide-root (root)
   "Return a description of ROOT when it is $HOME or /, else nil.
 Such a directory is never a project silently: the agent could read
 and change everything below it."
@@ -248,20 +248,20 @@ and change everything below it."
                 (equal true (file-name-as-directory (file-truename home))))
            (format "your home directory %s" (directory-file-name home))))))
 
-(defun agent-shell--confirmed-root (root)
+(defun agent-shell-project--confirmed-root (root)
   "Return (ROOT . WIDE-CONFIRMED) for a new session, asking when ROOT is too wide.
 When ROOT is $HOME or /, read a project directory instead, saying
 why.  Choosing $HOME or / again needs an explicit `yes-or-no-p';
 WIDE-CONFIRMED is then t, and only then may the session's parameters
 carry the override the bridge asks for."
   (let ((confirmed nil))
-    (while (let ((wide (and (not confirmed) (agent-shell--wide-root root))))
+    (while (let ((wide (and (not confirmed) (agent-shell-project--wide-root root))))
              (when wide
                (setq root (read-directory-name
                            (format "agent-shell: %s is not a project (the agent could \
 read and change everything in it).  Project directory: " wide)
                            nil nil t))
-               (when-let ((again (agent-shell--wide-root root)))
+               (when-let ((again (agent-shell-project--wide-root root)))
                  (setq confirmed
                        (yes-or-no-p
                         (format "The agent could read and change any file in %s \
@@ -271,14 +271,14 @@ read and change everything in it).  Project directory: " wide)
 
 ;;; Commands
 
-(defconst agent-shell--allowlist-review-buffer "*agent-shell allowlist review*"
+(defconst agent-shell-project--allowlist-review-buffer "*agent-shell allowlist review*"
   "Name of the buffer showing an allowlist while the user decides.")
 
-(defun agent-shell--review-allowlist (file bytes &optional question)
+(defun agent-shell-project--review-allowlist (file bytes &optional question)
   "Show BYTES, the content of allowlist FILE, and ask whether to trust it.
 QUESTION is the prompt, a format string for FILE.  The review buffer
 goes away once the question is answered (or quit)."
-  (let ((review (get-buffer-create agent-shell--allowlist-review-buffer)))
+  (let ((review (get-buffer-create agent-shell-project--allowlist-review-buffer)))
     (unwind-protect
         (progn
           (with-current-buffer review
@@ -296,11 +296,14 @@ goes away once the question is answered (or quit)."
           (quit-window nil window))
         (kill-buffer review)))))
 
-(defun agent-shell--trust-root (root)
+(defun agent-shell-project--trust-root (root)
   "Return ROOT, else this session's project, else the current project."
-  (file-name-as-directory (or root agent-shell--root (agent-shell--project-root))))
+  (file-name-as-directory (or root
+                              (and agent-shell--session
+                                   (agent-shell-session-root agent-shell--session))
+                              (agent-shell-project--root))))
 
-(defun agent-shell--project-file-bytes (file)
+(defun agent-shell-project--file-bytes (file)
   "Return the exact bytes of the project's settings FILE, to review and hash.
 Signal a `user-error' when it is missing or a symlink."
   (unless (and (file-regular-p file) (not (file-symlink-p file)))
@@ -311,7 +314,7 @@ Signal a `user-error' when it is missing or a symlink."
     (insert-file-contents-literally file)
     (buffer-string)))
 
-(defun agent-shell-trust-allowlist (&optional root)
+(defun agent-shell-project-trust-allowlist (&optional root)
   "Review ROOT's `.agent-shell/allowlist.el' and let its commands run unasked.
 The bridge applies a project's allowlist only after you trust its
 current content, so a cloned repository cannot allow itself dangerous
@@ -320,13 +323,13 @@ trusted is exactly the bytes shown: if the file changes before the
 bridge reads it, trust is refused.  ROOT defaults to this session's
 project, else the current project."
   (interactive)
-  (let* ((root (agent-shell--trust-root root))
+  (let* ((root (agent-shell-project--trust-root root))
          (file (expand-file-name ".agent-shell/allowlist.el" root))
-         (bytes (agent-shell--project-file-bytes file))
+         (bytes (agent-shell-project--file-bytes file))
          (interactive (called-interactively-p 'interactive)))
     (when (or (not interactive)
-              (agent-shell--review-allowlist file bytes))
-      (agent-shell--request
+              (agent-shell-project--review-allowlist file bytes))
+      (agent-shell-bridge--request
        "policy/trust_allowlist" `((cwd . ,(directory-file-name root))
                                   (sha256 . ,(secure-hash 'sha256 bytes)))
        :on-success
@@ -336,7 +339,7 @@ project, else the current project."
        :on-error
        (lambda (err) (message "Trusting the allowlist failed: %s" (alist-get 'message err)))))))
 
-(defun agent-shell-trust-config (&optional root)
+(defun agent-shell-project-trust-config (&optional root)
   "Review ROOT's `.agent-shell/config.el' and let it turn the sandbox off.
 A project's config.el may set `agent-shell-sandbox' to nil, so that
 the commands that run without your yes run outside the bridge's
@@ -345,14 +348,14 @@ that only after you trust the file's current content; any change needs
 trust again.  ROOT defaults to this session's project, else the
 current project."
   (interactive)
-  (let* ((root (agent-shell--trust-root root))
+  (let* ((root (agent-shell-project--trust-root root))
          (file (expand-file-name ".agent-shell/config.el" root))
-         (bytes (agent-shell--project-file-bytes file))
+         (bytes (agent-shell-project--file-bytes file))
          (interactive (called-interactively-p 'interactive)))
     (when (or (not interactive)
-              (agent-shell--review-allowlist
+              (agent-shell-project--review-allowlist
                file bytes "Trust %s as shown, letting it turn the sandbox off? "))
-      (agent-shell--request
+      (agent-shell-bridge--request
        "policy/trust_config" `((cwd . ,(directory-file-name root))
                                (sha256 . ,(secure-hash 'sha256 bytes)))
        :on-success
@@ -361,6 +364,21 @@ current project."
                   (or (alist-get 'label (alist-get 'sandbox result)) "?")))
        :on-error
        (lambda (err) (message "Trusting config.el failed: %s" (alist-get 'message err)))))))
+
+;;; Obsolete names
+
+(define-obsolete-function-alias 'agent-shell-api-key
+  #'agent-shell-project-api-key "0.2")
+(define-obsolete-function-alias 'agent-shell-scaffold
+  #'agent-shell-project-scaffold "0.2")
+(define-obsolete-function-alias 'agent-shell-read-data-file
+  #'agent-shell-project-read-data-file "0.2")
+(define-obsolete-function-alias 'agent-shell-read-config
+  #'agent-shell-project-read-config "0.2")
+(define-obsolete-function-alias 'agent-shell-trust-allowlist
+  #'agent-shell-project-trust-allowlist "0.2")
+(define-obsolete-function-alias 'agent-shell-trust-config
+  #'agent-shell-project-trust-config "0.2")
 
 (provide 'agent-shell-project)
 ;;; agent-shell-project.el ends here

@@ -11,10 +11,10 @@
 
 ;;; Code:
 
-(declare-function agent-shell--review-allowlist "agent-shell-project" (file bytes &optional question))
-(declare-function agent-shell--request "agent-shell-bridge" (method params &rest args))
-(declare-function agent-shell--trust-root "agent-shell-project" (root))
-(declare-function agent-shell--project-file-bytes "agent-shell-project" (file))
+(declare-function agent-shell-project--review-allowlist "agent-shell-project" (file bytes &optional question))
+(declare-function agent-shell-bridge--request "agent-shell-bridge" (method params &rest args))
+(declare-function agent-shell-project--trust-root "agent-shell-project" (root))
+(declare-function agent-shell-project--file-bytes "agent-shell-project" (file))
 
 (defcustom agent-shell-review-changes t
   "Whether the reviewer role checks every turn that changed files.
@@ -76,13 +76,13 @@ models) apply only after you trust its current content; any change
 needs trust again.  Your own `agent-shell-roles' win on a name.  ROOT
 defaults to this session's project, else the current project."
   (interactive)
-  (let* ((root (agent-shell--trust-root root))
+  (let* ((root (agent-shell-project--trust-root root))
          (file (expand-file-name ".agent-shell/roles.el" root))
-         (bytes (agent-shell--project-file-bytes file)))
+         (bytes (agent-shell-project--file-bytes file)))
     (when (or (not (called-interactively-p 'interactive))
-              (agent-shell--review-allowlist
+              (agent-shell-project--review-allowlist
                file bytes "Trust %s as shown, letting its roles run in new sessions? "))
-      (agent-shell--request
+      (agent-shell-bridge--request
        "roles/trust" `((cwd . ,(directory-file-name root))
                        (sha256 . ,(secure-hash 'sha256 bytes)))
        :on-success

@@ -5,106 +5,42 @@
 ;;; Commentary:
 
 ;; How a shell buffer of `agent-shell-mode' shows a session.  Output
-;; goes in at `agent-shell--output-marker', before the prompt, as
+;; goes in at the session's output marker, before the prompt, as
 ;; read-only text, with the user's input and its undo list left
 ;; intact.  Assistant text streams into one message block; thoughts,
 ;; tool calls and the plan are one-line entries whose bodies fold;
-;; notices come from agent-shell itself.  The header line shows the
-;; model, the mode, the state, tokens and context fill.
+;; notices come from agent-shell itself.  The header line is
+;; agent-shell-header.el's; the text of a tool call's entry comes from
+;; agent-shell-tool-text.el.
 ;;
-;; `agent-shell--apply-update' renders one `session/update' of the
-;; bridge: message and thought chunks, tool calls and their updates,
-;; usage, the plan (also handed to agent-shell-plan.el) and the end of
-;; a turn (whose file citations agent-shell-citations.el links).
-;; `agent-shell--insert-history' renders a resumed session's messages.
+;; `agent-shell-transcript--apply-update' renders one `session/update'
+;; of the bridge: message and thought chunks, tool calls and their
+;; updates, usage, the plan (also handed to agent-shell-plan.el) and
+;; the end of a turn (whose file citations agent-shell-citations.el
+;; links).  `agent-shell-transcript--insert-history' renders a resumed
+;; session's messages.
 ;;
-;; agent-shell.el requires this file; it owns the session state (name,
-;; root, mode, model, running turn, input history) read here, and
+;; The state read and written here is the buffer's `agent-shell-session'
+;; (agent-shell-session.el).  agent-shell.el requires this file and
 ;; calls these functions from its handlers and commands.
 
 ;;; Code:
 
 (require 'cl-lib)
+(require 'agent-shell-session)
 (require 'subr-x)
+(require 'agent-shell-custom)
+(require 'agent-shell-header)
+(require 'agent-shell-tool-text)
 (require 'agent-shell-citations)
 (require 'agent-shell-plan)
 (require 'agent-shell-mcp)
 
-;; Session state owned by agent-shell.el.
-(defvar agent-shell-model)
-(defvar agent-shell-notify-function)
-(defvar agent-shell-notify-threshold)
-(defvar agent-shell--name)
-(defvar agent-shell--root)
-(defvar agent-shell--mode)
-(defvar agent-shell--model)
-(defvar agent-shell--turn-id)
-(defvar agent-shell--turn-start)
-(defvar agent-shell--stale-turns)
-(defvar agent-shell--history)
-(defvar agent-shell--queued-prompt)
-(declare-function agent-shell--cancel-running-tools "agent-shell-lifecycle" (why))
-
-;;; Options
-
-(defcustom agent-shell-tool-output-max-chars 4000
-  "Largest piece of tool output shown in the shell buffer per update.
-The action log and its files keep the full output."
-  :type 'integer
-  :group 'agent-shell
-  :package-version '(agent-shell . "0.1.0"))
-
-(defface agent-shell-user-face '((t :inherit font-lock-keyword-face))
-  "Face of the user's messages in the transcript."
-  :group 'agent-shell
-  :package-version '(agent-shell . "0.1.0"))
-
-(defface agent-shell-entry-face '((t :inherit font-lock-comment-face))
-  "Face of thought, tool and plan entries."
-  :group 'agent-shell
-  :package-version '(agent-shell . "0.1.0"))
-
-(defface agent-shell-notice-face '((t :inherit font-lock-warning-face))
-  "Face of notices from agent-shell itself."
-  :group 'agent-shell
-  :package-version '(agent-shell . "0.1.0"))
-
-(defface agent-shell-refusal-face '((t :inherit error))
-  "Face of an answer in which the model refused the request."
-  :group 'agent-shell
-  :package-version '(agent-shell . "0.1.0"))
-
-;;; Internals: state
-
-(defvar-local agent-shell--plan-entry nil
-  "Id of the transcript entry showing the current plan, or nil.
-Reset when a turn starts, so that each turn's plan has its own entry.")
-(defvar-local agent-shell--plan-id nil
-  "The `planId' shown in `agent-shell--plan-entry', or nil.")
-(defvar-local agent-shell--waiting-notices nil
-  "Tool call id to (START END TITLE) of its \"Waiting for you\" notice.
-START and END are markers around the notice's text.")
-(defvar-local agent-shell--sandbox nil
-  "The session's sandbox as the bridge described it (an alist), or nil.")
-(defvar-local agent-shell--grants nil
-  "What the user allowed for the rest of this session, newest first.")
-(defvar-local agent-shell--state 'starting "What the agent is doing.")
-(defvar-local agent-shell--state-detail nil "Tool name while running one.")
-(defvar-local agent-shell--usage nil "The last `usage' update, an alist.")
-(defvar-local agent-shell--output-marker nil "Where transcript output goes.")
-(defvar-local agent-shell--block nil
-  "The open transcript block: nil, `message', or an entry id string.")
-(defvar-local agent-shell--body-open nil
-  "Non-nil when the open entry already has body text.")
-(defvar-local agent-shell--entries nil
-  "Entry id to plist (:start MARKER :folded BOOL :title STRING).
-START is a marker because the plan entry is redrawn in place.")
-(defvar-local agent-shell--entry-counter 0 "Counter for entry ids.")
-(defvar-local agent-shell--tools nil "Tool call id to entry id.")
+(declare-function agent-shell-lifecycle--cancel-running-tools "agent-shell-lifecycle" (why))
 
 ;;; Internals: transcript
 
-(defun agent-shell--shift-undo (list pos delta)
+(defun agent-shell-transcript--shift-undo (list pos delta)
   "Shift buffer positions at or after POS in undo LIST by DELTA."
   (cl-flet ((shift (n) (if (and (integerp n) (>= (abs n) pos))
                            (if (< n 0) (- n delta) (+ n delta))
@@ -122,49 +58,53 @@ START is a marker because the plan entry is redrawn in place.")
          (_ entry)))
      list)))
 
-(defvar-local agent-shell--prompt-gap nil
-  "Overlay that shows the prompt on its own line after an unfinished line.")
-
-(defun agent-shell--update-prompt-gap ()
+(defun agent-shell-transcript--update-prompt-gap ()
   "Keep the prompt off the end of the transcript's last line.
 While a tool runs, its line has no newline yet; a display-only line
 break (never text in the buffer) goes before the prompt until it has."
-  (when (and (markerp agent-shell--output-marker)
-             (marker-buffer agent-shell--output-marker))
-    (let* ((pos (marker-position agent-shell--output-marker))
+  (when (and (markerp (agent-shell-session-output-marker agent-shell--session))
+             (marker-buffer (agent-shell-session-output-marker agent-shell--session)))
+    (let* ((pos (marker-position (agent-shell-session-output-marker agent-shell--session)))
            (glued (and (> pos (point-min))
                        (not (and (eq (char-before pos) ?\n)
                                  (not (get-text-property (1- pos) 'invisible)))))))
-      (if (and (overlayp agent-shell--prompt-gap) (overlay-buffer agent-shell--prompt-gap))
-          (move-overlay agent-shell--prompt-gap pos pos)
+      (if (and (overlayp (agent-shell-session-prompt-gap agent-shell--session))
+               (overlay-buffer (agent-shell-session-prompt-gap agent-shell--session)))
+          (move-overlay (agent-shell-session-prompt-gap agent-shell--session) pos pos)
         ;; One of a transcript erased by `agent-shell-mode' may be left over.
         (remove-overlays (point-min) (point-max) 'agent-shell-prompt-gap t)
-        (setq agent-shell--prompt-gap (make-overlay pos pos nil nil nil))
-        (overlay-put agent-shell--prompt-gap 'agent-shell-prompt-gap t))
-      (overlay-put agent-shell--prompt-gap 'before-string (and glued "\n")))))
+        (setf (agent-shell-session-prompt-gap agent-shell--session)
+              (make-overlay pos pos nil nil nil))
+        (overlay-put (agent-shell-session-prompt-gap agent-shell--session)
+                     'agent-shell-prompt-gap t))
+      (overlay-put (agent-shell-session-prompt-gap agent-shell--session) 'before-string
+                   (and glued "\n")))))
 
-(defmacro agent-shell--editing (&rest body)
+(defmacro agent-shell-transcript--editing (&rest body)
   "Run BODY at the output marker with the transcript writable.
 Modification hooks are off and the insertion is kept out of the undo
 list, whose recorded input positions are shifted instead."
   (declare (indent 0) (debug t))
   (let ((start (make-symbol "start")) (undo (make-symbol "undo")))
-    `(let ((,start (marker-position agent-shell--output-marker))
+    `(let ((,start (marker-position
+                    (agent-shell-session-output-marker agent-shell--session)))
            (,undo buffer-undo-list))
        (prog1 (let ((inhibit-read-only t)
                     (inhibit-modification-hooks t)
                     (buffer-undo-list t))
                 (save-excursion
-                  (goto-char agent-shell--output-marker)
+                  (goto-char (agent-shell-session-output-marker agent-shell--session))
                   ,@body))
-         (agent-shell--update-prompt-gap)
+         (agent-shell-transcript--update-prompt-gap)
          (unless (eq ,undo t)
            (setq buffer-undo-list
-                 (agent-shell--shift-undo
+                 (agent-shell-transcript--shift-undo
                   ,undo ,start
-                  (- (marker-position agent-shell--output-marker) ,start))))))))
+                  (- (marker-position
+                      (agent-shell-session-output-marker
+                       agent-shell--session)) ,start))))))))
 
-(defun agent-shell--insert (text &rest props)
+(defun agent-shell-transcript--insert (text &rest props)
   "Insert TEXT with PROPS at point as read-only transcript text.
 The properties go on the inserted region, so TEXT (a whole streamed
 frame) is not copied first."
@@ -173,121 +113,133 @@ frame) is not copied first."
     (add-text-properties start (point)
                          (append '(read-only t front-sticky (read-only)) props))))
 
-(defun agent-shell--fresh-line ()
+(defun agent-shell-transcript--fresh-line ()
   "Start a new line at point unless already at the start of one.
 A newline hidden in a folded body does not count: the next line
 would show glued to the entry's header."
   (unless (or (bobp)
               (and (eq (char-before) ?\n)
                    (not (get-text-property (1- (point)) 'invisible))))
-    (agent-shell--insert "\n")))
+    (agent-shell-transcript--insert "\n")))
 
-(defun agent-shell--close-block ()
+(defun agent-shell-transcript--close-block ()
   "End the open block, so that the next output begins on a new line."
-  (when agent-shell--block
-    (agent-shell--fresh-line)
-    (setq agent-shell--block nil
-          agent-shell--body-open nil)))
+  (when (agent-shell-session-block agent-shell--session)
+    (agent-shell-transcript--fresh-line)
+    (setf (agent-shell-session-block agent-shell--session) nil
+          (agent-shell-session-body-open agent-shell--session) nil)))
 
-(defun agent-shell--notice (text)
+(defun agent-shell-transcript--notice (text)
   "Append TEXT to the transcript as a notice from agent-shell.
 Return (START . END), markers around TEXT."
-  (agent-shell--editing
-    (agent-shell--close-block)
+  (agent-shell-transcript--editing
+    (agent-shell-transcript--close-block)
     (let ((start (copy-marker (point))))
-      (agent-shell--insert text 'face 'agent-shell-notice-face)
+      (agent-shell-transcript--insert text 'face 'agent-shell-notice-face)
       (prog1 (cons start (copy-marker (point)))
-        (agent-shell--insert "\n" 'face 'agent-shell-notice-face)))))
+        (agent-shell-transcript--insert "\n" 'face 'agent-shell-notice-face)))))
 
-(defun agent-shell--replace-notice (range text)
+(defun agent-shell-transcript--replace-notice (range text)
   "Show TEXT instead of the notice between the markers of RANGE."
   (let ((start (car range)) (end (cdr range)))
     (when (and (markerp start) (marker-buffer start)
                (eq (marker-buffer start) (current-buffer))
                (<= start end))
-      (agent-shell--editing
+      (agent-shell-transcript--editing
         (goto-char end)
         ;; Inserted after the old text, then the old text deleted: markers
         ;; of later entries and the output marker move the right way.
-        (agent-shell--insert text 'face 'agent-shell-notice-face)
+        (agent-shell-transcript--insert text 'face 'agent-shell-notice-face)
         (delete-region start end)
         (set-marker end (+ start (length text)))))))
 
-(defun agent-shell--note-waiting (call-id range title)
+(defun agent-shell-transcript--note-waiting (call-id range title)
   "Remember RANGE, the waiting notice of tool CALL-ID showing TITLE."
   (when call-id
-    (setf (alist-get call-id agent-shell--waiting-notices nil nil #'equal)
+    (setf (alist-get call-id (agent-shell-session-waiting-notices agent-shell--session) nil
+                     nil #'equal)
           (list (car range) (cdr range) title))))
 
-(defun agent-shell--resolve-waiting (call-id text)
+(defun agent-shell-transcript--resolve-waiting (call-id text)
   "Replace the waiting notice of tool CALL-ID with TEXT, if it is still shown.
 TEXT is a format string whose one %s is the step's title."
-  (when-let ((cell (assoc call-id agent-shell--waiting-notices)))
-    (setq agent-shell--waiting-notices
-          (delq cell agent-shell--waiting-notices))
+  (when-let ((cell
+              (assoc call-id (agent-shell-session-waiting-notices agent-shell--session))))
+    (setf (agent-shell-session-waiting-notices agent-shell--session)
+          (delq cell (agent-shell-session-waiting-notices agent-shell--session)))
     (pcase-let ((`(,start ,end ,title) (cdr cell)))
-      (agent-shell--replace-notice
+      (agent-shell-transcript--replace-notice
        (cons start end) (format text (or title "the step"))))))
 
-(defun agent-shell--append-message (text &optional refusal)
+(defun agent-shell-transcript--append-message (text &optional refusal)
   "Append TEXT to the assistant's message.
 When REFUSAL is non-nil, TEXT is the model refusing the request and
 is shown in `agent-shell-refusal-face'."
-  (agent-shell--editing
-    (unless (eq agent-shell--block 'message)
-      (agent-shell--close-block)
-      (setq agent-shell--block 'message))
+  (agent-shell-transcript--editing
+    (unless (eq (agent-shell-session-block agent-shell--session) 'message)
+      (agent-shell-transcript--close-block)
+      (setf (agent-shell-session-block agent-shell--session) 'message))
     (if refusal
-        (agent-shell--insert text 'agent-shell-role 'assistant
-                             'agent-shell-refusal t 'face 'agent-shell-refusal-face)
-      (agent-shell--insert text 'agent-shell-role 'assistant))))
+        (agent-shell-transcript--insert text 'agent-shell-role 'assistant
+                                        'agent-shell-refusal t 'face 'agent-shell-refusal-face)
+      (agent-shell-transcript--insert text 'agent-shell-role 'assistant))))
 
-(defun agent-shell--fold-char (folded)
+(defun agent-shell-transcript--fold-char (folded)
   "Return the arrow shown before an entry that is FOLDED or not."
   (if folded "▸" "▾"))
 
-(defun agent-shell--new-entry (kind glyph title)
+(defun agent-shell-transcript--new-entry (kind glyph title)
   "Open a foldable entry of KIND with status GLYPH and TITLE; return its id.
-Call inside `agent-shell--editing'."
-  (agent-shell--close-block)
-  (let ((id (format "%s-%d" kind (cl-incf agent-shell--entry-counter)))
+Call inside `agent-shell-transcript--editing'."
+  (agent-shell-transcript--close-block)
+  (let ((id (format "%s-%d" kind
+                    (cl-incf (agent-shell-session-entry-counter agent-shell--session))))
         (start (point))
         (title (replace-regexp-in-string "[\n\r\t]+" " " (or title ""))))
-    (agent-shell--insert (concat (agent-shell--fold-char t) " " glyph " " title)
-                         'agent-shell-entry id 'agent-shell-header t
-                         'face 'agent-shell-entry-face
-                         'help-echo "TAB: show or hide")
+    (agent-shell-transcript--insert
+     (concat (agent-shell-transcript--fold-char t) " " glyph " " title)
+     'agent-shell-entry id 'agent-shell-header t
+     'face 'agent-shell-entry-face
+     'help-echo "TAB: show or hide")
     ;; A marker: an entry shown again in place (the plan) moves later ones.
     (push (cons id (list :start (copy-marker start) :folded t :title title))
-          agent-shell--entries)
-    (setq agent-shell--block id
-          agent-shell--body-open nil)
+          (agent-shell-session-entries agent-shell--session))
+    (setf (agent-shell-session-block agent-shell--session) id
+          (agent-shell-session-body-open agent-shell--session) nil)
     id))
 
-(defun agent-shell--entry (id)
+(defun agent-shell-transcript--entry (id)
   "Return entry ID's plist, or nil when it is gone."
-  (let ((plist (cdr (assoc id agent-shell--entries))))
+  (let ((plist (cdr (assoc id (agent-shell-session-entries agent-shell--session)))))
     (and plist
          (equal (get-text-property (plist-get plist :start) 'agent-shell-entry) id)
          plist)))
 
-(defun agent-shell--append-body (id text)
-  "Append TEXT to the body of entry ID, which must be the open block.
-Call inside `agent-shell--editing'."
-  (let ((plist (agent-shell--entry id)))
-    (insert (propertize (if agent-shell--body-open text (concat "\n" text))
-                        'read-only t 'front-sticky '(read-only)
-                        'agent-shell-entry id
-                        'agent-shell-body id
-                        'invisible (plist-get plist :folded)))
-    (setq agent-shell--body-open t)))
+(defun agent-shell-transcript--entry-put (id prop value)
+  "Set PROP of entry ID's plist to VALUE."
+  (setf (plist-get (cdr (assoc id (agent-shell-session-entries agent-shell--session)))
+                   prop)
+        value))
 
-(defun agent-shell--entry-at (pos)
+(defun agent-shell-transcript--append-body (id text)
+  "Append TEXT to the body of entry ID, which must be the open block.
+Call inside `agent-shell-transcript--editing'."
+  (let ((plist (agent-shell-transcript--entry id)))
+    (insert (propertize
+             (if (agent-shell-session-body-open agent-shell--session) text
+               (concat "\n" text))
+             'read-only t 'front-sticky '(read-only)
+             'agent-shell-entry id
+             'agent-shell-body id
+             'invisible (plist-get plist :folded)))
+    (setf (agent-shell-session-body-open agent-shell--session) t)))
+
+(defun agent-shell-transcript--entry-at (pos)
   "Return the id of the entry on the transcript line of POS, or nil.
 Point at the end of a header line (after \\[move-end-of-line]) sits on
 the newline that ends it, or just after a folded body: the entry is
 found from the character before, then from the line start."
-  (when (< pos agent-shell--output-marker)
+  (when (< pos (agent-shell-session-output-marker agent-shell--session))
     (or (get-text-property pos 'agent-shell-entry)
         (and (> pos (point-min))
              (eq (char-after pos) ?\n)
@@ -296,37 +248,37 @@ found from the character before, then from the line start."
           (goto-char pos)
           (get-text-property (line-beginning-position) 'agent-shell-entry)))))
 
-(defun agent-shell--header-end (id)
+(defun agent-shell-transcript--header-end (id)
   "Return the end of entry ID's header line."
-  (let ((start (plist-get (agent-shell--entry id) :start)))
+  (let ((start (plist-get (agent-shell-transcript--entry id) :start)))
     (or (next-single-property-change start 'agent-shell-header)
         (point-max))))
 
-(defun agent-shell--set-entry-title (id title)
+(defun agent-shell-transcript--set-entry-title (id title)
   "Show TITLE in entry ID's header, after the fold arrow and glyph."
-  (when-let ((plist (agent-shell--entry id)))
+  (when-let ((plist (agent-shell-transcript--entry id)))
     (let* ((title (replace-regexp-in-string "[\n\r\t]+" " " title))
            (start (+ 4 (plist-get plist :start)))
-           (end (agent-shell--header-end id)))
+           (end (agent-shell-transcript--header-end id)))
       (when (<= start end)
         (let ((props (text-properties-at (plist-get plist :start))))
-          (agent-shell--editing
+          (agent-shell-transcript--editing
             (goto-char end)
             (insert (apply #'propertize title props))
             (delete-region start end)))
-        (setf (plist-get (cdr (assoc id agent-shell--entries)) :title) title)))))
+        (agent-shell-transcript--entry-put id :title title)))))
 
-(defun agent-shell--entry-add (id text)
+(defun agent-shell-transcript--entry-add (id text)
   "Add TEXT as new lines at the end of entry ID's body, wherever it is.
-Unlike `agent-shell--append-body', ID need not be the open block:
+Unlike `agent-shell-transcript--append-body', ID need not be the open block:
 an update that arrives after other output (a notice, a later entry)
 still lands in its own entry."
   (let ((text (string-trim-right text "[\n]+")))
-    (when-let ((plist (and (not (string-empty-p text)) (agent-shell--entry id))))
-      (agent-shell--editing
-        (let* ((bounds (agent-shell--entry-body-bounds id))
-               (pos (if bounds (cdr bounds) (agent-shell--header-end id)))
-               (open (equal agent-shell--block id)))
+    (when-let ((plist (and (not (string-empty-p text)) (agent-shell-transcript--entry id))))
+      (agent-shell-transcript--editing
+        (let* ((bounds (agent-shell-transcript--entry-body-bounds id))
+               (pos (if bounds (cdr bounds) (agent-shell-transcript--header-end id)))
+               (open (equal (agent-shell-session-block agent-shell--session) id)))
           (goto-char pos)
           (insert-before-markers
            (propertize (concat (if (eq (char-before) ?\n) "" "\n") text)
@@ -334,14 +286,15 @@ still lands in its own entry."
                        'agent-shell-entry id 'agent-shell-body id
                        'invisible (plist-get plist :folded)))
           (if open
-              (setq agent-shell--body-open t)
+              (setf (agent-shell-session-body-open agent-shell--session) t)
             ;; What follows the entry must still start on its own line.
             (unless (or (eq (char-after) ?\n)
-                        (>= (point) agent-shell--output-marker))
+                        (>= (point) (agent-shell-session-output-marker
+                                     agent-shell--session)))
               (insert-before-markers
                (propertize "\n" 'read-only t 'front-sticky '(read-only))))))))))
 
-(defun agent-shell--replace-char (pos string)
+(defun agent-shell-transcript--replace-char (pos string)
   "Replace the character at POS with STRING, keeping its properties."
   (let ((props (text-properties-at pos))
         (inhibit-read-only t)
@@ -352,33 +305,33 @@ still lands in its own entry."
       (insert (apply #'propertize string props))
       (delete-char 1))))
 
-(defun agent-shell--entry-body-bounds (id)
+(defun agent-shell-transcript--entry-body-bounds (id)
   "Return (START . END) of entry ID's body, or nil when it has none."
-  (when-let* ((plist (agent-shell--entry id))
+  (when-let* ((plist (agent-shell-transcript--entry id))
               (start (next-single-property-change (plist-get plist :start)
                                                   'agent-shell-header)))
     (when (equal (get-text-property start 'agent-shell-body) id)
       (cons start (or (next-single-property-change start 'agent-shell-body)
                       (point-max))))))
 
-(defun agent-shell--set-folded (id folded)
+(defun agent-shell-transcript--set-folded (id folded)
   "Fold entry ID when FOLDED is non-nil, else unfold it."
-  (when-let ((plist (agent-shell--entry id)))
-    (setf (plist-get (cdr (assoc id agent-shell--entries)) :folded) folded)
-    (agent-shell--replace-char (plist-get plist :start)
-                               (agent-shell--fold-char folded))
-    (when-let ((bounds (agent-shell--entry-body-bounds id)))
+  (when-let ((plist (agent-shell-transcript--entry id)))
+    (agent-shell-transcript--entry-put id :folded folded)
+    (agent-shell-transcript--replace-char (plist-get plist :start)
+                                          (agent-shell-transcript--fold-char folded))
+    (when-let ((bounds (agent-shell-transcript--entry-body-bounds id)))
       (let ((inhibit-read-only t) (inhibit-modification-hooks t)
             (buffer-undo-list t))
         (put-text-property (car bounds) (cdr bounds) 'invisible folded)))
-    (agent-shell--update-prompt-gap)))
+    (agent-shell-transcript--update-prompt-gap)))
 
-(defun agent-shell--set-entry-glyph (id glyph)
+(defun agent-shell-transcript--set-entry-glyph (id glyph)
   "Show status GLYPH (one character) in entry ID's header."
-  (when-let ((plist (agent-shell--entry id)))
-    (agent-shell--replace-char (+ 2 (plist-get plist :start)) glyph)))
+  (when-let ((plist (agent-shell-transcript--entry id)))
+    (agent-shell-transcript--replace-char (+ 2 (plist-get plist :start)) glyph)))
 
-(defun agent-shell--status-glyph (status)
+(defun agent-shell-transcript--status-glyph (status)
   "Return the one-character glyph of a tool STATUS string."
   (pcase status
     ("pending" "○")
@@ -387,229 +340,36 @@ still lands in its own entry."
     ((or "failed" "denied" "rejected" "cancelled") "✗")
     (_ "·")))
 
-;;; Internals: header line and state
-
-(defun agent-shell--set-state (state &optional detail)
-  "Set this buffer's STATE, with DETAIL (a tool name) for `running'."
-  (unless (and (eq state agent-shell--state)
-               (equal detail agent-shell--state-detail))
-    (setq agent-shell--state state
-          agent-shell--state-detail detail)
-    (force-mode-line-update)))
-
-(defun agent-shell--state-text ()
-  "Return the state as shown in the header line."
-  (pcase agent-shell--state
-    ('running (format "running %s" (or agent-shell--state-detail "tool")))
-    ('waiting "waiting for you")
-    ('dead "bridge stopped")
-    ('starting (if agent-shell--queued-prompt "starting, 1 prompt queued" "starting"))
-    (state (symbol-name state))))
-
-(defun agent-shell--format-tokens (n)
-  "Return token count N in a short form."
-  (cond ((not (numberp n)) "0")
-        ((>= n 1000000) (format "%.1fM" (/ n 1e6)))
-        ((>= n 1000) (format "%.1fk" (/ n 1e3)))
-        (t (format "%d" n))))
-
-(defun agent-shell--header-line ()
-  "Return the header line of a shell buffer.
-It is the value of a `header-line-format' :eval form, hence a mode
-line construct: every % in it is doubled, so that the one of the
-context fill and any in the model name show as written."
-  (let* ((usage agent-shell--usage)
-         (total (alist-get 'totalTokens usage))
-         (used (alist-get 'contextUsed usage))
-         (window (alist-get 'contextWindow usage))
-         (cost (alist-get 'costUsd usage)))
-    (string-replace
-     "%" "%%"
-     (concat
-      (format " %s │ %s │ %s │ %s tokens"
-              (or agent-shell--model agent-shell-model)
-              (if (eq agent-shell--mode 'ask) "ask" "act")
-              (agent-shell--state-text)
-              (agent-shell--format-tokens total))
-      (if (and (numberp used) (numberp window) (> window 0))
-          (format " │ context %d%%" (round (* 100.0 (/ (float used) window))))
-        "")
-      (if (numberp cost) (format " │ $%.4f" cost) "")
-      (if agent-shell--grants
-          (format " │ %d grant%s" (length agent-shell--grants)
-                  (if (cdr agent-shell--grants) "s" ""))
-        "")
-      (if (eq (alist-get 'available agent-shell--sandbox) :json-false)
-          " │ no sandbox"
-        "")
-      (agent-shell-mcp-header)))))
-
 ;;; Internals: session updates
 
-(defun agent-shell--content-text (content)
-  "Return the displayable text of tool CONTENT items.
-A diff item shows its unified diff, under a line naming its file."
-  (mapconcat
-   (lambda (item)
-     (pcase (alist-get 'type item)
-       ("content" (or (alist-get 'text (alist-get 'content item)) ""))
-       ("diff" (let ((diff (alist-get 'diff item)))
-                 (if (and (stringp diff) (not (string-empty-p diff)))
-                     (concat (format "diff %s\n" (or (alist-get 'path item) ""))
-                             (string-trim-right diff "[\n]+"))
-                   (format "diff %s (no change)" (or (alist-get 'path item) "")))))
-       (_ (or (alist-get 'text item) ""))))
-   (if (vectorp content) (append content nil) content)
-   "\n"))
-
-(defun agent-shell--cap (text)
-  "Return TEXT cut to `agent-shell-tool-output-max-chars'."
-  (if (> (length text) agent-shell-tool-output-max-chars)
-      (concat (substring text 0 agent-shell-tool-output-max-chars)
-              (format "\n[… %d more characters in the action log]"
-                      (- (length text) agent-shell-tool-output-max-chars)))
-    text))
-
-(defconst agent-shell--max-argument-chars 60
-  "Longest argument value shown in a tool entry's one-line arguments.")
-
-(defun agent-shell--json-ready (value)
-  "Return VALUE, decoded with arrays as lists, in a form `json-serialize' takes.
-Alists stay objects; other lists become vectors (JSON arrays)."
-  (cond ((and (consp value) (consp (car value)) (symbolp (caar value)))
-         (mapcar (lambda (cell) (cons (car cell) (agent-shell--json-ready (cdr cell))))
-                 value))
-        ((consp value) (vconcat (mapcar #'agent-shell--json-ready value)))
-        ((vectorp value) (vconcat (mapcar #'agent-shell--json-ready value)))
-        (t value)))
-
-(defun agent-shell--compact-json (value)
-  "Return VALUE as one line of JSON, or its printed form."
-  (condition-case nil
-      (json-serialize (agent-shell--json-ready value)
-                      :null-object nil :false-object :json-false)
-    (error (format "%S" value))))
-
-(defun agent-shell--short-value (value)
-  "Return VALUE, an argument of a tool call, short and on one line."
-  (let ((text (replace-regexp-in-string
-               "[\n\r\t]+" "⏎"
-               (cond ((stringp value) value)
-                     ((eq value t) "true")
-                     ((eq value :json-false) "false")
-                     ((numberp value) (number-to-string value))
-                     (t (agent-shell--compact-json value))))))
-    (if (> (length text) agent-shell--max-argument-chars)
-        (format "%s… (%d chars)"
-                (substring text 0 agent-shell--max-argument-chars) (length text))
-      text)))
-
-(defun agent-shell--arguments-line (input)
-  "Return the tool arguments INPUT (an alist) as one short line."
-  (if (and (consp input) (consp (car input)) (symbolp (caar input)))
-      (mapconcat (lambda (cell)
-                   (format "%s: %s" (car cell) (agent-shell--short-value (cdr cell))))
-                 input "  ")
-    (agent-shell--short-value input)))
-
-(defun agent-shell--first-line (text max)
-  "Return the first line of TEXT, at most MAX characters."
-  (let ((line (car (split-string (format "%s" text) "\n" t "[ \t]+"))))
-    (truncate-string-to-width (or line "") max nil nil "…")))
-
-(defun agent-shell--tests-line (summary)
-  "Return the line describing a test SUMMARY (passed, failed, errors, ok).
-Output in a format the bridge does not know has no counts: that reads
-\"no summary\", never zeros."
-  (let ((passed (alist-get 'passed summary))
-        (failed (alist-get 'failed summary))
-        (errors (alist-get 'errors summary))
-        (failures (alist-get 'failures summary)))
-    (concat
-     (if (or (numberp passed) (numberp failed) (numberp errors))
-         (format "tests: %s passed, %s failed" (or passed 0) (or failed 0))
-       "tests: no summary")
-     (if (and (numberp errors) (> errors 0)) (format ", %d errors" errors) "")
-     (if (eq (alist-get 'ok summary) t) " — ok" " — not ok")
-     (if failures
-         (concat "\n  " (mapconcat (lambda (f) (agent-shell--first-line f 200))
-                                   (if (vectorp failures) (append failures nil) failures)
-                                   "\n  "))
-       ""))))
-
-(defun agent-shell--outcome-lines (raw)
-  "Return the lines describing a tool's RAW output summary, or nil."
-  (let ((exit (alist-get 'exit_code raw))
-        (timed-out (eq (alist-get 'timed_out raw) t))
-        (duration (alist-get 'duration_ms raw))
-        (summary (alist-get 'summary raw))
-        (err (alist-get 'error raw))
-        (reason (alist-get 'reason raw))
-        (role (alist-get 'role raw))
-        (report (alist-get 'report raw)))
-    (delq nil
-          (list
-           (and (stringp role)
-                (format "Role %s, %s step%s" role (alist-get 'steps raw)
-                        (if (eql (alist-get 'steps raw) 1) "" "s")))
-           (and (stringp report) (not (string-empty-p report))
-                (concat "Report:\n" (agent-shell--cap report)))
-           (and err (format "Error: %s" err))
-           (and reason (stringp reason) (format "Reason: %s" reason))
-           (and (or exit timed-out)
-                (concat (if (numberp exit) (format "exit %d" exit) "no exit code")
-                        (if timed-out " (timed out)" "")
-                        (if (numberp duration)
-                            (format " after %.1f s" (/ duration 1000.0))
-                          "")))
-           (and (consp summary) (agent-shell--tests-line summary))
-           (and (eq (alist-get 'truncated raw) t)
-                "(output truncated; the action log has all of it)")
-           (and (stringp (alist-get 'log_ref raw))
-                (concat "full output: "
-                        (agent-shell-citations-output-button (alist-get 'log_ref raw))))))))
-
-(defun agent-shell--failure-detail (status raw)
-  "Return the short reason shown on a tool entry's line, or nil.
-STATUS is the tool's status and RAW its output summary."
-  (let ((exit (alist-get 'exit_code raw))
-        (summary (alist-get 'summary raw))
-        (err (alist-get 'error raw)))
-    (cond ((and err (member status '("failed" "denied" "rejected")))
-           (agent-shell--first-line err 60))
-          ((and (numberp exit) (/= exit 0)) (format "exit %d" exit))
-          ((eq (alist-get 'timed_out raw) t) "timed out")
-          ((and (consp summary) (numberp (alist-get 'failed summary))
-                (> (alist-get 'failed summary) 0))
-           (format "%d failed" (alist-get 'failed summary)))
-          ((equal status "failed") "failed"))))
-
-(defun agent-shell--on-tool-call (update)
+(defun agent-shell-transcript--on-tool-call (update)
   "Render the tool call announced by UPDATE."
   (let* ((call-id (alist-get 'toolCallId update))
          (title (or (alist-get 'title update) (alist-get 'kind update) "tool"))
          (status (alist-get 'status update))
          (input (alist-get 'rawInput update)))
-    (agent-shell--editing
-      (let ((id (agent-shell--new-entry "tool" (agent-shell--status-glyph status)
-                                        title)))
-        (push (cons call-id id) agent-shell--tools)
-        (setf (plist-get (cdr (assoc id agent-shell--entries)) :status)
-              (or status "pending"))
+    (agent-shell-transcript--editing
+      (let ((id (agent-shell-transcript--new-entry "tool"
+                                                   (agent-shell-transcript--status-glyph
+                                                    status)
+                                                   title)))
+        (push (cons call-id id) (agent-shell-session-tools agent-shell--session))
+        (agent-shell-transcript--entry-put id :status
+                                           (or status "pending"))
         (when input
-          (agent-shell--append-body
-           id (concat "args: " (agent-shell--arguments-line input))))))
-    (unless (eq agent-shell--state 'waiting)
-      (agent-shell--set-state 'running title))))
+          (agent-shell-transcript--append-body
+           id (concat "args: " (agent-shell-tool-text--arguments-line input))))))
+    (unless (eq (agent-shell-session-state agent-shell--session) 'waiting)
+      (agent-shell-header--set-state 'running title))))
 
-(defun agent-shell--on-tool-call-update (update)
+(defun agent-shell-transcript--on-tool-call-update (update)
   "Render UPDATE to an earlier tool call in the tool's own entry.
 The entry's body gets the output, the error or refusal, the exit
 code, the test summary and the diff; a failure's reason also shows
 on the entry's line."
   (let* ((call-id (alist-get 'toolCallId update))
-         (id (cdr (assoc call-id agent-shell--tools)))
-         (plist (and id (agent-shell--entry id)))
+         (id (cdr (assoc call-id (agent-shell-session-tools agent-shell--session))))
+         (plist (and id (agent-shell-transcript--entry id)))
          (status (alist-get 'status update))
          (raw (alist-get 'rawOutput update))
          (raw (and (consp raw) raw))
@@ -617,57 +377,62 @@ on the entry's line."
          (text (string-join
                 (delq nil
                       (append
-                       (agent-shell--outcome-lines raw)
-                       (let ((c (and content (agent-shell--content-text content))))
-                         (and c (not (string-empty-p c)) (list (agent-shell--cap c))))))
+                       (agent-shell-tool-text--outcome-lines raw)
+                       (let ((c (and content (agent-shell-tool-text--content content))))
+                         (and c (not (string-empty-p c))
+                              (list (agent-shell-tool-text--cap c))))))
                 "\n"))
-         (detail (and status (agent-shell--failure-detail status raw))))
+         (detail (and status (agent-shell-tool-text--failure-detail status raw))))
     (when status
       (pcase status
-        ("failed" (agent-shell--resolve-waiting
+        ("failed" (agent-shell-transcript--resolve-waiting
                    call-id (concat "Not run: %s"
                                    (if-let ((e (alist-get 'error raw)))
                                        (concat " — " (string-replace
                                                       "%" "%%"
-                                                      (agent-shell--first-line e 80)))
+                                                      (agent-shell-tool-text--first-line e
+                                                                                         80)))
                                      ""))))
-        (_ (agent-shell--resolve-waiting call-id "Approved: %s"))))
+        (_ (agent-shell-transcript--resolve-waiting call-id "Approved: %s"))))
     (when (and id status)
       (when plist
-        (setf (plist-get (cdr (assoc id agent-shell--entries)) :status) status))
-      (agent-shell--set-entry-glyph id (agent-shell--status-glyph status)))
+        (agent-shell-transcript--entry-put id :status status))
+      (agent-shell-transcript--set-entry-glyph id
+                                               (agent-shell-transcript--status-glyph
+                                                status)))
     (when (and plist detail)
       (let ((base (or (plist-get plist :base-title) (plist-get plist :title))))
-        (setf (plist-get (cdr (assoc id agent-shell--entries)) :base-title) base)
-        (agent-shell--set-entry-title id (concat base " — " detail))))
+        (agent-shell-transcript--entry-put id :base-title base)
+        (agent-shell-transcript--set-entry-title id (concat base " — " detail))))
     (unless (string-empty-p text)
       (if plist
-          (agent-shell--entry-add id text)
+          (agent-shell-transcript--entry-add id text)
         ;; An update for a call this buffer never saw (a resumed turn).
-        (agent-shell--editing
-          (let ((new (agent-shell--new-entry
-                      "tool" (agent-shell--status-glyph status)
+        (agent-shell-transcript--editing
+          (let ((new (agent-shell-transcript--new-entry
+                      "tool" (agent-shell-transcript--status-glyph status)
                       (concat (or call-id "tool") (if detail (concat " — " detail) "")))))
-            (push (cons call-id new) agent-shell--tools)
-            (agent-shell--append-body new text)))))
+            (push (cons call-id new) (agent-shell-session-tools agent-shell--session))
+            (agent-shell-transcript--append-body new text)))))
     (pcase status
-      ("in_progress" (unless (eq agent-shell--state 'waiting)
-                       (agent-shell--set-state
+      ("in_progress" (unless (eq (agent-shell-session-state agent-shell--session) 'waiting)
+                       (agent-shell-header--set-state
                         'running (or (plist-get plist :title) "tool"))))
       ((or "completed" "failed")
-       (unless (eq agent-shell--state 'waiting)
-         (agent-shell--set-state 'thinking))))))
+       (unless (eq (agent-shell-session-state agent-shell--session) 'waiting)
+         (agent-shell-header--set-state 'thinking))))))
 
-(defun agent-shell--on-thought (text)
+(defun agent-shell-transcript--on-thought (text)
   "Append TEXT to the current thought entry, opening one if needed."
-  (agent-shell--editing
-    (let ((id (if (and (stringp agent-shell--block)
-                       (string-prefix-p "thought-" agent-shell--block))
-                  agent-shell--block
-                (agent-shell--new-entry "thought" "…" "Thinking"))))
-      (agent-shell--append-body id text))))
+  (agent-shell-transcript--editing
+    (let ((id (if (and (stringp (agent-shell-session-block agent-shell--session))
+                       (string-prefix-p "thought-"
+                                        (agent-shell-session-block agent-shell--session)))
+                  (agent-shell-session-block agent-shell--session)
+                (agent-shell-transcript--new-entry "thought" "…" "Thinking"))))
+      (agent-shell-transcript--append-body id text))))
 
-(defun agent-shell--on-plan (update)
+(defun agent-shell-transcript--on-plan (update)
   "Render the plan in UPDATE as a folded entry."
   (let* ((entries (alist-get 'entries update))
          (done (cl-count-if (lambda (e) (equal (alist-get 'status e) "completed"))
@@ -682,28 +447,30 @@ on the entry's line."
                            entries "\n")))
       ;; Another plan gets its own entry; the earlier one stays as it was.
       (let ((plan-id (alist-get 'planId update)))
-        (when (and plan-id agent-shell--plan-id
-                   (not (equal plan-id agent-shell--plan-id)))
-          (setq agent-shell--plan-entry nil))
-        (when plan-id (setq agent-shell--plan-id plan-id)))
-      (unless (and agent-shell--plan-entry
-                   (agent-shell--entry agent-shell--plan-entry)
-                   (agent-shell--replace-entry agent-shell--plan-entry title body))
-        (agent-shell--editing
-          (let ((id (agent-shell--new-entry "plan" "≡" title)))
-            (setq agent-shell--plan-entry id)
-            (agent-shell--append-body id body)))))
-    (agent-shell-plan-on-update agent-shell--name update)))
+        (when (and plan-id (agent-shell-session-plan-id agent-shell--session)
+                   (not (equal plan-id (agent-shell-session-plan-id agent-shell--session))))
+          (setf (agent-shell-session-plan-entry agent-shell--session) nil))
+        (when plan-id (setf (agent-shell-session-plan-id agent-shell--session) plan-id)))
+      (unless (and (agent-shell-session-plan-entry agent-shell--session)
+                   (agent-shell-transcript--entry
+                    (agent-shell-session-plan-entry agent-shell--session))
+                   (agent-shell-transcript--replace-entry
+                    (agent-shell-session-plan-entry agent-shell--session) title body))
+        (agent-shell-transcript--editing
+          (let ((id (agent-shell-transcript--new-entry "plan" "≡" title)))
+            (setf (agent-shell-session-plan-entry agent-shell--session) id)
+            (agent-shell-transcript--append-body id body)))))
+    (agent-shell-plan-on-update (agent-shell-session-name agent-shell--session) update)))
 
-(defun agent-shell--replace-entry (id title body)
+(defun agent-shell-transcript--replace-entry (id title body)
   "Show TITLE and BODY in the existing entry ID, in place; return non-nil.
 The entry keeps its place and folding; the transcript after it moves,
 and so do the undo positions of the user's input."
-  (when-let* ((plist (agent-shell--entry id))
+  (when-let* ((plist (agent-shell-transcript--entry id))
               (start (marker-position (plist-get plist :start)))
               (end (min (or (next-single-property-change start 'agent-shell-entry)
                             (point-max))
-                        agent-shell--output-marker)))
+                        (agent-shell-session-output-marker agent-shell--session))))
     (let ((folded (plist-get plist :folded))
           (title (replace-regexp-in-string "[\n\r\t]+" " " title))
           (undo buffer-undo-list)
@@ -713,11 +480,12 @@ and so do the undo positions of the user's input."
             (buffer-undo-list t))
         (save-excursion
           (goto-char start)
-          (insert (propertize (concat (agent-shell--fold-char folded) " ≡ " title)
-                              'read-only t 'front-sticky '(read-only)
-                              'agent-shell-entry id 'agent-shell-header t
-                              'face 'agent-shell-entry-face
-                              'help-echo "TAB: show or hide")
+          (insert (propertize
+                   (concat (agent-shell-transcript--fold-char folded) " ≡ " title)
+                   'read-only t 'front-sticky '(read-only)
+                   'agent-shell-entry id 'agent-shell-header t
+                   'face 'agent-shell-entry-face
+                   'help-echo "TAB: show or hide")
                   (propertize (concat "\n" body)
                               'read-only t 'front-sticky '(read-only)
                               'agent-shell-entry id 'agent-shell-body id
@@ -725,80 +493,87 @@ and so do the undo positions of the user's input."
           (delete-region (point) (+ (point) (- end start)))))
       (unless (eq undo t)
         (setq buffer-undo-list
-              (agent-shell--shift-undo undo start (- (buffer-size) size))))
-      (setf (plist-get (cdr (assoc id agent-shell--entries)) :title) title)
+              (agent-shell-transcript--shift-undo undo start (- (buffer-size) size))))
+      (agent-shell-transcript--entry-put id :title title)
       t)))
 
-(defun agent-shell--stale-turn-end-p (update)
+(defun agent-shell-transcript--stale-turn-end-p (update)
   "Return non-nil when the `turn_end' UPDATE is not for the current turn.
 A turn that was cancelled can report its end after the next turn
 began; that report must not end the new turn."
   (let ((id (alist-get 'turnId update)))
     (and (stringp id)
-         agent-shell--turn-id
-         (or (member id agent-shell--stale-turns)
-             (and (stringp agent-shell--turn-id)
-                  (not (equal id agent-shell--turn-id)))))))
+         (agent-shell-session-turn-id agent-shell--session)
+         (or (member id (agent-shell-session-stale-turns agent-shell--session))
+             (and (stringp (agent-shell-session-turn-id agent-shell--session))
+                  (not (equal id (agent-shell-session-turn-id agent-shell--session))))))))
 
-(defun agent-shell--on-turn-end (update)
+(defun agent-shell-transcript--on-turn-end (update)
   "Finish the turn described by UPDATE, unless it is an older turn's."
-  (let ((stale (agent-shell--stale-turn-end-p update)))
-    (setq agent-shell--stale-turns
-          (delete (alist-get 'turnId update) agent-shell--stale-turns))
+  (let ((stale (agent-shell-transcript--stale-turn-end-p update)))
+    (setf (agent-shell-session-stale-turns agent-shell--session)
+          (delete (alist-get 'turnId update)
+                  (agent-shell-session-stale-turns agent-shell--session)))
     (unless stale
-      (agent-shell--finish-turn update))))
+      (agent-shell-transcript--finish-turn update))))
 
-(defun agent-shell--finish-turn (update)
+(defun agent-shell-transcript--finish-turn (update)
   "Finish the current turn as the `turn_end' UPDATE describes."
   (let* ((reason (alist-get 'stopReason update))
          (err (alist-get 'error update))
-         (elapsed (and agent-shell--turn-start
-                       (float-time (time-since agent-shell--turn-start)))))
-    (agent-shell-citations-link agent-shell--output-marker agent-shell--root)
-    (cond (err (agent-shell--notice
+         (elapsed (and (agent-shell-session-turn-start agent-shell--session)
+                       (float-time (time-since
+                                    (agent-shell-session-turn-start
+                                     agent-shell--session))))))
+    (agent-shell-citations-link (agent-shell-session-output-marker agent-shell--session)
+                                (agent-shell-session-root agent-shell--session))
+    (cond (err (agent-shell-transcript--notice
                 (format "[turn ended with an error: %s]" (alist-get 'message err))))
           ((and reason (not (equal reason "end_turn")))
-           (agent-shell--notice (format "[turn ended: %s]" reason)))
+           (agent-shell-transcript--notice (format "[turn ended: %s]" reason)))
           ((alist-get 'summary update)
-           (agent-shell--notice (format "Done: %s" (alist-get 'summary update))))
-          (t (agent-shell--editing (agent-shell--close-block))))
+           (agent-shell-transcript--notice (format "Done: %s" (alist-get 'summary update))))
+          (t (agent-shell-transcript--editing (agent-shell-transcript--close-block))))
     ;; A step the turn never finished (cancelled, stopped) has no spinner left.
-    (agent-shell--cancel-running-tools
+    (agent-shell-lifecycle--cancel-running-tools
      (if (equal reason "cancelled") "cancelled" "not finished"))
-    (setq agent-shell--turn-id nil
-          agent-shell--turn-start nil)
-    (agent-shell--set-state 'idle)
+    (setf (agent-shell-session-turn-id agent-shell--session) nil
+          (agent-shell-session-turn-start agent-shell--session) nil)
+    (agent-shell-header--set-state 'idle)
     (when (and elapsed (> elapsed agent-shell-notify-threshold))
       (funcall agent-shell-notify-function
                (format "agent-shell %s: turn finished after %d s (%s)"
-                       agent-shell--name (round elapsed) (or reason "done"))))))
+                       (agent-shell-session-name agent-shell--session) (round elapsed) (or
+                                                                                        reason "done"))))))
 
-(defun agent-shell--apply-update (update)
+(defun agent-shell-transcript--apply-update (update)
   "Render one session UPDATE in the current shell buffer."
   (pcase (alist-get 'sessionUpdate update)
     ("agent_message_chunk"
-     (when (memq agent-shell--state '(idle starting))
-       (agent-shell--set-state 'thinking))
-     (agent-shell--append-message
+     (when (memq (agent-shell-session-state agent-shell--session) '(idle starting))
+       (agent-shell-header--set-state 'thinking))
+     (agent-shell-transcript--append-message
       (or (alist-get 'text (alist-get 'content update)) "")
       (eq (alist-get 'refusal update) t)))
     ("agent_thought_chunk"
-     (agent-shell--on-thought (or (alist-get 'text (alist-get 'content update)) "")))
-    ("tool_call" (agent-shell--on-tool-call update))
-    ("tool_call_update" (agent-shell--on-tool-call-update update))
-    ("plan" (agent-shell--on-plan update))
-    ("usage" (setq agent-shell--usage update) (force-mode-line-update))
-    ("turn_end" (agent-shell--on-turn-end update))
+     (agent-shell-transcript--on-thought
+      (or (alist-get 'text (alist-get 'content update)) "")))
+    ("tool_call" (agent-shell-transcript--on-tool-call update))
+    ("tool_call_update" (agent-shell-transcript--on-tool-call-update update))
+    ("plan" (agent-shell-transcript--on-plan update))
+    ("usage" (setf (agent-shell-session-usage agent-shell--session) update)
+     (force-mode-line-update))
+    ("turn_end" (agent-shell-transcript--on-turn-end update))
     ("mcp_servers" (agent-shell-mcp-on-update update))
     (kind (message "agent-shell: unknown session update %S" kind))))
 
-(defun agent-shell--start-turn-entries ()
+(defun agent-shell-transcript--start-turn-entries ()
   "Forget the plan entry of the turn before, for a new turn.
 Its plan keeps its entry; a plan of the new turn gets a new one."
-  (setq agent-shell--plan-entry nil
-        agent-shell--plan-id nil))
+  (setf (agent-shell-session-plan-entry agent-shell--session) nil
+        (agent-shell-session-plan-id agent-shell--session) nil))
 
-(defun agent-shell--insert-history (history)
+(defun agent-shell-transcript--insert-history (history)
   "Render HISTORY, the list of past messages from `session/resume'.
 Each item is (role, text, toolCallId?, title?, status?).  Every message
 starts on its own line, and the transcript ends on a fresh line so
@@ -807,30 +582,32 @@ that the prompt does not stick to the last answer."
     (let ((text (or (alist-get 'text item) "")))
       (pcase (alist-get 'role item)
         ("user"
-         (agent-shell--editing
-           (agent-shell--close-block)
-           (unless (bobp) (agent-shell--insert "\n"))
-           (agent-shell--insert (concat "> " text "\n\n")
-                                'face 'agent-shell-user-face 'agent-shell-role 'user))
-         (agent-shell--start-turn-entries)
-         (push text agent-shell--history))
+         (agent-shell-transcript--editing
+           (agent-shell-transcript--close-block)
+           (unless (bobp) (agent-shell-transcript--insert "\n"))
+           (agent-shell-transcript--insert (concat "> " text "\n\n")
+                                           'face 'agent-shell-user-face 'agent-shell-role 'user))
+         (agent-shell-transcript--start-turn-entries)
+         (push text (agent-shell-session-history agent-shell--session)))
         ("assistant"
-         (agent-shell--editing (agent-shell--close-block))
-         (agent-shell--append-message text)
-         (agent-shell--editing (agent-shell--close-block)))
-        ("system" (agent-shell--notice text))
+         (agent-shell-transcript--editing (agent-shell-transcript--close-block))
+         (agent-shell-transcript--append-message text)
+         (agent-shell-transcript--editing (agent-shell-transcript--close-block)))
+        ("system" (agent-shell-transcript--notice text))
         ("tool"
-         (agent-shell--editing
-           (let ((id (agent-shell--new-entry
-                      "tool" (agent-shell--status-glyph (alist-get 'status item))
+         (agent-shell-transcript--editing
+           (let ((id (agent-shell-transcript--new-entry
+                      "tool" (agent-shell-transcript--status-glyph (alist-get 'status item))
                       (or (alist-get 'title item) "tool"))))
              (when-let ((call-id (alist-get 'toolCallId item)))
-               (push (cons call-id id) agent-shell--tools))
+               (push (cons call-id id) (agent-shell-session-tools agent-shell--session)))
              (unless (string-empty-p text)
-               (agent-shell--append-body id (agent-shell--cap text)))))))))
-  (agent-shell--editing
-    (agent-shell--close-block)
-    (agent-shell--fresh-line)))
+               (agent-shell-transcript--append-body id
+                                                    (agent-shell-tool-text--cap
+                                                     text)))))))))
+  (agent-shell-transcript--editing
+    (agent-shell-transcript--close-block)
+    (agent-shell-transcript--fresh-line)))
 
 (provide 'agent-shell-transcript)
 ;;; agent-shell-transcript.el ends here

@@ -43,10 +43,12 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'agent-shell-custom)
+(require 'agent-shell-session)
 (require 'agent-shell-rpc)
 (require 'agent-shell-bridge)
 (require 'agent-shell-log)
 (require 'agent-shell-tools)
+(require 'agent-shell-perception)
 (require 'agent-shell-plan)
 (require 'agent-shell-citations)
 (require 'agent-shell-project)
@@ -57,46 +59,6 @@
 (require 'agent-shell-lifecycle)
 (require 'agent-shell-roles)
 (require 'agent-shell-permissions)
-
-;;; Internals: context snapshot
-
-(defun agent-shell--user-buffer ()
-  "Return the buffer the user most recently worked in, or nil."
-  (cl-find-if (lambda (b)
-                (and (buffer-file-name b)
-                     (not (string-prefix-p " " (buffer-name b)))))
-              (buffer-list (selected-frame))))
-
-(defun agent-shell-context-snapshot (&optional root)
-  "Return a cheap snapshot of the user's editing context for `session/prompt'.
-It names the file of the most recent file buffer, its point line and
-column, whether the region is active, and the project ROOT.  A file
-outside ROOT and `agent-shell-extra-allowed-paths' is not described:
-the snapshot only says that the user's buffer is outside the project."
-  (let* ((root (or root agent-shell--root default-directory))
-         (buffer (agent-shell--user-buffer))
-         (inside (and buffer
-                      (ignore-error agent-shell-tool-error
-                       (agent-shell-tools-inside-roots
-                       (buffer-file-name buffer)
-                       `((root . ,(expand-file-name root))
-                         (extra_roots . ,(mapcar #'expand-file-name
-                                                 agent-shell-extra-allowed-paths))))))))
-    `((root . ,root)
-      ,@(when (and buffer (not inside))
-          '((outside_project . t)))
-      ,@(when inside
-          (with-current-buffer buffer
-            `((file . ,(buffer-file-name buffer))
-              (buffer . ,(buffer-name buffer))
-              (major_mode . ,(symbol-name major-mode))
-              (line . ,(line-number-at-pos nil t))
-              (column . ,(current-column))
-              (modified . ,(if (buffer-modified-p) t :json-false))
-              (region . ,(if (region-active-p) t :json-false))
-              ,@(when (region-active-p)
-                  `((region_start_line . ,(line-number-at-pos (region-beginning) t))
-                    (region_end_line . ,(line-number-at-pos (region-end) t))))))))))
 
 ;;; Internals: buffer setup
 
@@ -110,7 +72,7 @@ the snapshot only says that the user's buffer is outside the project."
                           'front-sticky '(read-only)
                           'field 'agent-shell-prompt
                           'face 'agent-shell-prompt-face))
-      (set-marker agent-shell--input-marker (point)))))
+      (set-marker (agent-shell-session-input-marker agent-shell--session) (point)))))
 
 (defun agent-shell--setup (name root session-id)
   "Prepare the current buffer for session SESSION-ID named NAME in ROOT."
@@ -119,26 +81,30 @@ the snapshot only says that the user's buffer is outside the project."
         (buffer-undo-list t))
     (erase-buffer))
   (setq buffer-undo-list nil)
-  (setq agent-shell--name name
-        agent-shell--root root
-        agent-shell--mode agent-shell-default-mode
+  (setf (agent-shell-session-name agent-shell--session) name
+        (agent-shell-session-root agent-shell--session) root
+        (agent-shell-session-mode agent-shell--session) agent-shell-default-mode
         default-directory root
-        agent-shell--input-marker (copy-marker (point-min) nil))
+        (agent-shell-session-input-marker agent-shell--session) (copy-marker (point-min)
+                                                                             nil))
   (agent-shell--insert-prompt)
   ;; Created after the prompt, so that it stays before it.
-  (setq agent-shell--output-marker (copy-marker (point-min) t))
-  (agent-shell--update-prompt-gap)
+  (setf (agent-shell-session-output-marker agent-shell--session)
+        (copy-marker (point-min) t))
+  (agent-shell-transcript--update-prompt-gap)
   (goto-char (point-max))
   (when session-id
     (agent-shell--attach session-id)))
 
 (defun agent-shell--attach (session-id)
   "Bind the current buffer to SESSION-ID."
-  (when agent-shell--session-id
-    (remhash agent-shell--session-id agent-shell--sessions))
-  (setq agent-shell--session-id session-id)
-  (puthash session-id (current-buffer) agent-shell--sessions)
-  (agent-shell--set-state 'idle))
+  (when (agent-shell-session-id agent-shell--session)
+    (remhash (agent-shell-session-id agent-shell--session)
+             (agent-shell-bridge-sessions agent-shell-bridge--current)))
+  (setf (agent-shell-session-id agent-shell--session) session-id)
+  (puthash session-id (current-buffer)
+           (agent-shell-bridge-sessions agent-shell-bridge--current))
+  (agent-shell-header--set-state 'idle))
 
 (defun agent-shell--buffer-name (name)
   "Return the shell buffer name of session NAME."
@@ -148,7 +114,7 @@ the snapshot only says that the user's buffer is outside the project."
   "Return the project root of the shell BUFFER, or nil when it is none."
   (and (buffer-live-p buffer)
        (eq (buffer-local-value 'major-mode buffer) 'agent-shell-mode)
-       (buffer-local-value 'agent-shell--root buffer)))
+       (agent-shell-session-root (buffer-local-value 'agent-shell--session buffer))))
 
 (defun agent-shell--same-root-p (a b)
   "Return non-nil when the directories A and B are the same."
@@ -187,53 +153,57 @@ buffers take the same name."
     (with-current-buffer buffer
       (agent-shell--attach (alist-get 'sessionId result))
       (when-let ((mode (alist-get 'mode result)))
-        (setq agent-shell--mode (intern mode)))
-      (when-let ((model (agent-shell--nonempty (alist-get 'model result))))
-        (setq agent-shell--model model)
+        (setf (agent-shell-session-mode agent-shell--session) (intern mode)))
+      (when-let ((model (agent-shell-project--nonempty (alist-get 'model result))))
+        (setf (agent-shell-session-model agent-shell--session) model)
         (force-mode-line-update))
       (when-let ((path (alist-get 'logPath result)))
-        (setq agent-shell--log-path path)
-        (agent-shell-log-set-file (agent-shell-log-buffer agent-shell--name) path))
-      (mapc #'agent-shell--notice (alist-get 'notices result))
-      (setq agent-shell--sandbox (alist-get 'sandbox result))
-      (when (equal (alist-get 'projectSetting agent-shell--sandbox) "untrusted")
-        (agent-shell--notice
+        (setf (agent-shell-session-log-path agent-shell--session) path)
+        (agent-shell-log-set-file
+         (agent-shell-log-buffer (agent-shell-session-name agent-shell--session)) path))
+      (mapc #'agent-shell-transcript--notice (alist-get 'notices result))
+      (setf (agent-shell-session-sandbox agent-shell--session) (alist-get 'sandbox result))
+      (when (equal (alist-get 'projectSetting
+                              (agent-shell-session-sandbox
+                               agent-shell--session)) "untrusted")
+        (agent-shell-transcript--notice
          (substitute-command-keys
           "This project's config.el turns the sandbox off only once you trust it: \
-\\[agent-shell-trust-config]")))
+\\[agent-shell-project-trust-config]")))
       (agent-shell-mcp-on-status (alist-get 'mcp result) t)
       (when (equal (alist-get 'allowlist result) "untrusted")
-        (agent-shell--notice
+        (agent-shell-transcript--notice
          (substitute-command-keys
           "This project's allowlist is not applied until you trust it: \
-\\[agent-shell-trust-allowlist]")))
+\\[agent-shell-project-trust-allowlist]")))
       (when-let ((roles (agent-shell-roles-notice result)))
-        (agent-shell--notice roles))
-      (when-let ((loaded (agent-shell-instructions--on-session result)))
-        (agent-shell--notice loaded))
+        (agent-shell-transcript--notice roles))
+      (when-let ((loaded (agent-shell-commands--on-session result)))
+        (agent-shell-transcript--notice loaded))
       (let ((memories (alist-get 'memories result)))
         (when memories
-          (agent-shell--notice
+          (agent-shell-transcript--notice
            (format "Recalled %d experience%s: %s" (length memories)
                    (if (cdr memories) "s" "")
                    (mapconcat (lambda (m) (or (alist-get 'title m) "?"))
                               memories "; ")))))
-      (agent-shell--send-queued))))
+      (agent-shell-lifecycle--send-queued))))
 
 (defun agent-shell--session-new-params (root &optional settings wide-confirmed)
   "Return the params of `session/new' for ROOT.
 SETTINGS are ROOT's project settings, read when not given.
 WIDE-CONFIRMED non-nil means the user explicitly confirmed ROOT
 although it is $HOME or /; only then is `allow_wide_root' sent."
-  (let ((settings (or settings (agent-shell-read-config root))))
+  (let ((settings (or settings (agent-shell-project-read-config root))))
     `((cwd . ,(directory-file-name root))
       ,@(and wide-confirmed '((allow_wide_root . t)))
-      (mode . ,(symbol-name (agent-shell--setting settings 'agent-shell-default-mode)))
-      (model . ((model . ,(agent-shell--setting settings 'agent-shell-model))
-                ,@(when-let ((window (agent-shell--setting
+      (mode . ,(symbol-name
+                (agent-shell-project--setting settings 'agent-shell-default-mode)))
+      (model . ((model . ,(agent-shell-project--setting settings 'agent-shell-model))
+                ,@(when-let ((window (agent-shell-project--setting
                                       settings 'agent-shell-context-window)))
                     `((context_window . ,window)))))
-      (max_steps . ,(agent-shell--setting settings 'agent-shell-max-steps))
+      (max_steps . ,(agent-shell-project--setting settings 'agent-shell-max-steps))
       ;; Only the user's own setting: never one from the project's files.
       (extra_allowed_paths
        . ,(vconcat (mapcar #'expand-file-name agent-shell-extra-allowed-paths)))
@@ -245,9 +215,10 @@ although it is $HOME or /; only then is `allow_wide_root' sent."
   (lambda (err)
     (when (buffer-live-p buffer)
       (with-current-buffer buffer
-        (agent-shell--unqueue)
-        (agent-shell--notice (format "%s failed: %s" what (alist-get 'message err)))
-        (agent-shell--set-state 'dead)))))
+        (agent-shell-lifecycle--unqueue)
+        (agent-shell-transcript--notice
+         (format "%s failed: %s" what (alist-get 'message err)))
+        (agent-shell-header--set-state 'dead)))))
 
 ;;; Commands
 
@@ -266,57 +237,59 @@ is.  One whose bridge stopped is never erased: its session is resumed
 in place with `agent-shell-restart', keeping the transcript and the
 unsent input."
   (interactive "P")
-  (let* ((chosen (agent-shell--confirmed-root (agent-shell--project-root ask)))
+  (let* ((chosen (agent-shell-project--confirmed-root (agent-shell-project--root ask)))
          (root (car chosen))
          (name (agent-shell--name-for-root root))
          (buffer (get-buffer-create (agent-shell--buffer-name name))))
-    (agent-shell-scaffold root)
+    (agent-shell-project-scaffold root)
     (with-current-buffer buffer
       (cond
        ((not (derived-mode-p 'agent-shell-mode)) nil)
-       ((eq agent-shell--state 'starting) (setq root nil))
-       ((and agent-shell--session-id (agent-shell--live-connection)
-             (not (eq agent-shell--state 'dead)))
+       ((eq (agent-shell-session-state agent-shell--session) 'starting) (setq root nil))
+       ((and (agent-shell-session-id agent-shell--session)
+             (agent-shell-bridge--live-connection)
+             (not (eq (agent-shell-session-state agent-shell--session) 'dead)))
         (setq root nil))
        ((agent-shell--has-content-p)
         (agent-shell-restart)
         (setq root nil)))
       (when root
         (agent-shell--setup name root nil)
-        (let ((settings (agent-shell-read-config root)))
-          (setq agent-shell--mode
-                (agent-shell--setting settings 'agent-shell-default-mode))
-          (agent-shell--set-state 'starting)
-          (agent-shell--with-bridge
+        (let ((settings (agent-shell-project-read-config root)))
+          (setf (agent-shell-session-mode agent-shell--session)
+                (agent-shell-project--setting settings 'agent-shell-default-mode))
+          (agent-shell-header--set-state 'starting)
+          (agent-shell-bridge--with-connection
            (lambda (conn)
              (agent-shell-rpc-request
               conn "session/new"
               (agent-shell--session-new-params root settings (cdr chosen))
-            :on-success (lambda (result) (agent-shell--on-session buffer result))
-            :on-error (agent-shell--session-error buffer "Starting the session")))))))
+              :on-success (lambda (result) (agent-shell--on-session buffer result))
+              :on-error (agent-shell--session-error buffer "Starting the session")))))))
     (pop-to-buffer buffer)
     buffer))
 
 (defun agent-shell--has-content-p ()
   "Return non-nil when this shell buffer has a transcript or input."
-  (and (markerp agent-shell--output-marker)
-       (or (> agent-shell--output-marker (point-min))
+  (and (markerp (agent-shell-session-output-marker agent-shell--session))
+       (or (> (agent-shell-session-output-marker agent-shell--session) (point-min))
            (not (string-empty-p (agent-shell--input))))))
 
 (defun agent-shell--ensure-shell ()
   "Signal a `user-error' unless in a shell buffer with a session."
   (unless (derived-mode-p 'agent-shell-mode)
     (user-error "Not in an agent-shell buffer"))
-  (unless agent-shell--session-id
+  (unless (agent-shell-session-id agent-shell--session)
     (user-error "This buffer has no session yet")))
 
 (defun agent-shell--input ()
   "Return the current input text."
-  (buffer-substring-no-properties agent-shell--input-marker (point-max)))
+  (buffer-substring-no-properties (agent-shell-session-input-marker agent-shell--session)
+                                  (point-max)))
 
 (defun agent-shell--set-input (text)
   "Replace the current input with TEXT."
-  (delete-region agent-shell--input-marker (point-max))
+  (delete-region (agent-shell-session-input-marker agent-shell--session) (point-max))
   (goto-char (point-max))
   (insert text))
 
@@ -325,8 +298,8 @@ unsent input."
 On an entry header in the transcript, toggle the entry instead."
   (interactive)
   (cond
-   ((< (point) agent-shell--input-marker)
-    (if (agent-shell--entry-at (point))
+   ((< (point) (agent-shell-session-input-marker agent-shell--session))
+    (if (agent-shell-transcript--entry-at (point))
         (agent-shell-toggle-entry)
       (goto-char (point-max))))
    (t
@@ -335,10 +308,10 @@ On an entry header in the transcript, toggle the entry instead."
     (let ((text (string-trim (agent-shell--input))))
       (when (string-empty-p text)
         (user-error "Nothing to send"))
-      (if (eq agent-shell--state 'starting)
-          (agent-shell--queue-prompt text)
+      (if (eq (agent-shell-session-state agent-shell--session) 'starting)
+          (agent-shell-lifecycle--queue-prompt text)
         (agent-shell--ensure-shell)
-        (when agent-shell--turn-id
+        (when (agent-shell-session-turn-id agent-shell--session)
           (user-error "A turn is running; C-c C-k cancels it"))
         (agent-shell-send text))))))
 
@@ -346,7 +319,7 @@ On an entry header in the transcript, toggle the entry instead."
   "Send TEXT as a prompt in the current shell buffer's session.
 When the prompt cannot be sent at all, nothing changes: no turn
 starts and TEXT stays (or is put back) in the input."
-  (unless (agent-shell--live-connection)
+  (unless (agent-shell-bridge--live-connection)
     (user-error (substitute-command-keys
                  "The bridge is not running; \\<agent-shell-mode-map>\\[agent-shell-restart] \
 restarts it and resumes this session (the transcript and input stay)")))
@@ -355,90 +328,91 @@ restarts it and resumes this session (the transcript and input stay)")))
 
 (defun agent-shell--show-prompt (text)
   "Move TEXT from the input to the transcript as the user's prompt."
-  (unless (equal text (car agent-shell--history))
-    (push text agent-shell--history))
-  (setq agent-shell--history-index -1
-        agent-shell--history-draft nil)
+  (unless (equal text (car (agent-shell-session-history agent-shell--session)))
+    (push text (agent-shell-session-history agent-shell--session)))
+  (setf (agent-shell-session-history-index agent-shell--session) -1
+        (agent-shell-session-history-draft agent-shell--session) nil)
   (let ((inhibit-read-only t))
-    (delete-region agent-shell--input-marker (point-max)))
+    (delete-region (agent-shell-session-input-marker agent-shell--session) (point-max)))
   (setq buffer-undo-list nil)
-  (agent-shell--editing
-    (agent-shell--close-block)
-    (unless (bobp) (agent-shell--insert "\n"))
-    (agent-shell--insert (concat "> " text "\n\n") 'face 'agent-shell-user-face
-                         'agent-shell-role 'user))
-  (agent-shell-citations-mark agent-shell--output-marker))
+  (agent-shell-transcript--editing
+    (agent-shell-transcript--close-block)
+    (unless (bobp) (agent-shell-transcript--insert "\n"))
+    (agent-shell-transcript--insert (concat "> " text "\n\n") 'face 'agent-shell-user-face
+                                    'agent-shell-role 'user))
+  (agent-shell-citations-mark (agent-shell-session-output-marker agent-shell--session)))
 
 (defun agent-shell--dispatch-prompt (text)
   "Start a turn with TEXT, already shown in the transcript.
 When it cannot be sent, no turn runs and TEXT goes back to the input."
   (let ((buffer (current-buffer)))
-    (agent-shell--start-turn-entries)
-    (setq agent-shell--turn-id 'pending
-          agent-shell--turn-start (current-time))
-    (agent-shell--set-state 'thinking)
+    (agent-shell-transcript--start-turn-entries)
+    (setf (agent-shell-session-turn-id agent-shell--session) 'pending
+          (agent-shell-session-turn-start agent-shell--session) (current-time))
+    (agent-shell-header--set-state 'thinking)
     (condition-case err
         (agent-shell--send-prompt buffer text)
       (error
-       (setq agent-shell--turn-id nil
-             agent-shell--turn-start nil)
-       (agent-shell--set-state 'idle)
+       (setf (agent-shell-session-turn-id agent-shell--session) nil
+             (agent-shell-session-turn-start agent-shell--session) nil)
+       (agent-shell-header--set-state 'idle)
        (agent-shell--set-input text)
-       (agent-shell--notice (format "The prompt was not sent: %s"
-                                    (error-message-string err)))
+       (agent-shell-transcript--notice (format "The prompt was not sent: %s"
+                                               (error-message-string err)))
        (signal (car err) (cdr err))))))
 
 (defun agent-shell--send-prompt (buffer text)
   "Send TEXT as `session/prompt' for the shell BUFFER (the current buffer)."
-  (agent-shell--request
+  (agent-shell-bridge--request
    "session/prompt"
-   `((sessionId . ,agent-shell--session-id)
+   `((sessionId . ,(agent-shell-session-id agent-shell--session))
      (prompt . [((type . "text") (text . ,text))])
-     (context . ,(agent-shell-context-snapshot))
-     (mode . ,(symbol-name agent-shell--mode)))
+     (context . ,(agent-shell-perception-context-snapshot))
+     (mode . ,(symbol-name (agent-shell-session-mode agent-shell--session))))
    :on-success (lambda (result)
                  (when (buffer-live-p buffer)
                    (with-current-buffer buffer
                      (when-let ((turn (alist-get 'turnId result)))
-                       (push (cons turn text) agent-shell--turn-prompts))
-                     (when (eq agent-shell--turn-id 'pending)
-                       (setq agent-shell--turn-id
+                       (push (cons turn text)
+                             (agent-shell-session-turn-prompts agent-shell--session)))
+                     (when (eq (agent-shell-session-turn-id agent-shell--session) 'pending)
+                       (setf (agent-shell-session-turn-id agent-shell--session)
                              (or (alist-get 'turnId result) t))))))
    :on-error (lambda (err)
                (when (buffer-live-p buffer)
                  (with-current-buffer buffer
-                   (setq agent-shell--turn-id nil)
-                   (agent-shell--notice (format "The prompt failed: %s"
-                                                (alist-get 'message err)))
+                   (setf (agent-shell-session-turn-id agent-shell--session) nil)
+                   (agent-shell-transcript--notice (format "The prompt failed: %s"
+                                                           (alist-get 'message err)))
                    ;; Refused prompts (an unknown /command, say) come back to
                    ;; be fixed, unless the user already typed something new.
                    (when (string-empty-p (agent-shell--input))
                      (agent-shell--set-input text))
-                   (agent-shell--set-state 'idle))))))
+                   (agent-shell-header--set-state 'idle))))))
 
 (defun agent-shell-newline ()
   "Insert a newline in the input without sending it."
   (interactive)
-  (when (< (point) agent-shell--input-marker)
+  (when (< (point) (agent-shell-session-input-marker agent-shell--session))
     (goto-char (point-max)))
   (insert "\n"))
 
 (defun agent-shell-previous-input (n)
   "Replace the input with the Nth previous one from the history."
   (interactive "p")
-  (unless agent-shell--history
+  (unless (and agent-shell--session (agent-shell-session-history agent-shell--session))
     (user-error "No input history"))
-  (when (= agent-shell--history-index -1)
-    (setq agent-shell--history-draft (agent-shell--input)))
-  (let ((index (+ agent-shell--history-index n)))
-    (cond ((>= index (length agent-shell--history))
+  (when (= (agent-shell-session-history-index agent-shell--session) -1)
+    (setf (agent-shell-session-history-draft agent-shell--session) (agent-shell--input)))
+  (let ((index (+ (agent-shell-session-history-index agent-shell--session) n)))
+    (cond ((>= index (length (agent-shell-session-history agent-shell--session)))
            (user-error "Beginning of history"))
           ((< index -1) (user-error "End of history"))
-          (t (setq agent-shell--history-index index)
+          (t (setf (agent-shell-session-history-index agent-shell--session) index)
              (agent-shell--set-input
               (if (= index -1)
-                  (or agent-shell--history-draft "")
-                (nth index agent-shell--history)))))))
+                  (or (agent-shell-session-history-draft agent-shell--session) "")
+                (nth index (agent-shell-session-history agent-shell--session))))))))
 
 (defun agent-shell-next-input (n)
   "Replace the input with the Nth next one from the history."
@@ -450,52 +424,58 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
   (interactive)
   (agent-shell--ensure-shell)
   (let ((buffer (current-buffer)))
-    (agent-shell--request
-     "session/cancel" `((sessionId . ,agent-shell--session-id))
+    (agent-shell-bridge--request
+     "session/cancel" `((sessionId . ,(agent-shell-session-id agent-shell--session)))
      :on-success (lambda (result)
                    (message "agent-shell: %s"
                             (if (eq (alist-get 'cancelled result) t)
                                 "turn cancelled" "no turn was running"))
                    (when (buffer-live-p buffer)
                      (with-current-buffer buffer
-                       (unless (eq agent-shell--turn-id 'pending)
-                         (when (stringp agent-shell--turn-id)
-                           (push agent-shell--turn-id agent-shell--stale-turns))
-                         (setq agent-shell--turn-id nil))))))))
+                       (unless (eq (agent-shell-session-turn-id agent-shell--session)
+                                   'pending)
+                         (when (stringp (agent-shell-session-turn-id agent-shell--session))
+                           (push (agent-shell-session-turn-id agent-shell--session)
+                                 (agent-shell-session-stale-turns agent-shell--session)))
+                         (setf (agent-shell-session-turn-id agent-shell--session)
+                               nil))))))))
 
 (defun agent-shell-show-log ()
   "Show the action log of this session."
   (interactive)
   (unless (derived-mode-p 'agent-shell-mode)
     (user-error "Not in an agent-shell buffer"))
-  (display-buffer (agent-shell-log-buffer agent-shell--name)))
+  (display-buffer (agent-shell-log-buffer (agent-shell-session-name agent-shell--session))))
 
 (defun agent-shell-toggle-mode ()
   "Switch this session between `act' and `ask' mode."
   (interactive)
   (agent-shell--ensure-shell)
   (let ((buffer (current-buffer))
-        (mode (if (eq agent-shell--mode 'ask) 'act 'ask)))
-    (agent-shell--request
-     "session/set_mode" `((sessionId . ,agent-shell--session-id)
+        (mode (if (eq (agent-shell-session-mode agent-shell--session) 'ask) 'act 'ask)))
+    (agent-shell-bridge--request
+     "session/set_mode" `((sessionId . ,(agent-shell-session-id agent-shell--session))
                           (mode . ,(symbol-name mode)))
      :on-success (lambda (result)
                    (when (buffer-live-p buffer)
                      (with-current-buffer buffer
-                       (setq agent-shell--mode
+                       (setf (agent-shell-session-mode agent-shell--session)
                              (intern (or (alist-get 'mode result)
                                          (symbol-name mode))))
                        (force-mode-line-update)
-                       (message "agent-shell: %s mode" agent-shell--mode)))))))
+                       (message "agent-shell: %s mode"
+                                (agent-shell-session-mode agent-shell--session))))))))
 
 (defun agent-shell--chosen-permission (verb)
   "Return this session's waiting permission request the user means.
 With one step waiting, that one; with several, ask which (VERB starts
 the question), so no decision falls on a step the user did not name."
   (let ((waiting (cl-remove-if-not
-                  (lambda (p) (and (equal (plist-get p :session) agent-shell--session-id)
-                                   (not (plist-get p :sending))))
-                  agent-shell--permissions)))
+                  (lambda (p) (and
+                               (equal (agent-shell-bridge-permission-session p)
+                                      (agent-shell-session-id agent-shell--session))
+                               (not (agent-shell-bridge-permission-sending p))))
+                  (agent-shell-bridge-permissions agent-shell-bridge--current))))
     (cond
      ((null waiting) (user-error "No step is waiting for a decision"))
      ((null (cdr waiting)) (car waiting))
@@ -503,7 +483,7 @@ the question), so no decision falls on a step the user did not name."
                (table (mapcar (lambda (p)
                                 (cons (format "%d. %s" (cl-incf n)
                                               (or (alist-get 'title (alist-get 'toolCall
-                                                                               (plist-get p :params)))
+                                                                               (agent-shell-bridge-permission-params p)))
                                                   "a step"))
                                       p))
                               waiting)))
@@ -517,7 +497,7 @@ the question), so no decision falls on a step the user did not name."
 PERMISSION, when given, is the request to approve."
   (interactive)
   (agent-shell--ensure-shell)
-  (agent-shell--answer-permission
+  (agent-shell-permissions--answer
    (or permission (agent-shell--chosen-permission "Approve")) 'approve nil))
 
 (defun agent-shell-reject (reason &optional permission)
@@ -528,40 +508,43 @@ With several steps waiting, ask which; PERMISSION, when given, is it."
           (let ((permission (agent-shell--chosen-permission "Reject")))
             (list (read-string "Reason (optional): ") permission))))
   (agent-shell--ensure-shell)
-  (agent-shell--answer-permission (or permission (agent-shell--chosen-permission "Reject"))
-                                  'reject (agent-shell--nonempty reason)))
+  (agent-shell-permissions--answer (or permission (agent-shell--chosen-permission "Reject"))
+                                   'reject (agent-shell-project--nonempty reason)))
 
 (defun agent-shell-toggle-entry ()
   "Show or hide the body of the thought, tool or plan entry at point.
 Anywhere on an entry's line counts, its end too.  On a /command
 name at the prompt, complete it; elsewhere, indent as TAB would."
   (interactive)
-  (let ((id (agent-shell--entry-at (point))))
+  (let ((id (agent-shell-transcript--entry-at (point))))
     (if (not id)
         (if (agent-shell-commands-completion-at-point)
             (completion-at-point)
           (indent-for-tab-command))
-      (let ((plist (agent-shell--entry id)))
-        (agent-shell--set-folded id (not (plist-get plist :folded)))))))
+      (let ((plist (agent-shell-transcript--entry id)))
+        (agent-shell-transcript--set-folded id (not (plist-get plist :folded)))))))
 
 (defun agent-shell--kill-buffer ()
   "End this buffer's session when the buffer is killed."
-  (when agent-shell--session-id
-    (remhash agent-shell--session-id agent-shell--sessions)
-    (when-let ((conn (agent-shell--live-connection)))
+  (when (agent-shell-session-id agent-shell--session)
+    (remhash (agent-shell-session-id agent-shell--session)
+             (agent-shell-bridge-sessions agent-shell-bridge--current))
+    (when-let ((conn (agent-shell-bridge--live-connection)))
       (ignore-errors
         (agent-shell-rpc-notify conn "session/cancel"
-                                `((sessionId . ,agent-shell--session-id)))))
-    (setq agent-shell--permissions
-          (cl-remove agent-shell--session-id agent-shell--permissions
-                     :key (lambda (p) (plist-get p :session)) :test #'equal))))
+                                `((sessionId . ,(agent-shell-session-id
+                                                 agent-shell--session))))))
+    (setf (agent-shell-bridge-permissions agent-shell-bridge--current)
+          (cl-remove (agent-shell-session-id agent-shell--session)
+                     (agent-shell-bridge-permissions agent-shell-bridge--current)
+                     :key #'agent-shell-bridge-permission-session :test #'equal))))
 
 ;;;###autoload
 (defun agent-shell-resume ()
   "Reopen a past session of the current project with its visible history."
   (interactive)
-  (let ((root (agent-shell--project-root)))
-    (agent-shell--with-bridge
+  (let ((root (agent-shell-project--root)))
+    (agent-shell-bridge--with-connection
      (lambda (conn)
        (agent-shell-rpc-request
         conn "session/list" `((cwd . ,(directory-file-name root)))
@@ -593,29 +576,30 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
   (let* ((name (agent-shell--name-for-root root))
          (buffer (get-buffer-create (agent-shell--buffer-name name))))
     (with-current-buffer buffer
-      (when (and (derived-mode-p 'agent-shell-mode) agent-shell--session-id
-                 agent-shell--turn-id
+      (when (and (derived-mode-p 'agent-shell-mode)
+                 (agent-shell-session-id agent-shell--session)
+                 (agent-shell-session-turn-id agent-shell--session)
                  (not (yes-or-no-p
                        (format "A turn is running in %s; cancel it and resume? "
                                (buffer-name buffer)))))
         (user-error "Not resumed; the running turn goes on"))
       (when (and (derived-mode-p 'agent-shell-mode)
-                 (not agent-shell--turn-id)
-                 (not (equal agent-shell--session-id session-id))
+                 (not (agent-shell-session-turn-id agent-shell--session))
+                 (not (equal (agent-shell-session-id agent-shell--session) session-id))
                  (agent-shell--has-content-p)
                  (not (yes-or-no-p
                        (format "Show session %s in %s instead of its transcript \
 \(kept in its log)? " session-id (buffer-name buffer)))))
         (user-error "Not resumed; the transcript stays"))
-      (when agent-shell--session-id
+      (when (agent-shell-session-id agent-shell--session)
         (agent-shell--kill-buffer))
       (let ((typed (and (derived-mode-p 'agent-shell-mode)
-                        (markerp agent-shell--input-marker)
+                        (markerp (agent-shell-session-input-marker agent-shell--session))
                         (agent-shell--input))))
         (agent-shell--setup name root nil)
         ;; Unsent input survives: only the transcript is redrawn.
         (when typed (agent-shell--set-input typed)))
-      (agent-shell--set-state 'starting))
+      (agent-shell-header--set-state 'starting))
     (agent-shell-rpc-request
      conn "session/resume" `((sessionId . ,session-id)
                              (cwd . ,(directory-file-name root))
@@ -623,9 +607,10 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
      :on-success (lambda (result)
                    (when (buffer-live-p buffer)
                      (with-current-buffer buffer
-                       (agent-shell--before-queued
+                       (agent-shell-lifecycle--before-queued
                         (lambda ()
-                          (agent-shell--insert-history (alist-get 'history result))))
+                          (agent-shell-transcript--insert-history
+                           (alist-get 'history result))))
                        (agent-shell--on-session buffer result))))
      :on-error (agent-shell--session-error buffer "Resuming the session"))
     (pop-to-buffer buffer)
@@ -634,7 +619,7 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
 (defun agent-shell-stop-bridge ()
   "Stop the bridge process; every session's turn ends."
   (interactive)
-  (when-let ((conn (agent-shell--live-connection)))
+  (when-let ((conn (agent-shell-bridge--live-connection)))
     (agent-shell-rpc-stop conn)))
 
 (defun agent-shell-notify-default (text)
@@ -663,7 +648,7 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
     map)
   "Keymap of `agent-shell-mode'.")
 
-(autoload 'agent-shell-undo-turn "agent-shell-actions"
+(autoload 'agent-shell-undo-turn "agent-shell-undo"
   "Restore every file that the agent changed during a turn." t)
 (autoload 'agent-shell-save-memory "agent-shell-memory"
   "Extract an experience from the current session now." t)
@@ -686,7 +671,8 @@ ready.  When the bridge stops, \\[agent-shell-restart] restarts it and
 resumes the session in place, keeping the transcript and the input.
 
 \\{agent-shell-mode-map}"
-  (setq-local header-line-format '(:eval (agent-shell--header-line)))
+  (setq agent-shell--session (agent-shell-session-create))
+  (setq-local header-line-format '(:eval (agent-shell-header--line)))
   (setq-local truncate-lines nil)
   (setq-local word-wrap t)
   (add-hook 'completion-at-point-functions

@@ -41,15 +41,17 @@
   "Without a sandbox, approve a test run waiting for a yes: C-c C-y in the shell."
   (when (buffer-live-p e2e-shell)
     (with-current-buffer e2e-shell
-      (when (and (eq (alist-get 'available agent-shell--sandbox) :json-false)
+      (when (and (eq (alist-get 'available (agent-shell-session-sandbox agent-shell--session))
+                     :json-false)
                  (cl-find-if (lambda (p)
-                               (and (equal (plist-get p :session) agent-shell--session-id)
-                                    (not (plist-get p :sending))
+                               (and (equal (agent-shell-bridge-permission-session p)
+                                           (agent-shell-session-id agent-shell--session))
+                                    (not (agent-shell-bridge-permission-sending p))
                                     (string-prefix-p
                                      "run_test"
                                      (alist-get 'title (alist-get 'toolCall
-                                                                  (plist-get p :params))))))
-                             agent-shell--permissions))
+                                                                  (agent-shell-bridge-permission-params p))))))
+                             (agent-shell-bridge-permissions agent-shell-bridge--current)))
         (e2e-log "no sandbox: approving the test run")
         (let ((before (window-buffer)))
           (switch-to-buffer e2e-shell)
@@ -76,7 +78,7 @@
   "Return the text of the shell buffer's header line.
 Batch Emacs has no display, where `format-mode-line' gives \"\", so call
 the function behind `header-line-format' directly."
-  (with-current-buffer e2e-shell (agent-shell--header-line)))
+  (with-current-buffer e2e-shell (agent-shell-header--line)))
 
 (defun e2e-start ()
   "Start a session by typing the command name, as a user would; wait for it."

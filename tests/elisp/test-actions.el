@@ -17,14 +17,12 @@
 (require 'agent-shell-test-helpers)
 (require 'agent-shell-tools)
 (require 'agent-shell-actions)
+(require 'agent-shell-undo)
 
 (defconst test-actions--lines "第一行\nline two\nline three\nline four\n最后一行\n"
   "Five lines, some Chinese.")
 
 (defvar agent-shell-extra-allowed-paths)
-(defvar agent-shell--turn-prompts)
-(defvar agent-shell--output-marker)
-(defvar agent-shell--session-id)
 (declare-function agent-shell--setup "agent-shell" (name root session-id))
 
 (defun test-actions--index (root)
@@ -382,7 +380,7 @@
     (with-current-buffer (get-file-buffer (expand-file-name "a.txt" root))
       (should (equal (buffer-string) test-actions--lines)))
     ;; The undone turn is not picked again; the one before it is.
-    (should (equal (agent-shell-actions-last-turn root) nil))
+    (should (equal (agent-shell-undo-last-turn root) nil))
     (should (equal (agent-shell-undo-turn root "turn-0") '("earlier.txt")))
     (should-not (file-exists-p (expand-file-name "earlier.txt" root)))))
 
@@ -418,7 +416,7 @@ the action log's task heading), and the shell gets a notice."
           (progn
             (with-current-buffer shell
               (agent-shell--setup "undo-test" root nil)
-              (push (cons "turn-2" "再改一次 a.txt\n第二行") agent-shell--turn-prompts))
+              (push (cons "turn-2" "再改一次 a.txt\n第二行") (agent-shell-session-turn-prompts agent-shell--session)))
             (cl-letf (((symbol-function 'yes-or-no-p)
                        (lambda (prompt) (push prompt questions) t)))
               (agent-shell-undo-turn root "turn-2" t)
@@ -428,10 +426,10 @@ the action log's task heading), and the shell gets a notice."
                 (should (string-search
                          "Undid turn turn-2 (“再改一次 a.txt”): restored 2 file(s): a.txt, 新/b.txt"
                          (buffer-substring-no-properties
-                          (point-min) agent-shell--output-marker))))
+                          (point-min) (agent-shell-session-output-marker agent-shell--session)))))
               (agent-shell-undo-turn root "turn-1" t)
               (should (string-search "turn-1 (“把第一行改掉”)" (car questions)))))
-        (with-current-buffer shell (setq agent-shell--session-id nil))
+        (with-current-buffer shell (setf (agent-shell-session-id agent-shell--session) nil))
         (kill-buffer shell)))))
 
 (ert-deftest test-actions/undo-turn-refuses-when-edited-since ()

@@ -77,7 +77,7 @@ DIR-VAR is bound to its agent-shell subdirectory."
                                                 (test-shell--transcript)))
                       20)
     (should (equal (agent-shell--input) "/nosuch 中文"))
-    (should (eq agent-shell--state 'idle))))
+    (should (eq (agent-shell-session-state agent-shell--session) 'idle))))
 
 (ert-deftest test-commands/session-lists-and-opens-its-instructions ()
   "The session notice names AGENTS.md and `agent-shell-instructions' visits it."
@@ -102,7 +102,7 @@ DIR-VAR is bound to its agent-shell subdirectory."
 (ert-deftest test-commands/no-instructions-says-where-they-would-be ()
   "Without instruction files, `agent-shell-instructions' says where to put one."
   (with-temp-buffer
-    (setq agent-shell--instructions nil)
+    (setq agent-shell--session (agent-shell-session-create))
     (let ((err (should-error (agent-shell-instructions) :type 'user-error)))
       (should (string-search "AGENTS.md" (cadr err))))))
 

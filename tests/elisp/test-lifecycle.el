@@ -24,21 +24,21 @@
 The options of the test bridge (mock model, memory directory) are set
 first."
   (test-shell--bridge)
-  (agent-shell-rpc-stop agent-shell--connection)
-  (should-not (agent-shell--live-connection)))
+  (agent-shell-rpc-stop (agent-shell-bridge-connection agent-shell-bridge--current))
+  (should-not (agent-shell-bridge--live-connection)))
 
 (defun test-lifecycle--kill-bridge ()
   "Kill the bridge process with SIGKILL and wait until Emacs noticed."
-  (let ((proc (agent-shell-rpc-conn-process agent-shell--connection)))
+  (let ((proc (agent-shell-rpc-conn-process (agent-shell-bridge-connection agent-shell-bridge--current))))
     (signal-process proc 'SIGKILL)
-    (test-shell--wait "the dead bridge" (lambda () (eq agent-shell--state 'dead)))))
+    (test-shell--wait "the dead bridge" (lambda () (eq (agent-shell-session-state agent-shell--session) 'dead)))))
 
 (defun test-lifecycle--shown-text ()
   "Return the transcript and prompt as displayed, with display-only line breaks."
-  (let ((gap (and (overlayp agent-shell--prompt-gap)
-                  (overlay-get agent-shell--prompt-gap 'before-string))))
+  (let ((gap (and (overlayp (agent-shell-session-prompt-gap agent-shell--session))
+                  (overlay-get (agent-shell-session-prompt-gap agent-shell--session) 'before-string))))
     (concat (test-shell--transcript) (or gap "")
-            (buffer-substring-no-properties agent-shell--output-marker (point-max)))))
+            (buffer-substring-no-properties (agent-shell-session-output-marker agent-shell--session) (point-max)))))
 
 ;;; A prompt typed at once
 
@@ -51,21 +51,21 @@ it is sent (and answered) once the session is ready."
     (let ((shell (let ((default-directory root)) (agent-shell-start))))
       (unwind-protect
           (with-current-buffer shell
-            (should (eq agent-shell--state 'starting))
-            (should-not agent-shell--session-id)
+            (should (eq (agent-shell-session-state agent-shell--session) 'starting))
+            (should-not (agent-shell-session-id agent-shell--session))
             (goto-char (point-max))
             (insert "at-once 你好")
             (execute-kbd-macro (kbd "RET"))
             (should (equal (agent-shell--input) ""))
             (should (string-search "> at-once 你好" (test-shell--transcript)))
-            (should (string-search "starting, 1 prompt queued" (agent-shell--header-line)))
+            (should (string-search "starting, 1 prompt queued" (agent-shell-header--line)))
             (test-shell--wait "the queued prompt's answer"
                               (lambda () (string-search "答复 at-once: ok."
                                                         (test-shell--transcript)))
                               30)
-            (test-shell--wait "turn end" (lambda () (eq agent-shell--state 'idle)) 20)
+            (test-shell--wait "turn end" (lambda () (eq (agent-shell-session-state agent-shell--session) 'idle)) 20)
             (should (string-search "(sent)" (test-shell--transcript)))
-            (should-not agent-shell--queued-prompt))
+            (should-not (agent-shell-session-queued-prompt agent-shell--session)))
         (kill-buffer shell)))))
 
 (ert-deftest test-lifecycle/queued-prompt-goes-back-when-start-fails ()
@@ -77,40 +77,40 @@ it is sent (and answered) once the session is ready."
            (shell (let ((default-directory root)) (agent-shell-start))))
       (unwind-protect
           (with-current-buffer shell
-            (should (eq agent-shell--state 'starting))
+            (should (eq (agent-shell-session-state agent-shell--session) 'starting))
             (goto-char (point-max))
             (insert "草稿 that must survive")
             (execute-kbd-macro (kbd "RET"))
             (should (equal (agent-shell--input) ""))
-            (test-shell--wait "the failed start" (lambda () (eq agent-shell--state 'dead)) 30)
+            (test-shell--wait "the failed start" (lambda () (eq (agent-shell-session-state agent-shell--session) 'dead)) 30)
             (should (equal (agent-shell--input) "草稿 that must survive"))
-            (should-not agent-shell--queued-prompt)
+            (should-not (agent-shell-session-queued-prompt agent-shell--session))
             (should (string-search "back in the input" (test-shell--transcript))))
         (kill-buffer shell)))))
 
 (ert-deftest test-lifecycle/prompt-typed-while-resuming-is-queued ()
   "A prompt sent while `session/resume' is under way is queued and answered."
   (test-shell--with-session (root)
-    (let ((sid agent-shell--session-id))
+    (let ((sid (agent-shell-session-id agent-shell--session)))
       (goto-char (point-max))
       (insert "before-resume please")
       (execute-kbd-macro (kbd "RET"))
-      (test-shell--wait "the answer" (lambda () (and (eq agent-shell--state 'idle)
+      (test-shell--wait "the answer" (lambda () (and (eq (agent-shell-session-state agent-shell--session) 'idle)
                                                      (string-search "答复 before-resume: ok."
                                                                     (test-shell--transcript))))
                         20)
       (with-current-buffer (agent-shell-resume-session (test-shell--bridge) root sid)
-        (should (eq agent-shell--state 'starting))
+        (should (eq (agent-shell-session-state agent-shell--session) 'starting))
         (goto-char (point-max))
         (insert "after-resume please")
         (execute-kbd-macro (kbd "RET"))
-        (should agent-shell--queued-prompt)
+        (should (agent-shell-session-queued-prompt agent-shell--session))
         (test-shell--wait "the queued prompt's answer"
                           (lambda () (string-search "答复 after-resume: ok."
                                                     (test-shell--transcript)))
                           30)
-        (test-shell--wait "turn end" (lambda () (eq agent-shell--state 'idle)) 20)
-        (should (equal agent-shell--session-id sid))
+        (test-shell--wait "turn end" (lambda () (eq (agent-shell-session-state agent-shell--session) 'idle)) 20)
+        (should (equal (agent-shell-session-id agent-shell--session) sid))
         ;; The resumed history comes first, then the queued prompt and its answer.
         (should (string-match-p
                  "> before-resume please\n\\(?:.\\|\n\\)*> after-resume please\n\\(?:.\\|\n\\)*答复 after-resume: ok\\."
@@ -119,14 +119,14 @@ it is sent (and answered) once the session is ready."
 (ert-deftest test-lifecycle/resuming-another-session-asks-before-erasing ()
   "Resuming another session into a shell with a transcript asks first; no keeps it."
   (test-shell--with-session (root)
-    (let ((sid agent-shell--session-id)
+    (let ((sid (agent-shell-session-id agent-shell--session))
           (asked nil))
-      (agent-shell--notice "a transcript worth keeping 保留")
+      (agent-shell-transcript--notice "a transcript worth keeping 保留")
       (cl-letf (((symbol-function 'yes-or-no-p) (lambda (prompt) (setq asked prompt) nil)))
         (should-error (agent-shell-resume-session (test-shell--bridge) root "s-other")
                       :type 'user-error))
       (should (string-search "instead of its transcript" asked))
-      (should (equal agent-shell--session-id sid))
+      (should (equal (agent-shell-session-id agent-shell--session) sid))
       (should (string-search "a transcript worth keeping 保留" (test-shell--transcript))))))
 
 ;;; A dropped bridge
@@ -136,11 +136,11 @@ it is sent (and answered) once the session is ready."
 `agent-shell-resume' then asked to cancel a turn that no longer
 existed.  Now the turn ends as soon as the bridge is gone."
   (test-shell--with-session (root)
-    (let ((sid agent-shell--session-id))
+    (let ((sid (agent-shell-session-id agent-shell--session)))
       (goto-char (point-max))
       (insert "lingering please")
       (execute-kbd-macro (kbd "RET"))
-      (test-shell--wait "the running turn" (lambda () (stringp agent-shell--turn-id)) 20)
+      (test-shell--wait "the running turn" (lambda () (stringp (agent-shell-session-turn-id agent-shell--session))) 20)
       (test-shell--emit
        (test-shell--update sid '((sessionUpdate . "tool_call") (toolCallId . "k1")
                                  (title . "run_test 测试") (kind . "execute")
@@ -148,27 +148,27 @@ existed.  Now the turn ends as soon as the bridge is gone."
       (test-shell--wait "the running tool" (lambda () (string-search "◐ run_test"
                                                                      (test-shell--transcript))))
       (test-lifecycle--kill-bridge)
-      (should-not agent-shell--turn-id)
+      (should-not (agent-shell-session-turn-id agent-shell--session))
       (should-not (string-search "◐" (test-shell--transcript)))
       (should (string-search "✗ run_test 测试 — cancelled: the bridge stopped"
                              (test-shell--transcript)))
-      (should (string-search "bridge stopped" (agent-shell--header-line)))
+      (should (string-search "bridge stopped" (agent-shell-header--line)))
       (should (string-search "C-c C-r restarts it" (test-shell--transcript)))
       ;; Resuming does not ask to cancel a turn of a dead bridge.
       (cl-letf (((symbol-function 'yes-or-no-p)
                  (lambda (prompt) (ert-fail (format "asked: %s" prompt)))))
         (with-current-buffer (agent-shell-resume-session (test-shell--bridge) root sid)
-          (test-shell--wait "resumed" (lambda () (eq agent-shell--state 'idle)) 20))))))
+          (test-shell--wait "resumed" (lambda () (eq (agent-shell-session-state agent-shell--session) 'idle)) 20))))))
 
 (ert-deftest test-lifecycle/restart-key-keeps-transcript-and-input ()
   "Regression: the suggested restart erased the transcript and the unsent input.
 \\`C-c C-r' restarts the bridge and resumes the same session in place."
   (test-shell--with-session (root)
-    (let ((sid agent-shell--session-id))
+    (let ((sid (agent-shell-session-id agent-shell--session)))
       (goto-char (point-max))
       (insert "before-restart please")
       (execute-kbd-macro (kbd "RET"))
-      (test-shell--wait "the answer" (lambda () (and (eq agent-shell--state 'idle)
+      (test-shell--wait "the answer" (lambda () (and (eq (agent-shell-session-state agent-shell--session) 'idle)
                                                      (string-search "答复 before-restart: ok."
                                                                     (test-shell--transcript))))
                         20)
@@ -176,10 +176,10 @@ existed.  Now the turn ends as soon as the bridge is gone."
       (insert "unsent 草稿")
       (test-lifecycle--kill-bridge)
       (execute-kbd-macro (kbd "C-c C-r"))
-      (should (eq agent-shell--state 'starting))
-      (test-shell--wait "the resumed session" (lambda () (eq agent-shell--state 'idle)) 30)
-      (should (equal agent-shell--session-id sid))
-      (should (agent-shell--live-connection))
+      (should (eq (agent-shell-session-state agent-shell--session) 'starting))
+      (test-shell--wait "the resumed session" (lambda () (eq (agent-shell-session-state agent-shell--session) 'idle)) 30)
+      (should (equal (agent-shell-session-id agent-shell--session) sid))
+      (should (agent-shell-bridge--live-connection))
       (should (equal (agent-shell--input) "unsent 草稿"))
       (let ((text (test-shell--transcript)))
         (should (string-search "> before-restart please" text))
@@ -194,14 +194,14 @@ existed.  Now the turn ends as soon as the bridge is gone."
     (goto-char (point-max))
     (insert "before-start please")
     (execute-kbd-macro (kbd "RET"))
-    (test-shell--wait "the answer" (lambda () (and (eq agent-shell--state 'idle)
+    (test-shell--wait "the answer" (lambda () (and (eq (agent-shell-session-state agent-shell--session) 'idle)
                                                    (string-search "答复 before-start: ok."
                                                                   (test-shell--transcript))))
                       20)
     (test-lifecycle--kill-bridge)
     (let ((default-directory root))
       (should (eq (agent-shell-start) (current-buffer))))
-    (should (eq agent-shell--state 'starting))
+    (should (eq (agent-shell-session-state agent-shell--session) 'starting))
     (should (string-search "答复 before-start: ok." (test-shell--transcript)))
     (goto-char (point-max))
     (insert "after-start please")
@@ -209,7 +209,7 @@ existed.  Now the turn ends as soon as the bridge is gone."
     (test-shell--wait "the queued prompt's answer"
                       (lambda () (string-search "答复 after-start: ok." (test-shell--transcript)))
                       30)
-    (test-shell--wait "turn end" (lambda () (eq agent-shell--state 'idle)) 20)
+    (test-shell--wait "turn end" (lambda () (eq (agent-shell-session-state agent-shell--session) 'idle)) 20)
     (should (string-search "答复 before-start: ok." (test-shell--transcript)))))
 
 ;;; The live transcript
@@ -235,7 +235,7 @@ existed.  Now the turn ends as soon as the bridge is gone."
     (test-shell--emit
      (test-shell--update sid '((sessionUpdate . "tool_call") (toolCallId . "g2")
                                (title . "run_command make") (status . "in_progress"))))
-    (test-shell--wait "tool call" (lambda () (string-search "g2" (format "%S" agent-shell--tools))))
+    (test-shell--wait "tool call" (lambda () (string-search "g2" (format "%S" (agent-shell-session-tools agent-shell--session)))))
     (agent-shell--setup sid temporary-file-directory sid)
     (should-not (cl-some (lambda (o) (overlay-get o 'before-string))
                          (overlays-in (point-min) (point-max))))))
@@ -252,7 +252,7 @@ existed.  Now the turn ends as soon as the bridge is gone."
                                (status . "completed")))
      (test-shell--update sid '((sessionUpdate . "turn_end") (turnId . "t-c")
                                (stopReason . "cancelled"))))
-    (test-shell--wait "turn end" (lambda () (eq agent-shell--state 'idle)))
+    (test-shell--wait "turn end" (lambda () (eq (agent-shell-session-state agent-shell--session) 'idle)))
     (let ((text (test-shell--transcript)))
       (should-not (string-search "◐" text))
       (should (string-search "✗ run_test — cancelled" text))
@@ -261,7 +261,7 @@ existed.  Now the turn ends as soon as the bridge is gone."
 (ert-deftest test-lifecycle/full-output-is-a-link ()
   "Regression: \"full output: out-2\" was plain text; it is a button opening the file."
   (test-shell--with-session (root)
-    (let* ((sid agent-shell--session-id)
+    (let* ((sid (agent-shell-session-id agent-shell--session))
            (file (expand-file-name (format ".agent-shell/outputs/%s/out-2.txt" sid) root)))
       (agent-shell-test-write root (file-relative-name file root) "全部输出\nline 2\n")
       (test-shell--emit
@@ -352,7 +352,7 @@ Checked with real git: logs, sessions, snapshots, outputs and the
 workspace are ignored; config.el, allowlist.el, memory and the ignore
 file itself show up to be committed."
   (agent-shell-test-with-project (root nil)
-    (agent-shell-scaffold root)
+    (agent-shell-project-scaffold root)
     (dolist (file '("logs/s.org" "sessions/s.json" "snapshots/a/1.txt" "outputs/s/out-1.txt"
                     "workspace/tmp.txt" "memory/2026-12-01--修复.md"))
       (agent-shell-test-write root (concat ".agent-shell/" file) "x\n"))
@@ -371,7 +371,7 @@ file itself show up to be committed."
                    (insert-file-contents live)
                    (buffer-string))))
     (should (string-match "_GITIGNORE = \"\"\"\\\\\n\\(\\(?:.\\|\n\\)*?\\)\"\"\"" source))
-    (should (equal (match-string 1 source) agent-shell--gitignore-template))))
+    (should (equal (match-string 1 source) agent-shell-project--gitignore-template))))
 
 (provide 'test-lifecycle)
 ;;; test-lifecycle.el ends here

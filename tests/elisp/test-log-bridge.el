@@ -45,14 +45,14 @@
     (goto-char (point-max))
     (insert "log parity 日志")
     (let ((agent-shell-log-notify-on-wait nil)
-          (log (agent-shell-log-buffer agent-shell--name)))
+          (log (agent-shell-log-buffer (agent-shell-session-name agent-shell--session))))
       (execute-kbd-macro (kbd "RET"))
       (test-shell--wait "the WAIT step" (lambda () (agent-shell-log-pending log)) 30)
       (with-current-buffer log
         (switch-to-buffer log)
         (let ((id (car (agent-shell-log-pending log))))
           (test-shell--wait "the permission request"
-                            (lambda () (agent-shell--permission-waiting-p id)))
+                            (lambda () (agent-shell-permissions--waiting-p id)))
           (goto-char (point-min))
           (re-search-forward (concat "^:LOG_ID: " (regexp-quote id) "$"))
           (execute-kbd-macro (kbd "y"))))

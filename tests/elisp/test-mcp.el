@@ -233,16 +233,16 @@ names the server's URL without its query and never the header."
   "An `mcp_servers' update puts its notice in the transcript and the count in the header."
   (with-temp-buffer
     (agent-shell--setup "mcp-test" temporary-file-directory nil)
-    (agent-shell--apply-update
+    (agent-shell-transcript--apply-update
      '((sessionUpdate . "mcp_servers") (connected . 1) (configured . 2)
        (servers . [((name . "git") (status . "failed"))])
        (notice . "MCP server git stopped again after a restart; not restarted")))
     (should (string-search "MCP server git stopped again after a restart"
                            (buffer-substring-no-properties
-                            (point-min) agent-shell--output-marker)))
-    (should (string-search "│ MCP 1/2" (agent-shell--header-line)))
+                            (point-min) (agent-shell-session-output-marker agent-shell--session))))
+    (should (string-search "│ MCP 1/2" (agent-shell-header--line)))
     (agent-shell-mcp-on-status '((servers . []) (connected . 0) (configured . 0)))
-    (should-not (string-search "MCP" (agent-shell--header-line)))))
+    (should-not (string-search "MCP" (agent-shell-header--line)))))
 
 (ert-deftest test-mcp/review-names-the-environment-a-project-file-reads ()
   "Trusting a project's `.mcp.json' hands it the variables it names: the question says so."

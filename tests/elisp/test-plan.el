@@ -31,19 +31,19 @@
 
 (defun test-plan--bridge ()
   "Return an initialised connection to the real bridge, starting it if needed."
-  (unless (and (agent-shell--live-connection)
-               (eq agent-shell--initialized agent-shell--connection))
-    (setq agent-shell-debug-bridge t
+  (unless (and (agent-shell-bridge--live-connection)
+               (eq (agent-shell-bridge-initialized agent-shell-bridge--current) (agent-shell-bridge-connection agent-shell-bridge--current)))
+    (setq agent-shell-bridge-debug t
           agent-shell-memory-dir test-plan--memory-dir
           agent-shell-api-base "http://127.0.0.1:9/v1"
           agent-shell-api-key "sk-test-plan-secret")
-    (agent-shell--with-bridge #'ignore)
+    (agent-shell-bridge--with-connection #'ignore)
     (test-plan--wait "the bridge to initialise"
-                     (lambda () (and (agent-shell--live-connection)
-                                     (eq agent-shell--initialized
-                                         agent-shell--connection)))
+                     (lambda () (and (agent-shell-bridge--live-connection)
+                                     (eq (agent-shell-bridge-initialized agent-shell-bridge--current)
+                                         (agent-shell-bridge-connection agent-shell-bridge--current))))
                      30))
-  agent-shell--connection)
+  (agent-shell-bridge-connection agent-shell-bridge--current))
 
 (defun test-plan--sid ()
   "Return a fresh session id."
@@ -103,7 +103,7 @@ SID-VAR through the real event stream land in it."
            (agent-shell--setup ,(car spec) ,(cadr spec) ,(car spec))
            ,@body)
        (when (buffer-live-p buffer)
-         (with-current-buffer buffer (setq agent-shell--session-id nil))
+         (with-current-buffer buffer (setf (agent-shell-session-id agent-shell--session) nil))
          (kill-buffer buffer))
        (when-let ((plan (get-buffer (agent-shell-plan-buffer-name ,(car spec)))))
          (kill-buffer plan)))))
@@ -288,7 +288,7 @@ The [n/m] cookie now follows the steps that are left."
                                                 (text . "旧的 src/calc.py:1-1\n")))))))
       (test-plan--wait "the old text"
                        (lambda () (string-search "旧的" (buffer-string))))
-      (agent-shell-citations-mark agent-shell--output-marker)
+      (agent-shell-citations-mark (agent-shell-session-output-marker agent-shell--session))
       (test-plan--emit
        `((sessionId . ,sid)
          (update . ((sessionUpdate . "agent_message_chunk")
@@ -296,7 +296,7 @@ The [n/m] cookie now follows the steps that are left."
                                 (text . "见 `src/calc.py:2-3`，以及 中文.py:1、nope.py:4 和 localhost:8080。"))))))
        `((sessionId . ,sid)
          (update . ((sessionUpdate . "turn_end") (turnId . "t1") (stopReason . "end_turn")))))
-      (test-plan--wait "turn end" (lambda () (eq agent-shell--state 'idle)))
+      (test-plan--wait "turn end" (lambda () (eq (agent-shell-session-state agent-shell--session) 'idle)))
       (goto-char (point-min))
       (search-forward "旧的 ")
       (should-not (button-at (point)))
@@ -331,7 +331,7 @@ connection.  Now the request is dropped and the buffer says why."
          (buffer (test-plan--pending-buffer sid)))
     (unwind-protect
         (progn
-          (signal-process (agent-shell-rpc-conn-process agent-shell--connection) 'SIGKILL)
+          (signal-process (agent-shell-rpc-conn-process (agent-shell-bridge-connection agent-shell-bridge--current)) 'SIGKILL)
           (test-plan--wait "the request to be dropped"
                            (lambda () (not (buffer-local-value 'agent-shell-plan--request
                                                                buffer))))

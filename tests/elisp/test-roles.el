@@ -76,7 +76,7 @@
     (let* ((params `((cwd . ,(directory-file-name root))))
            (before (test-shell--sync "session/new" params)))
       (should (string-search "agent-shell-trust-roles" (agent-shell-roles-notice before)))
-      (let ((done nil) (agent-shell--root root))
+      (let ((done nil))
         (cl-letf (((symbol-function 'message) (lambda (&rest args)
                                                  (setq done (apply #'format args)))))
           (agent-shell-trust-roles root)

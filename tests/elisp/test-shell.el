@@ -95,19 +95,19 @@
 
 (defun test-shell--bridge ()
   "Return an initialised connection to the real bridge, starting it if needed."
-  (unless (and (agent-shell--live-connection)
-               (eq agent-shell--initialized agent-shell--connection))
-    (setq agent-shell-debug-bridge t
+  (unless (and (agent-shell-bridge--live-connection)
+               (eq (agent-shell-bridge-initialized agent-shell-bridge--current) (agent-shell-bridge-connection agent-shell-bridge--current)))
+    (setq agent-shell-bridge-debug t
           agent-shell-memory-dir test-shell--memory-dir
           agent-shell-api-base (test-shell--start-mock)
           agent-shell-api-key "sk-test-shell-secret")
-    (agent-shell--with-bridge #'ignore)
+    (agent-shell-bridge--with-connection #'ignore)
     (test-shell--wait "the bridge to initialise"
-                      (lambda () (and (agent-shell--live-connection)
-                                      (eq agent-shell--initialized
-                                          agent-shell--connection)))
+                      (lambda () (and (agent-shell-bridge--live-connection)
+                                      (eq (agent-shell-bridge-initialized agent-shell-bridge--current)
+                                          (agent-shell-bridge-connection agent-shell-bridge--current))))
                       30))
-  agent-shell--connection)
+  (agent-shell-bridge-connection agent-shell-bridge--current))
 
 (defun test-shell--sync (method params)
   "Call METHOD with PARAMS on the bridge and return the result."
@@ -179,12 +179,12 @@ for SID-VAR through the real event stream land in it."
            (agent-shell--setup ,(car spec) temporary-file-directory ,(car spec))
            ,@body)
        (when (buffer-live-p buffer)
-         (with-current-buffer buffer (setq agent-shell--session-id nil))
+         (with-current-buffer buffer (setf (agent-shell-session-id agent-shell--session) nil))
          (kill-buffer buffer)))))
 
 (defun test-shell--transcript ()
   "Return the transcript text (before the prompt) without properties."
-  (buffer-substring-no-properties (point-min) agent-shell--output-marker))
+  (buffer-substring-no-properties (point-min) (agent-shell-session-output-marker agent-shell--session)))
 
 ;;; Rendering
 
@@ -220,13 +220,13 @@ usage in the header line and the summary at the end."
       ;; One plan entry for the four plan updates.
       (should (= (length (test-shell--recorded sid "plan")) 4))
       (should (= (cl-count-if (lambda (e) (string-prefix-p "plan-" (car e)))
-                              agent-shell--entries)
+                              (agent-shell-session-entries agent-shell--session))
                  1))
-      (should (eq agent-shell--state 'idle))
+      (should (eq (agent-shell-session-state agent-shell--session) 'idle))
       (should (string-search
                (format "context %d%%" (round (* 100.0 (/ (float (alist-get 'contextUsed usage))
                                                         (alist-get 'contextWindow usage)))))
-               (agent-shell--header-line))))))
+               (agent-shell-header--line))))))
 
 
 (ert-deftest test-shell/streams-chinese-one-char-chunks ()
@@ -241,7 +241,7 @@ The user's half-typed input and point stay where they were."
                      (list (test-shell--update sid '((sessionUpdate . "turn_end")
                                                      (turnId . "t1")
                                                      (stopReason . "end_turn"))))))
-      (test-shell--wait "turn_end" (lambda () (eq agent-shell--state 'idle)))
+      (test-shell--wait "turn_end" (lambda () (eq (agent-shell-session-state agent-shell--session) 'idle)))
       (should (string-search text (test-shell--transcript)))
       (should (equal (agent-shell--input) "draft 草稿"))
       (should (= (point) (point-max)))
@@ -256,11 +256,11 @@ The turn_end is the recorded turn's."
     (let* ((end (car (test-shell--recorded sid "turn_end")))
            (summary (alist-get 'summary (alist-get 'update end))))
       (should (string-prefix-p "修好了" summary))
-      (setq agent-shell--turn-id (alist-get 'turnId (alist-get 'update end)))
+      (setf (agent-shell-session-turn-id agent-shell--session) (alist-get 'turnId (alist-get 'update end)))
       (test-shell--emit end)
       (test-shell--wait "turn_end" (lambda () (string-search "修好了" (test-shell--transcript))))
       (should (string-search (concat "Done: " summary) (test-shell--transcript)))
-      (should (eq agent-shell--state 'idle)))))
+      (should (eq (agent-shell-session-state agent-shell--session) 'idle)))))
 
 (ert-deftest test-shell/refusal-is-shown-marked ()
   "A refusal chunk is shown as the answer in the refusal face; the turn end says so."
@@ -283,11 +283,11 @@ The turn_end is the recorded turn's."
   "The defcustom goes into the model settings of `initialize' only when not `auto'."
   (let ((agent-shell-api-key "k"))
     (let ((agent-shell-echo-reasoning 'auto))
-      (should-not (assq 'echo_reasoning (agent-shell--model-params))))
+      (should-not (assq 'echo_reasoning (agent-shell-bridge--model-params))))
     (let ((agent-shell-echo-reasoning 'always))
-      (should (eq (alist-get 'echo_reasoning (agent-shell--model-params)) t)))
+      (should (eq (alist-get 'echo_reasoning (agent-shell-bridge--model-params)) t)))
     (let ((agent-shell-echo-reasoning 'never))
-      (should (eq (alist-get 'echo_reasoning (agent-shell--model-params)) :json-false)))))
+      (should (eq (alist-get 'echo_reasoning (agent-shell-bridge--model-params)) :json-false)))))
 
 (ert-deftest test-shell/point-in-transcript-is-kept ()
   "Output arriving while the user reads the transcript does not move point."
@@ -315,10 +315,10 @@ The call and its updates are the recorded turn's write_file."
       (test-shell--emit (test-shell--chunk sid "Let me look.") call running)
       (test-shell--wait "tool call" (lambda () (string-search "◐" (test-shell--transcript))))
       (should (string-match-p "^Let me look\\.\n▸ ◐ write_file calc\\.py" (test-shell--transcript)))
-      (should (equal (agent-shell--state-text) "running write_file calc.py"))
+      (should (equal (agent-shell-header--state-text) "running write_file calc.py"))
       (test-shell--emit done)
       (test-shell--wait "tool update" (lambda () (string-search "▸ ●" (test-shell--transcript))))
-      (should (equal (agent-shell--state-text) "thinking"))
+      (should (equal (agent-shell-header--state-text) "thinking"))
       (goto-char (point-min))
       (search-forward "+    return a")
       (should (invisible-p (point)))
@@ -360,29 +360,29 @@ depends on timing, so the thought is cut here into several chunks."
       (search-forward (substring thought 0 1))
       (should (invisible-p (point)))
       (should (equal (cl-count-if (lambda (e) (string-prefix-p "thought-" (car e)))
-                                  agent-shell--entries)
+                                  (agent-shell-session-entries agent-shell--session))
                      1)))))
 
 (ert-deftest test-shell/header-line-usage-and-states ()
   "The header line shows tokens and context fill from usage, and the state."
   (test-shell--with-shell (sid)
-    (should (string-search "idle" (agent-shell--header-line)))
+    (should (string-search "idle" (agent-shell-header--line)))
     (test-shell--emit
      (test-shell--update sid '((sessionUpdate . "usage") (inputTokens . 1200)
                                (outputTokens . 300) (cachedTokens . 0)
                                (totalTokens . 1500) (contextWindow . 64000)
                                (contextUsed . 16000))))
-    (test-shell--wait "usage" (lambda () agent-shell--usage))
-    (should (string-search "1.5k tokens" (agent-shell--header-line)))
-    (should (string-search "context 25%" (agent-shell--header-line)))
-    (should (string-search agent-shell-model (agent-shell--header-line)))
+    (test-shell--wait "usage" (lambda () (agent-shell-session-usage agent-shell--session)))
+    (should (string-search "1.5k tokens" (agent-shell-header--line)))
+    (should (string-search "context 25%" (agent-shell-header--line)))
+    (should (string-search agent-shell-model (agent-shell-header--line)))
     (test-shell--emit (test-shell--chunk sid "x"))
-    (test-shell--wait "thinking" (lambda () (eq agent-shell--state 'thinking)))
-    (should (string-search "thinking" (agent-shell--header-line)))
+    (test-shell--wait "thinking" (lambda () (eq (agent-shell-session-state agent-shell--session) 'thinking)))
+    (should (string-search "thinking" (agent-shell-header--line)))
     (test-shell--emit
      (test-shell--update sid '((sessionUpdate . "turn_end") (turnId . "t")
                                (stopReason . "max_turn_requests"))))
-    (test-shell--wait "idle" (lambda () (eq agent-shell--state 'idle)))
+    (test-shell--wait "idle" (lambda () (eq (agent-shell-session-state agent-shell--session) 'idle)))
     (should (string-search "[turn ended: max_turn_requests]" (test-shell--transcript)))))
 
 (ert-deftest test-shell/long-turn-notifies ()
@@ -392,8 +392,8 @@ The turn_end is the recorded turn's."
     (let* ((notes nil)
            (agent-shell-notify-function (lambda (text) (push text notes)))
            (end (car (test-shell--recorded sid "turn_end"))))
-      (setq agent-shell--turn-id (alist-get 'turnId (alist-get 'update end))
-            agent-shell--turn-start (time-subtract nil (+ agent-shell-notify-threshold 5)))
+      (setf (agent-shell-session-turn-id agent-shell--session) (alist-get 'turnId (alist-get 'update end))
+            (agent-shell-session-turn-start agent-shell--session) (time-subtract nil (+ agent-shell-notify-threshold 5)))
       (test-shell--emit end)
       (test-shell--wait "notification" (lambda () notes))
       (should (string-match-p "turn finished after [0-9]+ s" (car notes))))))
@@ -405,7 +405,7 @@ The turn_end is the recorded turn's."
   (let* ((default-directory root)
          (buffer (agent-shell-start)))
     (with-current-buffer buffer
-      (test-shell--wait "session/new" (lambda () agent-shell--session-id) 20))
+      (test-shell--wait "session/new" (lambda () (agent-shell-session-id agent-shell--session)) 20))
     buffer))
 
 (defmacro test-shell--with-session (spec &rest body)
@@ -429,23 +429,25 @@ The turn_end is the recorded turn's."
     (dolist (sub '("memory" "logs" "workspace" "config.el" "allowlist.el"))
       (should (file-exists-p (expand-file-name (concat ".agent-shell/" sub) root))))
     (should (string-prefix-p (file-truename root)
-                             (file-truename agent-shell--log-path)))
-    (should (eq (agent-shell--session-buffer agent-shell--session-id) (current-buffer)))))
+                             (file-truename (agent-shell-session-log-path agent-shell--session))))
+    (should (eq (agent-shell-bridge--session-buffer (agent-shell-session-id agent-shell--session)) (current-buffer)))))
 
 (ert-deftest test-shell/header-line-says-no-sandbox ()
   "The session reports its sandbox; the header line says when there is none."
   (test-shell--with-session (root)
     (should (file-directory-p root))
-    (should (consp agent-shell--sandbox))
-    (let ((available (alist-get 'available agent-shell--sandbox)))
+    (should (consp (agent-shell-session-sandbox agent-shell--session)))
+    (let ((available (alist-get 'available (agent-shell-session-sandbox agent-shell--session))))
       (when (equal (getenv "AGENT_SHELL_SANDBOX") "off")
         (should (eq available :json-false)))
       (should (eq (eq available :json-false)
-                  (and (string-search "no sandbox" (agent-shell--header-line)) t))))
-    (let ((agent-shell--sandbox '((available . :json-false) (label . "no sandbox"))))
-      (should (string-search " │ no sandbox" (agent-shell--header-line))))
-    (let ((agent-shell--sandbox '((available . t) (label . "bubblewrap"))))
-      (should-not (string-search "sandbox" (agent-shell--header-line))))))
+                  (and (string-search "no sandbox" (agent-shell-header--line)) t))))
+    (setf (agent-shell-session-sandbox agent-shell--session)
+          '((available . :json-false) (label . "no sandbox")))
+    (should (string-search " │ no sandbox" (agent-shell-header--line)))
+    (setf (agent-shell-session-sandbox agent-shell--session)
+          '((available . t) (label . "bubblewrap")))
+    (should-not (string-search "sandbox" (agent-shell-header--line)))))
 
 (ert-deftest test-shell/ret-sends-prompt-and-streams-answer ()
   "RET sends the input as `session/prompt'; the mock model's answer streams back."
@@ -459,29 +461,29 @@ The turn_end is the recorded turn's."
                                                              (test-shell--transcript)))
                       20)
     (should (string-search "你好，世界！Streaming works." (test-shell--transcript)))
-    (test-shell--wait "turn end" (lambda () (eq agent-shell--state 'idle)) 20)
-    (should (equal (car agent-shell--history) "hello 你好"))))
+    (test-shell--wait "turn end" (lambda () (eq (agent-shell-session-state agent-shell--session) 'idle)) 20)
+    (should (equal (car (agent-shell-session-history agent-shell--session)) "hello 你好"))))
 
 (ert-deftest test-shell/resume-shows-visible-history ()
   "Resuming a session reopens it with its past prompt and answer in the transcript."
   (test-shell--with-session (root)
-    (let ((sid agent-shell--session-id))
+    (let ((sid (agent-shell-session-id agent-shell--session)))
       (goto-char (point-max))
       (insert "repeat please")
       (execute-kbd-macro (kbd "RET"))
-      (test-shell--wait "turn end" (lambda () (and (eq agent-shell--state 'idle)
+      (test-shell--wait "turn end" (lambda () (and (eq (agent-shell-session-state agent-shell--session) 'idle)
                                                    (string-search "done." (test-shell--transcript))))
                         20)
-      (with-current-buffer (agent-shell-resume-session agent-shell--connection root sid)
-        (test-shell--wait "resumed" (lambda () (equal agent-shell--session-id sid)) 20)
+      (with-current-buffer (agent-shell-resume-session (agent-shell-bridge-connection agent-shell-bridge--current) root sid)
+        (test-shell--wait "resumed" (lambda () (equal (agent-shell-session-id agent-shell--session) sid)) 20)
         (should (string-search "> repeat please" (test-shell--transcript)))
         (should (string-search "再说一遍：done." (test-shell--transcript)))
-        (should (equal (car agent-shell--history) "repeat please"))))))
+        (should (equal (car (agent-shell-session-history agent-shell--session)) "repeat please"))))))
 
 (ert-deftest test-shell/input-history-and-newline ()
   "M-p and M-n walk sent inputs and restore the draft; C-j inserts a newline."
   (test-shell--with-shell (sid)
-    (setq agent-shell--history '("third" "second" "first"))
+    (setf (agent-shell-session-history agent-shell--session) '("third" "second" "first"))
     (goto-char (point-max))
     (insert "draft")
     (execute-kbd-macro (kbd "M-p"))
@@ -498,17 +500,17 @@ The turn_end is the recorded turn's."
 (ert-deftest test-shell/toggle-mode-asks-bridge ()
   "C-c C-t switches the session between act and ask through `session/set_mode'."
   (test-shell--with-session (root)
-    (should (eq agent-shell--mode 'act))
+    (should (eq (agent-shell-session-mode agent-shell--session) 'act))
     (execute-kbd-macro (kbd "C-c C-t"))
-    (test-shell--wait "ask mode" (lambda () (eq agent-shell--mode 'ask)))
-    (should (string-search "│ ask │" (agent-shell--header-line)))
+    (test-shell--wait "ask mode" (lambda () (eq (agent-shell-session-mode agent-shell--session) 'ask)))
+    (should (string-search "│ ask │" (agent-shell-header--line)))
     (execute-kbd-macro (kbd "C-c C-t"))
-    (test-shell--wait "act mode" (lambda () (eq agent-shell--mode 'act)))))
+    (test-shell--wait "act mode" (lambda () (eq (agent-shell-session-mode agent-shell--session) 'act)))))
 
 (ert-deftest test-shell/kill-buffer-cancels-turn ()
   "Killing the shell buffer during a turn sends `session/cancel'; the turn ends cancelled."
   (test-shell--with-session (root)
-    (let ((sid agent-shell--session-id)
+    (let ((sid (agent-shell-session-id agent-shell--session))
           (seen nil))
       (cl-flet ((watch (_conn msg)
                   (let ((update (alist-get 'update (alist-get 'params msg))))
@@ -521,7 +523,7 @@ The turn_end is the recorded turn's."
               (goto-char (point-max))
               (insert "slow please")
               (execute-kbd-macro (kbd "RET"))
-              (test-shell--wait "the turn id" (lambda () (stringp agent-shell--turn-id)))
+              (test-shell--wait "the turn id" (lambda () (stringp (agent-shell-session-turn-id agent-shell--session))))
               (kill-buffer (current-buffer))
               (test-shell--wait "the cancelled turn" (lambda () seen) 15)
               (should (equal (alist-get 'stopReason seen) "cancelled")))
@@ -594,11 +596,11 @@ Emacs put on the wire is checked in the events log."
                        (title . "write_file 中文.py") (timestamp . "2025-01-02T03:04:05+00:00")
                        (source . "tool") (properties . ((TOOL . "write_file") (RISK . "write"))))))))
       (test-shell--wait "the permission request"
-                        (lambda () (cl-find sid agent-shell--permissions
-                                            :key (lambda (p) (plist-get p :session))
+                        (lambda () (cl-find sid (agent-shell-bridge-permissions agent-shell-bridge--current)
+                                            :key #'agent-shell-bridge-permission-session
                                             :test #'equal)))
-      (should (eq agent-shell--state 'waiting))
-      (should (string-search "waiting for you" (agent-shell--header-line)))
+      (should (eq (agent-shell-session-state agent-shell--session) 'waiting))
+      (should (string-search "waiting for you" (agent-shell-header--line)))
       (should (string-search "y/n in the log (C-c C-l)" (test-shell--transcript)))
       (let ((log (agent-shell-log-buffer sid)))
         (test-shell--wait "the WAIT entry" (lambda () (agent-shell-log-pending log)))
@@ -614,7 +616,7 @@ Emacs put on the wire is checked in the events log."
                        "selected"))
         (kill-buffer log))
       (switch-to-buffer (get-buffer (format "*agent-shell: %s*" sid)))
-      (should-not (eq agent-shell--state 'waiting)))))
+      (should-not (eq (agent-shell-session-state agent-shell--session) 'waiting)))))
 
 (ert-deftest test-shell/reject-from-shell-buffer ()
   "C-c C-n in the shell buffer rejects the oldest waiting step with a reason."
@@ -629,7 +631,7 @@ Emacs put on the wire is checked in the events log."
                     (logEntryId . ,(concat sid "-e2")) (risk . "dangerous"))))
        :on-success (lambda (r) (setq answer r)))
       (test-shell--wait "the permission request"
-                        (lambda () (eq agent-shell--state 'waiting)))
+                        (lambda () (eq (agent-shell-session-state agent-shell--session) 'waiting)))
       (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "不要删除")))
         (execute-kbd-macro (kbd "C-c C-n")))
       (test-shell--wait "the answer" (lambda () answer))
@@ -679,7 +681,7 @@ Emacs put on the wire is checked in the events log."
 (setq agent-shell-max-steps 7 agent-shell-default-mode 'ask)
 (setq agent-shell-model \"deepseek-reasoner\")
 " pwned pwned pwned))
-      (let ((settings (agent-shell-read-config root)))
+      (let ((settings (agent-shell-project-read-config root)))
         (should (equal settings '((agent-shell-max-steps . 7)
                                   (agent-shell-default-mode . ask)
                                   (agent-shell-model . "deepseek-reasoner")))))
@@ -692,7 +694,7 @@ Emacs put on the wire is checked in the events log."
       (let ((shell (test-shell--start-session root)))
         (unwind-protect
             (with-current-buffer shell
-              (should (eq agent-shell--mode 'ask)))
+              (should (eq (agent-shell-session-mode agent-shell--session) 'ask)))
           (kill-buffer shell)))
       (should-not (file-exists-p pwned))
       (should (equal agent-shell-model model))
@@ -708,13 +710,13 @@ Only the user's own `agent-shell-extra-allowed-paths' may widen them."
      "(setq agent-shell-extra-allowed-paths '(\"/\" \"~/.ssh\"))\n")
     (let ((agent-shell-extra-allowed-paths '("/srv/shared")))
       (should-not (alist-get 'agent-shell-extra-allowed-paths
-                             (agent-shell-read-config root)))
+                             (agent-shell-project-read-config root)))
       (should (equal (alist-get 'extra_allowed_paths
                                 (agent-shell--session-new-params root))
                      ["/srv/shared"])))))
 
 (ert-deftest test-shell/trust-allowlist-lets-its-commands-run ()
-  "An allowlist applies only after `agent-shell-trust-allowlist', checked by the bridge."
+  "An allowlist applies only after `agent-shell-project-trust-allowlist', checked by the bridge."
   (agent-shell-test-with-project (root nil)
     (make-directory (expand-file-name ".agent-shell" root) t)
     (agent-shell-test-write
@@ -728,7 +730,7 @@ Only the user's own `agent-shell-extra-allowed-paths' may widen them."
                                 `((cwd . ,cwd)
                                   (command . "git push --force origin 主分支")))))))
       (should (equal (funcall check) "deny"))
-      (agent-shell-trust-allowlist root)
+      (agent-shell-project-trust-allowlist root)
       (test-shell--wait "the allowlist to be trusted"
                         (lambda () (equal (funcall check) "allow"))))))
 
@@ -741,30 +743,30 @@ also when the question is quit."
         (seen nil))
     (cl-letf (((symbol-function 'yes-or-no-p)
                (lambda (_prompt)
-                 (setq seen (with-current-buffer agent-shell--allowlist-review-buffer
+                 (setq seen (with-current-buffer agent-shell-project--allowlist-review-buffer
                               (buffer-string)))
                  t)))
-      (should (agent-shell--review-allowlist file bytes)))
+      (should (agent-shell-project--review-allowlist file bytes)))
     (should (string-search "make 测试" seen))
-    (should-not (get-buffer agent-shell--allowlist-review-buffer))
+    (should-not (get-buffer agent-shell-project--allowlist-review-buffer))
     (cl-letf (((symbol-function 'yes-or-no-p) (lambda (_prompt) (signal 'quit nil))))
       (should (condition-case nil
-                  (progn (agent-shell--review-allowlist file bytes) nil)
+                  (progn (agent-shell-project--review-allowlist file bytes) nil)
                 (quit t))))
-    (should-not (get-buffer agent-shell--allowlist-review-buffer))))
+    (should-not (get-buffer agent-shell-project--allowlist-review-buffer))))
 
 (ert-deftest test-shell/scaffold-keeps-existing-files ()
   "The scaffold fills in what is missing and leaves existing files alone."
   (agent-shell-test-with-project (root nil)
     (agent-shell-test-write root ".agent-shell/allowlist.el"
                             "(setq agent-shell-allowlist '((command . \"make test\")))\n")
-    (agent-shell-scaffold root)
-    (should (equal (agent-shell-read-data-file
+    (agent-shell-project-scaffold root)
+    (should (equal (agent-shell-project-read-data-file
                     (expand-file-name ".agent-shell/allowlist.el" root))
                    '((setq agent-shell-allowlist '((command . "make test"))))))
     (should (file-directory-p (expand-file-name ".agent-shell/workspace" root)))
     ;; The generated template is only comments: no form, nothing to run.
-    (should (null (agent-shell-read-data-file
+    (should (null (agent-shell-project-read-data-file
                    (expand-file-name ".agent-shell/config.el" root))))))
 
 (ert-deftest test-shell/api-key-resolution-order ()
@@ -780,31 +782,31 @@ also when the question is quit."
             (insert "machine api.example.test login apikey password auth-key\n"))
           (auth-source-forget-all-cached)
           (let ((agent-shell-api-key (lambda () "fn-key")))
-            (should (equal (agent-shell-api-key) "fn-key")))
+            (should (equal (agent-shell-project-api-key) "fn-key")))
           (let ((agent-shell-api-key (lambda () "fn-key")))
-            (should (equal (cdr (agent-shell--api-key-and-source)) "option")))
+            (should (equal (cdr (agent-shell-project--api-key-and-source)) "option")))
           (let ((agent-shell-api-key nil))
-            (should (equal (agent-shell-api-key) "auth-key"))
-            (should (equal (agent-shell--api-key-and-source) '("auth-key" . "auth-source")))
+            (should (equal (agent-shell-project-api-key) "auth-key"))
+            (should (equal (agent-shell-project--api-key-and-source) '("auth-key" . "auth-source")))
             (with-temp-file netrc (insert ""))
             (auth-source-forget-all-cached)
-            (should (equal (agent-shell-api-key) "env-key"))
-            (should (equal (agent-shell--api-key-and-source)
+            (should (equal (agent-shell-project-api-key) "env-key"))
+            (should (equal (agent-shell-project--api-key-and-source)
                            '("env-key" . "env:DEEPSEEK_API_KEY")))
             (let ((process-environment (cons "DEEPSEEK_API_KEY=" process-environment)))
-              (should (equal (agent-shell--api-key-and-source) '(nil . "none"))))))
+              (should (equal (agent-shell-project--api-key-and-source) '(nil . "none"))))))
       (delete-file netrc)
       (auth-source-forget-all-cached))))
 
 (ert-deftest test-shell/api-key-reaches-bridge-not-events-buffer ()
   "`initialize' gives the bridge the key, but the events buffer never shows it."
-  (when (agent-shell--live-connection)
-    (agent-shell-rpc-stop agent-shell--connection))
+  (when (agent-shell-bridge--live-connection)
+    (agent-shell-rpc-stop (agent-shell-bridge-connection agent-shell-bridge--current)))
   (when (get-buffer "*agent-shell events*") (kill-buffer "*agent-shell events*"))
   (let ((agent-shell-log-events t))
     (test-shell--bridge)
-    (should (eq (alist-get 'has_key (alist-get 'model agent-shell--bridge-info)) t))
-    (should (equal (alist-get 'key_source (alist-get 'model agent-shell--bridge-info))
+    (should (eq (alist-get 'has_key (alist-get 'model (agent-shell-bridge-info agent-shell-bridge--current))) t))
+    (should (equal (alist-get 'key_source (alist-get 'model (agent-shell-bridge-info agent-shell-bridge--current)))
                    "option"))
     (test-shell--sync "ping" nil)
     (with-current-buffer "*agent-shell events*"
@@ -856,7 +858,7 @@ and keeps a note for the model's next request."
                       (with-temp-buffer
                         (insert-file-contents saved)
                         (search-forward "the user undid turn t-undo-1" nil t)))))))
-        (with-current-buffer shell (setq agent-shell--session-id nil))
+        (with-current-buffer shell (setf (agent-shell-session-id agent-shell--session) nil))
         (kill-buffer shell)))))
 
 (ert-deftest test-shell/context-snapshot ()
@@ -866,7 +868,7 @@ and keeps a note for the model's next request."
       (switch-to-buffer (current-buffer))
       (goto-char (point-min))
       (forward-line 2)
-      (let ((snapshot (agent-shell-context-snapshot root)))
+      (let ((snapshot (agent-shell-perception-context-snapshot root)))
         (should (equal (alist-get 'file snapshot) (expand-file-name "src/a.py" root)))
         (should (equal (alist-get 'line snapshot) 3))
         (should (eq (alist-get 'region snapshot) :json-false))
@@ -886,12 +888,12 @@ user's buffer is outside the project."
             (agent-shell-test-write outside "私人日记.txt" "一\n二\n")
             (switch-to-buffer (find-file-noselect (expand-file-name "私人日记.txt" outside)))
             (forward-line 1)
-            (let ((snapshot (agent-shell-context-snapshot root)))
+            (let ((snapshot (agent-shell-perception-context-snapshot root)))
               (should (eq (alist-get 'outside_project snapshot) t))
               (should-not (string-search "私人日记" (format "%S" snapshot)))
               (should-not (alist-get 'line snapshot)))
             (let* ((agent-shell-extra-allowed-paths (list outside))
-                   (snapshot (agent-shell-context-snapshot root)))
+                   (snapshot (agent-shell-perception-context-snapshot root)))
               (should (equal (alist-get 'file snapshot)
                              (expand-file-name "私人日记.txt" outside)))
               (should (equal (alist-get 'line snapshot) 2))))
@@ -923,7 +925,7 @@ With LOG-ENTRY non-nil, also publish ENTRY as a WAIT step in the log."
                        (title . ,(concat "write " entry))
                        (timestamp . "2025-01-02T03:04:05+00:00") (source . "tool")))))))
     (test-shell--wait "the permission request"
-                      (lambda () (agent-shell--permission-waiting-p entry)))
+                      (lambda () (agent-shell-permissions--waiting-p entry)))
     box))
 
 (ert-deftest test-shell/undelivered-approval-is-not-lost ()
@@ -933,7 +935,7 @@ stays pending until the bridge accepts the answer."
   (test-shell--with-shell (sid)
     (let* ((entry (concat sid "-e1"))
            (box (test-shell--ask-permission sid entry))
-           (conn agent-shell--connection)
+           (conn (agent-shell-bridge-connection agent-shell-bridge--current))
            (port (agent-shell-rpc-conn-port conn))
            (closed (let ((server (make-network-process
                                   :name "test-shell-closed" :server t :host "127.0.0.1"
@@ -945,9 +947,9 @@ stays pending until the bridge accepts the answer."
                 (warning-minimum-log-level :emergency))
             (execute-kbd-macro (kbd "C-c C-y")))
         (setf (agent-shell-rpc-conn-port conn) port))
-      (should (agent-shell--permission-waiting-p entry))
-      (should-not (plist-get (agent-shell--permission-waiting-p entry) :sending))
-      (should (eq agent-shell--state 'waiting))
+      (should (agent-shell-permissions--waiting-p entry))
+      (should-not (agent-shell-bridge-permission-sending (agent-shell-permissions--waiting-p entry)))
+      (should (eq (agent-shell-session-state agent-shell--session) 'waiting))
       (should-not (car box))
       (execute-kbd-macro (kbd "C-c C-y"))
       (test-shell--wait "the answer" (lambda () (car box)))
@@ -955,7 +957,7 @@ stays pending until the bridge accepts the answer."
                                                                         (plist-get (car box) :result))))
                      "allow_once"))
       (test-shell--wait "the pending list to empty"
-                        (lambda () (not (agent-shell--permission-waiting-p entry)))))))
+                        (lambda () (not (agent-shell-permissions--waiting-p entry)))))))
 
 (ert-deftest test-shell/stale-wait-does-not-block-after-restart ()
   "Regression: a WAIT left in a reused log buffer by a dead bridge took `y'.
@@ -969,8 +971,8 @@ end marks its waiting steps FAILED, and `y' skips steps nobody waits for."
           (progn
             (test-shell--ask-permission sid first t)
             (test-shell--wait "the WAIT step" (lambda () (agent-shell-log-pending log)))
-            (signal-process (agent-shell-rpc-conn-process agent-shell--connection) 'SIGKILL)
-            (test-shell--wait "the bridge's end" (lambda () (eq agent-shell--state 'dead)))
+            (signal-process (agent-shell-rpc-conn-process (agent-shell-bridge-connection agent-shell-bridge--current)) 'SIGKILL)
+            (test-shell--wait "the bridge's end" (lambda () (eq (agent-shell-session-state agent-shell--session) 'dead)))
             (should-not (agent-shell-log-pending log))
             (with-current-buffer log
               (goto-char (point-min))
@@ -998,44 +1000,44 @@ The turn id and state were set and the input deleted before the
 request failed, so RET then refused every later prompt."
   (test-shell--with-session (root)
     (agent-shell-stop-bridge)
-    (test-shell--wait "the bridge to stop" (lambda () (eq agent-shell--state 'dead)))
+    (test-shell--wait "the bridge to stop" (lambda () (eq (agent-shell-session-state agent-shell--session) 'dead)))
     (goto-char (point-max))
     (insert "你好 again")
     (should-error (execute-kbd-macro (kbd "RET")) :type 'user-error)
-    (should-not agent-shell--turn-id)
+    (should-not (agent-shell-session-turn-id agent-shell--session))
     (should (equal (agent-shell--input) "你好 again"))
-    (should-not (eq agent-shell--state 'thinking))))
+    (should-not (eq (agent-shell-session-state agent-shell--session) 'thinking))))
 
 (ert-deftest test-shell/late-turn-end-of-cancelled-turn-is-ignored ()
   "Regression: a late `turn_end' from a cancelled turn ended the next turn.
 A `turn_end' whose turnId is not the running turn's is now ignored."
   (test-shell--with-shell (sid)
-    (setq agent-shell--turn-id "t-new")
-    (agent-shell--set-state 'thinking)
+    (setf (agent-shell-session-turn-id agent-shell--session) "t-new")
+    (agent-shell-header--set-state 'thinking)
     (test-shell--emit (test-shell--update sid '((sessionUpdate . "turn_end")
                                                 (turnId . "t-old")
                                                 (stopReason . "cancelled")))
                       (test-shell--chunk sid "之后 after"))
     (test-shell--wait "the chunk" (lambda () (string-search "之后" (test-shell--transcript))))
-    (should (equal agent-shell--turn-id "t-new"))
-    (should (eq agent-shell--state 'thinking))
+    (should (equal (agent-shell-session-turn-id agent-shell--session) "t-new"))
+    (should (eq (agent-shell-session-state agent-shell--session) 'thinking))
     (should-not (string-search "cancelled" (test-shell--transcript)))
     ;; A cancelled turn remembered as stale is ignored even while the
     ;; next prompt's id is not yet known.
-    (setq agent-shell--turn-id 'pending
-          agent-shell--stale-turns '("t-cancelled"))
+    (setf (agent-shell-session-turn-id agent-shell--session) 'pending
+          (agent-shell-session-stale-turns agent-shell--session) '("t-cancelled"))
     (test-shell--emit (test-shell--update sid '((sessionUpdate . "turn_end")
                                                 (turnId . "t-cancelled")
                                                 (stopReason . "cancelled")))
                       (test-shell--chunk sid " 再之后"))
     (test-shell--wait "the second chunk" (lambda () (string-search "再之后" (test-shell--transcript))))
-    (should (eq agent-shell--turn-id 'pending))
-    (should-not agent-shell--stale-turns)
+    (should (eq (agent-shell-session-turn-id agent-shell--session) 'pending))
+    (should-not (agent-shell-session-stale-turns agent-shell--session))
     (test-shell--emit (test-shell--update sid '((sessionUpdate . "turn_end")
                                                 (turnId . "t-new")
                                                 (stopReason . "end_turn"))))
-    (test-shell--wait "idle" (lambda () (eq agent-shell--state 'idle)))
-    (should-not agent-shell--turn-id)))
+    (test-shell--wait "idle" (lambda () (eq (agent-shell-session-state agent-shell--session) 'idle)))
+    (should-not (agent-shell-session-turn-id agent-shell--session))))
 
 (ert-deftest test-shell/log-events-for-unknown-sessions-are-dropped ()
   "Regression: log events for a killed shell created stray log buffers.
@@ -1080,7 +1082,7 @@ The plan updates are the recorded turn's first and last."
       (test-shell--emit (car (last plans)) (test-shell--chunk sid " end"))
       (test-shell--wait "the end" (lambda () (string-search " end" (test-shell--transcript))))
       (should (equal (cl-count-if (lambda (e) (string-prefix-p "plan-" (car e)))
-                                  agent-shell--entries)
+                                  (agent-shell-session-entries agent-shell--session))
                      1))
       (should (string-match-p "\\`▸ ≡ Plan (1/1 done)\n\\[x\\] 改 calc\\.py 里的 add\n中间的话 end\\'"
                               (test-shell--transcript)))
@@ -1111,10 +1113,10 @@ parent directory too."
           (should (equal (buffer-name a) "*agent-shell: proj*"))
           (should (equal (buffer-name b)
                          (format "*agent-shell: proj<%s>*" (file-name-nondirectory parent-b))))
-          (should-not (equal (buffer-local-value 'agent-shell--session-id a)
-                             (buffer-local-value 'agent-shell--session-id b)))
-          (should-not (equal (buffer-local-value 'agent-shell--name a)
-                             (buffer-local-value 'agent-shell--name b)))
+          (should-not (equal (agent-shell-session-id (buffer-local-value 'agent-shell--session a))
+                             (agent-shell-session-id (buffer-local-value 'agent-shell--session b))))
+          (should-not (equal (agent-shell-session-name (buffer-local-value 'agent-shell--session a))
+                             (agent-shell-session-name (buffer-local-value 'agent-shell--session b))))
           ;; Starting again in the first project reuses its own buffer.
           (should (eq (test-shell--start-session root-a) a)))
       (mapc #'kill-buffer (cl-remove-if-not #'buffer-live-p buffers))
@@ -1136,7 +1138,7 @@ session reported, not the global `agent-shell-model'."
     (let ((warnings nil))
       (cl-letf (((symbol-function 'display-warning)
                  (lambda (_type text &rest _) (push text warnings))))
-        (should (equal (agent-shell-read-config root)
+        (should (equal (agent-shell-project-read-config root)
                        '((agent-shell-model . "deepseek-reasoner")))))
       (should (= (length warnings) 3))
       (should (cl-some (lambda (w) (string-search "act or ask" w)) warnings)))
@@ -1144,25 +1146,25 @@ session reported, not the global `agent-shell-model'."
     (let ((shell (let ((inhibit-message t)) (test-shell--start-session root))))
       (unwind-protect
           (with-current-buffer shell
-            (should (eq agent-shell--mode agent-shell-default-mode))
+            (should (eq (agent-shell-session-mode agent-shell--session) agent-shell-default-mode))
             (should-not (equal agent-shell-model "deepseek-reasoner"))
-            (should (string-prefix-p " deepseek-reasoner │" (agent-shell--header-line))))
+            (should (string-prefix-p " deepseek-reasoner │" (agent-shell-header--line))))
         (kill-buffer shell)))))
 
 (ert-deftest test-shell/resume-asks-before-cancelling-a-running-turn ()
   "Regression: resuming into a buffer silently cancelled its running turn.
 Now the user is asked first, and a no leaves the session alone."
   (test-shell--with-session (root)
-    (let ((sid agent-shell--session-id)
+    (let ((sid (agent-shell-session-id agent-shell--session))
           (asked nil))
-      (setq agent-shell--turn-id "t-running")
+      (setf (agent-shell-session-turn-id agent-shell--session) "t-running")
       (cl-letf (((symbol-function 'yes-or-no-p) (lambda (prompt) (setq asked prompt) nil)))
-        (should-error (agent-shell-resume-session agent-shell--connection root "other")
+        (should-error (agent-shell-resume-session (agent-shell-bridge-connection agent-shell-bridge--current) root "other")
                       :type 'user-error))
       (should (string-search "A turn is running" asked))
-      (should (equal agent-shell--session-id sid))
-      (should (equal agent-shell--turn-id "t-running"))
-      (setq agent-shell--turn-id nil))))
+      (should (equal (agent-shell-session-id agent-shell--session) sid))
+      (should (equal (agent-shell-session-turn-id agent-shell--session) "t-running"))
+      (setf (agent-shell-session-turn-id agent-shell--session) nil))))
 
 (ert-deftest test-shell/readme-commands-exist-after-require ()
   "Regression: `M-x agent-shell-undo-turn' did not exist after a checkout install.
@@ -1178,7 +1180,7 @@ Every command the README names is a command right after
   (princ (cl-remove-if #'commandp
    '(agent-shell-start agent-shell-resume agent-shell-log agent-shell-save-memory
      agent-shell-memory-browse agent-shell-undo-turn agent-shell-toggle-mode
-     agent-shell-trust-allowlist agent-shell-stop-bridge agent-shell-restart))))")
+     agent-shell-project-trust-allowlist agent-shell-stop-bridge agent-shell-restart))))")
            (buffer-string))))
     (should (equal (string-trim output) "nil"))))
 
@@ -1200,11 +1202,11 @@ FIELDS are alist pairs added to the update."
   "Return the text of the entry whose header contains TITLE, unfolded."
   (goto-char (point-min))
   (search-forward title)
-  (let* ((id (agent-shell--entry-at (point)))
-         (start (plist-get (agent-shell--entry id) :start))
-         (bounds (agent-shell--entry-body-bounds id)))
+  (let* ((id (agent-shell-transcript--entry-at (point)))
+         (start (plist-get (agent-shell-transcript--entry id) :start))
+         (bounds (agent-shell-transcript--entry-body-bounds id)))
     (buffer-substring-no-properties start (if bounds (cdr bounds)
-                                            (agent-shell--header-end id)))))
+                                            (agent-shell-transcript--header-end id)))))
 
 (ert-deftest test-shell/tool-entry-shows-outcome ()
   "Regression: a tool entry's body held only the raw JSON arguments.
@@ -1258,16 +1260,16 @@ failure looked like a success on the entry's line."
   "Regression: output in an unknown format showed \"0 passed, 0 failed\".
 The bridge sends null counts when it found no summary; unittest's
 counts (3 run, 1 failure) show as they are."
-  (let ((unknown (agent-shell--tests-line
+  (let ((unknown (agent-shell-tool-text--tests-line
                   '((passed) (failed) (errors) (runner) (ok . :json-false)
                     (failures . ["Traceback (most recent call last):"])))))
     (should (string-prefix-p "tests: no summary — not ok" unknown))
     (should-not (string-search "0 passed" unknown)))
-  (should (equal (agent-shell--tests-line
+  (should (equal (agent-shell-tool-text--tests-line
                   '((passed . 2) (failed . 1) (errors . 0) (runner . "unittest")
                     (ok . :json-false)))
                  "tests: 2 passed, 1 failed — not ok"))
-  (should (equal (agent-shell--tests-line '((passed . 0) (failed . 0) (ok . t)))
+  (should (equal (agent-shell-tool-text--tests-line '((passed . 0) (failed . 0) (ok . t)))
                  "tests: 0 passed, 0 failed — ok")))
 
 (ert-deftest test-shell/tool-diff-is-capped ()
@@ -1285,7 +1287,7 @@ counts (3 run, 1 failure) show as they are."
 
 (ert-deftest test-shell/second-plan-gets-its-own-entry ()
   "Regression: a later turn's plan overwrote the earlier turn's plan entry.
-`agent-shell--plan-entry' was never reset; now each turn, and each
+`agent-shell-session-plan-entry' was never reset; now each turn, and each
 new planId, starts a new entry."
   (test-shell--with-shell (sid)
     (let ((plan (lambda (plan-id content)
@@ -1293,30 +1295,30 @@ new planId, starts a new entry."
                    sid `((sessionUpdate . "plan") (planId . ,plan-id)
                          (entries . [((content . ,content) (status . "pending"))]))))))
       (test-shell--emit (funcall plan "p1" "第一个计划"))
-      (test-shell--wait "plan 1" (lambda () (agent-shell--entry agent-shell--plan-entry)))
+      (test-shell--wait "plan 1" (lambda () (agent-shell-transcript--entry (agent-shell-session-plan-entry agent-shell--session))))
       (test-shell--emit (funcall plan "p2" "第二个计划"))
       (test-shell--wait "plan 2" (lambda () (string-search "第二个计划" (test-shell--transcript))))
       (should (string-search "第一个计划" (test-shell--transcript)))
       ;; A new turn also starts a new entry, even for a plan without planId.
-      (agent-shell--start-turn-entries)
+      (agent-shell-transcript--start-turn-entries)
       (test-shell--emit (test-shell--update
                          sid '((sessionUpdate . "plan")
                                (entries . [((content . "third") (status . "pending"))]))))
       (test-shell--wait "plan 3" (lambda () (string-search "third" (test-shell--transcript))))
       (should (string-search "第二个计划" (test-shell--transcript)))
       (should (= 3 (cl-count-if (lambda (e) (string-prefix-p "plan-" (car e)))
-                                agent-shell--entries))))))
+                                (agent-shell-session-entries agent-shell--session)))))))
 
 (ert-deftest test-shell/header-line-keeps-percent ()
   "Regression: the header line showed \"context 12\" without its %.
 The :eval result is a mode line construct; every % is now doubled."
   (test-shell--with-shell (sid)
-    (setq agent-shell--usage '((totalTokens . 1200) (contextUsed . 12000)
+    (setf (agent-shell-session-usage agent-shell--session) '((totalTokens . 1200) (contextUsed . 12000)
                                (contextWindow . 100000))
-          agent-shell--model "model-100%")
+          (agent-shell-session-model agent-shell--session) "model-100%")
     ;; `format-mode-line' shows nothing in batch; check the construct:
     ;; every % doubled, so each pair shows as one %.
-    (let ((construct (agent-shell--header-line)))
+    (let ((construct (agent-shell-header--line)))
       (should-not (string-search "%" (replace-regexp-in-string "%%" "" construct)))
       (let ((shown (replace-regexp-in-string "%%" "%" construct)))
         (should (string-search "context 12%" shown))
@@ -1332,17 +1334,17 @@ The entry is now found from the line, not only from point."
     (goto-char (point-min))
     (execute-kbd-macro (kbd "C-e"))
     (execute-kbd-macro (kbd "TAB"))
-    (should-not (plist-get (agent-shell--entry (agent-shell--entry-at (point-min))) :folded))
+    (should-not (plist-get (agent-shell-transcript--entry (agent-shell-transcript--entry-at (point-min))) :folded))
     (goto-char (point-min))
     (end-of-line)
     (execute-kbd-macro (kbd "RET"))
-    (should (plist-get (agent-shell--entry (agent-shell--entry-at (point-min))) :folded))))
+    (should (plist-get (agent-shell-transcript--entry (agent-shell-transcript--entry-at (point-min))) :folded))))
 
 (ert-deftest test-shell/resumed-history-renders-cleanly ()
   "Regression: a resumed session glued the prompt to the last answer.
 Failed and rejected tools showed `·', and two answers ran together."
   (test-shell--with-shell (sid)
-    (agent-shell--insert-history
+    (agent-shell-transcript--insert-history
      '(((role . "user") (text . "修一下"))
        ((role . "tool") (toolCallId . "h1") (title . "run_test pytest -q")
         (status . "failed") (text . ""))
@@ -1362,9 +1364,9 @@ Failed and rejected tools showed `·', and two answers ran together."
       (should (string-search "改好了。\nDone: 修好了\n" transcript))
       (should (string-suffix-p "\n" transcript)))
     (should (equal (buffer-substring-no-properties
-                    agent-shell--output-marker agent-shell--input-marker)
+                    (agent-shell-session-output-marker agent-shell--session) (agent-shell-session-input-marker agent-shell--session))
                    "> "))
-    (should (eq (char-before agent-shell--output-marker) ?\n))))
+    (should (eq (char-before (agent-shell-session-output-marker agent-shell--session)) ?\n))))
 
 (ert-deftest test-shell/waiting-notice-says-where-the-command-runs ()
   "The bridge's note on an approval (outside the sandbox) shows in the notice."
@@ -1387,7 +1389,7 @@ Failed and rejected tools showed `·', and two answers ran together."
          (timeout_s . 20))
        :timeout 25
        :on-success (lambda (r) (setcar box r)))
-      (test-shell--wait "waiting" (lambda () (eq agent-shell--state 'waiting)))
+      (test-shell--wait "waiting" (lambda () (eq (agent-shell-session-state agent-shell--session) 'waiting)))
       (should (string-search (concat "Waiting for you: run_command make deploy")
                              (test-shell--transcript)))
       (should (string-search note (test-shell--transcript)))
@@ -1415,7 +1417,7 @@ notice turns into the decision and the diff joins the tool's entry."
          (timeout_s . 20))
        :timeout 25
        :on-success (lambda (r) (setcar box r)))
-      (test-shell--wait "waiting" (lambda () (eq agent-shell--state 'waiting)))
+      (test-shell--wait "waiting" (lambda () (eq (agent-shell-session-state agent-shell--session) 'waiting)))
       (should (string-search "Waiting for you: replace_region calc.py"
                              (test-shell--transcript)))
       (execute-kbd-macro (kbd "C-c C-y"))
@@ -1453,8 +1455,8 @@ With several steps waiting it now asks which; the one named is answered."
            :timeout 25
            :on-success (lambda (r) (push (cons title r) answers)))))
       (test-shell--wait "both requests"
-                        (lambda () (= 2 (cl-count sid agent-shell--permissions
-                                                  :key (lambda (p) (plist-get p :session))
+                        (lambda () (= 2 (cl-count sid (agent-shell-bridge-permissions agent-shell-bridge--current)
+                                                  :key #'agent-shell-bridge-permission-session
                                                   :test #'equal))))
       (cl-letf (((symbol-function 'completing-read)
                  (lambda (_prompt table &rest _)
@@ -1489,13 +1491,13 @@ The shell now says what was allowed and the header counts grants."
          (timeout_s . 20))
        :timeout 25
        :on-success (lambda (r) (setcar box r)))
-      (test-shell--wait "waiting" (lambda () (agent-shell--permission-waiting-p entry)))
-      (agent-shell-log-decide entry 'approve-session nil)
+      (test-shell--wait "waiting" (lambda () (agent-shell-permissions--waiting-p entry)))
+      (agent-shell-permissions-log-decide entry 'approve-session nil)
       (test-shell--wait "the answer" (lambda () (car box)))
-      (test-shell--wait "the grant" (lambda () agent-shell--grants))
+      (test-shell--wait "the grant" (lambda () (agent-shell-session-grants agent-shell--session)))
       (should (string-search "Allowed for this session: write_file on any file"
                              (test-shell--transcript)))
-      (should (string-search "│ 1 grant" (agent-shell--header-line))))))
+      (should (string-search "│ 1 grant" (agent-shell-header--line))))))
 
 (ert-deftest test-shell/grants-are-said-listed-and-revoked ()
   "`a' says exactly what it grants and asks; `agent-shell-grants' lists and revokes.
@@ -1506,13 +1508,13 @@ takes it back in the bridge."
     (goto-char (point-max))
     (insert "grant me 授权")
     (execute-kbd-macro (kbd "RET"))
-    (let ((log (agent-shell-log-buffer agent-shell--name))
+    (let ((log (agent-shell-log-buffer (agent-shell-session-name agent-shell--session)))
           (shell (current-buffer))
-          (sid agent-shell--session-id)
+          (sid (agent-shell-session-id agent-shell--session))
           (prompts nil))
       (test-shell--wait "the WAIT step" (lambda () (agent-shell-log-pending log)) 20)
       (test-shell--wait "the permission request"
-                        (lambda () (agent-shell--permission-waiting-p
+                        (lambda () (agent-shell-permissions--waiting-p
                                     (car (agent-shell-log-pending log)))))
       (with-current-buffer log
         (switch-to-buffer log)
@@ -1527,7 +1529,7 @@ takes it back in the bridge."
       (with-current-buffer shell
         (test-shell--wait "the turn's end"
                           (lambda () (and (string-search "granted 已授权" (test-shell--transcript))
-                                          (eq agent-shell--state 'idle)))
+                                          (eq (agent-shell-session-state agent-shell--session) 'idle)))
                           20))
       (should (file-directory-p (expand-file-name "构建" root)))
       (let ((grants (with-current-buffer shell (agent-shell-grants))))
@@ -1541,14 +1543,14 @@ takes it back in the bridge."
                                                  "session/grants" `((sessionId . ,sid)))))
                              1))
               (should (string-search "│ 1 grant" (with-current-buffer shell
-                                                   (agent-shell--header-line))))
+                                                   (agent-shell-header--line))))
               (beginning-of-line)
               (execute-kbd-macro (kbd "k"))
               (test-shell--wait "the revocation" (lambda () (null tabulated-list-entries)))
               (should (equal (alist-get 'grants (test-shell--sync
                                                  "session/grants" `((sessionId . ,sid))))
                              nil))
-              (should-not (with-current-buffer shell agent-shell--grants)))
+              (should-not (with-current-buffer shell (agent-shell-session-grants agent-shell--session))))
           (kill-buffer grants))))))
 
 ;;; Home and / are never a project silently
@@ -1590,7 +1592,7 @@ asked is collected in `test-shell--asked'."
              ,@body)
          (dolist (buffer (buffer-list))
            (when (and (eq (buffer-local-value 'major-mode buffer) 'agent-shell-mode)
-                      (member (buffer-local-value 'agent-shell--root buffer)
+                      (member (agent-shell-session-root (buffer-local-value 'agent-shell--session buffer))
                               (list ,(car spec) ,(cadr spec))))
              (kill-buffer buffer)))
          (delete-directory ,(car spec) t)))))
@@ -1605,7 +1607,7 @@ asked is collected in `test-shell--asked'."
     (setq default-directory dir)
     (let ((shell (agent-shell-start)))
       (with-current-buffer shell
-        (test-shell--wait "session/new" (lambda () agent-shell--session-id) 20))
+        (test-shell--wait "session/new" (lambda () (agent-shell-session-id agent-shell--session)) 20))
       shell)))
 
 (ert-deftest test-shell/start-from-home-asks-for-a-project ()
@@ -1614,7 +1616,7 @@ It now asks for a project directory, says why, and touches nothing in $HOME."
   (test-shell--from-home (home project)
     (setq test-shell--asked nil test-shell--directories (list project) test-shell--yes nil)
     (let ((shell (test-shell--start-in home)))
-      (should (equal (buffer-local-value 'agent-shell--root shell) project))
+      (should (equal (agent-shell-session-root (buffer-local-value 'agent-shell--session shell)) project))
       (should (equal (mapcar #'car test-shell--asked) '(dir)))
       (should (string-search "your home directory" (cdar test-shell--asked)))
       (should (string-search "not a project" (cdar test-shell--asked)))
@@ -1628,7 +1630,7 @@ It now asks for a project directory, says why, and touches nothing in $HOME."
     (setq test-shell--asked nil test-shell--directories (list "/" project)
           test-shell--yes (list nil))
     (let ((shell (test-shell--start-in "/")))
-      (should (equal (buffer-local-value 'agent-shell--root shell) project))
+      (should (equal (agent-shell-session-root (buffer-local-value 'agent-shell--session shell)) project))
       (should (equal (mapcar #'car (reverse test-shell--asked)) '(dir yes dir)))
       (should (string-search "root directory /" (cdr (nth 1 test-shell--asked)))))))
 
@@ -1637,7 +1639,7 @@ It now asks for a project directory, says why, and touches nothing in $HOME."
   (test-shell--from-home (home project)
     (setq test-shell--asked nil test-shell--directories (list home) test-shell--yes (list t))
     (let ((shell (test-shell--start-in home)))
-      (should (equal (buffer-local-value 'agent-shell--root shell) home))
+      (should (equal (agent-shell-session-root (buffer-local-value 'agent-shell--session shell)) home))
       (should (equal (mapcar #'car (reverse test-shell--asked)) '(dir yes)))
       (should (string-search "\"allow_wide_root\":true" (test-shell--events-text))))))
 
@@ -1649,12 +1651,12 @@ It now asks for a project directory, says why, and touches nothing in $HOME."
       (make-symbolic-link (directory-file-name home) link)
       (unwind-protect
           (progn
-            (should (agent-shell--wide-root home))
-            (should (agent-shell--wide-root link))
-            (should (agent-shell--wide-root "/"))
-            (should-not (agent-shell--wide-root project))
+            (should (agent-shell-project--wide-root home))
+            (should (agent-shell-project--wide-root link))
+            (should (agent-shell-project--wide-root "/"))
+            (should-not (agent-shell-project--wide-root project))
             (make-directory (expand-file-name "src" home))
-            (should-not (agent-shell--wide-root (expand-file-name "src" home))))
+            (should-not (agent-shell-project--wide-root (expand-file-name "src" home))))
         (delete-file link)))))
 
 ;;; Starting the bridge
@@ -1672,47 +1674,47 @@ The connection stayed live but uninitialised, so later callers queued
 forever in \"starting\".  Now the failed bridge is ended and the next
 start runs a fresh one."
   (test-shell--bridge)
-  (agent-shell-rpc-stop agent-shell--connection)
+  (agent-shell-rpc-stop (agent-shell-bridge-connection agent-shell-bridge--current))
   (let ((failed nil) (called nil))
     (let ((agent-shell-notify-webhook "http://"))
-      (agent-shell--with-bridge (lambda (_) (setq failed 'called)))
-      (let ((conn agent-shell--connection))
+      (agent-shell-bridge--with-connection (lambda (_) (setq failed 'called)))
+      (let ((conn (agent-shell-bridge-connection agent-shell-bridge--current)))
         (should conn)
         (test-shell--wait "the refused bridge to end"
                           (lambda () (not (agent-shell-rpc-live-p conn))))))
     (should-not failed)
-    (should-not agent-shell--ready-queue)
-    (agent-shell--with-bridge (lambda (conn) (setq called conn)))
+    (should-not (agent-shell-bridge-ready-queue agent-shell-bridge--current))
+    (agent-shell-bridge--with-connection (lambda (conn) (setq called conn)))
     (test-shell--wait "a fresh, initialised bridge" (lambda () called) 30)
-    (should (eq called agent-shell--initialized))
+    (should (eq called (agent-shell-bridge-initialized agent-shell-bridge--current)))
     (should (= (length (test-shell--live-bridges)) 1))))
 
 (ert-deftest test-shell/quit-while-starting-leaves-no-bridge ()
   "Regression: C-g in the key lookup (auth-source) orphaned the bridge process.
-The quit escaped `agent-shell--initialize' before the connection was
+The quit escaped `agent-shell-bridge--initialize' before the connection was
 recorded, leaving a running bridge nobody could reach or stop."
   (test-shell--bridge)
-  (agent-shell-rpc-stop agent-shell--connection)
+  (agent-shell-rpc-stop (agent-shell-bridge-connection agent-shell-bridge--current))
   (should-not (test-shell--live-bridges))
   (let ((agent-shell-api-key (lambda () (signal 'quit nil))))
     (should (condition-case nil
-                (progn (agent-shell--with-bridge #'ignore) nil)
+                (progn (agent-shell-bridge--with-connection #'ignore) nil)
               (quit t))))
   (should-not (test-shell--live-bridges))
-  (should-not agent-shell--ready-queue)
-  (should-not (agent-shell--live-connection)))
+  (should-not (agent-shell-bridge-ready-queue agent-shell-bridge--current))
+  (should-not (agent-shell-bridge--live-connection)))
 
 ;;; Bridge death
 
 (ert-deftest test-shell/bridge-death-is-reported ()
   "When the bridge dies the shell buffer says so and how to restart."
   (test-shell--with-shell (sid)
-    (let ((proc (agent-shell-rpc-conn-process agent-shell--connection)))
+    (let ((proc (agent-shell-rpc-conn-process (agent-shell-bridge-connection agent-shell-bridge--current))))
       (signal-process proc 'SIGKILL)
-      (test-shell--wait "the notice" (lambda () (eq agent-shell--state 'dead)))
+      (test-shell--wait "the notice" (lambda () (eq (agent-shell-session-state agent-shell--session) 'dead)))
       (should (string-search "C-c C-r restarts it" (test-shell--transcript)))
-      (should (string-search "bridge stopped" (agent-shell--header-line)))
-      (should-not (agent-shell--live-connection)))))
+      (should (string-search "bridge stopped" (agent-shell-header--line)))
+      (should-not (agent-shell-bridge--live-connection)))))
 
 (provide 'test-shell)
 ;;; test-shell.el ends here

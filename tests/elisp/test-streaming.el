@@ -43,12 +43,12 @@
 
 (defun test-streaming--idle-p ()
   "Return non-nil when the current shell's turn is over."
-  (and (null agent-shell--turn-id) (eq agent-shell--state 'idle)))
+  (and (null (agent-shell-session-turn-id agent-shell--session)) (eq (agent-shell-session-state agent-shell--session) 'idle)))
 
 (defmacro test-streaming--recording (var &rest body)
   "Run BODY with VAR bound to a recorder of the current shell's updates."
   (declare (indent 1) (debug (symbolp body)))
-  `(let* ((,var (test-streaming--recorder agent-shell--session-id))
+  `(let* ((,var (test-streaming--recorder (agent-shell-session-id agent-shell--session)))
           (agent-shell-rpc-message-functions
            (cons (car ,var) agent-shell-rpc-message-functions)))
      ,@body))
@@ -77,7 +77,7 @@ loses no text and shows none twice."
   (test-shell--with-session (root)
     (should (file-directory-p root))
     (test-streaming--recording rec
-      (let ((conn agent-shell--connection) (drops 0) (streams nil))
+      (let ((conn (agent-shell-bridge-connection agent-shell-bridge--current)) (drops 0) (streams nil))
         (agent-shell-send "stream-drop please")
         (test-shell--wait
          "the end of the turn"
@@ -147,8 +147,8 @@ The next turn's answer is the only text after the cancelled turn's end."
                                             (content . ((type . "text") (text . ,line))))])))
       (test-shell--wait "the output" (lambda () (string-search "more characters"
                                                                (test-shell--transcript))))
-      (let* ((id (cdr (assoc "big-1" agent-shell--tools)))
-             (bounds (agent-shell--entry-body-bounds id))
+      (let* ((id (cdr (assoc "big-1" (agent-shell-session-tools agent-shell--session))))
+             (bounds (agent-shell-transcript--entry-body-bounds id))
              (longest 0))
         (should bounds)
         (should (eq (get-text-property (car bounds) 'invisible) t))
