@@ -29,7 +29,7 @@
 (require 'subr-x)
 (require 'agent-shell-tools)
 
-(declare-function magit-stage-file "magit-apply" (file))
+(declare-function magit-stage-file "ext:magit-apply" (file))
 (declare-function agent-shell-transcript--notice "agent-shell-transcript" (text))
 
 ;;; Options

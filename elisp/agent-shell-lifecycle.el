@@ -33,16 +33,17 @@
 (require 'agent-shell-rpc)
 (require 'agent-shell-transcript)
 
-(declare-function agent-shell-bridge--with-connection "agent-shell" (fn))
-(declare-function agent-shell-bridge--live-connection "agent-shell" ())
+(declare-function agent-shell-bridge--with-connection "agent-shell-bridge" (fn))
+(declare-function agent-shell-bridge--live-connection "agent-shell-bridge" ())
 (declare-function agent-shell--on-session "agent-shell" (buffer result))
 (declare-function agent-shell--session-error "agent-shell" (buffer what))
-(declare-function agent-shell--session-new-params "agent-shell" (root &optional settings))
+(declare-function agent-shell--session-new-params "agent-shell"
+                  (root &optional settings wide-confirmed))
 (declare-function agent-shell--dispatch-prompt "agent-shell" (text))
 (declare-function agent-shell--show-prompt "agent-shell" (text))
 (declare-function agent-shell--input "agent-shell" ())
 (declare-function agent-shell--set-input "agent-shell" (text))
-(declare-function agent-shell-bridge--session-buffer "agent-shell" (session-id))
+(declare-function agent-shell-bridge--session-buffer "agent-shell-bridge" (session-id))
 
 ;;; Internals: the queued prompt
 

@@ -29,7 +29,7 @@
 (declare-function xref-find-backend "xref" ())
 (declare-function xref-backend-definitions "xref" (backend identifier))
 (declare-function xref-backend-references "xref" (backend identifier))
-(declare-function xref-item-location "xref" (item))
+(declare-function xref-item-location "xref" (item) t)
 (declare-function xref-location-marker "xref" (location))
 (declare-function xref-location-group "xref" (location))
 (declare-function org-heading-components "org" ())

@@ -29,9 +29,9 @@
 (require 'org)
 (require 'agent-shell-rpc)
 
-(declare-function agent-shell-bridge--session-buffer "agent-shell" (session-id))
+(declare-function agent-shell-bridge--session-buffer "agent-shell-bridge" (session-id))
 (declare-function agent-shell-transcript--notice "agent-shell-transcript" (text))
-(declare-function agent-shell-header--set-state "agent-shell-transcript"
+(declare-function agent-shell-header--set-state "agent-shell-header"
                   (state &optional detail))
 (declare-function agent-shell-lifecycle--resolve-plan-notice "agent-shell-lifecycle" (text))
 

@@ -34,7 +34,7 @@
 (defvar agent-shell-api-base)
 (defvar agent-shell-api-key)
 (defvar agent-shell-workspace-root)
-(declare-function agent-shell-bridge--request "agent-shell" (method params &rest args))
+(declare-function agent-shell-bridge--request "agent-shell-bridge" (method params &rest args))
 
 ;;; Internals: key and project files
 

@@ -142,6 +142,20 @@ elpa-package-lint; pass its directory with -L)")
                    (not (agent-shell-lint--accepted-p file issue)))
           (agent-shell-lint--report file (nth 0 issue) (nth 3 issue)))))))
 
+(defun agent-shell-lint--declarations (files)
+  "Report each `declare-function' in FILES that names the wrong file or arglist.
+A declaration silences the byte-compiler whether it is true or not, so
+after a function moves or changes its arguments only this check notices."
+  (require 'check-declare)
+  (dolist (file files)
+    (dolist (entry (check-declare-file file))
+      (let ((target (car entry)))
+        (dolist (use (cdr entry))
+          (agent-shell-lint--report
+           (nth 0 use) 0
+           (format "declare-function %s says %s: %s"
+                   (nth 1 use) (file-name-nondirectory target) (nth 2 use))))))))
+
 (defun agent-shell-lint-files (files)
   "Lint FILES; return the problems found, oldest first."
   (setq agent-shell-lint--problems nil)
@@ -154,6 +168,7 @@ elpa-package-lint; pass its directory with -L)")
       (agent-shell-lint--defcustoms file)
       (when package-lint
         (agent-shell-lint--package-lint file main)))
+    (agent-shell-lint--declarations files)
     (when package-lint
       (message "package-lint %s checked %d file(s)"
                agent-shell-lint--package-lint-version (length files))))

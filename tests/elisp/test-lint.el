@@ -72,5 +72,26 @@
     (should (eql (car result) 1))
     (should (string-search "elpa-package-lint" (cdr result)))))
 
+;; A `declare-function' keeps the byte-compiler quiet whether it is true
+;; or not: after functions moved between files, several named the old file.
+(ert-deftest test-lint/a-declaration-naming-the-wrong-file-fails ()
+  "A `declare-function' whose file does not define the function fails the lint."
+  (let* ((dir (make-temp-file "agent-shell-lint-" t))
+         (file (expand-file-name "agent-shell-plan.el" dir)))
+    (with-temp-file file
+      (insert-file-contents (expand-file-name "agent-shell-plan.el" test-lint--elisp))
+      (goto-char (point-min))
+      (should (re-search-forward
+               "(declare-function agent-shell-header--set-state \"agent-shell-header\"" nil t))
+      (replace-match "(declare-function agent-shell-header--set-state \"agent-shell-transcript\""
+                     t t))
+    (let ((result (test-lint--run (list test-lint--elisp (test-lint--package-lint-dir))
+                                  (list file))))
+      (delete-directory dir t)
+      (should (eql (car result) 1))
+      (should (string-search
+               "declare-function agent-shell-header--set-state says agent-shell-transcript.el"
+               (cdr result))))))
+
 (provide 'test-lint)
 ;;; test-lint.el ends here
