@@ -67,7 +67,7 @@ named in `auth-sources'.  Names are compared without regard to case."
 ;; bridge gives it, and offers exactly these names in its capabilities.
 
 (define-obsolete-variable-alias 'agent-shell-tools-catalogue
-  'agent-shell-tools-handlers "0.2.0")
+  'agent-shell-tools-handlers "0.2")
 
 (defconst agent-shell-tools-handlers
   '(("buffer_overview" agent-shell-perception-buffer-overview agent-shell-perception)

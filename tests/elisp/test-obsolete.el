@@ -1,0 +1,55 @@
+;;; test-obsolete.el --- Renamed public names still work  -*- lexical-binding: t; -*-
+
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; Public names that moved under their file's prefix keep working through
+;; obsolete aliases, so a user's init file that calls or sets the old name
+;; goes on working and the byte-compiler tells them the new one.
+
+;;; Code:
+
+(require 'ert)
+(require 'agent-shell)
+(require 'agent-shell-undo)
+
+(defconst test-obsolete--functions
+  '((agent-shell-api-key . agent-shell-project-api-key)
+    (agent-shell-scaffold . agent-shell-project-scaffold)
+    (agent-shell-read-data-file . agent-shell-project-read-data-file)
+    (agent-shell-read-config . agent-shell-project-read-config)
+    (agent-shell-trust-allowlist . agent-shell-project-trust-allowlist)
+    (agent-shell-trust-config . agent-shell-project-trust-config)
+    (agent-shell-log-decide . agent-shell-permissions-log-decide)
+    (agent-shell-actions-last-turn . agent-shell-undo-last-turn)
+    (agent-shell-context-snapshot . agent-shell-perception-context-snapshot))
+  "Old function names and the names they became.")
+
+(defconst test-obsolete--variables
+  '((agent-shell-debug-bridge . agent-shell-bridge-debug)
+    (agent-shell-tools-catalogue . agent-shell-tools-handlers))
+  "Old variable names and the names they became.")
+
+(ert-deftest test-obsolete/old-function-names-call-the-new-ones ()
+  "Each old function name is an obsolete alias of its new name."
+  (dolist (pair test-obsolete--functions)
+    (should (fboundp (cdr pair)))
+    (should (eq (symbol-function (car pair)) (cdr pair)))
+    (should (eq (car (get (car pair) 'byte-obsolete-info)) (cdr pair)))
+    (should (equal (commandp (car pair)) (commandp (cdr pair))))))
+
+(ert-deftest test-obsolete/old-variable-names-share-the-new-values ()
+  "Setting an old variable name sets the new one."
+  (dolist (pair test-obsolete--variables)
+    (should (eq (indirect-variable (car pair)) (cdr pair)))
+    (should (get (car pair) 'byte-obsolete-variable))
+    (let ((saved (symbol-value (cdr pair))))
+      (unwind-protect
+          (progn
+            (with-no-warnings (set (car pair) '(test-obsolete 值)))
+            (should (equal (symbol-value (cdr pair)) '(test-obsolete 值))))
+        (set (cdr pair) saved)))))
+
+(provide 'test-obsolete)
+;;; test-obsolete.el ends here
