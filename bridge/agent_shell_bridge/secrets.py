@@ -61,7 +61,9 @@ def real_secret_roots(home: Path) -> tuple[Path, ...]:
     """Where secrets really live when they are symlinks: a ``~/.ssh`` that points to
     ``~/dotfiles/ssh`` makes that folder a secret too, under any name."""
     found: list[Path] = []
-    for path in secret_paths(home):
+    base = str(home)
+    for name in SECRET_NAMES:
+        path = os.path.join(base, name)  # str(home / name), without building a Path
         if os.path.lexists(path):
             real = _real(path)
             if real != Path(os.path.normpath(os.path.abspath(path))):
@@ -77,7 +79,7 @@ def _real(path: Path) -> Path:
     return Path(os.path.realpath(os.path.abspath(path)))
 
 
-def is_secret_resolved(path: Path, home: Path) -> bool:
+def is_secret_resolved(path: Path | str, home: Path) -> bool:
     """:func:`is_secret` for a ``path`` and ``home`` that are absolute and normalised
     already; looks at no file (fast enough for every operand of every command)."""
     text, base = str(path), str(home).rstrip("/") + "/"
