@@ -95,6 +95,10 @@ _ARITH_ASSIGN_RE = re.compile(
 _CODE_IN_SUBSCRIPT_RE = re.compile(r"\[[^\]]*[$`'\"\\][^\]]*\]")
 _BRACE_RE = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
 _ZERO_WIDTH_RE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u00ad]")
+_ESCAPED_RE = re.compile(r"\\.")
+_GLOB_RE = re.compile(r"[*?\[]")
+_DOUBLE_ESCAPE_RE = re.compile(r'\\([$`"\\\n])')
+_ASSIGNING_EXPANSION_RE = re.compile(r"^\$\{[^}]*?:?=")
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +220,8 @@ def _decode_ansi_c(body: str) -> str:
 
 def _unescape_unquoted(raw: str) -> str:
     """Remove backslash escapes from an unquoted word."""
+    if "\\" not in raw:
+        return raw
     out: list[str] = []
     i = 0
     while i < len(raw):
@@ -231,7 +237,9 @@ def _unescape_unquoted(raw: str) -> str:
 
 def _unescape_double(raw: str) -> str:
     """Backslash only escapes ``$ ` " \\`` and newline inside double quotes."""
-    return re.sub(r'\\([$`"\\\n])', lambda m: "" if m.group(1) == "\n" else m.group(1), raw)
+    if "\\" not in raw:
+        return raw
+    return _DOUBLE_ESCAPE_RE.sub(lambda m: "" if m.group(1) == "\n" else m.group(1), raw)
 
 
 class _Walker:
@@ -419,7 +427,8 @@ class _Walker:
     ) -> None:
         cmd = SimpleCommand(argv=[], text=_text(node), in_substitution=in_sub)
         heredocs: list[str] = []
-        for child in node.children:
+        children = node.children
+        for child in children:
             if child.type == "ERROR" or child.is_missing:
                 self.result.issues.append(Issue("the command does not parse cleanly"))
                 continue
@@ -439,7 +448,7 @@ class _Walker:
             body = self.heredoc_statements(red)
             if body is not None:
                 heredocs.append(body)
-        for red in node.children:
+        for red in children:
             if red.type in _REDIRECTS:
                 body = self.heredoc_statements(red)
                 if body is not None:
@@ -496,7 +505,7 @@ class _Walker:
 
     def expansion_issues(self, raw: str) -> None:
         """``${...}`` forms that evaluate text as code or assign variables."""
-        if re.search(r"^\$\{[^}]*?:?=", raw):
+        if _ASSIGNING_EXPANSION_RE.search(raw):
             self.result.issues.append(Issue("assigns a shell variable inside ${...}"))
         if raw.startswith("${!"):
             self.result.issues.append(
@@ -559,11 +568,13 @@ class _Walker:
         kind = node.type
         raw = _text(node)
         if kind in ("word", "number", "variable_name", "file_descriptor", "test_operator"):
-            value = _unescape_unquoted(raw)
             if "\\" in raw:
+                value = _unescape_unquoted(raw)
                 flags["quoted"] = True
-            stripped = re.sub(r"\\.", "", raw)
-            if re.search(r"[*?\[]", stripped):
+                stripped = _ESCAPED_RE.sub("", raw)
+            else:
+                value = stripped = raw
+            if _GLOB_RE.search(stripped):
                 flags["glob"] = True
             if "$" in stripped or "`" in stripped:
                 flags["expansion"] = True
