@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import PathNotAllowed
-from ..secrets import is_secret
+from ..secrets import is_any_secret
 
 __all__ = [
     "MAX_PATH_CHARS",
@@ -248,7 +248,7 @@ class Confinement:
             raise PathNotAllowed(
                 f"{path!r} resolves to {resolved}, outside the allowed roots ({allowed})"
             )
-        if is_secret(joined, self.home) or is_secret(resolved, self.home):
+        if is_any_secret((joined, resolved), self.home):
             raise PathNotAllowed(
                 f"{path!r} is among the user's secrets under {self.home} (keys, tokens, "
                 "credentials); the agent does not read or write them"

@@ -95,6 +95,8 @@ _ARITH_ASSIGN_RE = re.compile(
 _CODE_IN_SUBSCRIPT_RE = re.compile(r"\[[^\]]*[$`'\"\\][^\]]*\]")
 _BRACE_RE = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
 _ZERO_WIDTH_RE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u00ad]")
+# Words that are plain text to bash, with no quotes or nested nodes of their own.
+_PLAIN_KINDS = frozenset({"word", "number", "variable_name", "file_descriptor", "test_operator"})
 _ESCAPED_RE = re.compile(r"\\.")
 _GLOB_RE = re.compile(r"[*?\[]")
 _DOUBLE_ESCAPE_RE = re.compile(r'\\([$`"\\\n])')
@@ -532,6 +534,23 @@ class _Walker:
 
     def word(self, node: tree_sitter.Node, *, arg: bool = False) -> Word:
         """Read one word; ``arg`` when it is a plain argument of a simple command."""
+        if node.type in _PLAIN_KINDS:
+            raw = _text(node)
+            if "\\" not in raw:
+                # The common case, as the general path below would read it.
+                glob = _GLOB_RE.search(raw) is not None
+                expansion = (
+                    "$" in raw
+                    or "`" in raw
+                    or raw.startswith("~")
+                    or _BRACE_RE.search(raw) is not None
+                )
+                return Word(
+                    text=raw,
+                    literal=not (glob or expansion),
+                    glob=glob,
+                    expansion=expansion,
+                )
         pieces: list[str] = []
         unquoted: list[str] = []
         flags = {"quoted": False, "glob": False, "expansion": False, "substitution": False}
@@ -567,7 +586,7 @@ class _Walker:
     ) -> None:
         kind = node.type
         raw = _text(node)
-        if kind in ("word", "number", "variable_name", "file_descriptor", "test_operator"):
+        if kind in _PLAIN_KINDS:
             if "\\" in raw:
                 value = _unescape_unquoted(raw)
                 flags["quoted"] = True

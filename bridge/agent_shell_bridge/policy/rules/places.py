@@ -33,11 +33,14 @@ def _path_text(word: Word, ctx: Context) -> str | None:
         )
         if not only_tilde:
             return None
-        text = str(ctx.home) + text[1:]
-    if ctx.cwd is None and not text.startswith("/"):
+        text = ctx.home_text + text[1:]
+    # os.path.join(cwd, text), without its generality: this runs for every word.
+    if text.startswith("/"):
+        return text
+    if ctx.cwd is None:
         return None
-    base = ctx.cwd if ctx.cwd is not None else ctx.root
-    return os.path.join(base, text)
+    base = str(ctx.cwd)
+    return base + text if base.endswith("/") else base + "/" + text
 
 
 def _under(path: str, base: str) -> str | None:
