@@ -665,6 +665,8 @@ class _Walker:
 
 def normalise_name(name: str) -> str:
     """Fold look-alike spellings of a command name (full-width, zero-width) to ASCII."""
+    if name.isascii():
+        return name  # NFKC leaves ASCII alone and zero-width characters are not ASCII
     return unicodedata.normalize("NFKC", _ZERO_WIDTH_RE.sub("", name))
 
 
