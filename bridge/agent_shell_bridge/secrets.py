@@ -77,7 +77,7 @@ def _under_any(path: Path, roots: tuple[Path, ...]) -> bool:
     return any(path == root or path.is_relative_to(root) for root in roots)
 
 
-def _real(path: Path) -> Path:
+def _real(path: Path | str) -> Path:
     return Path(os.path.realpath(os.path.abspath(path)))
 
 

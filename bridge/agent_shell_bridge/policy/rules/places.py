@@ -535,9 +535,7 @@ def _names_protected(w: Word, ctx: Context) -> bool:
         folded = text.casefold()
         if text.startswith("--") or (".git" not in folded and ".agent-shell" not in folded):
             return False
-        return any(
-            _locate_text(Word(text[k:]), ctx)[0] == "protected" for k in range(2, len(text))
-        )
+        return any(_locate_text(Word(text[k:]), ctx)[0] == "protected" for k in range(2, len(text)))
     if text.startswith("-"):
         # An option's value: --output=F, --file=F.
         text = text.split("=", 1)[1]
