@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import fnmatch
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = [
     "SECRET_GLOBS",
     "SECRET_NAMES",
+    "is_any_secret",
     "is_secret",
     "is_secret_resolved",
     "real_secret_roots",
@@ -61,7 +63,9 @@ def real_secret_roots(home: Path) -> tuple[Path, ...]:
     """Where secrets really live when they are symlinks: a ``~/.ssh`` that points to
     ``~/dotfiles/ssh`` makes that folder a secret too, under any name."""
     found: list[Path] = []
-    for path in secret_paths(home):
+    base = str(home)
+    for name in SECRET_NAMES:
+        path = os.path.join(base, name)  # str(home / name), without building a Path
         if os.path.lexists(path):
             real = _real(path)
             if real != Path(os.path.normpath(os.path.abspath(path))):
@@ -73,11 +77,11 @@ def _under_any(path: Path, roots: tuple[Path, ...]) -> bool:
     return any(path == root or path.is_relative_to(root) for root in roots)
 
 
-def _real(path: Path) -> Path:
+def _real(path: Path | str) -> Path:
     return Path(os.path.realpath(os.path.abspath(path)))
 
 
-def is_secret_resolved(path: Path, home: Path) -> bool:
+def is_secret_resolved(path: Path | str, home: Path) -> bool:
     """:func:`is_secret` for a ``path`` and ``home`` that are absolute and normalised
     already; looks at no file (fast enough for every operand of every command)."""
     text, base = str(path), str(home).rstrip("/") + "/"
@@ -97,8 +101,21 @@ def is_secret(path: Path, home: Path) -> bool:
 
     Both the path as written (``..`` folded) and where it really leads are checked.
     """
+    return is_any_secret((path,), home)
+
+
+def is_any_secret(paths: Sequence[Path], home: Path) -> bool:
+    """Whether any of ``paths`` is a secret of ``home`` (:func:`is_secret` of each),
+    looking at ``home`` and where its secrets really live once for all of them."""
     homes = {Path(os.path.normpath(os.path.abspath(home))), _real(home)}
-    candidates = {Path(os.path.normpath(os.path.abspath(path))), _real(path)}
-    if any(is_secret_resolved(c, h) for c in candidates for h in homes):
-        return True
-    return _under_any(_real(path), real_secret_roots(home))
+    roots: tuple[Path, ...] | None = None
+    for path in paths:
+        real = _real(path)
+        candidates = {Path(os.path.normpath(os.path.abspath(path))), real}
+        if any(is_secret_resolved(c, h) for c in candidates for h in homes):
+            return True
+        if roots is None:
+            roots = real_secret_roots(home)
+        if _under_any(real, roots):
+            return True
+    return False

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 __all__ = ["JSON", "Decision", "JSONObject", "Risk", "Verdict"]
 
 JSON = Any
 JSONObject = dict[str, Any]
+
+
+_RISK_RANKS: Final = {"read": 0, "write": 1, "dangerous": 2}
 
 
 class Risk(enum.StrEnum):
@@ -21,7 +24,7 @@ class Risk(enum.StrEnum):
 
     @property
     def rank(self) -> int:
-        return {"read": 0, "write": 1, "dangerous": 2}[self.value]
+        return _RISK_RANKS[self]
 
     def worst(self, other: Risk) -> Risk:
         return self if self.rank >= other.rank else other

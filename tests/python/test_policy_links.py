@@ -89,3 +89,35 @@ def test_wide_globs_are_judged_without_walking_the_machine(engine: PolicyEngine)
     ):
         assert engine.check_command(command).decision is Decision.CONFIRM, command
     assert time.monotonic() - started < 10
+
+
+def test_a_link_swapped_between_two_commands_changes_the_next_verdict(tmp_path: Path) -> None:
+    """Where a path word leads is looked up afresh for every command: the engine keeps
+    nothing from one check to the next, so a link re-pointed in between is seen."""
+    tmp = tmp_path.resolve()
+    root = tmp / "proj"
+    (root / "src").mkdir(parents=True)
+    (root / ".git" / "hooks").mkdir(parents=True)
+    (root / "src" / "notes.txt").write_text("笔记\n", encoding="utf-8")
+    (tmp / "out").mkdir()
+    (tmp / "out" / "notes.txt").write_text("secret\n", encoding="utf-8")
+    engine = PolicyEngine(root, home=tmp / "home")
+    link = root / "data"
+    commands = ("cat data/notes.txt", "touch data/hooks/x", "echo hi > data/x")
+
+    def judge() -> list[Decision]:
+        return [engine.check_command(c).decision for c in commands]
+
+    os.symlink("src", link)
+    assert judge() == [Decision.ALLOW, Decision.CONFIRM, Decision.CONFIRM]
+    link.unlink()
+    os.symlink(tmp / "out", link)
+    read = engine.check_command(commands[0])
+    assert read.decision is Decision.CONFIRM and "link leading out" in read.reason
+    assert judge()[2] is Decision.DENY
+    link.unlink()
+    os.symlink(".git", link)
+    assert judge() == [Decision.ALLOW, Decision.DENY, Decision.DENY]
+    link.unlink()
+    os.symlink("src", link)
+    assert judge() == [Decision.ALLOW, Decision.CONFIRM, Decision.CONFIRM]

@@ -48,7 +48,12 @@ class Allowlist:
 
     def match(self, cmd: SimpleCommand) -> AllowEntry | None:
         """The entry naming exactly ``cmd``, if any."""
-        if cmd.assignments or not cmd.argv or not all(w.literal for w in cmd.argv):
+        if (
+            not self.entries
+            or cmd.assignments
+            or not cmd.argv
+            or not all(w.literal for w in cmd.argv)
+        ):
             return None
         argv = tuple(w.text for w in cmd.argv)
         for entry in self.entries:

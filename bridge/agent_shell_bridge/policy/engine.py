@@ -51,9 +51,15 @@ _OUTPUT_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 # at most this many looked at (arguments come from the model and may be long).
 _ARGUMENT_WORD_SPLIT = re.compile(r"[\s=,;]+")
 _MAX_ARGUMENT_WORDS = 5_000
+_FD_DUP_RE = re.compile(r"[0-9]+-?|-")
+# In ASCII text the only invisible characters are the controls (category Cc).
+_ASCII_CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def _invisible(command: str) -> str | None:
+    if command.isascii():
+        found = _ASCII_CONTROL_RE.search(command)
+        return f"U+{ord(found.group()):04X}" if found is not None else None
     for ch in command:
         if ch in "\n\t":
             continue
@@ -265,7 +271,7 @@ class PolicyEngine:
         target = red.target
         if op in ("<<", "<<-", "<<<"):
             return Finding.read("here-document")
-        if op in (">&", "<&") and target is not None and re.fullmatch(r"[0-9]+-?|-", target.text):
+        if op in (">&", "<&") and target is not None and _FD_DUP_RE.fullmatch(target.text):
             return Finding.read("file descriptor duplication")
         if target is None:
             return Finding.write(f"redirection {op} without a target")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..types import Risk
@@ -57,3 +57,17 @@ class Context:
     secret_roots: tuple[Path, ...] = ()
     # Judges a command a rule finds inside another (find -exec, env, xargs …).
     classify_argv: Callable[[Sequence[Word], Context, SimpleCommand], Finding] | None = None
+    # The same places as strings (path rules compare text, not Path objects).
+    roots_text: tuple[str, ...] = field(init=False, default=())
+    home_text: str = field(init=False, default="")
+    temp_text: str = field(init=False, default="")
+    secret_roots_text: tuple[str, ...] = field(init=False, default=())
+    # Where path words really lead, looked up once per judgement (never kept across
+    # judgements: a link planted between two commands must be seen by the second).
+    physical: dict[str, str | None] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.roots_text = tuple(str(r) for r in (self.root, *self.extra))
+        self.home_text = str(self.home)
+        self.temp_text = str(self.temp)
+        self.secret_roots_text = tuple(str(r) for r in self.secret_roots)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import PathNotAllowed
-from ..secrets import is_secret
+from ..secrets import is_any_secret
 
 __all__ = [
     "MAX_PATH_CHARS",
@@ -29,6 +29,7 @@ __all__ = [
     "expand_home",
     "protected_reason_for_parts",
     "resolve_physical",
+    "resolve_physical_text",
 ]
 
 MAX_PATH_CHARS = 4096
@@ -106,25 +107,57 @@ def resolve_physical(path: Path, known: Sequence[Path] = ()) -> Path:
     resolved (no link on their way): a path below one of them starts from there
     instead of looking at each of its components again.
     """
-    pending = list(reversed(path.parts[1:]))
-    current = Path(path.anchor or "/")
-    text = str(path)
-    for base in known:
-        prefix = str(base)
+    return Path(resolve_physical_text(str(path), tuple(str(k) for k in known)))
+
+
+def _anchor_and_parts(text: str) -> tuple[str, list[str]]:
+    """Split ``text`` as :class:`pathlib.PurePosixPath` does: anchor, then components.
+
+    Exactly two leading slashes stay the anchor ``//`` (POSIX leaves their meaning
+    to the system); empty and ``.`` components are dropped, ``..`` is kept.
+    """
+    if text.startswith("/"):
+        anchor = "//" if text.startswith("//") and not text.startswith("///") else "/"
+    else:
+        anchor = ""
+    return anchor, [p for p in text.split("/") if p and p != "."]
+
+
+def _parent(path: str) -> str:
+    """The parent of a normalised absolute ``path``, as ``PurePosixPath.parent``."""
+    i = path.rfind("/")
+    if i <= 0:
+        return "/"
+    if i == 1 and path.startswith("//"):
+        return "//"
+    return path[:i]
+
+
+def resolve_physical_text(path: str, known: Sequence[str] = ()) -> str:
+    """:func:`resolve_physical` on strings (the result is normalised like a ``Path``).
+
+    The policy resolves every path word of every command; plain string work keeps
+    that cheap. ``known`` are the ``str`` of already resolved directories.
+    """
+    anchor, parts = _anchor_and_parts(path)
+    text = anchor + "/".join(parts) or "."
+    if not anchor:
+        parts = parts[1:]  # as Path.parts[1:] of a relative path (callers pass absolute)
+    pending = parts[::-1]
+    current = anchor or "/"
+    for prefix in known:
         if text.startswith(prefix) and text[len(prefix) : len(prefix) + 1] == "/":
-            pending = list(reversed(Path(text[len(prefix) + 1 :]).parts))
-            current = base
+            pending = _anchor_and_parts(text[len(prefix) + 1 :])[1][::-1]
+            current = prefix
             break
     hops = 0
     exists = True
     while pending:
         part = pending.pop()
-        if part in ("", "."):
-            continue
         if part == "..":
-            current = current.parent
+            current = _parent(current)
             continue
-        candidate = current / part
+        candidate = current + part if current.endswith("/") else current + "/" + part
         if not exists:
             current = candidate
             continue
@@ -145,10 +178,9 @@ def resolve_physical(path: Path, known: Sequence[Path] = ()) -> Path:
             if hops > _MAX_SYMLINK_HOPS:
                 raise PathNotAllowed(f"too many levels of symbolic links at {candidate}")
             target = os.readlink(candidate)
-            pending.extend(reversed(Path(target).parts))
+            pending.extend(_anchor_and_parts(target)[1][::-1])
             if os.path.isabs(target):
-                current = Path("/")
-                pending.pop()  # the anchor itself
+                current = "/"
             continue
         current = candidate
     return current
@@ -216,7 +248,7 @@ class Confinement:
             raise PathNotAllowed(
                 f"{path!r} resolves to {resolved}, outside the allowed roots ({allowed})"
             )
-        if is_secret(joined, self.home) or is_secret(resolved, self.home):
+        if is_any_secret((joined, resolved), self.home):
             raise PathNotAllowed(
                 f"{path!r} is among the user's secrets under {self.home} (keys, tokens, "
                 "credentials); the agent does not read or write them"

@@ -95,6 +95,12 @@ _ARITH_ASSIGN_RE = re.compile(
 _CODE_IN_SUBSCRIPT_RE = re.compile(r"\[[^\]]*[$`'\"\\][^\]]*\]")
 _BRACE_RE = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
 _ZERO_WIDTH_RE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u00ad]")
+# Words that are plain text to bash, with no quotes or nested nodes of their own.
+_PLAIN_KINDS = frozenset({"word", "number", "variable_name", "file_descriptor", "test_operator"})
+_ESCAPED_RE = re.compile(r"\\.")
+_GLOB_RE = re.compile(r"[*?\[]")
+_DOUBLE_ESCAPE_RE = re.compile(r'\\([$`"\\\n])')
+_ASSIGNING_EXPANSION_RE = re.compile(r"^\$\{[^}]*?:?=")
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +222,8 @@ def _decode_ansi_c(body: str) -> str:
 
 def _unescape_unquoted(raw: str) -> str:
     """Remove backslash escapes from an unquoted word."""
+    if "\\" not in raw:
+        return raw
     out: list[str] = []
     i = 0
     while i < len(raw):
@@ -231,7 +239,9 @@ def _unescape_unquoted(raw: str) -> str:
 
 def _unescape_double(raw: str) -> str:
     """Backslash only escapes ``$ ` " \\`` and newline inside double quotes."""
-    return re.sub(r'\\([$`"\\\n])', lambda m: "" if m.group(1) == "\n" else m.group(1), raw)
+    if "\\" not in raw:
+        return raw
+    return _DOUBLE_ESCAPE_RE.sub(lambda m: "" if m.group(1) == "\n" else m.group(1), raw)
 
 
 class _Walker:
@@ -419,7 +429,8 @@ class _Walker:
     ) -> None:
         cmd = SimpleCommand(argv=[], text=_text(node), in_substitution=in_sub)
         heredocs: list[str] = []
-        for child in node.children:
+        children = node.children
+        for child in children:
             if child.type == "ERROR" or child.is_missing:
                 self.result.issues.append(Issue("the command does not parse cleanly"))
                 continue
@@ -439,7 +450,7 @@ class _Walker:
             body = self.heredoc_statements(red)
             if body is not None:
                 heredocs.append(body)
-        for red in node.children:
+        for red in children:
             if red.type in _REDIRECTS:
                 body = self.heredoc_statements(red)
                 if body is not None:
@@ -496,7 +507,7 @@ class _Walker:
 
     def expansion_issues(self, raw: str) -> None:
         """``${...}`` forms that evaluate text as code or assign variables."""
-        if re.search(r"^\$\{[^}]*?:?=", raw):
+        if _ASSIGNING_EXPANSION_RE.search(raw):
             self.result.issues.append(Issue("assigns a shell variable inside ${...}"))
         if raw.startswith("${!"):
             self.result.issues.append(
@@ -523,6 +534,23 @@ class _Walker:
 
     def word(self, node: tree_sitter.Node, *, arg: bool = False) -> Word:
         """Read one word; ``arg`` when it is a plain argument of a simple command."""
+        if node.type in _PLAIN_KINDS:
+            raw = _text(node)
+            if "\\" not in raw:
+                # The common case, as the general path below would read it.
+                glob = _GLOB_RE.search(raw) is not None
+                expansion = (
+                    "$" in raw
+                    or "`" in raw
+                    or raw.startswith("~")
+                    or _BRACE_RE.search(raw) is not None
+                )
+                return Word(
+                    text=raw,
+                    literal=not (glob or expansion),
+                    glob=glob,
+                    expansion=expansion,
+                )
         pieces: list[str] = []
         unquoted: list[str] = []
         flags = {"quoted": False, "glob": False, "expansion": False, "substitution": False}
@@ -558,12 +586,14 @@ class _Walker:
     ) -> None:
         kind = node.type
         raw = _text(node)
-        if kind in ("word", "number", "variable_name", "file_descriptor", "test_operator"):
-            value = _unescape_unquoted(raw)
+        if kind in _PLAIN_KINDS:
             if "\\" in raw:
+                value = _unescape_unquoted(raw)
                 flags["quoted"] = True
-            stripped = re.sub(r"\\.", "", raw)
-            if re.search(r"[*?\[]", stripped):
+                stripped = _ESCAPED_RE.sub("", raw)
+            else:
+                value = stripped = raw
+            if _GLOB_RE.search(stripped):
                 flags["glob"] = True
             if "$" in stripped or "`" in stripped:
                 flags["expansion"] = True
@@ -635,6 +665,8 @@ class _Walker:
 
 def normalise_name(name: str) -> str:
     """Fold look-alike spellings of a command name (full-width, zero-width) to ASCII."""
+    if name.isascii():
+        return name  # NFKC leaves ASCII alone and zero-width characters are not ASCII
     return unicodedata.normalize("NFKC", _ZERO_WIDTH_RE.sub("", name))
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from ...errors import PathNotAllowed
 from ...secrets import is_secret_resolved, secret_paths
 from ..findings import Context, Finding
-from ..paths import protected_reason_for_parts, resolve_physical
+from ..paths import protected_reason_for_parts, resolve_physical, resolve_physical_text
 from ..shell_parse import Word
 
 
@@ -33,11 +33,14 @@ def _path_text(word: Word, ctx: Context) -> str | None:
         )
         if not only_tilde:
             return None
-        text = str(ctx.home) + text[1:]
-    if ctx.cwd is None and not text.startswith("/"):
+        text = ctx.home_text + text[1:]
+    # os.path.join(cwd, text), without its generality: this runs for every word.
+    if text.startswith("/"):
+        return text
+    if ctx.cwd is None:
         return None
-    base = ctx.cwd if ctx.cwd is not None else ctx.root
-    return os.path.join(base, text)
+    base = str(ctx.cwd)
+    return base + text if base.endswith("/") else base + "/" + text
 
 
 def _under(path: str, base: str) -> str | None:
@@ -57,60 +60,80 @@ def _parts(rel: str) -> list[str]:
 
 def locate(word: Word, ctx: Context) -> tuple[str, Path | None]:
     """Classify a path word as inside/temp/outside/wide/protected/unknown (lexically)."""
+    where, norm = _locate_text(word, ctx)
+    return where, (Path(norm) if norm is not None else None)
+
+
+def _locate_text(word: Word, ctx: Context) -> tuple[str, str | None]:
+    """:func:`locate` with the normalised path as a string."""
     joined = _path_text(word, ctx)
     if joined is None:
         return "unknown", None
     norm = os.path.normpath(joined)
     if norm.startswith("//"):
         norm = "/" + norm.lstrip("/")
-    path = Path(norm)
-    roots = [str(r) for r in (ctx.root, *ctx.extra)]
-    home = str(ctx.home)
+    roots = ctx.roots_text
+    home = ctx.home_text
     if norm.count("/") <= 1 or norm == home:
-        return "wide", path
+        return "wide", norm
     for anchor in (*roots, home):
         if _under(anchor, norm) is not None:
-            return "wide", path
+            return "wide", norm
     for r in roots:
         rel = _under(norm, r)
         if rel is not None:
             if protected_reason_for_parts(_parts(rel)) is not None:
-                return "protected", path
-            return "inside", path
-    temp = str(ctx.temp)
+                return "protected", norm
+            return "inside", norm
+    temp = ctx.temp_text
     if norm != temp and _under(norm, temp) is not None:
-        return "temp", path
-    return "outside", path
+        return "temp", norm
+    return "outside", norm
 
 
 def _physical(word: Word, ctx: Context) -> Path | None:
     """Where the kernel would really take a path word (symlinks and ``..`` followed)."""
+    real = _physical_text(word, ctx)
+    return Path(real) if real is not None else None
+
+
+def _physical_text(word: Word, ctx: Context) -> str | None:
+    """:func:`_physical` as a string, looked up once per judgement (``ctx.physical``)."""
     joined = _path_text(word, ctx)
     if joined is None:
         return None
+    if joined in ctx.physical:
+        return ctx.physical[joined]
+    real: str | None
     try:
-        return resolve_physical(Path(joined), (ctx.root, *ctx.extra))
+        real = resolve_physical_text(joined, ctx.roots_text)
     except PathNotAllowed:
-        return None
+        real = None
+    ctx.physical[joined] = real
+    return real
 
 
 def _within_roots(real: Path, ctx: Context) -> Path | None:
     """The allowed root holding the already resolved ``real``, or ``None``."""
     text = str(real)
-    for r in (ctx.root, *ctx.extra):
-        if _under(text, str(r)) is not None:
+    for r, r_text in zip((ctx.root, *ctx.extra), ctx.roots_text, strict=True):
+        if _under(text, r_text) is not None:
             return r
     return None
 
 
+def _within_roots_text(real: str, ctx: Context) -> bool:
+    """Whether the already resolved ``real`` lies in one of the allowed roots."""
+    return any(_under(real, r) is not None for r in ctx.roots_text)
+
+
 def _protected_physically(word: Word, ctx: Context) -> bool:
     """Whether ``word`` leads, through links, to .git or the agent's settings or records."""
-    real = _physical(word, ctx)
-    if real is None:
+    text = _physical_text(word, ctx)
+    if text is None:
         return False
-    text = str(real)
-    for r in (ctx.root, *ctx.extra):
-        rel = _under(text, str(r))
+    for r in ctx.roots_text:
+        rel = _under(text, r)
         if rel is not None:
             return protected_reason_for_parts(_parts(rel)) is not None
     return False
@@ -290,15 +313,17 @@ def _searches_secrets(
 
 
 def _secret_finding(
-    name: str, w: Word, path: Path | None, real: Path | None, ctx: Context
+    name: str, w: Word, path: Path | str | None, real: Path | str | None, ctx: Context
 ) -> Finding | None:
     """Reading a key, token or credential file of the user always asks first."""
     for p in (path, real):
-        if p is not None and (
-            is_secret_resolved(p, ctx.home)
-            or any(p == r or p.is_relative_to(r) for r in ctx.secret_roots)
+        if p is None:
+            continue
+        text = str(p)
+        if is_secret_resolved(text, ctx.home) or any(
+            _under(text, r) is not None for r in ctx.secret_roots_text
         ):
-            return Finding.write(f"{name} reads {w.text!r}: one of the user's secrets ({p})")
+            return Finding.write(f"{name} reads {w.text!r}: one of the user's secrets ({text})")
     return None
 
 
@@ -355,16 +380,16 @@ def _outside_operand(name: str, w: Word, ctx: Context) -> Finding | None:
         return _glob_outside(name, w, ctx)
     if w.pipe:
         return None
-    where, path = locate(w, ctx)
+    where, path = _locate_text(w, ctx)
     if where == "unknown" or path is None:
         return Finding.write(f"{name} reads {w.text!r}, which cannot be located in advance")
-    if path == Path("/dev/null"):
+    if path == "/dev/null":
         return None
-    real = _physical(w, ctx)
+    real = _physical_text(w, ctx)
     secret = _secret_finding(name, w, path, real, ctx)
     if secret is not None:
         return secret
-    if real is not None and _within_roots(real, ctx) is not None:
+    if real is not None and _within_roots_text(real, ctx):
         return None  # e.g. "." is the project root itself
     if where in ("inside", "protected"):
         return Finding.write(f"{name} reads {w.text!r}, a link leading out of the project")
@@ -510,11 +535,11 @@ def _names_protected(w: Word, ctx: Context) -> bool:
         folded = text.casefold()
         if text.startswith("--") or (".git" not in folded and ".agent-shell" not in folded):
             return False
-        return any(locate(Word(text[k:]), ctx)[0] == "protected" for k in range(2, len(text)))
+        return any(_locate_text(Word(text[k:]), ctx)[0] == "protected" for k in range(2, len(text)))
     if text.startswith("-"):
         # An option's value: --output=F, --file=F.
         text = text.split("=", 1)[1]
     if not text:
         return False
     target = Word(text.split("=", 1)[-1] if not w.text.startswith("-") else text)
-    return locate(target, ctx)[0] == "protected" or _protected_physically(target, ctx)
+    return _locate_text(target, ctx)[0] == "protected" or _protected_physically(target, ctx)
