@@ -78,7 +78,10 @@ sequence."
   :package-version '(agent-shell . "0.1.0"))
 
 (defcustom agent-shell-log-events nil
-  "Non-nil means log bridge traffic to the buffer *agent-shell events*."
+  "Non-nil means log bridge traffic to the buffer *agent-shell events*.
+What Emacs sends is shown with its secrets masked: MCP servers' header
+and environment values, keys named like apiKey or token, and the user
+info and query of URLs."
   :type 'boolean
   :group 'agent-shell-rpc
   :package-version '(agent-shell . "0.1.0"))
@@ -121,6 +124,42 @@ before the message is dispatched to `agent-shell-rpc-handle'.")
   id method on-success on-error timer lost-timer process)
 
 ;;; Logging
+
+(defconst agent-shell-rpc--secret-key-re
+  "\\`\\(?:api[-_]?key\\|apiKey\\|token\\|password\\|secret\\|authorization\\)\\'"
+  "Keys whose values never reach the events log.")
+
+(defun agent-shell-rpc--redact-url (url)
+  "Return URL without its user info and with its query and fragment masked."
+  (if (string-match "\\`\\([A-Za-z][A-Za-z0-9+.-]*://\\)\\(?:[^@/?#]*@\\)?\\([^?#]*\\)\\([?#]\\)?"
+                    url)
+      (concat (match-string 1 url) (match-string 2 url)
+              (if (match-beginning 3) "?***" ""))
+    url))
+
+(defun agent-shell-rpc--redact (object &optional under)
+  "Return a copy of OBJECT, a message about to be sent, fit for the events log.
+The values of MCP servers' `headers' and `env' entries, of keys that
+name secrets, and the user info and query of URLs become \"***\".
+UNDER is the key OBJECT was found under."
+  (cond
+   ((vectorp object)
+    (vconcat (mapcar (lambda (item) (agent-shell-rpc--redact item under)) object)))
+   ((and (consp object) (consp (car object)) (symbolp (caar object)))
+    (mapcar
+     (lambda (cell)
+       (let ((key (car cell)) (value (cdr cell)))
+         (cons key
+               (cond
+                ((and (eq key 'value) (memq under '(headers env))) "***")
+                ((and (symbolp key) (stringp value)
+                      (let ((case-fold-search t))
+                        (string-match-p agent-shell-rpc--secret-key-re (symbol-name key))))
+                 "***")
+                ((and (eq key 'url) (stringp value)) (agent-shell-rpc--redact-url value))
+                (t (agent-shell-rpc--redact value key))))))
+     object))
+   (t object)))
 
 (defun agent-shell-rpc--log (conn direction text)
   "Log TEXT under DIRECTION for CONN when `agent-shell-log-events' is set."
@@ -174,9 +213,10 @@ HEADERS is an alist of extra header names and values."
 
 ;;; Posting messages
 
-(defun agent-shell-rpc--post (conn message callback)
+(defun agent-shell-rpc--post (conn message callback &optional shown)
   "POST the JSON-RPC MESSAGE to CONN's bridge.
-MESSAGE is a Lisp object, or a unibyte string already encoded.
+MESSAGE is a Lisp object, or a unibyte string already encoded; SHOWN,
+when given, is what the events log shows instead (secrets masked).
 CALLBACK is called once as (CALLBACK STATUS BODY) with the HTTP
 status and the decoded JSON body (nil when empty), or as (CALLBACK
 nil REASON) when no complete response arrived.  Return the process,
@@ -191,7 +231,14 @@ been called already)."
                           json))
          (status nil)
          (chunks nil))
-    (agent-shell-rpc--log conn "-->" (decode-coding-string json 'utf-8 t))
+    (when agent-shell-log-events
+      (agent-shell-rpc--log
+       conn "-->" (or shown
+                      (decode-coding-string
+                       (if (stringp message)
+                           json
+                         (agent-shell-rpc--encode (agent-shell-rpc--redact message)))
+                       'utf-8 t))))
     (condition-case err
         (agent-shell-rpc--connect
          (agent-shell-rpc-conn-port conn)
@@ -285,7 +332,14 @@ PARAMS is serialised by `json-serialize' (arrays must be vectors)."
           (agent-shell-rpc--post
            conn json
            (lambda (status body)
-             (agent-shell-rpc--request-answered conn id status body))))
+             (agent-shell-rpc--request-answered conn id status body))
+           (when agent-shell-log-events
+             (decode-coding-string
+              (agent-shell-rpc--encode
+               `(:jsonrpc "2.0" :id ,id :method ,method
+                          :params ,(if params (agent-shell-rpc--redact params)
+                                     (make-hash-table))))
+              'utf-8 t))))
     id))
 
 (defun agent-shell-rpc--request-answered (conn id status body)

@@ -196,6 +196,7 @@ names the server's URL without its query and never the header."
           `(("web" . ((url . ,(concat url "?key=QSECRET"))
                       (headers . (("Authorization" . "Bearer 令牌-HSECRET")))))))
          (agent-shell-rpc-message-functions nil)
+         (agent-shell-log-events t)
          (conn (agent-shell-rpc-start
                 :command (list test-mcp--bridge)
                 :directory temporary-file-directory
@@ -216,6 +217,13 @@ names the server's URL without its query and never the header."
             (should (equal (alist-get 'url web) url))
             (should (> (alist-get 'tools web) 5))
             (should-not (string-search "SECRET" shown))
+            ;; The events log shows what was sent, with the secrets masked.
+            (with-current-buffer "*agent-shell events*"
+              (should (string-search "\"session/new\"" (buffer-string)))
+              (should (string-search "{\"name\":\"Authorization\",\"value\":\"***\"}"
+                                     (buffer-string)))
+              (should (string-search (concat url "?***") (buffer-string)))
+              (should-not (string-search "SECRET" (buffer-string))))
             (should (string-search "header authorization: Bearer 令牌-HSECRET"
                                    (with-temp-buffer
                                      (insert-file-contents record)

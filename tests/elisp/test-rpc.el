@@ -609,5 +609,26 @@ The body is then a reason string, not a JSON object."
               :type 'agent-shell-rpc-error)))
     (should (string-match-p "unexpected first line" (cadr sig)))))
 
+(ert-deftest test-rpc/events-log-masks-what-a-request-carries-in-secret ()
+  "Header and env values, secret-named keys and URL user info never reach the log."
+  (let* ((params `((cwd . "/tmp/项目")
+                   (mcpServers . [((type . "http") (name . "web")
+                                   (url . "https://alice:PW1@mcp.example.com/mcp?key=Q1")
+                                   (headers . [((name . "Authorization") (value . "Bearer H1"))]))
+                                  ((name . "db") (command . "uvx")
+                                   (env . [((name . "DATABASE_URL") (value . "postgres://u:P2@h/db"))]))])
+                   (model . ((model . "deepseek-chat") (apiKey . "sk-K1")))))
+         (shown (decode-coding-string
+                 (agent-shell-rpc--encode (agent-shell-rpc--redact params)) 'utf-8)))
+    (dolist (secret '("PW1" "Q1" "H1" "P2" "sk-K1"))
+      (should-not (string-search secret shown)))
+    (should (string-search "\"url\":\"https://mcp.example.com/mcp?***\"" shown))
+    (should (string-search "{\"name\":\"Authorization\",\"value\":\"***\"}" shown))
+    (should (string-search "{\"name\":\"DATABASE_URL\",\"value\":\"***\"}" shown))
+    (should (string-search "\"cwd\":\"/tmp/项目\"" shown))
+    ;; What is sent is untouched.
+    (should (string-search "Bearer H1" (decode-coding-string
+                                        (agent-shell-rpc--encode params) 'utf-8)))))
+
 (provide 'test-rpc)
 ;;; test-rpc.el ends here
