@@ -71,7 +71,8 @@ in the bridge."
 (defun agent-shell-commands-completion-at-point ()
   "Complete a /command name at the start of the prompt.
 Each candidate is annotated with its description."
-  (when (and (agent-shell-session-input-marker agent-shell--session)
+  (when (and agent-shell--session
+             (agent-shell-session-input-marker agent-shell--session)
              (>= (point) (agent-shell-session-input-marker agent-shell--session))
              (eq (char-after (agent-shell-session-input-marker agent-shell--session)) ?/))
     (let ((start (1+ (agent-shell-session-input-marker agent-shell--session)))

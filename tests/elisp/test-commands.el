@@ -66,6 +66,13 @@ DIR-VAR is bound to its agent-shell subdirectory."
         (agent-shell--set-input "/fixit some text")
         (should-not (agent-shell-commands-completion-at-point))))))
 
+(ert-deftest test-commands/completion-outside-a-shell-offers-nothing ()
+  "In a buffer with no session the completion offers nothing and signals nothing."
+  (with-temp-buffer
+    (insert "/fix")
+    (should-not agent-shell--session)
+    (should-not (agent-shell-commands-completion-at-point))))
+
 (ert-deftest test-commands/unknown-command-is-refused-and-input-kept ()
   "An unknown /x is refused by the bridge: nothing is sent and the input stays."
   (test-shell--with-session (root)
