@@ -6,6 +6,7 @@ temporary git project; only the model is scripted.
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -155,3 +156,28 @@ async def test_runs_after_a_command_grant_go_through_the_sandbox(
     else:
         assert ran["sandbox"] == "none"
         assert second_mark.exists()
+
+
+async def test_a_granted_git_commit_keeps_working_after_its_first_run(
+    serve_app: Any, tmp_path: Path
+) -> None:
+    """The sandbox keeps .git read-only, so a granted ``git commit`` runs as approved:
+    plain git on the project's own repository runs nothing the agent could change."""
+    root = make_project(tmp_path / "proj", {"a.txt": "一\n"})
+    for key, value in (("user.name", "测试"), ("user.email", "t@example.invalid")):
+        subprocess.run(["git", "config", key, value], cwd=root, check=True)
+    commit = "git commit --allow-empty -m 空提交"
+    steps = [run(commit), {"text": "one"}, run(commit), {"text": "two"}]
+    async with running_rig(serve_app, root, steps) as rig:
+        sid = await rig.new_session()
+        first = await rig.turn(sid, "commit", answer=allow_session)
+        assert len(first.permission_requests) == 1
+        second = await rig.turn(sid, "commit again")
+        assert second.permission_requests == []
+        ran = payload_of(tool_messages(rig.requests[-1])[-1])
+    assert ran["exit_code"] == 0, ran["stderr"]
+    assert ran["sandbox"] == "none"
+    count = subprocess.run(
+        ["git", "rev-list", "--count", "HEAD"], cwd=root, capture_output=True, text=True
+    )
+    assert count.stdout.strip() == "3"

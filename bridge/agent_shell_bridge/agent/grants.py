@@ -62,7 +62,9 @@ class Grant:
                 f"run exactly `{self.command}` in {self.cwd} without asking, for the rest "
                 "of this session (any other command, or this one in another directory, "
                 "still asks); the runs after this one go through the sandbox when there "
-                "is one: project writable, network on, your home and secrets out of reach"
+                "is one: project writable except .git, network on, your home and secrets "
+                "out of reach (plain git commands on the project's own repository run "
+                "as you approved them)"
             )
         if is_mcp_name(self.tool):
             return (

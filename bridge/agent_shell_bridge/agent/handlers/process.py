@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ...errors import ToolFailed
 from ...execution import timeout_for
+from ...granted_git import runs_outside_when_granted
 from ...sandbox import roots_without_git, set_aside_new_git
 from ...strict_readonly import strictly_read_only
 from ...testing_summary import summarize_test_output
@@ -37,10 +38,12 @@ async def _run_process(run: Run, kind: str, timeout_s: float | None) -> ToolResu
     assert p.command is not None and p.cwd is not None
     timeout = timeout_s or timeout_for(kind, p.command)
     confined = turn.role is not None and turn.role.write_globs is not None
-    if p.granted:
+    if p.granted and (confined or not runs_outside_when_granted(p.command, p.cwd, live.root)):
         # A later run of a granted command: nobody looked at this one, and what it
         # runs (a Makefile, a script) may have changed since the yes. The sandbox
-        # holds it where there is one, with the network the yes gave it.
+        # holds it where there is one, with the network the yes gave it. (Plain git
+        # on the project's own repository runs nothing the agent could change, and
+        # needs the .git the sandbox keeps read-only: it runs as approved.)
         network = True
         spec = live.sandbox_spec(network=True, writable=not confined)
     elif p.by_user:
