@@ -171,9 +171,17 @@ class Dispatcher(Generic[C]):
 
     def _load(self, name: str) -> None:
         load = self._pending[name]
+        before = set(self._methods)
+        try:
+            load(self)
+        except BaseException:
+            # A failed import stays pending, so the next call reports it again
+            # instead of "method not found"; what it registered halfway is undone.
+            for added in set(self._methods) - before:
+                del self._methods[added]
+            raise
         for other in [n for n, fn in self._pending.items() if fn is load]:
             del self._pending[other]
-        load(self)
 
     @property
     def names(self) -> list[str]:

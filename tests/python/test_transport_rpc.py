@@ -378,3 +378,46 @@ async def test_responses_are_utf8_json_with_chinese_unescaped_or_escaped_equally
     reply = await error_of(app_client, {"jsonrpc": "2.0", "id": "编号", "method": "不存在"})
     assert reply["id"] == "编号"
     assert "不存在" in reply["error"]["message"]
+
+
+async def test_a_lazy_area_that_fails_to_load_says_so_at_every_call_until_it_loads() -> None:
+    """A failed import is an internal error each time (never "method not found"), and
+    what it registered before failing does not block the next attempt."""
+    attempts: list[int] = []
+
+    def load_flaky(d: Dispatcher[Runtime]) -> None:
+        attempts.append(len(attempts))
+
+        @d.method("test/first", _Echo)
+        async def first(rt: Runtime, p: _Echo) -> str:
+            return p.text
+
+        if len(attempts) < 3:
+            raise ImportError("模块缺失")
+
+        @d.method("test/second", _Echo)
+        async def second(rt: Runtime, p: _Echo) -> str:
+            return p.text * 2
+
+    dispatcher: Dispatcher[Runtime] = Dispatcher()
+    core.register(dispatcher)
+    dispatcher.lazy(["test/first", "test/second"], load_flaky)
+    rt = Runtime(config=BridgeConfig(), dispatcher=dispatcher)
+    settings = ServerSettings(token="t" * 32, port=40_000)
+    async with BridgeClient(
+        transport=httpx.ASGITransport(app=create_app(settings, rt)),
+        base_url="http://127.0.0.1:40000",
+        headers={"Authorization": "Bearer " + "t" * 32},
+    ) as client:
+        for rid, method in ((1, "test/second"), (2, "test/first")):
+            body = {"jsonrpc": "2.0", "id": rid, "method": method, "params": {"text": "字"}}
+            reply = await error_of(client, body)
+            assert reply["error"]["code"] == -32603
+        body = {"jsonrpc": "2.0", "id": 3, "method": "test/second", "params": {"text": "字"}}
+        assert (await post(client, body)).json()["result"] == "字字"
+        assert attempts == [0, 1, 2]
+        assert sorted(n for n in dispatcher.names if n.startswith("test/")) == [
+            "test/first",
+            "test/second",
+        ]
+    await rt.aclose()
