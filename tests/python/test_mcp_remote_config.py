@@ -208,6 +208,30 @@ async def test_a_result_breaking_its_schema_fails_without_the_url_s_secrets(
     _assert_no_url_secret(message)
 
 
+def test_http_client_log_records_show_urls_only_in_their_public_form() -> None:
+    """The filter on the HTTP client's logger rewrites URLs in the message and in
+    its arguments, however many, and leaves other text as it was."""
+    import logging
+
+    from agent_shell_bridge.mcp.client.transports import _PublicUrls
+
+    record = logging.LogRecord(
+        "httpx2",
+        logging.INFO,
+        __file__,
+        1,
+        'HTTP Request: %s %s "%s" 令牌 %s',
+        ("POST", USER_URL, "HTTP/1.1 200 OK", "see <http://bob:B-SECRET@h2/sse?x=Q-SECRET>"),
+        None,
+    )
+    assert _PublicUrls().filter(record)
+    assert record.getMessage() == (
+        'HTTP Request: POST https://h.example/mcp "HTTP/1.1 200 OK" 令牌 see <http://h2/sse>'
+    )
+    plain = logging.LogRecord("httpx2", logging.INFO, __file__, 1, "GET %s", ("http://h/x",), None)
+    assert _PublicUrls().filter(plain) and (plain.msg, plain.args) == ("GET %s", ("http://h/x",))
+
+
 def _identity(config: ServerConfig, tmp_path: Path) -> str:
     async def save(_body: str) -> tuple[str, Path]:
         raise AssertionError("not called")
