@@ -248,6 +248,40 @@ async def test_an_mcp_grant_does_not_pass_to_another_server_resumed_under_its_na
     assert other.read_text(encoding="utf-8").splitlines() == ["run pwd"]
 
 
+async def test_an_mcp_grant_saved_before_grants_named_their_server_is_dropped_on_resume(
+    serve_app: Any, project: Path, tmp_path: Path
+) -> None:
+    """A checkpoint from before MCP grants carried their server's identity holds
+    ``write:mcp__fx__run`` (no ``@scope``). It matches no call any more, so it must
+    not be listed as active either: resumed, it is gone and the tool asks again,
+    while the session's other grants stay."""
+    record = tmp_path / "rec.txt"
+    steps = [_call("run", {"command": "ls"}), {"text": "ok"}]
+    old_keys = ["write:mcp__fx__run", "write:write_file"]
+    async with running_rig(serve_app, project, steps) as rig:
+        sid = await rig.new_session(**_fixture(record, policy="default"))
+        await rig.runtime.sessions.pop(sid).aclose()
+        path = project / ".agent-shell" / "sessions" / f"{sid}.json"
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        saved["session_allow"] = old_keys
+        saved["grant_details"] = {
+            key: {"tool": key.removeprefix("write:"), "command": None, "cwd": None}
+            for key in old_keys
+        }
+        path.write_text(json.dumps(saved, ensure_ascii=False), encoding="utf-8")
+        params = {"sessionId": sid, "cwd": str(project), **_fixture(record, policy="default")}
+        await rig.client.result("session/resume", params)
+        grants = (await rig.client.result("session/grants", {"sessionId": sid}))["grants"]
+        assert [(g["kind"], g["tool"]) for g in grants] == [("edit", "write_file")]
+        turn = await rig.turn(sid, "go")
+        [asked] = turn.permission_requests
+        assert asked["toolCall"]["title"].startswith("mcp__fx__run")
+    assert record.read_text(encoding="utf-8").splitlines() == ["run ls"]  # asked, then ran
+    after = json.loads(path.read_text(encoding="utf-8"))
+    assert after["session_allow"] == ["write:write_file"]
+    assert list(after["grant_details"]) == ["write:write_file"]
+
+
 @pytest.mark.parametrize("planted", ["file", "directory"])
 async def test_a_planted_symlink_does_not_redirect_a_server_s_stderr_log(
     serve_app: Any, project: Path, tmp_path: Path, planted: str

@@ -108,6 +108,53 @@ async def test_remote_tools_reach_the_model_headers_reach_the_server_and_nowhere
     _assert_no_secret("the bridge log", caplog.text)
 
 
+@pytest.mark.parametrize("transport", ["http", "sse"])
+async def test_user_info_in_the_url_reaches_no_log_event_or_request(
+    serve_app: Any,
+    project: Path,
+    tmp_path: Path,
+    transport: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``https://user:password@host/mcp``: the HTTP client logs every request's URL
+    at INFO, the SDK its endpoints at DEBUG; none may show the password."""
+    caplog.set_level(logging.DEBUG)
+    password = "UPASS-令牌-6620"
+    steps = [_call("echo", {"text": CHINESE}), _call("fail"), {"text": "好的"}]
+    with remote_fixture(tmp_path / "rec.txt", transport) as remote:
+        scheme, _, rest = remote.url.partition("://")
+        server = {
+            **_server(remote),
+            "url": f"{scheme}://alice:{password}@{rest}?key={QUERY_SECRET}",
+        }
+        async with running_rig(serve_app, project, steps) as rig:
+            new = await rig.client.result(
+                "session/new",
+                {
+                    "cwd": str(project),
+                    "mcpServers": [server],
+                    "mcpServerPolicy": {"web": "trusted"},
+                },
+            )
+            sid = str(new["sessionId"])
+            assert new["mcp"]["servers"][0]["url"] == remote.url
+            turn = await rig.turn(sid, "远程调用")
+            assert [r["status"] for r in turn.tool_results()] == ["completed", "failed"]
+            log_text = Path(rig.runtime.sessions[sid].state.log_path).read_text(encoding="utf-8")
+    # The password is nowhere, nor the user info as a whole ...
+    for where, text in (
+        ("the bridge log", caplog.text),
+        ("the org log", log_text),
+        ("the session/new result", json.dumps(new, ensure_ascii=False)),
+        ("the events and notices", json.dumps(turn.messages, ensure_ascii=False)),
+        ("the model's requests", json.dumps(rig.requests, ensure_ascii=False)),
+    ):
+        for secret in (password, "UPASS", "alice:", QUERY_SECRET):
+            assert secret not in text, f"{secret!r} leaked into {where}"
+    # ... though the requests were logged, with the URL in its public form.
+    assert f' {remote.url} "HTTP/1.1 200 OK"' in caplog.text
+
+
 async def test_unreachable_server_fails_by_name_while_the_other_works(
     serve_app: Any, project: Path, tmp_path: Path
 ) -> None:

@@ -8,8 +8,13 @@ from typing import Any
 
 import pytest
 
-from agent_shell_bridge.errors import InvalidParams
-from agent_shell_bridge.mcp.client.lifecycle import McpTool, describe_error
+from agent_shell_bridge.errors import InvalidParams, ToolFailed
+from agent_shell_bridge.mcp.client.lifecycle import (
+    McpTool,
+    ServerConnection,
+    describe_error,
+    scrub,
+)
 from agent_shell_bridge.mcp.config import (
     ServerConfig,
     WireServer,
@@ -147,6 +152,84 @@ def test_errors_from_remote_servers_lose_the_query_and_header_values() -> None:
     assert describe_error(status, config) == "HTTP 401 Unauthorized"
     echoed = RuntimeError(f"bad token {TOKEN} at {config.url}")
     assert describe_error(echoed, config) == "bad token [header value] at https://h/mcp"
+
+
+USER_URL = "https://alice:PW-SECRET-77@h.example/mcp?key=Q-SECRET#F-SECRET"
+
+
+def _assert_no_url_secret(text: str) -> None:
+    for secret in ("PW-SECRET", "Q-SECRET", "F-SECRET", "alice:"):
+        assert secret not in text, f"{secret!r} leaked into {text!r}"
+
+
+def test_scrub_removes_user_info_query_and_fragment_even_when_quoted_apart() -> None:
+    config = ServerConfig("api", "", transport="http", url=USER_URL, headers=(("A", TOKEN),))
+    text = (
+        f"Invalid structured content returned by tool t: {{'src': '{USER_URL}'}}; "
+        "user alice:PW-SECRET-77, query key=Q-SECRET, fragment F-SECRET, 令牌 stays"
+    )
+    scrubbed = scrub(text, config)
+    _assert_no_url_secret(scrubbed)
+    assert "'src': 'https://h.example/mcp'" in scrubbed and "令牌 stays" in scrubbed
+
+
+async def test_a_result_breaking_its_schema_fails_without_the_url_s_secrets(
+    tmp_path: Path,
+) -> None:
+    """The SDK rejects a result that breaks the tool's output schema with a
+    RuntimeError quoting the result; the failure the model and log see is scrubbed."""
+    config = ServerConfig("api", "", transport="http", url=USER_URL, headers=(("A", TOKEN),))
+
+    async def nothing(*_: Any) -> None:
+        return None
+
+    class _SchemaBreakingSession:  # the SDK's ClientSession at its validation step
+        async def call_tool(self, *_: Any, **__: Any) -> Any:
+            raise RuntimeError(
+                "Invalid structured content returned by tool t: "
+                f"{{'src': '{USER_URL}'}} is not of type 'integer'"
+            )
+
+    connection = ServerConnection(
+        config,
+        root=tmp_path,
+        stderr_path=tmp_path / "api.stderr.log",
+        start_timeout_s=5,
+        on_event=nothing,
+        on_tools_changed=nothing,
+    )
+    connection._session = _SchemaBreakingSession()  # type: ignore[assignment]
+    connection.state = "connected"
+    with pytest.raises(ToolFailed) as failed:
+        await connection.call("t", {}, 5)
+    message = str(failed.value)
+    assert message.startswith("MCP server api: Invalid structured content")
+    assert "https://h.example/mcp" in message
+    _assert_no_url_secret(message)
+
+
+def test_http_client_log_records_show_urls_only_in_their_public_form() -> None:
+    """The filter on the HTTP client's logger rewrites URLs in the message and in
+    its arguments, however many, and leaves other text as it was."""
+    import logging
+
+    from agent_shell_bridge.mcp.client.transports import _PublicUrls
+
+    record = logging.LogRecord(
+        "httpx2",
+        logging.INFO,
+        __file__,
+        1,
+        'HTTP Request: %s %s "%s" 令牌 %s',
+        ("POST", USER_URL, "HTTP/1.1 200 OK", "see <http://bob:B-SECRET@h2/sse?x=Q-SECRET>"),
+        None,
+    )
+    assert _PublicUrls().filter(record)
+    assert record.getMessage() == (
+        'HTTP Request: POST https://h.example/mcp "HTTP/1.1 200 OK" 令牌 see <http://h2/sse>'
+    )
+    plain = logging.LogRecord("httpx2", logging.INFO, __file__, 1, "GET %s", ("http://h/x",), None)
+    assert _PublicUrls().filter(plain) and (plain.msg, plain.args) == ("GET %s", ("http://h/x",))
 
 
 def _identity(config: ServerConfig, tmp_path: Path) -> str:

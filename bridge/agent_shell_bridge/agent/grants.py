@@ -10,6 +10,7 @@ same across a resume.
 from __future__ import annotations
 
 import hashlib
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -22,7 +23,16 @@ from .reporter import text
 if TYPE_CHECKING:
     from .live import LiveSession
 
-__all__ = ["Grant", "grant_key", "grant_record", "list_grants", "revoke_grant"]
+__all__ = [
+    "Grant",
+    "drop_unscoped_mcp_grants",
+    "grant_key",
+    "grant_record",
+    "list_grants",
+    "revoke_grant",
+]
+
+log = logging.getLogger(__name__)
 
 Kind = Literal["edit", "command"]
 
@@ -127,6 +137,33 @@ def add_grant(state: SessionState, grant: Grant) -> None:
 
 def list_grants(state: SessionState) -> list[Grant]:
     return [_from_key(key, state.grant_details.get(key)) for key in state.session_allow]
+
+
+def drop_unscoped_mcp_grants(state: SessionState) -> list[str]:
+    """Remove MCP grants saved before they named their server's identity.
+
+    Such a key (``write:mcp__srv__tool``, no ``@scope``) no longer matches any call,
+    so it would only be listed as active while granting nothing. Returns the tools
+    whose grants were dropped; the log names only the tools.
+    """
+    stale = [
+        key
+        for key in state.session_allow
+        if key.startswith("write:") and "@" not in key and is_mcp_name(key.removeprefix("write:"))
+    ]
+    for key in stale:
+        state.session_allow.remove(key)
+        state.grant_details.pop(key, None)
+    tools = [key.removeprefix("write:") for key in stale]
+    if tools:
+        log.info(
+            "session %s: dropped %d MCP grant(s) saved before grants named their server "
+            "(%s); those tools ask again",
+            state.id,
+            len(tools),
+            ", ".join(tools),
+        )
+    return tools
 
 
 def revoke_grant(state: SessionState, grant_id: str) -> Grant | None:

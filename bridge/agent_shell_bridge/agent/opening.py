@@ -14,6 +14,7 @@ from ..config import BridgeConfig
 from ..errors import InvalidParams
 from ..session import SessionState, SessionStore
 from .conversation import Conversation
+from .grants import drop_unscoped_mcp_grants
 from .instructions_glue import announce_instructions
 from .live import LiveSession, open_session
 from .memory_glue import recent_memories
@@ -52,6 +53,7 @@ async def resume_saved(
     state.turn_in_progress = None
     conversation = Conversation(state)
     conversation.repair()
+    drop_unscoped_mcp_grants(state)  # granted nothing any more; not listed as active
     # dry-run, step limit and extra paths come back from the checkpoint.
     live = await asyncio.to_thread(open_session, rt, state, config)
     if interrupted:

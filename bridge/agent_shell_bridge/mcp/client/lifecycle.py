@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import urllib.parse
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,13 +101,33 @@ def describe_error(exc: BaseException, config: ServerConfig | None = None) -> st
 
 
 def scrub(text: str, config: ServerConfig) -> str:
-    """``text`` without ``config``'s full URL or header values (they hold tokens)."""
+    """``text`` without ``config``'s full URL or header values (they hold tokens).
+
+    The URL's user info, query and fragment also go when they appear on their own
+    (a library may quote the URL re-encoded, or just a part of it).
+    """
     if config.url:
         text = text.replace(config.url, config.where)
+        for secret in _url_secrets(config.url):
+            text = text.replace(secret, "[url secret]")
     for _, value in config.headers:
         if len(value) >= 4:
             text = text.replace(value, "[header value]")
     return text
+
+
+def _url_secrets(url: str) -> list[str]:
+    """The parts of ``url`` where tokens hide, longest first (short ones are skipped)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        password, username = parts.password, parts.username
+    except ValueError:  # not a URL we could have connected to
+        return []
+    userinfo, at, _ = parts.netloc.rpartition("@")
+    found = [userinfo if at else "", parts.query, parts.fragment, password or ""]
+    if not password:
+        found.append(username or "")  # a token given as the user name
+    return sorted({s for s in found if len(s) >= 4}, key=len, reverse=True)
 
 
 def _describe(exc: BaseException) -> str:
@@ -189,7 +210,7 @@ class ServerConnection:
                 ) from exc
             raise ToolFailed(f"MCP server {self.name}: {scrub(exc.message, self.config)}") from exc
         except (ValueError, RuntimeError) as exc:  # a result that breaks its own schema
-            raise ToolFailed(f"MCP server {self.name}: {exc}") from exc
+            raise ToolFailed(f"MCP server {self.name}: {scrub(str(exc), self.config)}") from exc
         except Exception as exc:
             if not is_transport_error(exc):
                 raise

@@ -28,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..config import ServerConfig
+from ..config import ServerConfig, public_url
 
 __all__ = ["SUPERVISOR", "is_transport_error", "open_streams"]
 
@@ -95,18 +95,24 @@ def is_transport_error(exc: BaseException) -> bool:
     return isinstance(exc, (httpx2.TransportError, OSError))
 
 
-_QUERY = re.compile(r"(https?://[^\s?#\"'<>]+)[?#][^\s\"'<>]*")
+_URL = re.compile(r"https?://[^\s\"'<>]+")
+
+
+def _public_urls(text: str) -> str:
+    """``text`` with every URL in it cut to its public form: no user info, query or
+    fragment (``user:password@`` and ``?key=`` are where tokens hide)."""
+    return _URL.sub(lambda m: public_url(m.group(0)), text)
 
 
 class _PublicUrls(logging.Filter):
-    """Cuts the query and fragment off every URL in a log record's message."""
+    """Cuts every URL in a log record (message and arguments) to its public form."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             message = record.getMessage()
         except (TypeError, ValueError):
             return True
-        public = _QUERY.sub(r"\1", message)
+        public = _public_urls(message)
         if public != message:
             record.msg, record.args = public, None
         return True
@@ -118,7 +124,7 @@ _HTTP_LOGGERS = ("httpx2", "httpx", "mcp.client.streamable_http", "mcp.client.ss
 
 def _redact_http_logs() -> None:
     """httpx2 logs every request's URL at INFO (the SDK at DEBUG); a query can hold
-    a token. Header values are not logged by either."""
+    a token, and so can its user info. Header values are not logged by either."""
     for name in _HTTP_LOGGERS:
         logger = logging.getLogger(name)
         if not any(isinstance(f, _PublicUrls) for f in logger.filters):
