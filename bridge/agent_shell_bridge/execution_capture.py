@@ -303,9 +303,9 @@ class OutputPump:
     the threads own the pipes and the log file and close them when they end; they
     end at end of file on both pipes, or after :meth:`stop` once the pipes hold
     nothing more (bytes a process outside the run keeps writing are left, and
-    :attr:`cut_short` says so). :meth:`finish` waits for that. A log that cannot be written stops being written while the
-    pipes are still drained and captured (:attr:`log_error`). Before ``start``,
-    :meth:`close` releases everything.
+    :attr:`cut_short` says so). :meth:`finish` waits for that. A log that cannot
+    be written stops being written while the pipes are still drained and captured
+    (:attr:`log_error`). Before ``start``, :meth:`close` releases everything.
     """
 
     def __init__(self, log_fd: int) -> None:
