@@ -370,12 +370,17 @@ class ProcessRunner:
             note = f"[... the full output could not be saved ({pump.log_error.strerror}); "
             note += "its log holds only the start ...]"
             stderr = f"{stderr}\n{note}" if stderr else note
+        if pump.cut_short:
+            logger.warning("command output %s still coming when its run ended", log_path)
+            note = "[... output was still coming after the command ended (a process it "
+            note += "left behind); the rest is neither shown nor logged ...]"
+            stderr = f"{stderr}\n{note}" if stderr else note
         return ProcessResult(
             exit_code=None if (timed_out or cancelled) else proc.returncode,
             stdout=out.render(),
             stderr=stderr,
             duration_ms=int((time.monotonic() - started) * 1000),
-            truncated=bool(omitted) or out.long_lines or err.long_lines,
+            truncated=bool(omitted) or out.long_lines or err.long_lines or pump.cut_short,
             timed_out=timed_out,
             cancelled=cancelled,
             omitted_lines=omitted,

@@ -24,13 +24,23 @@ import functools
 import os
 import queue
 import select
+import sys
+import termios
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .errors import ToolFailed
 from .limits import HEAD_LINES, TAIL_LINES
 
-__all__ = ["LINE_BYTES", "MAX_LINE_CHARS", "OutputPump", "StreamCapture", "count_newlines"]
+__all__ = [
+    "LINE_BYTES",
+    "MAX_LINE_CHARS",
+    "CaptureStartFailed",
+    "OutputPump",
+    "StreamCapture",
+    "count_newlines",
+]
 
 MAX_LINE_CHARS = 4000
 # Bytes kept of one line: enough for MAX_LINE_CHARS characters of at most 4 bytes.
@@ -239,6 +249,18 @@ class StreamCapture:
         return "\n".join(parts)
 
 
+class CaptureStartFailed(ToolFailed):
+    """A thread of the output capture could not start (a process or memory limit)."""
+
+
+def _pending(fd: int) -> int:
+    """How many bytes the pipe ``fd`` holds (0 when that cannot be told)."""
+    try:
+        return int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, bytes(4)), sys.byteorder)
+    except OSError:
+        return 0
+
+
 def _pipe() -> tuple[int, int]:
     """A pipe with a 1 MiB buffer (best effort) whose read end does not block."""
     read_end, write_end = os.pipe2(os.O_CLOEXEC)
@@ -256,6 +278,7 @@ class _Reader:
     capture: StreamCapture
     free: queue.SimpleQueue[bytearray]
     made: int = 0
+    cut: bool = False  # stopped with bytes still in the pipe
 
     def buffer(self) -> bytearray:
         """A free buffer; a new one while fewer than _BUFFERS exist."""
@@ -278,10 +301,11 @@ class OutputPump:
     Create it, give the child :attr:`child_fds` as its stdout and stderr, then call
     :meth:`start` (which closes the parent's copies of those ends). After ``start``
     the threads own the pipes and the log file and close them when they end; they
-    end at end of file on both pipes, or soon after :meth:`stop`. :meth:`finish`
-    waits for that. A log that cannot be written stops being written while the
-    pipes are still drained and captured (:attr:`log_error`). Before ``start``,
-    :meth:`close` releases everything.
+    end at end of file on both pipes, or after :meth:`stop` once the pipes hold
+    nothing more (bytes a process outside the run keeps writing are left, and
+    :attr:`cut_short` says so). :meth:`finish` waits for that. A log that cannot
+    be written stops being written while the pipes are still drained and captured
+    (:attr:`log_error`). Before ``start``, :meth:`close` releases everything.
     """
 
     def __init__(self, log_fd: int) -> None:
@@ -305,6 +329,7 @@ class OutputPump:
         self._pieces: queue.SimpleQueue[_Piece] = queue.SimpleQueue()
         self._write_error: OSError | None = None
         self._started = False
+        self._closed = False
         self.readers: list[asyncio.Future[None]] = []
         self._writer: asyncio.Future[None] | None = None
 
@@ -314,8 +339,9 @@ class OutputPump:
 
     def close(self) -> None:
         """Close every descriptor (only before :meth:`start`, or when it failed)."""
-        if self._started:
+        if self._started or self._closed:
             return
+        self._closed = True
         for fd in self._fds:
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -324,20 +350,39 @@ class OutputPump:
             os.close(self._log_fd)
 
     def start(self) -> None:
-        """Close the child's ends here and start the threads (:attr:`readers`)."""
+        """Close the child's ends here and start the threads (:attr:`readers`).
+
+        Raises :class:`CaptureStartFailed` when a thread cannot start; what did start
+        is stopped and every descriptor is closed or handed to a thread that will.
+        """
         loop = asyncio.get_running_loop()
         for fd in self.child_fds:
-            self._fds.remove(fd)
-            os.close(fd)
-        self._writer = self._thread(loop, self._write, "log")  # if it fails: close()
+            if fd in self._fds:
+                self._fds.remove(fd)
+                os.close(fd)
+        try:
+            self._writer = self._thread(loop, self._write, "log")
+        except BaseException as exc:
+            self.close()
+            raise self._failed("log", exc) from exc
         self._started = True
-        for reader, name in zip(self._readers, ("stdout", "stderr"), strict=True):
+        names = ("stdout", "stderr")
+        for at, (reader, name) in enumerate(zip(self._readers, names, strict=True)):
             try:
                 self.readers.append(self._thread(loop, functools.partial(self._read, reader), name))
-            except BaseException:
-                os.close(reader.fd)
-                self._pieces.put(None)  # the writer counts it as ended
-                raise
+            except BaseException as exc:
+                for left in self._readers[at:]:  # never started: close their pipes here
+                    self._fds.remove(left.fd)
+                    os.close(left.fd)
+                    self._pieces.put(None)  # the writer counts it as ended
+                self.stop()  # the started readers end soon; the writer then closes the rest
+                raise self._failed(name, exc) from exc
+
+    @staticmethod
+    def _failed(name: str, exc: BaseException) -> BaseException:
+        if not isinstance(exc, Exception):
+            return exc  # KeyboardInterrupt and the like go on as they are
+        return CaptureStartFailed(f"could not start the {name} output thread: {exc}")
 
     @staticmethod
     def _thread(
@@ -390,20 +435,43 @@ class OutputPump:
         """What stopped the log file early (a full disk, say); the capture went on."""
         return self._write_error
 
+    @property
+    def cut_short(self) -> bool:
+        """A reader was stopped while its pipe still held bytes (something outside the
+        run kept writing): those bytes are neither captured nor logged."""
+        return any(reader.cut for reader in self._readers)
+
     def _read(self, reader: _Reader) -> None:
+        """Read the pipe to its end, or after :meth:`stop` until it is empty.
+
+        A stop never drops what the pipe already holds (a reader can be behind only
+        because a slow log write kept its buffers); it ends the reading once the pipe
+        is empty, or once the bytes it held at the stop are read and more keep coming.
+        """
         poll = select.poll()
         poll.register(reader.fd, select.POLLIN)
         poll.register(self._stop_r, select.POLLIN)
         buf = reader.buffer()
+        owed: int | None = None  # after a stop: bytes the pipe held then, still to read
         try:
-            while not self._stopping.is_set():
+            while True:
+                if self._stopping.is_set():
+                    if owed is None:
+                        owed = _pending(reader.fd)
+                    elif owed <= 0:
+                        reader.cut = _pending(reader.fd) > 0
+                        break
                 try:
                     n = os.readv(reader.fd, [buf])
                 except BlockingIOError:
+                    if self._stopping.is_set():
+                        break  # stopped and nothing left to read
                     poll.poll()
                     continue
                 if n == 0:
                     break
+                if owed is not None:
+                    owed -= n
                 reader.capture.feed(buf, 0, n)
                 self._pieces.put((buf, n, reader))
                 buf = reader.buffer()
