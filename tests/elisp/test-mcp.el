@@ -121,6 +121,15 @@ The bridge fills in ${VAR}: the option's text is sent as written."
           (should-error (agent-shell-mcp-session-params) :type 'user-error))
       (delete-file file))))
 
+(defun test-mcp--start-bridge (memory)
+  "Start a real bridge keeping its memory in MEMORY; return the connection."
+  (agent-shell-rpc-start
+   :command (list test-mcp--bridge)
+   :directory temporary-file-directory
+   :environment (list (concat "AGENT_SHELL_MEMORY_DIR=" memory))
+   :name "test-mcp-bridge"
+   :ready-timeout 30))
+
 (ert-deftest test-mcp/session-new-starts-the-configured-servers ()
   "The option's servers start in the real bridge; a missing one is named.
 The status the bridge answers with gives the header line's MCP count."
@@ -130,12 +139,7 @@ The status the bridge answers with gives the header line's MCP count."
           `(("time" . ((command . ,test-mcp--time-server)))
             ("ghost" . ((command . "agent-shell-no-such-mcp-server")))))
          (agent-shell-rpc-message-functions nil)
-         (conn (agent-shell-rpc-start
-                :command (list test-mcp--bridge)
-                :directory temporary-file-directory
-                :environment (list (concat "AGENT_SHELL_MEMORY_DIR=" memory))
-                :name "test-mcp-bridge"
-                :ready-timeout 30)))
+         (conn (test-mcp--start-bridge memory)))
     (unwind-protect
         (agent-shell-test-with-project (root nil)
           (agent-shell-rpc-request-sync conn "initialize" nil 20)
@@ -197,12 +201,7 @@ names the server's URL without its query and never the header."
                       (headers . (("Authorization" . "Bearer 令牌-HSECRET")))))))
          (agent-shell-rpc-message-functions nil)
          (agent-shell-log-events t)
-         (conn (agent-shell-rpc-start
-                :command (list test-mcp--bridge)
-                :directory temporary-file-directory
-                :environment (list (concat "AGENT_SHELL_MEMORY_DIR=" memory))
-                :name "test-mcp-bridge"
-                :ready-timeout 30)))
+         (conn (test-mcp--start-bridge memory)))
     (unwind-protect
         (agent-shell-test-with-project (root nil)
           (agent-shell-rpc-request-sync conn "initialize" nil 20)
