@@ -2,9 +2,10 @@
 
 Both runs go through ``ProcessRunner.run_shell``, the path every agent command
 takes: the baseline as an approved command runs (outside the sandbox, under the
-guard), the value as an auto-allowed one runs (inside bubblewrap, no network, a
-read-only system and home). Runs alternate so load on the machine hits both alike;
-the figure is the ratio of the medians (the issue's target is at most 1.15).
+guard), the value as an auto-allowed one runs (inside bubblewrap with every wall:
+no network, the allowlisted filesystem, seccomp and Landlock's scopes). Runs
+alternate so load on the machine hits both alike; the figure is the ratio of the
+medians (the target is at most 1.15).
 """
 
 from __future__ import annotations
@@ -42,12 +43,12 @@ def _make_project(root: Path) -> None:
 
 async def run(scale: Scale, work: Path) -> list[Figure]:
     status = detect_sandbox({k: v for k, v in os.environ.items() if k != SANDBOX_ENV})
-    if not status.available or status.bwrap is None:
+    if not status.available or status.kit is None:
         raise RuntimeError(f"bubblewrap cannot run here: {status.detail}")
     root = work / "project"
     _make_project(root)
     runner = ProcessRunner(work / "logs")
-    spec = SandboxSpec(bwrap=status.bwrap, roots=(root,), home=Path.home())
+    spec = SandboxSpec(kit=status.kit, roots=(root,), home=Path.home())
     command = f"{sys.executable} -m pytest -q -p no:cacheprovider"
     outside: list[float] = []
     inside: list[float] = []

@@ -81,6 +81,9 @@ class BridgeConfig:
     user_config_dir: Path | None = None
     # Run the commands the user approves in the sandbox too (with network).
     sandbox_approved_commands: bool = False
+    # Shown read-only inside the sandbox besides the built-in toolchains (absolute,
+    # or relative to $HOME): agent-shell-sandbox-visible-paths.
+    sandbox_visible_paths: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> BridgeConfig:
@@ -92,6 +95,9 @@ class BridgeConfig:
             api_key=key_from_env(env),
             api_key_source=key_source_from_env(env),
             memory_dir=Path(memory_dir).expanduser() if memory_dir else None,
+            sandbox_visible_paths=tuple(
+                p for p in env.get("AGENT_SHELL_SANDBOX_PATHS", "").split(os.pathsep) if p
+            ),
         )
 
     def with_model(self, wire: ModelConfig | None) -> BridgeConfig:

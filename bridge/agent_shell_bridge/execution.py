@@ -124,7 +124,11 @@ def _prctl() -> Callable[..., int] | None:
     return fn
 
 
-def _limits_preexec(limits: ExecLimits) -> Callable[[], None]:
+def _limits_preexec(
+    limits: ExecLimits, then: Callable[[], None] | None = None
+) -> Callable[[], None]:
+    """The child's set-up between fork and exec: death signal, limits, then ``then``
+    (the sandbox's Landlock domain), whose failure stops the command from starting."""
     prctl = _prctl()
     parent = os.getpid()
     pairs = [
@@ -148,6 +152,8 @@ def _limits_preexec(limits: ExecLimits) -> Callable[[], None]:
             with contextlib.suppress(ValueError, OSError):
                 resource.setrlimit(which, (soft, hard))
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        if then is not None:
+            then()
 
     return apply
 
@@ -259,17 +265,25 @@ class ProcessRunner:
         that kills its descendants if the bridge dies.
         """
         shell = ["bash", "--noprofile", "--norc", "-c", command]
-        if sandbox is not None:
-            argv = sandbox.wrap(shell, cwd=cwd)
-        else:
+        environment = self._environment(env)
+        if sandbox is None:
             argv = [sys.executable, "-I", "-S", _GUARD, str(os.getpid()), "--", *shell]
-        return await self._run(argv, cwd, timeout_s, env)
+            return await self._run(argv, cwd, timeout_s, environment)
+        with sandbox.launch(shell, cwd=cwd, env=environment) as launch:
+            return await self._run(
+                launch.argv,
+                cwd,
+                timeout_s,
+                launch.env,
+                pass_fds=launch.pass_fds,
+                preexec=launch.preexec,
+            )
 
     async def run_argv(self, argv: Sequence[str], *, cwd: Path, timeout_s: float) -> ProcessResult:
         """Run ``argv`` directly, without a shell."""
         if not argv:
             raise ValueError("empty argv")
-        return await self._run(list(argv), cwd, timeout_s, None)
+        return await self._run(list(argv), cwd, timeout_s, self._environment(None))
 
     async def kill_all(self) -> None:
         """Kill every live child process group (used at shutdown)."""
@@ -302,7 +316,10 @@ class ProcessRunner:
         argv: list[str],
         cwd: Path,
         timeout_s: float,
-        extra_env: Mapping[str, str] | None,
+        environment: Mapping[str, str],
+        *,
+        pass_fds: Sequence[int] = (),
+        preexec: Callable[[], None] | None = None,
     ) -> ProcessResult:
         await asyncio.to_thread(self._log_dir.mkdir, parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%dT%H%M%S")
@@ -317,7 +334,7 @@ class ProcessRunner:
         # Spawning is shielded: cancelling inside create_subprocess_exec would make
         # asyncio wait for pipes that the new group's other members keep open.
         run_id = uuid.uuid4().hex
-        env = self._environment(extra_env)
+        env = dict(environment)
         # Descendants inherit this mark even when they leave the process group (setsid),
         # so a kill can still find them.
         env[_RUN_MARK] = run_id
@@ -331,7 +348,8 @@ class ProcessRunner:
                 stdout=stdout_fd,
                 stderr=stderr_fd,
                 start_new_session=True,
-                preexec_fn=_limits_preexec(self._limits),
+                pass_fds=tuple(pass_fds),
+                preexec_fn=_limits_preexec(self._limits, preexec),
             )
         )
         try:

@@ -17,7 +17,13 @@ import pytest
 from agent_rig import make_project, running_rig, tool_messages
 from agent_shell_bridge.execution import ProcessRunner
 from agent_shell_bridge.home_secrets import secret_paths
-from agent_shell_bridge.sandbox import SANDBOX_ENV, SandboxSpec, SandboxStatus, detect_sandbox
+from agent_shell_bridge.sandbox import (
+    SANDBOX_ENV,
+    SandboxKit,
+    SandboxSpec,
+    SandboxStatus,
+    detect_sandbox,
+)
 from agent_shell_bridge.strict_readonly import strictly_read_only
 
 
@@ -26,11 +32,12 @@ def _real() -> SandboxStatus:
 
 
 @pytest.fixture
-def bwrap() -> str:
+def bwrap() -> SandboxKit:
+    """The sandbox's parts as the bridge finds them (named for what they wrap)."""
     status = _real()
-    if not status.available or status.bwrap is None:
+    if not status.available or status.kit is None:
         pytest.skip(f"bubblewrap cannot run on this machine: {status.detail}")
-    return status.bwrap
+    return status.kit
 
 
 @pytest.fixture
@@ -43,8 +50,11 @@ def home(tmp_path: Path) -> Path:
     (home / ".netrc").write_text("machine x password NETRC\n")
     (home / ".authinfo.gpg").write_text("AUTHINFO\n")
     (home / ".cache").mkdir()
-    (home / ".toolchain").mkdir()
-    (home / ".toolchain" / "version").write_text("1.2.3\n")
+    (home / ".cargo").mkdir()
+    (home / ".cargo" / "version").write_text("1.2.3\n")
+    (home / ".mytool").mkdir()
+    (home / ".mytool" / "version").write_text("4.5.6\n")
+    (home / "notes.txt").write_text("private notes\n")
     return home
 
 
@@ -109,12 +119,14 @@ def test_secret_paths_cover_the_issue_list(home: Path) -> None:
 # -- what the sandbox allows --------------------------------------------------------
 
 
-def _spec(bwrap: str, root: Path, home: Path, network: bool = False) -> SandboxSpec:
-    return SandboxSpec(bwrap=bwrap, roots=(root,), home=home, network=network)
+def _spec(
+    kit: SandboxKit, root: Path, home: Path, network: bool = False, **more: Any
+) -> SandboxSpec:
+    return SandboxSpec(kit=kit, roots=(root,), home=home, network=network, **more)
 
 
 async def test_well_behaved_commands_behave_the_same(
-    bwrap: str, runner: ProcessRunner, tmp_path: Path, home: Path
+    bwrap: SandboxKit, runner: ProcessRunner, tmp_path: Path, home: Path
 ) -> None:
     root = make_project(tmp_path / "proj", {"数据.txt": "第一行\n第二行\n"})
     commands = [
@@ -137,9 +149,11 @@ async def test_well_behaved_commands_behave_the_same(
 
 
 async def test_inside_the_sandbox(
-    bwrap: str, runner: ProcessRunner, tmp_path: Path, home: Path
+    bwrap: SandboxKit, runner: ProcessRunner, tmp_path: Path, home: Path
 ) -> None:
     root = make_project(tmp_path / "proj", {"a.txt": "a\n"})
+    outside = tmp_path / "outside"
+    outside.mkdir()
     (root / ".agent-shell" / "workspace").mkdir(parents=True)
     (root / ".agent-shell" / "config.el").write_text(";; settings\n")
     checks = {
@@ -147,7 +161,10 @@ async def test_inside_the_sandbox(
         "workspace writable": "echo x > .agent-shell/workspace/scratch",
         "cache writable": "echo x > ~/.cache/c",
         "tmp writable": "echo x > /tmp/t && cat /tmp/t",
-        "toolchain readable": "cat ~/.toolchain/version",
+        "toolchain readable": "cat ~/.cargo/version",
+        "toolchain not writable": "echo x > ~/.cargo/new",
+        "other home files hidden": "cat ~/notes.txt",
+        "own additions hidden unless asked": "cat ~/.mytool/version",
         "home not writable": "echo x > ~/new",
         "git config not writable": "echo '[x]' >> .git/config",
         "hooks not writable": "echo x > .git/hooks/pre-commit",
@@ -157,7 +174,9 @@ async def test_inside_the_sandbox(
         "aws masked": "cat ~/.aws/credentials",
         "netrc masked": "cat ~/.netrc",
         "authinfo masked": "cat ~/.authinfo.gpg",
-        "outside not writable": "echo x > /var/tmp/agent-shell-sandbox-probe",
+        "outside not writable": f"echo x > {outside}/probe",
+        "outside not visible": f"ls {outside}",
+        "var/tmp private": "echo x > /var/tmp/agent-shell-sandbox-probe",
         "one pid namespace": "echo $$",
     }
     results = {}
@@ -176,14 +195,19 @@ async def test_inside_the_sandbox(
         "cache writable",
         "tmp writable",
         "toolchain readable",
+        "var/tmp private",
     } <= ok
     for name in (
         "home not writable",
+        "toolchain not writable",
+        "other home files hidden",
+        "own additions hidden unless asked",
         "git config not writable",
         "hooks not writable",
         "config.el not writable",
         "logs not creatable",
         "outside not writable",
+        "outside not visible",
     ):
         assert results[name].exit_code != 0, name
     for name in ("ssh masked", "aws masked", "netrc masked", "authinfo masked"):
@@ -196,11 +220,12 @@ async def test_inside_the_sandbox(
     assert (root / ".agent-shell" / "config.el").read_text() == ";; settings\n"
     assert not (root / ".git" / "hooks" / "pre-commit").exists()
     assert not Path("/var/tmp/agent-shell-sandbox-probe").exists()
+    assert list(outside.iterdir()) == []
     assert (home / ".ssh" / "id_rsa").read_text() == "PRIVATE\n"
 
 
 async def test_a_timeout_ends_everything_in_the_sandbox(
-    bwrap: str, runner: ProcessRunner, tmp_path: Path, home: Path
+    bwrap: SandboxKit, runner: ProcessRunner, tmp_path: Path, home: Path
 ) -> None:
     root = make_project(tmp_path / "proj", {"a.txt": "a\n"})
     token = f"sandbox-timeout-{os.getpid()}"
@@ -231,7 +256,7 @@ async def test_a_timeout_ends_everything_in_the_sandbox(
 
 
 async def test_network_only_when_asked_for(
-    bwrap: str, runner: ProcessRunner, tmp_path: Path, home: Path
+    bwrap: SandboxKit, runner: ProcessRunner, tmp_path: Path, home: Path
 ) -> None:
     connections: list[bytes] = []
 
@@ -308,7 +333,7 @@ def test_a_reader_found_inside_the_project_is_not_strict(tmp_path: Path) -> None
 @pytest.mark.parametrize("sandbox_approved", [False, True])
 async def test_where_approved_commands_run(
     sandbox_approved: bool,
-    bwrap: str,
+    bwrap: SandboxKit,
     serve_app: Any,
     tmp_path: Path,
     home: Path,
@@ -384,6 +409,7 @@ async def test_initialize_reports_the_sandbox_and_takes_the_option(
         "label": "no sandbox",
         "detail": "forced off for this test",
         "approved_commands": True,
+        "visible_paths": [],
     }
     assert runtime.config.sandbox_approved_commands is True
     bad = await app_client.rpc("initialize", {"sandbox_approved_commands": "yes please"})

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from agent_rig import make_project, running_rig
-from agent_shell_bridge.sandbox import SandboxStatus
+from agent_shell_bridge.sandbox import SandboxKit, SandboxStatus
 from agent_shell_bridge.sandbox_config import wants_sandbox_off
 
 OFF = ";; no sandbox here\n(setq agent-shell-max-steps 40\n      agent-shell-sandbox nil)\n"
@@ -42,7 +42,7 @@ async def test_config_turns_the_sandbox_off_only_when_trusted(
     serve_app: Any, tmp_path: Path
 ) -> None:
     root = make_project(tmp_path / "proj", {".agent-shell/config.el": OFF})
-    available = SandboxStatus(True, "bubblewrap (as detected)", "/usr/bin/bwrap")
+    available = SandboxStatus(True, "bubblewrap (as detected)", SandboxKit("/usr/bin/bwrap"))
     async with running_rig(serve_app, root, [], memory_dir=tmp_path / "memory") as rig:
         rig.runtime.sandbox = available
         first = await rig.client.result("session/new", {"cwd": str(root)})

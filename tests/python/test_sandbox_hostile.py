@@ -137,8 +137,9 @@ def hostile(
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "id_rsa").write_text(SECRET + "\n", encoding="utf-8")
     (home / ".cache").mkdir()
-    # A real, writable host directory outside the project (not the private /tmp).
-    outside = Path("/var/tmp") / f"agent-shell-escape-{uuid.uuid4().hex}.txt"
+    # A real, writable host directory outside the project, where the host has one.
+    (tmp_path / "outside").mkdir()
+    outside = tmp_path / "outside" / f"agent-shell-escape-{uuid.uuid4().hex}.txt"
     port, _ = listener
     root = make_project(
         tmp_path / "proj",
@@ -247,6 +248,6 @@ async def test_a_git_directory_made_in_the_sandbox_is_set_aside(
         assert turn.permission_requests == []
         result = tool_messages(rig.requests[1])[0]
     assert not (root / ".git").exists()
-    aside = root / ".git-made-by-a-sandboxed-command-0"
+    aside = root / ".git.made-by-a-sandboxed-command-0"
     assert (aside / "config").is_file()
-    assert "renamed to .git-made-by-a-sandboxed-command-0" in result
+    assert "renamed to .git.made-by-a-sandboxed-command-0" in result

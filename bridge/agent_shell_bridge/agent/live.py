@@ -126,14 +126,15 @@ class LiveSession:
         ``writable=False`` leaves the project read-only too: a role confined to some
         files (the tester) must not get around that through what its commands write.
         """
-        if not self.sandbox.available or self.sandbox.bwrap is None:
+        if not self.sandbox.available or self.sandbox.kit is None:
             return None
         return SandboxSpec(
-            bwrap=self.sandbox.bwrap,
+            kit=self.sandbox.kit,
             roots=self.writable_roots,
             roots_read_only=not writable,
             home=Path.home(),
             network=network,
+            visible=self.config.sandbox_visible_paths,
         )
 
     @property

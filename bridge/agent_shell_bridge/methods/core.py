@@ -42,6 +42,8 @@ class InitializeParams(Params):
     notify: NotifyConfig | None = None
     # agent-shell-sandbox-approved-commands: approved commands run sandboxed too.
     sandbox_approved_commands: bool | None = None
+    # agent-shell-sandbox-visible-paths: more read-only paths inside the sandbox.
+    sandbox_visible_paths: list[str] | None = None
 
 
 class Empty(Params):
@@ -59,6 +61,8 @@ def register(d: Dispatcher[Runtime]) -> None:
             rt.config = rt.config.with_model(p.model)
         if p.sandbox_approved_commands is not None:
             rt.config = replace(rt.config, sandbox_approved_commands=p.sandbox_approved_commands)
+        if p.sandbox_visible_paths is not None:
+            rt.config = replace(rt.config, sandbox_visible_paths=tuple(p.sandbox_visible_paths))
         if p.notify is not None:
             rt.config = replace(
                 rt.config, notify_webhook=p.notify.webhook, notify_kind=p.notify.kind
@@ -94,6 +98,7 @@ def register(d: Dispatcher[Runtime]) -> None:
             "sandbox": {
                 **rt.sandbox.to_json(),
                 "approved_commands": rt.config.sandbox_approved_commands,
+                "visible_paths": list(rt.config.sandbox_visible_paths),
             },
         }
 

@@ -8,10 +8,13 @@ and count as the turn's verification.
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 from ...errors import ToolFailed
 from ...execution import timeout_for
 from ...granted_git import runs_outside_when_granted
-from ...sandbox import roots_without_git, set_aside_new_git
+from ...sandbox import protected_git, set_aside_after_run
 from ...strict_readonly import strictly_read_only
 from ...testing_summary import summarize_test_output
 from ...tools.catalogue import RunCommandArgs, RunTestArgs
@@ -56,13 +59,24 @@ async def _run_process(run: Run, kind: str, timeout_s: float | None) -> ToolResu
         if spec is None and not strictly_read_only(p.command, live.writable_roots):
             # Never project code with neither the sandbox nor the user's yes.
             raise ToolFailed("refused: no sandbox, and the user did not approve this command")
-    bare = roots_without_git(spec.roots) if spec is not None else []
+    watched = spec is not None and not spec.roots_read_only
+    protected = protected_git(spec.roots) if spec is not None else []
+    since = time.time_ns()
     set_aside: list[str] = []
     try:
         result = await live.runner.run_shell(p.command, cwd=p.cwd, timeout_s=timeout, sandbox=spec)
     finally:
-        if bare:  # also when the run was cancelled: a rename or two, at once
-            set_aside = set_aside_new_git(bare)
+        if watched and spec is not None:
+            # Also when the run was cancelled: the walk finishes in its thread.
+            set_aside = await asyncio.shield(
+                asyncio.to_thread(
+                    set_aside_after_run,
+                    spec.roots,
+                    since_ns=since,
+                    protected=protected,
+                    display=live.root,
+                )
+            )
     payload: JSONObject = {
         "exit_code": result.exit_code,
         "stdout": result.stdout,
