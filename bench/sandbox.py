@@ -49,12 +49,16 @@ async def run(scale: Scale, work: Path) -> list[Figure]:
     _make_project(root)
     runner = ProcessRunner(work / "logs")
     spec = SandboxSpec(kit=status.kit, roots=(root,), home=Path.home())
-    command = f"{sys.executable} -m pytest -q -p no:cacheprovider"
+    # As a user runs it: the project's virtualenv on PATH, its python by name.
+    env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    command = "python -m pytest -q -p no:cacheprovider"
     outside: list[float] = []
     inside: list[float] = []
     for n in range(scale.sandbox_runs + 1):
         for sandbox, into in ((None, outside), (spec, inside)):
-            result = await runner.run_shell(command, cwd=root, timeout_s=120, sandbox=sandbox)
+            result = await runner.run_shell(
+                command, cwd=root, timeout_s=120, env=env, sandbox=sandbox
+            )
             if result.exit_code != 0 or f"{_TESTS} passed" not in result.stdout:
                 where = "inside" if sandbox else "outside"
                 raise RuntimeError(f"the test run failed {where} the sandbox: {result.stdout}")

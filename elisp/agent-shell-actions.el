@@ -29,6 +29,7 @@
 (require 'subr-x)
 (require 'agent-shell-tools)
 
+(defvar magit-git-global-arguments)
 (declare-function magit-stage-file "ext:magit-apply" (file))
 (declare-function agent-shell-transcript--notice "agent-shell-transcript" (text))
 
@@ -447,6 +448,9 @@ Stage through magit when it is loaded, else through git add."
                         (fboundp 'magit-stage-file))
                    (let ((default-directory root)
                          (inhibit-message t)
+                         (magit-git-global-arguments
+                          (append (agent-shell-tools-safe-git-args)
+                                  (bound-and-true-p magit-git-global-arguments)))
                          ;; Pathspec magic such as ":(glob)*" must not widen
                          ;; what the user approved.
                          (process-environment (cons "GIT_LITERAL_PATHSPECS=1"

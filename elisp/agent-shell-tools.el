@@ -567,11 +567,31 @@ seconds or when it produced more than
         (delete-process stderr)
         (kill-buffer buffer)))))
 
+(defconst agent-shell-tools-safe-git-config
+  '("core.fsmonitor=false" "safe.bareRepository=explicit" "submodule.recurse=false"
+    "diff.ignoreSubmodules=all" "status.submoduleSummary=false")
+  "Settings every git run for the agent gets, outranking the repository's.
+A repository's configuration can name a program git runs by itself
+\(`core.fsmonitor' runs at every status), a bare repository planted in
+a subdirectory is a repository to git, and status and diff read every
+submodule's configuration; the bridge's own git calls use the same
+settings.")
+
+(defun agent-shell-tools-safe-git-args ()
+  "Return the global git arguments of `agent-shell-tools-safe-git-config'."
+  (cons "--no-optional-locks"
+        (mapcan (lambda (setting) (list "-c" setting))
+                agent-shell-tools-safe-git-config)))
+
 (defun agent-shell-tools-git (root &rest args)
   "Run git with ARGS in ROOT; return (EXIT-CODE . OUTPUT).
-File names come through unquoted so non-ASCII names stay readable."
-  (apply #'agent-shell-tools-run root "git" "--no-pager" "-c" "core.quotepath=off"
-         "-c" "color.ui=false" args))
+File names come through unquoted so non-ASCII names stay readable.
+Nothing the repository configures runs: see
+`agent-shell-tools-safe-git-config'."
+  (apply #'agent-shell-tools-run root "git" "--no-pager"
+         (append (agent-shell-tools-safe-git-args)
+                 (list "-c" "core.quotepath=off" "-c" "color.ui=false")
+                 args)))
 
 (provide 'agent-shell-tools)
 ;;; agent-shell-tools.el ends here

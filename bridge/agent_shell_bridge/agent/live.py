@@ -21,6 +21,7 @@ from ..instructions import Instructions, load_instructions
 from ..model.openai import ModelClient
 from ..model.types import ModelSettings, Prices, Usage
 from ..orglog import OrgLogWriter, log_path_for
+from ..safe_git import safe_git_argv
 from ..sandbox import SandboxSpec, SandboxStatus
 from ..sandbox_config import config_trust, project_sandbox
 from ..session import SessionState, SessionStore
@@ -282,7 +283,7 @@ class LiveSession:
         return result
 
     async def current_branch(self) -> str | None:
-        res = await self.quiet_run(["git", "rev-parse", "--abbrev-ref", "HEAD"], timeout_s=10)
+        res = await self.quiet_run(safe_git_argv("rev-parse", "--abbrev-ref", "HEAD"), timeout_s=10)
         return res.stdout.strip() if res.exit_code == 0 else None
 
 

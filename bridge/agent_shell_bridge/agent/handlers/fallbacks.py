@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...errors import ToolFailed
+from ...safe_git import safe_git_argv
 from ...tools import files
 from ...tools.catalogue import (
     MagitStageArgs,
@@ -58,7 +59,9 @@ async def org_search(run: Run, args: OrgSearchArgs) -> ToolResult:
 
 async def magit_stage(run: Run, args: MagitStageArgs) -> ToolResult:
     staged = [d for _, d in run.paths]
-    result = await run.live.quiet_run(["git", "add", "--", *staged], timeout_s=30)
+    result = await run.live.quiet_run(
+        safe_git_argv("--literal-pathspecs", "add", "--", *staged), timeout_s=30
+    )
     if result.exit_code != 0:
         raise ToolFailed("git add failed: " + (result.stderr or result.stdout).strip())
     return ToolResult({"staged": staged, "backend": "git"})
@@ -66,7 +69,7 @@ async def magit_stage(run: Run, args: MagitStageArgs) -> ToolResult:
 
 async def _git_status(live: LiveSession) -> JSONObject:
     async def git(*argv: str) -> str:
-        res = await live.quiet_run(["git", "-c", "core.quotepath=off", *argv], timeout_s=20)
+        res = await live.quiet_run(safe_git_argv("-c", "core.quotepath=off", *argv), timeout_s=20)
         if res.exit_code != 0:
             raise ToolFailed("git failed: " + (res.stderr or res.stdout).strip()[:300])
         return res.stdout

@@ -14,6 +14,7 @@ import time
 from ...errors import ToolFailed
 from ...execution import timeout_for
 from ...granted_git import runs_outside_when_granted
+from ...safe_git import safe_git_environment
 from ...sandbox import protected_git, set_aside_after_run
 from ...strict_readonly import strictly_read_only
 from ...testing_summary import summarize_test_output
@@ -41,14 +42,19 @@ async def _run_process(run: Run, kind: str, timeout_s: float | None) -> ToolResu
     assert p.command is not None and p.cwd is not None
     timeout = timeout_s or timeout_for(kind, p.command)
     confined = turn.role is not None and turn.role.write_globs is not None
+    extra_env: dict[str, str] | None = None
     if p.granted and (confined or not runs_outside_when_granted(p.command, p.cwd, live.root)):
         # A later run of a granted command: nobody looked at this one, and what it
         # runs (a Makefile, a script) may have changed since the yes. The sandbox
-        # holds it where there is one, with the network the yes gave it. (Plain git
-        # on the project's own repository runs nothing the agent could change, and
-        # needs the .git the sandbox keeps read-only: it runs as approved.)
+        # holds it where there is one, with the network the yes gave it.
         network = True
         spec = live.sandbox_spec(network=True, writable=not confined)
+    elif p.granted:
+        # Plain git on the project's own repository runs nothing the agent could
+        # change, and needs the .git the sandbox keeps read-only: it runs as
+        # approved, with nothing the repository's configuration could make it run.
+        network, extra_env = True, safe_git_environment()
+        spec = live.sandbox_spec(network=True) if live.config.sandbox_approved_commands else None
     elif p.by_user:
         # Approved: as the user would run it, unless they sandbox approved ones too.
         network = True
@@ -64,7 +70,9 @@ async def _run_process(run: Run, kind: str, timeout_s: float | None) -> ToolResu
     since = time.time_ns()
     set_aside: list[str] = []
     try:
-        result = await live.runner.run_shell(p.command, cwd=p.cwd, timeout_s=timeout, sandbox=spec)
+        result = await live.runner.run_shell(
+            p.command, cwd=p.cwd, timeout_s=timeout, sandbox=spec, env=extra_env
+        )
     finally:
         if watched and spec is not None:
             # Also when the run was cancelled: the walk finishes in its thread.
