@@ -557,6 +557,28 @@ Undo now refuses any index that git tracks, even a well-formed one."
     (should (equal (agent-shell-test-git root "diff" "--cached" "--name-status")
                    "M\ta.py\nA\t目录/新.py\n"))))
 
+(ert-deftest test-actions/magit-stage-runs-no-fsmonitor ()
+  "Staging, through git or magit, runs no fsmonitor the repository names."
+  (agent-shell-test-add-elpa-to-load-path)
+  (require 'magit)
+  (dolist (use-magit '(nil t))
+    (agent-shell-test-with-project (root '(("a.py" . "x = 1\n")))
+      (let ((marker (expand-file-name "fired" (make-temp-file "agent-shell-mark-" t))))
+        (with-temp-buffer
+          (insert (format "[core]\n\tfsmonitor = touch %s; false\n" marker))
+          (append-to-file (point-min) (point-max) (expand-file-name ".git/config" root)))
+        (agent-shell-test-write root "a.py" "x = 2\n")
+        (let* ((agent-shell-actions-use-magit use-magit)
+               (process-environment (agent-shell-test-git-environment))
+               (result (agent-shell-test-call "magit_stage" '((paths . ["a.py"]))
+                                              (agent-shell-test-context root))))
+          (should (equal (alist-get 'via result) (if use-magit "magit" "git"))))
+        (should-not (file-exists-p marker))
+        (should (equal (agent-shell-test-git root "-c" "core.fsmonitor=false"
+                                             "diff" "--cached" "--name-only")
+                       "a.py\n"))
+        (delete-directory (file-name-directory marker) t)))))
+
 (ert-deftest test-actions/package-does-not-require-magit ()
   "Loading the tools never loads magit, even when magit is installed."
   (let* ((dirs (file-expand-wildcards "/usr/share/emacs/site-lisp/elpa/*"))

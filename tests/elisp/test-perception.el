@@ -202,6 +202,35 @@ and no process or TRAMP buffer appears."
           (should (string-match-p "not inside a git" (alist-get 'message result))))
       (delete-directory dir t))))
 
+;;; Git run for the agent runs nothing the repository configures
+
+(defun test-perception--arm-fsmonitor (git-dir marker)
+  "Make the repository at GIT-DIR touch MARKER whenever git refreshes it."
+  (with-temp-buffer
+    (insert (format "[core]\n\tfsmonitor = touch %s; false\n" marker))
+    (append-to-file (point-min) (point-max) (expand-file-name "config" git-dir))))
+
+(ert-deftest test-perception/project-status-runs-no-fsmonitor ()
+  "Neither the root's nor a submodule's fsmonitor runs for `project_status'.
+Plain git in the same project runs both, so the trap is real."
+  (agent-shell-test-with-project (upstream '(("lib.txt" . "上游\n")))
+    (agent-shell-test-with-project (root '(("a.py" . "x = 1\n")))
+      (agent-shell-test-git root "-c" "protocol.file.allow=always"
+                            "submodule" "-q" "add" upstream "sub")
+      (agent-shell-test-git root "commit" "-q" "-m" "子模块")
+      (let ((marker (expand-file-name "fired" (make-temp-file "agent-shell-mark-" t))))
+        (test-perception--arm-fsmonitor (expand-file-name ".git" root) marker)
+        (test-perception--arm-fsmonitor (expand-file-name ".git/modules/sub" root) marker)
+        (agent-shell-test-write root "a.py" "x = 2\n")
+        (agent-shell-test-git root "status" "--short")
+        (should (file-exists-p marker))
+        (delete-file marker)
+        (let ((result (agent-shell-test-call "project_status" nil
+                                             (agent-shell-test-context root))))
+          (should (equal (alist-get 'changed result) '("M a.py"))))
+        (should-not (file-exists-p marker))
+        (delete-directory (file-name-directory marker) t)))))
+
 ;;; symbol_search
 
 (ert-deftest test-perception/symbol-search-elisp-xref ()
