@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -414,3 +415,50 @@ async def test_initialize_reports_the_sandbox_and_takes_the_option(
     assert runtime.config.sandbox_approved_commands is True
     bad = await app_client.rpc("initialize", {"sandbox_approved_commands": "yes please"})
     assert bad["error"]["code"] == -32602
+
+
+@pytest.mark.parametrize("layout", ["worktree", "submodule"])
+async def test_a_git_file_and_the_repository_it_names_stay_read_only(
+    layout: str, bwrap: SandboxKit, runner: ProcessRunner, tmp_path: Path, home: Path
+) -> None:
+    """A root whose ``.git`` is a file (a worktree, a submodule checked out on its
+    own): the pointer and the repository behind it are read-only inside, and git
+    there still works."""
+    main = make_project(tmp_path / "main", {"a.txt": "主\n"})
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    if layout == "worktree":
+        root = tmp_path / "wt"
+        subprocess.run([*git, "worktree", "add", "-q", str(root)], cwd=main, check=True)
+        gitdir = main / ".git" / "worktrees" / "wt"
+    else:
+        sub_up = make_project(tmp_path / "up", {"lib.txt": "库\n"})
+        subprocess.run(
+            [*git, "-c", "protocol.file.allow=always", "submodule", "-q", "add", str(sub_up), "s"],
+            cwd=main,
+            check=True,
+        )
+        root = main / "s"
+        gitdir = main / ".git" / "modules" / "s"
+    assert (root / ".git").is_file()
+    pointer = (root / ".git").read_bytes()
+    config = (main / ".git" / "config").read_bytes()
+    spec = _spec(bwrap, root, home)
+    attempts = {
+        "pointer": "echo 'gitdir: /tmp/evil' > .git",
+        "pointer removed": "rm -f .git",
+        "gitdir config": f"echo '[core]' >> {gitdir}/config",
+        "gitdir hook": f"echo x > {gitdir}/hooks/post-checkout",
+    }
+    for name, command in attempts.items():
+        done = await runner.run_shell(command, cwd=root, timeout_s=30, sandbox=spec)
+        assert done.exit_code != 0, name
+    # The superproject's own config is read-only where git needs it (a worktree's
+    # common directory), absent otherwise: either way the host's stays as it was.
+    await runner.run_shell(
+        f"echo '[core]' >> {main}/.git/config", cwd=root, timeout_s=30, sandbox=spec
+    )
+    status = await runner.run_shell("git status --short", cwd=root, timeout_s=30, sandbox=spec)
+    assert status.exit_code == 0, status.stderr
+    assert (root / ".git").read_bytes() == pointer
+    assert (main / ".git" / "config").read_bytes() == config
+    assert not (gitdir / "hooks" / "post-checkout").exists()

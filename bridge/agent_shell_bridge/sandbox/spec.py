@@ -178,6 +178,8 @@ class SandboxSpec:
         out += self._masks([shown_at for _, shown_at in shown])
         if home is not None:
             out += ["--remount-ro", str(home)]
+        # The new root itself (where the mount points were made) takes no writes.
+        out += ["--remount-ro", "/"]
         if seccomp_fd is not None:
             out += ["--seccomp", str(seccomp_fd)]
         out += ["--chdir", str(cwd), "--", *argv]
