@@ -90,6 +90,7 @@ Oldest first."))
                         (kind . ,(symbol-name agent-shell-notify-webhook-kind))))))
     (sandbox_approved_commands
      . ,(if agent-shell-sandbox-approved-commands t :json-false))
+    (sandbox_visible_paths . ,(vconcat agent-shell-sandbox-visible-paths))
     (model . ,(agent-shell-bridge--model-params))))
 
 (defun agent-shell-bridge--live-connection ()

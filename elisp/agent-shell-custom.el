@@ -117,6 +117,19 @@ run outside it, with your full permissions.  The header line says
   :group 'agent-shell
   :package-version '(agent-shell . "0.1.0"))
 
+(defcustom agent-shell-sandbox-visible-paths nil
+  "More directories shown read-only inside the sandbox.
+The sandbox shows the system, the project, the programs on your
+PATH and, in your home directory, only the toolchains it knows
+\(~/.cargo, ~/.rustup, ~/.pyenv, ~/.nvm, ~/go, ~/.m2, ~/.gradle,
+~/.local/lib …).  Add here what your builds need besides, as
+absolute names or relative to your home directory, for example
+\='(\"~/.mytool\" \"/srv/shared/sdk\").  Credentials under them stay
+masked, and /run and your runtime directory are never shown."
+  :type '(repeat (string :tag "Directory"))
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.2.0"))
+
 (defcustom agent-shell-default-mode 'act
   "Mode of a new session.
 In `act' mode the agent may change files and run commands (with the

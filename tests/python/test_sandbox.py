@@ -8,7 +8,9 @@ suite-wide ``AGENT_SHELL_SANDBOX=off``) and say so when this machine cannot run 
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
+import socket
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -462,3 +464,91 @@ async def test_a_git_file_and_the_repository_it_names_stay_read_only(
     assert (root / ".git").read_bytes() == pointer
     assert (main / ".git" / "config").read_bytes() == config
     assert not (gitdir / "hooks" / "post-checkout").exists()
+
+
+async def test_the_users_visible_paths_reach_the_sandbox(
+    bwrap: SandboxKit, serve_app: Any, tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``agent-shell-sandbox-visible-paths`` (initialize's ``sandbox_visible_paths``)
+    shows a directory of $HOME the sandbox does not know, read-only; the rest of
+    $HOME stays hidden."""
+    monkeypatch.setenv("HOME", str(home))
+    root = make_project(
+        tmp_path / "proj",
+        {"Makefile": "test:\n\tcat $(HOME)/.mytool/version\n\t-cat $(HOME)/notes.txt\n"},
+    )
+    run = {"tool_calls": [{"name": "run_test", "arguments": {"command": "make test"}}]}
+    async with running_rig(serve_app, root, [run, {"text": "done"}, run, {"text": "done"}]) as rig:
+        rig.runtime.sandbox = _real()
+        before = await rig.new_session()
+        await rig.turn(before, "run the tests")
+        hidden = tool_messages(rig.requests[1])[0]
+        init = await rig.client.result("initialize", {"sandbox_visible_paths": [".mytool"]})
+        assert init["sandbox"]["visible_paths"] == [".mytool"]
+        after = await rig.new_session()
+        await rig.turn(after, "run the tests")
+        shown = tool_messages(rig.requests[3])[0]
+    assert "4.5.6" not in hidden and "No such file" in hidden
+    assert "4.5.6" in shown and "private notes" not in shown
+
+
+_WALLS = r"""
+import ctypes, os, socket, sys
+libc = ctypes.CDLL(None, use_errno=True)
+status = dict(line.split(":\t", 1) for line in open("/proc/self/status").read().splitlines())
+print("caps", status["CapEff"].strip(), status["CapBnd"].strip())
+print("nnp", status["NoNewPrivs"].strip(), "seccomp", status["Seccomp"].strip())
+print("add_key", libc.syscall(248, b"user", b"k", b"v", 1, -3), ctypes.get_errno())
+print("keyctl", libc.syscall(250, 0, -3, 0, 0, 0), ctypes.get_errno())
+print("userns", libc.unshare(0x10000000), ctypes.get_errno() != 0)
+print("ipc-env", sorted(k for k in os.environ if k in sys.argv[1:]))
+try:
+    c = socket.socket(socket.AF_UNIX)
+    c.connect("\0agent-shell-walls-test")
+    print("abstract CONNECTED")
+except OSError as exc:
+    print("abstract", exc.errno)
+"""
+
+
+@pytest.mark.parametrize("network", [False, True])
+async def test_the_walls_hold_with_and_without_network(
+    network: bool, bwrap: SandboxKit, runner: ProcessRunner, tmp_path: Path, home: Path
+) -> None:
+    """No capability (this suite runs as root in CI), no new privileges, the seccomp
+    filter on the keyrings, no nested user namespace, none of the session variables,
+    and no abstract socket of the host — with the host's network too."""
+    root = make_project(tmp_path / "proj", {"walls.py": _WALLS})
+    host = socket.socket(socket.AF_UNIX)
+    host.bind("\0agent-shell-walls-test")
+    host.listen()
+    ipc = {
+        "SSH_AUTH_SOCK": "/run/user/0/ssh",
+        "DBUS_SESSION_BUS_ADDRESS": "unix:path=/x",
+        "TMUX": "/tmp/tmux-0/default,1,0",
+        "EMACS_SOCKET_NAME": "/run/user/0/emacs/server",
+        "MY_AGENT_SOCK": "/run/x",
+        "XDG_RUNTIME_DIR": "/run/user/0",
+    }
+    try:
+        done = await runner.run_shell(
+            f"python3 walls.py {' '.join(ipc)}",
+            cwd=root,
+            timeout_s=30,
+            env=ipc,
+            sandbox=_spec(bwrap, root, home, network=network),
+        )
+        umount = await runner.run_shell(
+            "umount .git", cwd=root, timeout_s=30, sandbox=_spec(bwrap, root, home)
+        )
+    finally:
+        host.close()
+    lines = dict(line.split(" ", 1) for line in done.stdout.splitlines())
+    assert done.exit_code == 0, done.stderr
+    assert lines["caps"] == "0000000000000000 0000000000000000"
+    assert lines["nnp"] == "1 seccomp 2"
+    assert lines["add_key"] == f"-1 {errno.EPERM}" and lines["keyctl"] == f"-1 {errno.EPERM}"
+    assert lines["userns"] == "-1 True"  # CLONE_NEWUSER refused
+    assert lines["ipc-env"] == "[]"
+    assert lines["abstract"] in {str(errno.ECONNREFUSED), str(errno.EPERM)}
+    assert umount.exit_code != 0 and (root / ".git" / "HEAD").is_file()
