@@ -272,7 +272,9 @@ class ProcessRunner:
         if sandbox is None:
             argv = [sys.executable, "-I", "-S", _GUARD, str(os.getpid()), "--", *shell]
             return await self._run(argv, cwd, timeout_s, environment)
-        with sandbox.launch(shell, cwd=cwd, env=environment) as launch:
+        # The layout looks at the disk (links, secrets, sockets): not on the loop.
+        mounts = await asyncio.to_thread(sandbox.mounts, environment)
+        with sandbox.launch(shell, cwd=cwd, env=environment, mounts=mounts) as launch:
             return await self._run(
                 launch.argv,
                 cwd,
