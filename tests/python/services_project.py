@@ -7,9 +7,11 @@ places anyway). One line per attempt, ``ESCAPE name: blocked (why)`` or
 ``ESCAPE name: SUCCEEDED what``, and a ``STATUS`` line with its capabilities. Its
 ``Makefile`` tries a few client programs the way a recipe would, then runs the
 project's own tests, which make a Unix socket, a FIFO, an abstract socket and a
-``multiprocessing`` manager of their own under the private ``/tmp``. Run as
-``python3 conftest.py services`` it makes the services' attempts alone (the control,
-outside the sandbox). The project's code is plain Python 3 with the standard library.
+``multiprocessing`` manager of their own under the private ``/tmp``. The attempts
+come in groups (the services', the sandbox's walls, and what the user's processes
+left where the sandbox shows files); ``services.json`` may name the groups to make,
+and ``python3 conftest.py GROUP...`` makes those alone (the control, outside the
+sandbox). The project's code is plain Python 3 with the standard library.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ SERVICE_ATTEMPTS = (
     "keyring-read",
     "keyring-add",
 )
+VISIBLE_ATTEMPTS = ("toolchain-socket", "project-socket", "project-fifo")
 WALL_ATTEMPTS = (
     "capabilities",
     "umount-git",
@@ -51,8 +54,9 @@ WALL_ATTEMPTS = (
     "git-hook",
     "new-userns",
     "run-dir",
-    "umount-cli",
 )
+# Printed by the Makefile, after the tests, whatever the conftest made.
+MAKE_ATTEMPTS = ("umount-cli",)
 # The variables a login session sets for its services.
 SESSION_VARIABLES = (
     "SSH_AUTH_SOCK",
@@ -77,6 +81,7 @@ import os
 import pathlib
 import platform
 import socket
+import stat
 import subprocess
 import sys
 
@@ -255,13 +260,19 @@ def ssh_key_file():
     return text
 
 
-def fifo():
-    fd = os.open(KNOWN["fifo"], os.O_WRONLY | os.O_NONBLOCK)
+def write_fifo(path):
+    fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
     try:
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return False  # something else is there (a mask): the FIFO is not
         os.write(fd, TOKEN.encode())
     finally:
         os.close(fd)
     return "written"
+
+
+def fifo():
+    return write_fifo(KNOWN["fifo"])
 
 
 def unix_listener():
@@ -375,6 +386,14 @@ SERVICES = [
     ("keyring-read", keyring_read),
     ("keyring-add", keyring_add),
 ]
+# Left by the user's own processes where the sandbox shows files: a build server's
+# socket in a toolchain directory of $HOME (sbt's), a development database's socket
+# directory and a FIFO in the project.
+VISIBLE = [
+    ("toolchain-socket", lambda: connect(KNOWN["toolchain_socket"], TOKEN.encode())),
+    ("project-socket", lambda: connect(KNOWN["project_socket"], TOKEN.encode())),
+    ("project-fifo", lambda: write_fifo(KNOWN["project_fifo"])),
+]
 WALLS = [
     ("capabilities", capabilities),
     ("umount-git", umount_git),
@@ -396,12 +415,12 @@ def go(groups):
         flush=True,
     )
     for group in groups:
-        for name, action in {"services": SERVICES, "walls": WALLS}[group]:
+        for name, action in {"services": SERVICES, "walls": WALLS, "visible": VISIBLE}[group]:
             attempt(name, action)
 
 
 def pytest_sessionstart(session):
-    go(["services", "walls"])
+    go(KNOWN.get("groups") or ["services", "walls"])
 
 
 if __name__ == "__main__":

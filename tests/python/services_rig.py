@@ -510,10 +510,20 @@ class Session:
     fifo: Fifo
     listener: Inbox
     abstract: Inbox
+    toolchain_listener: Inbox
+    project_listener: Inbox
+    project_fifo: Fifo
     keyring: tuple[str, str]
     token: str
     env: dict[str, str] = field(default_factory=dict)
     secrets: list[str] = field(default_factory=list)
+
+    def choose_attempts(self, groups: Sequence[str]) -> None:
+        """Have the project's conftest make only these groups of attempts."""
+        path = self.project / "services.json"
+        known = json.loads(path.read_text(encoding="utf-8"))
+        known["groups"] = list(groups)
+        path.write_text(json.dumps(known, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
 
 
 def _private_dir(account: Account, path: Path, mode: int = 0o700) -> Path:
@@ -742,6 +752,15 @@ def start_session(stack: contextlib.ExitStack, account: Account) -> Session:
     abstract_name = f"agent-shell-test-{secrets.token_hex(6)}"
     abstract = listen(stack, "\0" + abstract_name)
 
+    # sbt's server listens in ~/.sbt/1.0/server/<hash>/sock: a toolchain directory.
+    sbt = _private_dir(account, home / ".sbt" / "1.0" / "server" / secrets.token_hex(10))
+    toolchain = str(sbt / "sock")
+    # A development database with its socket directory in the project (pg_ctl -k .pg),
+    # and a FIFO a watcher of the user's reads: both made after the commit, below.
+    project_root = base / "proj"
+    project_socket = str(project_root / ".pg" / ".s.PGSQL.5432")
+    project_fifo = project_root / ".watch.fifo"
+
     hexed = secrets.token_hex(8)
     token = f"PWN-{hexed}-越狱"
     keyring = (f"agent-shell-test-{hexed}", f"KEYRING-SECRET-{hexed}-钥匙")
@@ -764,9 +783,21 @@ def start_session(stack: contextlib.ExitStack, account: Account) -> Session:
         "listener": listener.address,
         "abstract": abstract_name,
         "keyring_description": keyring[0],
+        "toolchain_socket": toolchain,
+        "project_socket": project_socket,
+        "project_fifo": str(project_fifo),
     }
     pub = agent.key.with_name("id_ed25519.pub").read_text(encoding="utf-8")
-    project = _project(account, base / "proj", known, pub)
+    project = _project(account, project_root, known, pub)
+    toolchain_listener = listen(stack, toolchain)
+    account.own(Path(toolchain), 0o600)
+    _private_dir(account, project / ".pg")
+    project_listener = listen(stack, project_socket)
+    account.own(Path(project_socket), 0o600)
+    os.mkfifo(project_fifo, 0o600)
+    account.own(project_fifo, 0o600)
+    project_fd = os.open(project_fifo, os.O_RDONLY | os.O_NONBLOCK)
+    stack.callback(os.close, project_fd)
     session_env = {
         **env,
         "PATH": interp.path,
@@ -797,6 +828,9 @@ def start_session(stack: contextlib.ExitStack, account: Account) -> Session:
         fifo=Fifo(fifo_path, fd),
         listener=listener,
         abstract=abstract,
+        toolchain_listener=toolchain_listener,
+        project_listener=project_listener,
+        project_fifo=Fifo(project_fifo, project_fd),
         keyring=keyring,
         token=token,
         env=session_env,
@@ -854,6 +888,12 @@ def untouched(session: Session, before: Counts, git: tuple[bytes, list[str]]) ->
         found.append(f"the Unix listener received {len(got)} connection(s): {_text(*got)}")
     if got := session.abstract.drain():
         found.append(f"the abstract listener received {len(got)} connection(s): {_text(*got)}")
+    if got := session.toolchain_listener.drain():
+        found.append(f"the toolchain's socket received {len(got)} connection(s): {_text(*got)}")
+    if got := session.project_listener.drain():
+        found.append(f"the project's socket received {len(got)} connection(s): {_text(*got)}")
+    if fifo := session.project_fifo.drain():
+        found.append(f"the project's FIFO received {_text(fifo)}")
     config, hooks = git
     if (session.project / ".git" / "config").read_bytes() != config:
         found.append(".git/config changed")

@@ -31,9 +31,11 @@ from agent_rig import Answerer, Turn, allow_once, payload_of, reject, tool_messa
 from agent_shell_bridge.model.mock_script import MockScript
 from agent_shell_bridge.model.mock_server import MockServer
 from services_project import (
+    MAKE_ATTEMPTS,
     OWN_TESTS,
     OWN_TEXT,
     SERVICE_ATTEMPTS,
+    VISIBLE_ATTEMPTS,
     WALL_ATTEMPTS,
     escapes,
     status_fields,
@@ -75,7 +77,7 @@ def test_every_attack_gets_through_without_the_sandbox(session: Session) -> None
     before = Counts.now(session)
     git = git_state(session.project)
     done = session.account.run(
-        in_keyring(session, [session.interp.python, "conftest.py", "services"]),
+        in_keyring(session, [session.interp.python, "conftest.py", "services", "visible"]),
         session.env,
         cwd=session.project,
         timeout=120,
@@ -83,7 +85,7 @@ def test_every_attack_gets_through_without_the_sandbox(session: Session) -> None
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     outcome = escapes(output)
-    assert sorted(outcome) == sorted(SERVICE_ATTEMPTS), output
+    assert sorted(outcome) == sorted((*SERVICE_ATTEMPTS, *VISIBLE_ATTEMPTS)), output
     assert [name for name, how in outcome.items() if how != "SUCCEEDED"] == [], output
     # The secrets the sandboxed runs must not show are the very ones shown here.
     assert [secret for secret in session.secrets if secret not in output] == []
@@ -103,7 +105,14 @@ def test_every_attack_gets_through_without_the_sandbox(session: Session) -> None
     ):
         assert any(trace in line for line in found), (trace, found)
     # What came through the FIFO and the listeners is what the project sent.
-    for channel in ("the FIFO", "the Unix listener", "the abstract listener"):
+    for channel in (
+        "the FIFO",
+        "the Unix listener",
+        "the abstract listener",
+        "the toolchain's socket",
+        "the project's socket",
+        "the project's FIFO",
+    ):
         [line] = [f for f in found if f.startswith(f"{channel} received")]
         assert session.token in line, line
 
@@ -152,14 +161,18 @@ async def _drive(
 
 
 def _assert_contained(
-    session: Session, requests: list[dict[str, Any]], *, network: bool = False
+    session: Session,
+    requests: list[dict[str, Any]],
+    *,
+    network: bool = False,
+    attempts: tuple[str, ...] = (*SERVICE_ATTEMPTS, *WALL_ATTEMPTS),
 ) -> None:
     [framed] = tool_messages(requests[1])
     result = payload_of(framed)
     output = result["stdout"] + result["stderr"]
     outcome = escapes(output)
     # Every attempt was made, and each failed.
-    assert sorted(outcome) == sorted((*SERVICE_ATTEMPTS, *WALL_ATTEMPTS)), output
+    assert sorted(outcome) == sorted((*attempts, *MAKE_ATTEMPTS)), output
     assert [name for name, how in outcome.items() if how != "blocked"] == [], output
     # No capability, and no way to gain one (as root too).
     status = status_fields(output)
@@ -186,6 +199,23 @@ async def test_auto_allowed_tests_reach_no_service(session: Session) -> None:
     )
     assert turn.permission_requests == []  # auto-allowed: nobody was asked
     _assert_contained(session, requests)
+    assert untouched(session, before, git) == []
+
+
+async def test_sockets_left_where_the_sandbox_shows_files_are_not_reached(
+    session: Session,
+) -> None:
+    """A build server's socket in a toolchain directory of $HOME (shown read-only),
+    a development database's socket and a FIFO of the user's in the (writable)
+    project: made by the user's processes, not the command's, so out of its reach."""
+    session.choose_attempts(["visible"])
+    before = Counts.now(session)
+    git = git_state(session.project)
+    turn, requests = await _drive(
+        session, [RUN_TEST, {"text": "测试已运行"}], answer=reject("this one must not ask")
+    )
+    assert turn.permission_requests == []
+    _assert_contained(session, requests, attempts=VISIBLE_ATTEMPTS)
     assert untouched(session, before, git) == []
 
 
