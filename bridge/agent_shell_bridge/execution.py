@@ -256,16 +256,19 @@ class ProcessRunner:
         cwd: Path,
         timeout_s: float,
         env: Mapping[str, str] | None = None,
+        settings: Mapping[str, str] | None = None,
         sandbox: SandboxSpec | None = None,
     ) -> ProcessResult:
         """Run ``command`` with ``bash --noprofile --norc -c``; only for policy-accepted ones.
 
-        ``env`` adds variables over the bridge's own environment before scrubbing.
+        ``env`` adds variables over the bridge's own environment before scrubbing;
+        ``settings`` are the bridge's own (git's safe configuration), set after it:
+        their names may look secret (``GIT_CONFIG_KEY_0``), their values never are.
         With ``sandbox`` the shell runs inside bubblewrap; without, under the guard
         that kills its descendants if the bridge dies.
         """
         shell = ["bash", "--noprofile", "--norc", "-c", command]
-        environment = self._environment(env)
+        environment = {**self._environment(env), **(settings or {})}
         if sandbox is None:
             argv = [sys.executable, "-I", "-S", _GUARD, str(os.getpid()), "--", *shell]
             return await self._run(argv, cwd, timeout_s, environment)

@@ -42,7 +42,7 @@ async def _run_process(run: Run, kind: str, timeout_s: float | None) -> ToolResu
     assert p.command is not None and p.cwd is not None
     timeout = timeout_s or timeout_for(kind, p.command)
     confined = turn.role is not None and turn.role.write_globs is not None
-    extra_env: dict[str, str] | None = None
+    settings: dict[str, str] | None = None
     if p.granted and (confined or not runs_outside_when_granted(p.command, p.cwd, live.root)):
         # A later run of a granted command: nobody looked at this one, and what it
         # runs (a Makefile, a script) may have changed since the yes. The sandbox
@@ -53,7 +53,7 @@ async def _run_process(run: Run, kind: str, timeout_s: float | None) -> ToolResu
         # Plain git on the project's own repository runs nothing the agent could
         # change, and needs the .git the sandbox keeps read-only: it runs as
         # approved, with nothing the repository's configuration could make it run.
-        network, extra_env = True, safe_git_environment()
+        network, settings = True, safe_git_environment()
         spec = live.sandbox_spec(network=True) if live.config.sandbox_approved_commands else None
     elif p.by_user:
         # Approved: as the user would run it, unless they sandbox approved ones too.
@@ -71,7 +71,7 @@ async def _run_process(run: Run, kind: str, timeout_s: float | None) -> ToolResu
     set_aside: list[str] = []
     try:
         result = await live.runner.run_shell(
-            p.command, cwd=p.cwd, timeout_s=timeout, sandbox=spec, env=extra_env
+            p.command, cwd=p.cwd, timeout_s=timeout, sandbox=spec, settings=settings
         )
     finally:
         if watched and spec is not None:
