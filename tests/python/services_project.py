@@ -49,8 +49,8 @@ SERVICE_ATTEMPTS = (
 VISIBLE_ATTEMPTS = ("toolchain-socket", "project-socket", "project-fifo")
 WALL_ATTEMPTS = (
     "capabilities",
-    "umount-git",
     "remount-git",
+    "umount-git",
     "git-hook",
     "new-userns",
     "run-dir",
@@ -396,8 +396,8 @@ VISIBLE = [
 ]
 WALLS = [
     ("capabilities", capabilities),
-    ("umount-git", umount_git),
     ("remount-git", remount_git),
+    ("umount-git", umount_git),
     ("git-hook", git_hook),
     ("new-userns", new_userns),
     ("run-dir", run_dir),

@@ -117,6 +117,28 @@ def test_every_attack_gets_through_without_the_sandbox(session: Session) -> None
         assert session.token in line, line
 
 
+def test_the_walls_attempts_get_through_bubblewrap_without_the_walls(session: Session) -> None:
+    """The walls' control: the same attempts in a bubblewrap with none of the walls (all
+    of / shown, .git bound read-only, root keeping its capabilities), so that an attempt
+    broken in itself cannot pass for one the sandbox stopped."""
+    git = session.project / ".git"
+    argv = ["bwrap", "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid"]
+    argv += ["--ro-bind", str(git), str(git), "--chdir", str(session.project)]
+    done = session.account.run(
+        [*argv, "--", session.interp.python, "conftest.py", "walls"],
+        session.env,
+        cwd=session.project,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    outcome = escapes(output)
+    assert sorted(outcome) == sorted(WALL_ATTEMPTS), output
+    # Run by an unprivileged user, bubblewrap leaves the command no capability anyway.
+    expected = set(WALL_ATTEMPTS) if session.account.uid == 0 else {"new-userns", "run-dir"}
+    assert {name for name, how in outcome.items() if how == "SUCCEEDED"} == expected, output
+    assert (git / "hooks" / "pre-commit").exists() is (session.account.uid == 0)
+
+
 async def _drive(
     session: Session,
     steps: list[dict[str, Any]],
