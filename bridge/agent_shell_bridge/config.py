@@ -81,6 +81,8 @@ class BridgeConfig:
     user_config_dir: Path | None = None
     # Run the commands the user approves in the sandbox too (with network).
     sandbox_approved_commands: bool = False
+    # The user's own secrets, added to the built-in list (relative to $HOME, `*` globs).
+    extra_secrets: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> BridgeConfig:

@@ -293,5 +293,66 @@ The project root is $HOME itself, so only the secret rule stands in the way."
           (should (member "notes.txt" paths))
           (should-not (member "private/creds.txt" paths)))))))
 
+;;; One list of secrets, the bridge's
+
+(declare-function agent-shell-bridge--initialize "agent-shell-bridge")
+(declare-function agent-shell-bridge-create "agent-shell-bridge")
+(declare-function agent-shell-bridge-initialized "agent-shell-bridge")
+(defvar agent-shell-bridge--current)
+
+(ert-deftest test-paths/the-bridge-says-which-files-are-secret ()
+  "`initialize' sends the user's own secrets and brings back the bridge's list.
+Emacs's tools then refuse what the bridge refuses: a new entry of the
+built-in list (~/.claude.json) and the user's addition alike."
+  (require 'agent-shell)
+  (test-paths--with-home (home project)
+    (test-paths--write (expand-file-name ".claude.json" home) "{\"token\": \"秘密\"}\n")
+    (test-paths--write (expand-file-name "vault/keys.txt" home) "秘密\n")
+    (let* ((memory (make-temp-file "agent-shell-memory-" t))
+           (agent-shell-secret-paths '("vault"))
+           (agent-shell-api-key "sk-test-paths")
+           (agent-shell-rpc-message-functions nil)
+           (agent-shell-tools--builtin-secret-paths nil)
+           (agent-shell-bridge--current (agent-shell-bridge-create))
+           (conn (agent-shell-rpc-start
+                  :directory temporary-file-directory
+                  :environment (list (concat "AGENT_SHELL_MEMORY_DIR=" memory))
+                  :name "test-paths-bridge" :ready-timeout 30)))
+      (unwind-protect
+          (progn
+            (agent-shell-bridge--initialize conn)
+            (agent-shell-test-wait "initialize"
+                                   (lambda () (eq (agent-shell-bridge-initialized
+                                                   agent-shell-bridge--current)
+                                                  conn))
+                                   30)
+            (let ((names agent-shell-tools--builtin-secret-paths))
+              (should (member ".claude.json" names))
+              (should (member ".pgpass" names))
+              ;; The bridge took the user's entry into its own list.
+              (should (equal (car (last names)) "vault"))
+              (should (equal (agent-shell-tools-secret-paths) names)))
+            (let ((context (agent-shell-test-context home)))
+              (dolist (path '("~/.claude.json" ".claude.json" "vault/keys.txt" "VAULT/keys.txt"))
+                (should (string-match-p
+                         "holds credentials"
+                         (agent-shell-test-tool-error
+                           (agent-shell-test-call "open_file" `((path . ,path)) context)))))
+              (should-not (find-buffer-visiting (expand-file-name ".claude.json" home)))
+              (should (agent-shell-tools-resolve "notes.txt" context))))
+        (agent-shell-rpc-stop conn)
+        (delete-directory memory t)))))
+
+(ert-deftest test-paths/without-the-bridges-list-no-file-is-used ()
+  "No list from the bridge (its program missing): tools refuse rather than guess."
+  (test-paths--with-home (home project)
+    (let ((agent-shell-tools--builtin-secret-paths nil)
+          (agent-shell-bridge-command (list (expand-file-name "no-such-bridge" home))))
+      (should (string-match-p
+               "did not say which files hold your secrets"
+               (agent-shell-test-tool-error
+                 (agent-shell-tools-resolve "notes.txt" (agent-shell-test-context home)))))
+      (should-not agent-shell-tools--builtin-secret-paths))))
+
 (provide 'test-paths)
 ;;; test-paths.el ends here

@@ -134,6 +134,7 @@ class LiveSession:
             roots_read_only=not writable,
             home=Path.home(),
             network=network,
+            extra_secrets=self.config.extra_secrets,
         )
 
     @property
@@ -362,6 +363,7 @@ def open_session(
             root,
             extra_paths=config.extra_allowed_paths,
             trust=AllowlistTrust(default_trust_file(config.memory_dir)),
+            extra_secrets=config.extra_secrets,
         ),
         runner=ProcessRunner(base / "outputs" / state.id / "raw", secrets=secrets),
         outputs=OutputStore(base / "outputs" / state.id),

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import PathNotAllowed
-from ..secrets import is_secret, real_secret_roots
+from ..secrets import BUILTIN, SecretList
 from ..types import Decision, Risk, Verdict
 from .allowlist import Allowlist, AllowlistError, parse_allowlist
 from .commands import (
@@ -79,13 +79,15 @@ class PolicyEngine:
         extra_paths: Sequence[Path] = (),
         allowlist: Allowlist | None = None,
         home: Path | None = None,
+        extra_secrets: Sequence[str] = (),
     ) -> None:
-        self._confinement = Confinement.create(root, extra_paths, home=home)
+        self.secrets: SecretList = BUILTIN.with_extra(extra_secrets)
+        self._confinement = Confinement.create(root, extra_paths, home=home, secrets=self.secrets)
         # "none", "applied", "trusted", "untrusted" or "invalid" (see for_project).
         self.allowlist_status = "applied" if allowlist is not None else "none"
         self._allowlist = allowlist or Allowlist()
         self._home = self._confinement.home
-        self._secret_roots = real_secret_roots(self._home)
+        self._secret_roots = self.secrets.real_roots(self._home)
         self._temp = resolve_physical(Path(os.path.abspath(tempfile.gettempdir())))
 
     @classmethod
@@ -96,6 +98,7 @@ class PolicyEngine:
         extra_paths: Sequence[Path] = (),
         trust: AllowlistTrust | None = None,
         home: Path | None = None,
+        extra_secrets: Sequence[str] = (),
     ) -> PolicyEngine:
         """Build the engine for ``root``, reading ``.agent-shell/allowlist.el`` if present.
 
@@ -124,7 +127,13 @@ class PolicyEngine:
                     allowlist, status = found, "trusted"
                 else:
                     status = "untrusted"
-        engine = cls(root, extra_paths=extra_paths, allowlist=allowlist, home=home)
+        engine = cls(
+            root,
+            extra_paths=extra_paths,
+            allowlist=allowlist,
+            home=home,
+            extra_secrets=extra_secrets,
+        )
         engine.allowlist_status = status
         return engine
 
@@ -145,6 +154,7 @@ class PolicyEngine:
         """
         stack: list[object] = [value]
         words = 0
+        check = self.secrets.checker(self._home)
         while stack and words < _MAX_ARGUMENT_WORDS:
             item = stack.pop()
             if isinstance(item, dict):
@@ -164,7 +174,7 @@ class PolicyEngine:
                     if "\x00" in expanded:
                         continue
                     path = Path(expanded) if os.path.isabs(expanded) else self.root / expanded
-                    if is_secret(path, self._home):
+                    if check(path):
                         return word
         return None
 
@@ -225,6 +235,7 @@ class PolicyEngine:
             cwd=cwd,
             home=self._home,
             secret_roots=self._secret_roots,
+            secrets=self.secrets,
             temp=self._temp,
             nested=lambda text: self._nested(text, depth),
             write_check=self._write_reason,
@@ -261,7 +272,7 @@ class PolicyEngine:
 
     def _write_reason(self, target: str, cwd: Path) -> str | None:
         try:
-            self._confinement.resolve(target, "write", cwd=cwd)
+            self._confinement.resolve(target, "write", cwd=cwd, secret_roots=self._secret_roots)
         except PathNotAllowed as exc:
             return exc.message
         return None

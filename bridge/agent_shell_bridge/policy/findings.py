@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..secrets import BUILTIN, SecretList
 from ..types import Risk
 from .shell_parse import SimpleCommand, Word
 
@@ -55,6 +56,8 @@ class Context:
     write_check: Callable[[str, Path], str | None]
     # Where symlinked secrets really live (secrets.real_secret_roots), found once.
     secret_roots: tuple[Path, ...] = ()
+    # The secrets: the built-in list plus the user's additions.
+    secrets: SecretList = BUILTIN
     # Judges a command a rule finds inside another (find -exec, env, xargs …).
     classify_argv: Callable[[Sequence[Word], Context, SimpleCommand], Finding] | None = None
     # The same places as strings (path rules compare text, not Path objects).

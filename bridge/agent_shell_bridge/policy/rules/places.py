@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ...errors import PathNotAllowed
-from ...secrets import is_secret_resolved, secret_paths
 from ..findings import Context, Finding
 from ..paths import protected_reason_for_parts, resolve_physical, resolve_physical_text
 from ..shell_parse import Word
@@ -304,11 +303,11 @@ def _searches_secrets(
         real = _physical(w, ctx)
         if real is None or not (ctx.home == real or ctx.home.is_relative_to(real)):
             continue
-        for secret in secret_paths(ctx.home):
-            if os.path.lexists(secret):
-                return Finding.write(
-                    f"{name} searches {w.text!r}, which holds {secret} (the user's secrets)"
-                )
+        present = ctx.secrets.existing(ctx.home)
+        if present:
+            return Finding.write(
+                f"{name} searches {w.text!r}, which holds {present[0]} (the user's secrets)"
+            )
     return None
 
 
@@ -320,7 +319,7 @@ def _secret_finding(
         if p is None:
             continue
         text = str(p)
-        if is_secret_resolved(text, ctx.home) or any(
+        if ctx.secrets.is_secret_resolved(text, ctx.home_text) or any(
             _under(text, r) is not None for r in ctx.secret_roots_text
         ):
             return Finding.write(f"{name} reads {w.text!r}: one of the user's secrets ({text})")
