@@ -354,5 +354,35 @@ built-in list (~/.claude.json) and the user's addition alike."
                  (agent-shell-tools-resolve "notes.txt" (agent-shell-test-context home)))))
       (should-not agent-shell-tools--builtin-secret-paths))))
 
+(ert-deftest test-paths/file-tools-refuse-links-planted-out-of-the-project ()
+  "A link in the project to ~/.bashrc, to a missing file or into ~/.ssh is refused
+by every file tool, and nothing outside changes: a chain of links too."
+  (test-paths--with-home (home project)
+    (test-paths--write (expand-file-name ".bashrc" home) "# mine\n")
+    (agent-shell-test-write project "README.md" "# 说明\n")
+    (dolist (link `((,(expand-file-name ".bashrc" home) . "notes_link.md")
+                    ("notes_link.md" . "chain.md")
+                    (,(expand-file-name ".profile.new" home) . "dangling.md")
+                    (,(expand-file-name "dotfiles/ssh" home) . "keys")))
+      (make-symbolic-link (car link) (expand-file-name (cdr link) project)))
+    (let ((context (agent-shell-test-context project))
+          (before (agent-shell-test-read home ".bashrc")))
+      (dolist (path '("notes_link.md" "chain.md" "dangling.md" "keys/authorized_keys"))
+        (dolist (call `(("write_file" (path . ,path) (content . "pwned\n"))
+                        ("insert_text" (path . ,path) (line . 1) (text . "pwned\n"))
+                        ("replace_region" (path . ,path) (start_line . 1) (end_line . 1)
+                         (new_text . "pwned\n"))
+                        ("replace_pattern" (path . ,path) (pattern . "mine")
+                         (replacement . "pwned"))
+                        ("open_file" (path . ,path))))
+          (should (string-match-p
+                   "outside the project"
+                   (agent-shell-test-tool-error
+                     (agent-shell-test-call (car call) (cdr call) context))))))
+      (should (equal (agent-shell-test-read home ".bashrc") before))
+      (should (equal (agent-shell-test-read home "dotfiles/ssh/authorized_keys")
+                     "SECRET-或-plain\n"))
+      (should-not (file-exists-p (expand-file-name ".profile.new" home))))))
+
 (provide 'test-paths)
 ;;; test-paths.el ends here

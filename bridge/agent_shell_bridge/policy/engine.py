@@ -35,6 +35,7 @@ from .commands import (
     worst,
 )
 from .paths import Confinement, expand_home, resolve_physical
+from .rules.places import link_out_of_project, writes_through_links
 from .shell_parse import ParsedCommand, Redirect, SimpleCommand, parse_command
 from .trust import AllowlistTrust, allowlist_path
 
@@ -216,7 +217,10 @@ class PolicyEngine:
         findings, allowlisted = self._judge(command, start, depth=0)
         decisive = worst(findings)
         if decisive.risk is Risk.DANGEROUS:
-            return Verdict(Decision.DENY, Risk.DANGEROUS, decisive.reason)
+            # A write a symlink takes out of the project: the user may allow it once,
+            # having read where it really goes; never for the session.
+            decision = Decision.CONFIRM if decisive.ask_once else Decision.DENY
+            return Verdict(decision, Risk.DANGEROUS, decisive.reason)
         risk = Risk.READ
         for f in findings:
             risk = risk.worst(f.risk)
@@ -250,6 +254,13 @@ class PolicyEngine:
             verdict = classify(cmd, ctx)
             if depth == 0 and self._allowlist.match(cmd) is not None and not cmd.in_substitution:
                 allowlisted.append(verdict.risk)
+                if verdict.risk is not Risk.READ and cmd.argv:
+                    # The entry was written for files of the project: it never covers a
+                    # write that a link now takes out of it.
+                    name = effective_name(cmd.argv[0])[0]
+                    through_link = writes_through_links(name, cmd.argv[1:], ctx)
+                    if through_link is not None:
+                        findings.append(through_link)
                 verdict = Finding(Risk.READ, True, "allowlisted by the project")
             findings.append(verdict)
             for red in cmd.redirects:
@@ -301,6 +312,9 @@ class PolicyEngine:
             return Finding.write(f"unusual redirection {op}")
         if ctx.cwd is None and not target.text.startswith("/"):
             return Finding.write(f"redirection {op} {target.text} after changing directory")
+        through_link = link_out_of_project(f"redirection {op} {target.text}", target, ctx)
+        if through_link is not None:
+            return Finding.danger(through_link.reason)  # as any redirection outside
         reason = self._write_reason(target.text, ctx.cwd or ctx.root)
         if reason is not None:
             return Finding.danger(f"redirection {op} {target.text}: {reason}")

@@ -20,6 +20,9 @@ class Finding:
     risk: Risk
     auto: bool
     reason: str
+    # Dangerous, yet the user may allow it once, having read the reason (a write that
+    # leads out of the project through a symlink); never allowed for the session.
+    ask_once: bool = False
 
     @staticmethod
     def read(reason: str) -> Finding:
@@ -33,12 +36,22 @@ class Finding:
     def danger(reason: str) -> Finding:
         return Finding(Risk.DANGEROUS, False, reason)
 
+    @staticmethod
+    def ask(reason: str) -> Finding:
+        """Dangerous, asked each time (see ``ask_once``)."""
+        return Finding(Risk.DANGEROUS, False, reason, ask_once=True)
+
 
 def worst(findings: Sequence[Finding]) -> Finding:
-    """The finding that decides: dangerous beats write beats read; non-auto beats auto."""
+    """The finding that decides: dangerous beats write beats read; non-auto beats auto;
+    among dangerous ones, what is refused beats what may be asked."""
     best = findings[0]
     for f in findings[1:]:
-        if (f.risk.rank, not f.auto) > (best.risk.rank, not best.auto):
+        if (f.risk.rank, not f.auto, not f.ask_once) > (
+            best.risk.rank,
+            not best.auto,
+            not best.ask_once,
+        ):
             best = f
     return best
 

@@ -225,6 +225,12 @@ class Confinement:
         rel = resolved.relative_to(base).parts if base is not None else resolved.parts
         return protected_reason_for_parts(rel)
 
+    def shown(self, path: Path) -> str:
+        """``path`` as a person reads it: ``~/.bashrc`` rather than ``/home/me/.bashrc``."""
+        if path == self.home:
+            return "~"
+        return f"~/{path.relative_to(self.home)}" if path.is_relative_to(self.home) else str(path)
+
     def check_syntax(self, path: str) -> None:
         if not isinstance(path, str) or path == "":
             raise PathNotAllowed("empty path")
@@ -260,6 +266,12 @@ class Confinement:
         resolved = resolve_physical(joined, self.roots)
         if self.containing_root(resolved) is None:
             allowed = ", ".join(str(r) for r in self.roots)
+            if self.containing_root(Path(os.path.normpath(joined))) is not None:
+                # It looks like a file of the project: say where it really leads.
+                raise PathNotAllowed(
+                    f"{path} → {self.shown(resolved)}, outside the project through a "
+                    f"symlink (outside the allowed roots: {allowed})"
+                )
             raise PathNotAllowed(
                 f"{path!r} resolves to {resolved}, outside the allowed roots ({allowed})"
             )
