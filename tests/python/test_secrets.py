@@ -18,8 +18,10 @@ from typing import Any
 
 import pytest
 
+from agent_shell_bridge.execution import ProcessRunner
 from agent_shell_bridge.home_secrets import secret_paths
 from agent_shell_bridge.policy import PolicyEngine
+from agent_shell_bridge.sandbox import SANDBOX_ENV, SandboxSpec, detect_sandbox
 from agent_shell_bridge.secrets import BUILTIN, SECRET_PATHS, SecretList, check_entry, is_secret
 from agent_shell_bridge.types import Decision
 
@@ -174,3 +176,25 @@ async def test_initialize_returns_the_list_the_session_uses(
         timeout=60,
     )
     assert json.loads(printed.stdout) == plain["secret_paths"] == list(SECRET_PATHS)
+
+
+async def test_a_sandboxed_command_reads_none_of_the_new_secrets(tmp_path: Path) -> None:
+    """Through the real sandbox: the list's new entries and the user's own are hidden."""
+    status = detect_sandbox({k: v for k, v in os.environ.items() if k != SANDBOX_ENV})
+    if not status.available or status.bwrap is None:
+        pytest.skip(f"bubblewrap cannot run on this machine: {status.detail}")
+    home = tmp_path / "home"
+    secrets = (".claude.json", ".pgpass", ".zsh_history", ".emacs.d/init.el", "vault/k.txt")
+    for n, rel in enumerate(secrets):
+        (home / rel).parent.mkdir(parents=True, exist_ok=True)
+        (home / rel).write_text(f"秘密-{n}\n", encoding="utf-8")
+    root = tmp_path / "proj"
+    root.mkdir()
+    spec = SandboxSpec(bwrap=status.bwrap, roots=(root,), home=home, extra_secrets=("vault",))
+    runner = ProcessRunner(tmp_path / "logs")
+    reads = "; ".join(f"cat ~/{rel}" for rel in secrets)
+    result = await runner.run_shell(
+        f"{reads}; echo done", cwd=root, timeout_s=30, env={"HOME": str(home)}, sandbox=spec
+    )
+    assert result.stdout.splitlines()[-1] == "done"
+    assert "秘密" not in result.stdout + result.stderr
