@@ -24,6 +24,7 @@ import threading
 from pathlib import Path
 
 from agent_shell_bridge.policy import PolicyEngine
+from test_policy_links import plant_links_out
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "policy"
 EXPECTED = FIXTURES / "verdicts.jsonl"
@@ -75,6 +76,7 @@ def build_tree(tmp: Path) -> tuple[Path, Path]:
     (home / ".netrc").write_text("machine x password y\n", encoding="utf-8")
     (home / "dotfiles" / "gnupg").mkdir(parents=True)
     os.symlink("dotfiles/gnupg", home / ".gnupg")
+    plant_links_out(root, home)
     return root, home
 
 

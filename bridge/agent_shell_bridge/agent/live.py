@@ -141,6 +141,7 @@ class LiveSession:
             network=network,
             visible=self.config.sandbox_visible_paths,
             specials=self.specials,
+            extra_secrets=self.config.extra_secrets,
         )
 
     def warm_sandbox(self) -> None:
@@ -376,6 +377,7 @@ def open_session(
             root,
             extra_paths=config.extra_allowed_paths,
             trust=AllowlistTrust(default_trust_file(config.memory_dir)),
+            extra_secrets=config.extra_secrets,
         ),
         runner=ProcessRunner(base / "outputs" / state.id / "raw", secrets=secrets),
         outputs=OutputStore(base / "outputs" / state.id),

@@ -29,6 +29,7 @@ from .rules.places import (
     _reads_outside,
     locate,
     reads_outside_file,
+    writes_through_links,
 )
 from .rules.shells import (
     _INTERPRETER_RE,
@@ -212,6 +213,10 @@ def _classify_argv(argv: Sequence[Word], ctx: Context, cmd: SimpleCommand) -> Fi
                     f"{name} names {w.text!r}: .git or the agent's own settings or records"
                 )
                 break
+        else:
+            through_link = writes_through_links(name, args, ctx)
+            if through_link is not None:
+                result = worst([result, through_link])
     if not plain:
         trick = Finding.write(
             f"the command name {argv[0].text!r} is quoted, escaped, computed or a path"

@@ -20,7 +20,7 @@ from ...strict_readonly import strictly_read_only
 from ...testing_summary import summarize_test_output
 from ...tools.catalogue import RunCommandArgs, RunTestArgs
 from ...tools.results import ToolResult
-from ...types import JSONObject
+from ...types import Decision, JSONObject, Risk
 from ..roles import test_report
 from .base import Run
 
@@ -40,6 +40,8 @@ async def run_test(run: Run, args: RunTestArgs) -> ToolResult:
 async def _run_process(run: Run, kind: str, timeout_s: float | None) -> ToolResult:
     live, turn, p = run.live, run.turn, run.prepared
     assert p.command is not None and p.cwd is not None
+    if p.by_user and not p.granted:
+        _still_as_approved(run)
     timeout = timeout_s or timeout_for(kind, p.command)
     confined = turn.role is not None and turn.role.write_globs is not None
     settings: dict[str, str] | None = None
@@ -122,3 +124,19 @@ async def _run_process(run: Run, kind: str, timeout_s: float | None) -> ToolResu
     if result.timed_out:
         payload["error"] = f"timed out after {timeout:g} s; the process group was killed"
     return ToolResult(payload, failed=not ok, log_text=full_text, log_path=log_path)
+
+
+def _still_as_approved(run: Run) -> None:
+    """Refuse an approved command that means something else now than when it was asked.
+
+    The user may take minutes to answer; a symlink planted meanwhile would turn the
+    in-project write they approved into one outside (or a new reason to refuse it).
+    """
+    p = run.prepared
+    assert p.command is not None and p.cwd is not None
+    now = run.live.policy.check_command(p.command, cwd=p.cwd)
+    changed = now.risk is Risk.DANGEROUS and now.reason != p.verdict.reason
+    if now.decision is Decision.DENY or changed:
+        raise ToolFailed(
+            f"refused: since you approved it, this command has come to mean more: {now.reason}"
+        )
