@@ -178,23 +178,37 @@ async def test_initialize_returns_the_list_the_session_uses(
     assert json.loads(printed.stdout) == plain["secret_paths"] == list(SECRET_PATHS)
 
 
-async def test_a_sandboxed_command_reads_none_of_the_new_secrets(tmp_path: Path) -> None:
-    """Through the real sandbox: the list's new entries and the user's own are hidden."""
+@pytest.mark.parametrize("where", ["home is the project", "inside toolchains"])
+async def test_a_sandboxed_command_reads_none_of_the_new_secrets(
+    where: str, tmp_path: Path
+) -> None:
+    """Through the real sandbox, wherever it shows them: the whole home when it is the
+    project, and credential files inside the toolchain folders it always shows."""
     status = detect_sandbox({k: v for k, v in os.environ.items() if k != SANDBOX_ENV})
-    if not status.available or status.bwrap is None:
+    if not status.available or status.kit is None:
         pytest.skip(f"bubblewrap cannot run on this machine: {status.detail}")
     home = tmp_path / "home"
-    secrets = (".claude.json", ".pgpass", ".zsh_history", ".emacs.d/init.el", "vault/k.txt")
+    if where == "home is the project":
+        secrets = (".claude.json", ".pgpass", ".zsh_history", ".emacs.d/init.el", "vault/k.txt")
+        root = home
+    else:
+        secrets = (".m2/settings.xml", ".cargo/credentials.toml", ".gradle/gradle.properties")
+        root = tmp_path / "proj"
+        root.mkdir()
     for n, rel in enumerate(secrets):
         (home / rel).parent.mkdir(parents=True, exist_ok=True)
         (home / rel).write_text(f"秘密-{n}\n", encoding="utf-8")
-    root = tmp_path / "proj"
-    root.mkdir()
-    spec = SandboxSpec(bwrap=status.bwrap, roots=(root,), home=home, extra_secrets=("vault",))
+    (home / ".cargo" / "bin").mkdir(parents=True, exist_ok=True)
+    spec = SandboxSpec(kit=status.kit, roots=(root,), home=home, extra_secrets=("vault",))
     runner = ProcessRunner(tmp_path / "logs")
     reads = "; ".join(f"cat ~/{rel}" for rel in secrets)
     result = await runner.run_shell(
-        f"{reads}; echo done", cwd=root, timeout_s=30, env={"HOME": str(home)}, sandbox=spec
+        f"ls -d ~/.cargo/bin; {reads}; echo done",
+        cwd=root,
+        timeout_s=30,
+        env={"HOME": str(home)},
+        sandbox=spec,
     )
+    assert result.stdout.splitlines()[0] == f"{home}/.cargo/bin"  # the folder is shown
     assert result.stdout.splitlines()[-1] == "done"
     assert "秘密" not in result.stdout + result.stderr
