@@ -32,9 +32,11 @@ QUIET_FORMS = [
     "mapfile {v} < README.md",
     "readarray -t {v} < README.md",
     "echo $(({v}=1))",
-    "echo $(({v}+=1))",
-    "echo $((++{v}))",
-    "echo $(({v}--))",
+    # += ++ -- read the old value first: arithmetic on a variable the command did not
+    # set asks (its value may be code), so each form starts from a number.
+    "echo $(({v}=0, {v}+=1))",
+    "echo $(({v}=0, ++{v}))",
+    "echo $(({v}=0, {v}--))",
 ]
 # Forms that always ask, whatever the name.
 LOUD_FORMS = [
