@@ -71,6 +71,8 @@ def _find(name: str, args: list[Word], ctx: Context) -> Finding:
             )
         elif t in ("-fprint", "-fprint0", "-fprintf", "-fls"):
             findings.append(Finding.write(f"find {t} writes a file"))
+        elif t == "-files0-from":
+            findings.append(Finding.write("find -files0-from takes where to look from a file"))
         j += 1
     return worst(findings) if findings else Finding.read("find without actions is read-only")
 
