@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from ..types import Risk
 from .builtins import BUILTINS, variable_target
 from .findings import Context, Finding, worst
-from .options import SPECS, normalise
+from .options import SPECS, normalise, positional
 from .rules.build import _cargo, _go, _make, _npm, _pytest
 from .rules.common import MULTI_CALL, effective_name, operands, program_name
 from .rules.git import _git
@@ -303,7 +303,8 @@ def _simple_read(name: str, args: list[Word]) -> Finding:
     special = _OPERAND_WRITES.get(name)
     if special is not None:
         does_more, reason = special
-        if any(does_more(w.text) for w in operands(args)):
+        words = positional(args) if name in SPECS else operands(args)
+        if any(does_more(w.text) for w in words):
             return Finding.write(reason)
     bad = _READ_BAD_OPTS.get(name, ())
     for w in args:

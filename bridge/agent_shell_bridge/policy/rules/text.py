@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 from ..findings import Context, Finding
-from ..options import _fixed_prefix
+from ..options import _fixed_prefix, positional
 from ..shell_parse import Word
-from .common import _is_option, operands
+from .common import _is_option
 from .places import _long_is, _outside_operand
 
 
@@ -40,8 +40,7 @@ def _sort(name: str, args: list[Word], ctx: Context) -> Finding:
 def _uniq(name: str, args: list[Word], ctx: Context) -> Finding:
     """``args`` are normalised: every operand follows the first ``--``, so ``uniq --
     IN -c`` writes a file named ``-c`` and ``uniq -- -x .git/config`` writes .git."""
-    positional = operands(args)
-    if len(positional) >= 2:
+    if len(positional(args)) >= 2:
         return Finding.write("uniq INPUT OUTPUT writes a file")
     if any(not w.literal for w in args):
         return Finding.write("uniq with computed arguments could name an output file")
