@@ -26,10 +26,10 @@ import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from .policy.builtins import variable_target
 from .policy.commands import effective_name
-from .policy.options import SPECS, normalise
+from .policy.options import SPECS, normalise, positional
 from .policy.repository import foreign_repository
-from .policy.rules.common import operands
 from .policy.rules.shells import _WRAPPERS
 from .policy.shell_parse import Word, parse_command
 
@@ -209,7 +209,7 @@ def _jq_ok(args: Sequence[Word], where: str | None, root: str) -> bool:
 def _uniq_ok(args: Sequence[Word], where: str | None, root: str) -> bool:
     """``uniq`` with one input and no output operand (``--`` does not hide one)."""
     canonical = normalise(SPECS["uniq"], args)
-    return not isinstance(canonical, str) and len(operands(canonical)) <= 1
+    return not isinstance(canonical, str) and len(positional(canonical)) <= 1
 
 
 def _rg_ok(args: Sequence[Word], where: str | None, root: str) -> bool:
@@ -263,6 +263,12 @@ def strictly_read_only(
     root = str(resolved_roots[0]) if resolved_roots else "/"
     where: str | None = os.path.realpath(cwd) if cwd is not None else root
     for cmd in parsed.commands:
+        if cmd.kind == "bind":
+            # A loop variable or an arithmetic assignment runs nothing, unless it
+            # steers what later commands run (for PATH in ...).
+            if any(variable_target(Word(n), "a loop") for n, _ in cmd.assignments):
+                return False
+            continue
         if not cmd.argv or cmd.assignments:
             return False
         word = cmd.argv[0]
