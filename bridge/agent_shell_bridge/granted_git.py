@@ -275,14 +275,14 @@ def _repository_is_the_root(cwd: Path, root: Path) -> bool:
 
 
 def _config_files(root: Path) -> list[Path]:
-    """The files git reads its configuration from, the repository's first."""
+    """The files git reads its configuration from, as git picks them."""
     home = Path.home()
     xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
-    files = [root / ".git" / "config", home / ".gitconfig", xdg / "git" / "config"]
-    files.append(Path("/etc/gitconfig"))
-    files.extend(
-        Path(os.environ[v]) for v in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM") if v in os.environ
-    )
+    files = [root / ".git" / "config"]
+    global_file = os.environ.get("GIT_CONFIG_GLOBAL")
+    files += [Path(global_file)] if global_file else [home / ".gitconfig", xdg / "git" / "config"]
+    if not os.environ.get("GIT_CONFIG_NOSYSTEM"):
+        files.append(Path(os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"))
     return files
 
 
