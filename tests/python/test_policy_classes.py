@@ -332,7 +332,16 @@ ARITHMETIC_USES = [
 ]
 
 
-@pytest.mark.parametrize("use", ARITHMETIC_USES)
+# Arithmetic nested in another expansion, which tree-sitter reads in several ways.
+NESTED_USES = [
+    "echo ${x:-$[n]}",
+    "echo ${x:-${arr[n]}}",
+    'echo "${x:-$((n))}"',
+    "echo ${x:-$((n))}",
+]
+
+
+@pytest.mark.parametrize("use", ARITHMETIC_USES + NESTED_USES)
 @pytest.mark.parametrize("source", DATA_SOURCES)
 def test_arithmetic_on_a_value_the_command_did_not_set_asks(
     engine: PolicyEngine, source: str, use: str

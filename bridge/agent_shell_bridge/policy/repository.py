@@ -39,8 +39,11 @@ def foreign_repository(start: str, root: str) -> str | None:
     """
     if not _under(start, root):
         return f"git would start in {start}, outside the project, and use any repository there"
+    own = os.path.join(root, ".git")
     here = start
     while here != root:
+        if here == own:
+            return None  # inside the project's own .git directory: that repository
         if os.path.lexists(os.path.join(here, ".git")):
             return f"git would use the repository at {here}, not the project's own .git"
         if _bare_layout(here):

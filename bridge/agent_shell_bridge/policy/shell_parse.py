@@ -123,8 +123,8 @@ _ASSIGNING_BUILTINS = {
 }  # fmt: skip
 # A loop body is walked once per value bound to its variable, up to this many values.
 _MAX_BOUND_VALUES = 8
-# Where text that would run a command may start: $( ` <( >(.
-_SUBSTITUTION_START_RE = re.compile(rb"\$\(|`|[<>]\(")
+# Where text that would run a command, or arithmetic, may start: $( $[ ` <( >(.
+_SUBSTITUTION_START_RE = re.compile(rb"\$\(|\$\[|`|[<>]\(")
 
 
 @dataclass(frozen=True, slots=True)
@@ -755,11 +755,21 @@ class _Walker:
     # -- words -------------------------------------------------------------
 
     def scan_words(self, node: tree_sitter.Node) -> None:
-        """Find substitutions anywhere below ``node`` and judge their commands."""
+        """Find substitutions anywhere below ``node`` and judge their commands, and
+        the arithmetic of expansions nested there (``${x:-$[n]}``, ``${x:-${a[n]}}``)."""
         for child in node.named_children:
             if child.type in _SUBSTITUTIONS:
                 self.word(child)
+            elif child.type == "arithmetic_expansion":
+                self.judged.add(child.start_byte)
+                self.code += 1
+                try:
+                    self.arithmetic(child)
+                finally:
+                    self.code -= 1
             else:
+                if child.type == "expansion":
+                    self.expansion_issues(_text(child))
                 self.scan_words(child)
 
     def word(self, node: tree_sitter.Node, *, arg: bool = False) -> Word:
@@ -873,6 +883,13 @@ class _Walker:
         elif kind == "concatenation":
             for child in node.children:
                 self._word_into(child, pieces, unquoted, flags)
+        elif kind == "command_substitution" and raw.startswith("$((") and raw.endswith("))"):
+            # tree-sitter reads some $((…)) as $( (…) ); bash reads arithmetic.
+            flags["expansion"] = True
+            self.judged.add(node.start_byte)
+            self.arithmetic_text(raw)
+            pieces.append(raw)
+            unquoted.append("\x00")
         elif kind in _SUBSTITUTIONS:
             flags["substitution"] = True
             self.judged.add(node.start_byte)
@@ -994,7 +1011,8 @@ def _literal_there(node: tree_sitter.Node, process: bool) -> bool:
 
 
 def _unjudged_substitution(root: tree_sitter.Node, source: bytes, judged: set[int]) -> str | None:
-    """The first ``$(``, backquote, ``<(`` or ``>(`` bash would run that was not judged.
+    """The first ``$(``, ``$[``, backquote, ``<(`` or ``>(`` bash would expand that was
+    not judged.
 
     tree-sitter-bash leaves some substitutions as text (inside ``${x:-...}``
     operators, in here-documents); whatever the walker did not judge as one must be

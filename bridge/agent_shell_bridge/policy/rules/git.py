@@ -323,7 +323,7 @@ _GIT_FILE_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "grep": ("f", ("--file",)),
     "blame": ("S", ("--contents", "--ignore-revs-file")),
     "annotate": ("S", ("--contents", "--ignore-revs-file")),
-    "ls-files": ("X", ("--exclude-from",)),
+    "ls-files": ("X", ("--exclude-from", "--exclude-per-directory")),
 }
 # Short options of those sub-commands that take a value (so later letters are not options).
 _GIT_SHORT_VALUES: dict[str, str] = {"grep": "eABCmO", "blame": "LCM", "annotate": "LCM"}
