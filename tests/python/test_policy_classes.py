@@ -659,3 +659,24 @@ def test_reading_only_after_dashes_still_runs(engine: PolicyEngine) -> None:
         assert engine.check_command(command).decision is Decision.ALLOW, command
     for command in ("hostname -- -x", "date -- 0101000030", "uniq -- -x out"):
         assert engine.check_command(command).decision is Decision.CONFIRM, command
+
+
+def test_a_file_named_like_an_option_stops_loops_and_globs(tmp_path: Path) -> None:
+    """A loop over * hands each file name to the program: "$f" may be -delete."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "a.txt").write_text("a\n", encoding="utf-8")
+    engine = PolicyEngine(tmp_path)
+    commands = [
+        'for f in *; do find "$f" -name x; done',
+        'for f in *; do wc -l "$f"; done',
+        "git log *",
+        'for f in *; do git log "$f"; done',
+    ]
+    for command in commands:
+        assert engine.check_command(command).decision is Decision.ALLOW, command
+    for planted in ("-delete", "--output=x"):
+        (tmp_path / planted).write_text("", encoding="utf-8")
+        for command in commands:
+            assert engine.check_command(command).decision is not Decision.ALLOW, (planted, command)
+        (tmp_path / planted).unlink()
+    assert engine.check_command('read x < a.txt; find "$x"').decision is not Decision.ALLOW

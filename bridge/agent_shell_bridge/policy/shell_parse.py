@@ -840,7 +840,11 @@ class _Walker:
         if not quoted and (not value.literal or any(c in value.text for c in " \t\n*?[")):
             return None
         self.bound_uses += 1
-        return Word(value.text, literal=value.literal, quoted=quoted, glob=value.glob)
+        # A glob's value is one of its matches: judged as the glob itself is (what it
+        # may match, a file named like an option included), so never as quoted text.
+        return Word(
+            value.text, literal=value.literal, quoted=quoted and value.literal, glob=value.glob
+        )
 
     def _word_into(
         self,

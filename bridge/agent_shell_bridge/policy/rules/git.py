@@ -11,6 +11,8 @@ from ..repository import foreign_repository
 from ..shell_parse import Word
 from .common import _is_option
 from .places import (
+    _glob_matches,
+    _GlobRefused,
     _names_protected,
     _outside_operand,
     _path_text,
@@ -55,10 +57,16 @@ def _git(name: str, args: list[Word], ctx: Context) -> Finding:
 def _git_subcommand(sub: str, rest: list[Word], ctx: Context) -> Finding:
     findings: list[Finding] = []
     texts = [w.text for w in rest]
+    pathspecs = False
     for w in rest:
         t = w.text
+        pathspecs = pathspecs or t == "--"
         if not w.literal and _is_option(w):
             return Finding.write("git with computed options")
+        if not pathspecs and w.glob and not w.expansion and not w.substitution:
+            planted = _option_named_match(w, ctx)
+            if planted is not None:
+                return Finding.write(f"git {sub} {t!r} {planted}")
         option = t.split("=", 1)[0]
         risky = next(
             (
@@ -372,3 +380,13 @@ def _git_file_options(sub: str, rest: Sequence[Word], ctx: Context) -> Finding |
         if outside is not None:
             return outside
     return None
+
+
+def _option_named_match(word: Word, ctx: Context) -> str | None:
+    """Why a glob before ``--`` may hand git an option (a planted ``--output=x``)."""
+    try:
+        matches = _glob_matches(word, ctx)
+    except _GlobRefused as exc:
+        return str(exc)
+    named = next((m.name for m in matches if m.name.startswith("-")), None)
+    return None if named is None else f"matches {named!r}, read as an option"
