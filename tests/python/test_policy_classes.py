@@ -12,7 +12,7 @@ import pytest
 from agent_shell_bridge.policy import PolicyEngine
 from agent_shell_bridge.policy.options import SPECS, normalise
 from agent_shell_bridge.policy.rules.common import MULTI_CALL, PROGRAM_ALIASES
-from agent_shell_bridge.policy.shell_parse import Word
+from agent_shell_bridge.policy.shell_parse import Word, parse_command
 from agent_shell_bridge.secrets import SECRET_NAMES, is_secret, secret_paths
 from agent_shell_bridge.types import Decision
 
@@ -680,3 +680,16 @@ def test_a_file_named_like_an_option_stops_loops_and_globs(tmp_path: Path) -> No
             assert engine.check_command(command).decision is not Decision.ALLOW, (planted, command)
         (tmp_path / planted).unlink()
     assert engine.check_command('read x < a.txt; find "$x"').decision is not Decision.ALLOW
+
+
+def test_loop_bodies_are_walked_again_within_a_budget() -> None:
+    """Regression: binding every nested loop walked 8**depth bodies (a 12-deep nest of
+    8-word loops did not finish); only the outermost loop binds, within a budget."""
+    words = " ".join(f"a{i}" for i in range(8))
+    nest = "".join(f"for v{d} in {words}; do " for d in range(12))
+    command = nest + 'cat "$v11"; ' + "done; " * 12
+    assert len(parse_command(command).commands) < 50
+    rebinding = "for f in a; do " * 60 + 'cat "$f"; ' + "done; " * 60
+    assert len(parse_command(rebinding).commands) < 200
+    flat = "; ".join(f'for f in {words}; do cat "$f"; done' for _ in range(100))
+    assert len(parse_command(flat).commands) < 300

@@ -121,8 +121,12 @@ _ASSIGNING_BUILTINS = {
     "unset": "", "declare": "", "typeset": "", "local": "", "export": "", "readonly": "",
     "let": "",
 }  # fmt: skip
-# A loop body is walked once per value bound to its variable, up to this many values.
+# A loop body is walked once per value bound to its variable, up to this many values,
+# and at most this many times again in one command line.
 _MAX_BOUND_VALUES = 8
+_MAX_REWALKS = 32
+# Nor when the walks would read more than this many bytes of body in all.
+_MAX_BOUND_BYTES = 8192
 # Where text that would run a command, or arithmetic, may start: $( $[ ` <( >(.
 _SUBSTITUTION_START_RE = re.compile(rb"\$\(|\$\[|`|[<>]\(")
 
@@ -289,6 +293,9 @@ class _Walker:
         # Loop variables whose value is one known word, and how often one was used.
         self.bound: dict[str, Word] = {}
         self.bound_uses = 0
+        # Loop bodies walked again for a bound value (or after a rollback) so far:
+        # past the budget, loops are walked once, unbound.
+        self.rewalks = 0
 
     # -- statements --------------------------------------------------------
 
@@ -406,14 +413,7 @@ class _Walker:
                 self.event("int" if numbers and values else "data", name)
             if select:
                 self.event("data", "REPLY")
-            bindable = (
-                not select
-                and 0 < len(values) <= _MAX_BOUND_VALUES
-                and all(
-                    v.literal or (v.glob and not v.expansion and not v.substitution) for v in values
-                )
-            )
-            if name and bindable:
+            if name and not select and self.bindable(values, body):
                 self.bound_body(name, values, body, in_sub)
             else:
                 for child in body:
@@ -425,6 +425,23 @@ class _Walker:
         )
         self.result.commands.append(
             SimpleCommand(argv=[], assignments=[(name, value)], text=_text(node), kind="bind")
+        )
+
+    def bindable(self, values: Sequence[Word], body: Sequence[tree_sitter.Node]) -> bool:
+        """Whether a loop's body may be walked once per word, each bound to its variable.
+
+        Only words whose value is known (literals, plain globs), only the outermost
+        loop (nested bound loops would multiply the walks), and within a budget.
+        """
+        size = sum(c.end_byte - c.start_byte for c in body)
+        return (
+            not self.bound
+            and self.rewalks < _MAX_REWALKS
+            and 0 < len(values) <= _MAX_BOUND_VALUES
+            and len(values) * size <= _MAX_BOUND_BYTES
+            and all(
+                v.literal or (v.glob and not v.expansion and not v.substitution) for v in values
+            )
         )
 
     @contextmanager
@@ -488,6 +505,7 @@ class _Walker:
         self.bound_uses = 0
         try:
             for n, value in enumerate(values):
+                self.rewalks += n > 0
                 self.bound[name] = value
                 for child in body:
                     self.statement(child, in_sub=in_sub)
@@ -497,6 +515,7 @@ class _Walker:
                 )
                 if reassigned:
                     self.rollback(marks)
+                    self.rewalks += 1
                     del self.bound[name]
                     for child in body:
                         self.statement(child, in_sub=in_sub)
