@@ -1058,7 +1058,7 @@ def parse_command(command: str) -> ParsedCommand:
     tree = _parser().parse(source)
     walker = _Walker(source)
     walker.statement(tree.root_node)
-    unsafe = first_unsafe_use(walker.events)
+    unsafe = first_unsafe_use(walker.events) if walker.events else None
     if unsafe is not None:
         walker.result.issues.append(
             Issue(

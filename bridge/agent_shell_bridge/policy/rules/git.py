@@ -318,10 +318,11 @@ def _other_repository(start: str | None, ctx: Context) -> Finding | None:
     the agent."""
     if start is None:
         return Finding.write("git runs in a directory not known in advance")
-    real = _physical_text(Word(start), ctx)
+    root = ctx.roots_text[0]
+    real = start if start == root else _physical_text(Word(start), ctx)  # the root is real
     if real is None:
         return Finding.write(f"git would start in {start}, which cannot be resolved")
-    reason = foreign_repository(real, ctx.roots_text[0])
+    reason = foreign_repository(real, root)
     return Finding.write(reason) if reason is not None else None
 
 
