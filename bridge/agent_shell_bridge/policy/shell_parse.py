@@ -726,11 +726,7 @@ class _Walker:
             if child.type == "command_substitution" and arithmetic:
                 # tree-sitter reads $((…)) here as $( (…) ): it is arithmetic.
                 self.judged.add(child.start_byte)
-                self.code += 1
-                try:
-                    self.arithmetic_text(raw)
-                finally:
-                    self.code -= 1
+                self.arithmetic_text(raw)
             elif child.type in _SUBSTITUTIONS:
                 self.word(child)
             elif child.type == "expansion":

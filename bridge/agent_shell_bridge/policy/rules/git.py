@@ -38,11 +38,11 @@ def _git(name: str, args: list[Word], ctx: Context) -> Finding:
         elif t == "-C" and i + 1 < len(args):
             target = args[i + 1]
             # ~/x is known; anything else computed is not.
-            home = None if target.literal else _path_text(target, ctx)
-            if not target.literal and home is None:
+            expanded = target.text if target.literal else _path_text(target, ctx)
+            if expanded is None:
                 return Finding.write("git -C with a computed directory")
-            if start is not None and target.text:
-                start = os.path.join(start, home or target.text)  # an absolute one replaces it
+            if start is not None and expanded:
+                start = os.path.join(start, expanded)  # an absolute one replaces it
             i += 2
         else:
             return Finding.write(f"git {t} can change configuration or run programs")
@@ -368,15 +368,15 @@ def _git_file_options(sub: str, rest: Sequence[Word], ctx: Context) -> Finding |
                 if letter in letters:
                     attached = t[pos + 1 :]
                     named = Word(attached, literal=w.literal) if attached else following
+                    if named is None:
+                        return Finding.write(f"git {sub} {t} needs a file name")
                     i += 0 if attached else 1
                     break
                 if letter in values:
                     i += 0 if t[pos + 1 :] else 1
                     break
         if named is None:
-            if t.startswith("--") or not any(ch in letters for ch in t[1:]):
-                continue
-            return Finding.write(f"git {sub} {t} needs a file name")
+            continue
         outside = _outside_operand(f"git {sub} {t.split('=', 1)[0]}", named, ctx)
         if outside is not None:
             return outside
