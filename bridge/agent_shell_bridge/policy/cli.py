@@ -93,7 +93,7 @@ def _run_check(args: argparse.Namespace) -> int:
         if (
             effective == "allow"
             and not sandbox.available
-            and not strictly_read_only(command, [engine.root])
+            and not strictly_read_only(command, [engine.root], cwd=args.cwd)
         ):
             effective = "confirm"
         _emit(

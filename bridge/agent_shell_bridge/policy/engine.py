@@ -30,7 +30,7 @@ from .commands import (
     Finding,
     classify,
     consumes_code,
-    effective_name,
+    program_name,
     reads_outside_file,
     worst,
 )
@@ -257,7 +257,7 @@ class PolicyEngine:
                 if verdict.risk is not Risk.READ and cmd.argv:
                     # The entry was written for files of the project: it never covers a
                     # write that a link now takes out of it.
-                    name = effective_name(cmd.argv[0])[0]
+                    name = program_name(cmd.argv)[0]
                     through_link = writes_through_links(name, cmd.argv[1:], ctx)
                     if through_link is not None:
                         findings.append(through_link)
@@ -322,7 +322,7 @@ class PolicyEngine:
 
     def _global(self, parsed: ParsedCommand, command: str) -> list[Finding]:
         out: list[Finding] = []
-        names = {effective_name(c.argv[0])[0] for c in parsed.commands if c.argv}
+        names = {program_name(c.argv)[0] for c in parsed.commands if c.argv}
         if names & DOWNLOADERS and any(consumes_code(c) for c in parsed.commands):
             out.append(Finding.danger("feeds a network download to a shell or interpreter"))
         if _DROP_RE.search(command) and any(_runs_sql(c) for c in parsed.commands):
@@ -380,4 +380,4 @@ _TEXT_TOOLS = frozenset(
 
 def _runs_sql(cmd: SimpleCommand) -> bool:
     """Whether ``cmd`` could hand SQL text to a database (anything but plain text tools)."""
-    return bool(cmd.argv) and effective_name(cmd.argv[0])[0] not in _TEXT_TOOLS
+    return bool(cmd.argv) and program_name(cmd.argv)[0] not in _TEXT_TOOLS

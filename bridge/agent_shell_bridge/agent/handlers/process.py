@@ -64,7 +64,7 @@ async def _run_process(run: Run, kind: str, timeout_s: float | None) -> ToolResu
     else:
         network = False
         spec = live.sandbox_spec(network=False, writable=not confined)
-        if spec is None and not strictly_read_only(p.command, live.writable_roots):
+        if spec is None and not strictly_read_only(p.command, live.writable_roots, cwd=p.cwd):
             # Never project code with neither the sandbox nor the user's yes.
             raise ToolFailed("refused: no sandbox, and the user did not approve this command")
     watched = spec is not None and not spec.roots_read_only
