@@ -111,7 +111,8 @@ the running test's stream, so entries must be made in insertion order."
                     :null-object :null :false-object :false))
       (let* ((method (gethash "method" op))
              (params (agent-shell-test-render-log
-                      stream method (json-serialize (gethash "params" op)))))
+                      stream method (agent-shell-json-text (gethash "params" op)
+                                                           :false-object :false))))
         (should-not (alist-get 'error params))
         (if (equal method "log/entry")
             (agent-shell-log-insert-entry buffer params)
