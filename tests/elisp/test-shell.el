@@ -99,6 +99,57 @@ usage in the header line and the summary at the end."
                (agent-shell-header--line))))))
 
 
+(ert-deftest test-shell/tool-arguments-read-as-the-bridge-sent-them ()
+  "Chinese in structured tool arguments shows as the bridge sent it.
+Regression: on Emacs 30, where `json-serialize' returns UTF-8 bytes,
+the arguments line read steps: [{\"title\":\"\\346\\224\\271 … instead of
+改.  The line must equal, as text and as UTF-8 bytes, the line built
+from the values in the event the bridge sent over SSE.  The events
+log shows received JSON as text too."
+  (test-shell--with-shell (sid)
+    (let* ((agent-shell-log-events t)
+           (events (agent-shell-rpc-conn-events-process (test-shell--bridge)))
+           (chunks nil)
+           (record (lambda (_proc bytes) (push bytes chunks))))
+      (add-function :before (process-filter events) record)
+      (unwind-protect
+          (progn
+            (test-shell--emit
+             (test-shell--tool sid "call-zh" "propose_plan"
+                               '((goal . "修好 add")
+                                 (steps . [((title . "改 calc.py 里的 add")
+                                            (files . ["计算/calc.py"]))])
+                                 (risks . ["无 🚀"])))
+             (test-shell--update sid '((sessionUpdate . "agent_message_chunk")
+                                       (content . ((type . "text")
+                                                   (text . "日志里是字 🚀"))))))
+            (test-shell--wait "the tool entry and the text"
+                              (lambda () (string-search "日志里是字"
+                                                        (test-shell--transcript)))))
+        (remove-function (process-filter events) record))
+      (let* ((sent (apply #'concat (nreverse chunks)))
+             ;; The value after PREFIX in the bytes sent: the bridge
+             ;; writes raw UTF-8, not \u escapes.
+             (value (lambda (prefix)
+                      (should (string-match (concat prefix " *\"\\([^\"]+\\)\"") sent))
+                      (match-string 1 sent)))
+             (expected (concat "args: goal: " (funcall value "\"goal\":")
+                               "  steps: [{\"title\":\""
+                               (funcall value "\"steps\": *\\[{\"title\":")
+                               "\",\"files\":[\"" (funcall value "\"files\": *\\[")
+                               "\"]}]  risks: [\"" (funcall value "\"risks\": *\\[")
+                               "\"]"))
+             (text (test-shell--transcript))
+             (line (progn (should (string-match "^args: goal: .*$" text))
+                          (match-string 0 text))))
+        (should-not (multibyte-string-p sent))
+        (should (equal line (decode-coding-string expected 'utf-8)))
+        (should (equal (encode-coding-string line 'utf-8) expected))
+        (should (string-search "改 calc.py 里的 add" line))
+        ;; The event as received, not the request that asked for it.
+        (should (string-match-p "<== [0-9]+ {.*\"text\":\"日志里是字 🚀\""
+                                (test-shell--events-text)))))))
+
 (ert-deftest test-shell/streams-chinese-one-char-chunks ()
   "Many one-character chunks, Chinese included, arrive intact and in order.
 The user's half-typed input and point stay where they were."
