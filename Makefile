@@ -34,6 +34,8 @@ system-deps:
 	command -v tmux >/dev/null || missing="$$missing tmux"; \
 	command -v git >/dev/null || missing="$$missing git"; \
 	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
+	{ command -v dbus-daemon && command -v dbus-send; } >/dev/null || missing="$$missing dbus"; \
+	{ command -v ssh-agent && command -v ssh-keygen; } >/dev/null || missing="$$missing openssh-client"; \
 	[ -d /usr/share/emacs/site-lisp/elpa/magit-3.3.0 ] || ls -d /usr/share/emacs/site-lisp/elpa/magit-* >/dev/null 2>&1 || missing="$$missing elpa-magit"; \
 	ls -d $(ELPA)/package-lint-[0-9]* >/dev/null 2>&1 || missing="$$missing elpa-package-lint"; \
 	if [ -n "$$missing" ]; then \

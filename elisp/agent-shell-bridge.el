@@ -91,6 +91,7 @@ Oldest first."))
     (sandbox_approved_commands
      . ,(if agent-shell-sandbox-approved-commands t :json-false))
     (sandbox_visible_paths . ,(vconcat agent-shell-sandbox-visible-paths))
+    (secret_paths . ,(vconcat agent-shell-secret-paths))
     (model . ,(agent-shell-bridge--model-params))))
 
 (defun agent-shell-bridge--live-connection ()
@@ -151,6 +152,9 @@ failed or was quit) or the bridge refuses them, CONN is ended."
                                    result
                                    (agent-shell-bridge-initialized
                                     agent-shell-bridge--current) conn)
+                             ;; Emacs's tools hold the same secrets as the bridge.
+                             (agent-shell-tools-set-builtin-secret-paths
+                              (alist-get 'secret_paths result))
                              (agent-shell-bridge--run-ready-queue conn))
                :on-error (lambda (err)
                            (agent-shell-bridge--initialize-failed

@@ -71,6 +71,12 @@ this file was loaded from when it exists, else
                 (list "Cannot find the agent-shell-bridge program; install the bridge \
 or set `agent-shell-bridge-command'"))))))
 
+(defun agent-shell-rpc-bridge-program ()
+  "Return the bridge program and its leading arguments, as a list of strings.
+See `agent-shell-bridge-command'; signal `agent-shell-rpc-error' when
+there is none."
+  (agent-shell-rpc--default-command))
+
 (defun agent-shell-rpc--stderr-buffer (name)
   "Return a buffer for the stderr of the bridge called NAME."
   (let* ((bufname (format " *%s stderr*" name))

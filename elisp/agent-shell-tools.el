@@ -47,18 +47,22 @@
   :group 'agent-shell-tools
   :package-version '(agent-shell . "0.1.0"))
 
-(defcustom agent-shell-secret-paths
-  '(".ssh" ".gnupg" ".aws" ".netrc" ".pypirc" ".docker/config.json"
-    ".config/gh" ".kube" ".authinfo*" ".password-store"
-    ".local/share/keyrings" ".gnome2/keyrings" ".git-credentials")
-  "Files and directories under $HOME that hold credentials.
+(defcustom agent-shell-secret-paths nil
+  "Your own files and directories under $HOME that hold credentials.
+They are added to the built-in list, which is the bridge's: keys,
+cloud and database clients, package registries, other AI agents,
+browser profiles, shell histories and Emacs init files (the command
+\"agent-shell-bridge policy secrets\" prints it).  The bridge's
+policy, its sandbox and the Emacs-side tools all use the built-in list
+with these additions, which reach the bridge when it starts: tools on
+both sides refuse to read or write them and everything below them,
+whatever the project root, commands that read them ask first, and the
+sandbox hides them.  The files named in `auth-sources' are refused too.
 Names are relative to the home directory; a `*' matches any characters
-within one file name.  Emacs-side tools refuse to read or write them,
-and everything below them, whatever the project root; so are the files
-named in `auth-sources'.  Names are compared without regard to case."
+within one file name.  Names are compared without regard to case."
   :type '(repeat (string :tag "Name relative to $HOME"))
   :group 'agent-shell-tools
-  :package-version '(agent-shell . "0.2.0"))
+  :package-version '(agent-shell . "0.3.0"))
 
 ;;; Handlers and dispatch
 
@@ -262,6 +266,76 @@ A `*' in PATTERN matches any characters except a slash."
           (mapconcat #'regexp-quote (split-string pattern "\\*") "[^/]*")
           "\\(?:/\\|\\'\\)"))
 
+(defvar agent-shell-tools--builtin-secret-paths nil
+  "The bridge's built-in list of secrets, relative to $HOME; nil until known.
+Set from the result of `initialize', or asked of the bridge program
+the first time a tool needs it before any bridge started.")
+
+(defvar agent-shell-tools--secret-regexp nil
+  "The last list of secret names and the one regexp matching any of them.")
+
+(declare-function agent-shell-rpc-bridge-program "agent-shell-rpc")
+
+(defun agent-shell-tools-set-builtin-secret-paths (paths)
+  "Use PATHS, the bridge's list of secret names, from now on.
+PATHS is a list or vector of strings, as `initialize' returns it;
+anything else is ignored."
+  (let ((names (if (vectorp paths) (append paths nil) paths)))
+    (when (and (consp names) (cl-every #'stringp names))
+      (setq agent-shell-tools--builtin-secret-paths names))))
+
+(defun agent-shell-tools--ask-bridge-for-secrets ()
+  "Return the list \"agent-shell-bridge policy secrets\" prints, or nil."
+  (condition-case nil
+      (progn
+        (require 'agent-shell-rpc)
+        (let* ((program (agent-shell-rpc-bridge-program))
+               (out (apply #'agent-shell-tools-run temporary-file-directory (car program)
+                           (append (cdr program) '("policy" "secrets")))))
+          (and (eql (car out) 0)
+               (json-parse-string (cdr out) :array-type 'list))))
+    (error nil)))
+
+(defun agent-shell-tools-secret-paths ()
+  "Return the names of the user's secrets: the bridge's list, then their own.
+The bridge's list comes from its `initialize' result, or from the
+bridge program itself when no bridge has started yet.  Without it
+every tool call fails rather than guess."
+  (unless agent-shell-tools--builtin-secret-paths
+    (agent-shell-tools-set-builtin-secret-paths (agent-shell-tools--ask-bridge-for-secrets)))
+  (unless agent-shell-tools--builtin-secret-paths
+    (agent-shell-tools-error
+     "The bridge did not say which files hold your secrets, so no file is used; \
+check `agent-shell-bridge-command'"))
+  (delete-dups (append agent-shell-tools--builtin-secret-paths agent-shell-secret-paths)))
+
+(defun agent-shell-tools--secret-name-regexp (names)
+  "Return one regexp matching what any of NAMES matches, ignoring case."
+  (unless (equal (car agent-shell-tools--secret-regexp) names)
+    (setq agent-shell-tools--secret-regexp
+          (cons names
+                (concat "\\`\\(?:"
+                        (mapconcat (lambda (name)
+                                     (mapconcat #'regexp-quote
+                                                (split-string (downcase name) "\\*")
+                                                "[^/]*"))
+                                   names "\\|")
+                        "\\)\\(?:/\\|\\'\\)"))))
+  (cdr agent-shell-tools--secret-regexp))
+
+(defun agent-shell-tools--present-secrets (home names)
+  "Return the files under HOME that NAMES name now.
+One listing of HOME tells which names can be there at all."
+  (let* ((file-name-handler-alist nil)
+         (present (make-hash-table :test #'equal)))
+    (dolist (entry (ignore-errors (directory-files home nil nil t)))
+      (puthash (downcase entry) t present))
+    (cl-loop for name in names
+             for first = (car (split-string name "/" t))
+             when (and first (or (string-search "*" first) (gethash (downcase first) present)))
+             append (mapcar (lambda (file) (cons name file))
+                            (file-expand-wildcards (concat home name) t)))))
+
 (defvar auth-sources)
 
 (defun agent-shell-tools--auth-source-files ()
@@ -285,31 +359,34 @@ A `*' in PATTERN matches any characters except a slash."
   "Return why one of FILES is a credential store, or nil when none is.
 FILES are absolute names; pass both the name as written and its
 truename, so neither a symlink to a secret nor a symlinked secret
-directory slips through."
-  (let* ((home (agent-shell-tools--home))
+directory slips through.  The secrets are `agent-shell-tools-secret-paths'."
+  (let* ((names (agent-shell-tools-secret-paths))
+         (regexp (agent-shell-tools--secret-name-regexp names))
+         (home (agent-shell-tools--home))
          (true-home (file-name-as-directory (agent-shell-tools-truename home)))
-         (homes (delete-dups (list home true-home))))
+         (homes (delete-dups (list home true-home)))
+         (present 'unknown))
     (cl-loop
      for file in (delq nil files)
      thereis
      (or (cl-loop
           for base in homes
           for rel = (and (agent-shell-tools--under-p file base)
-                         (substring (file-name-as-directory file) (length base)))
+                         (downcase (substring (file-name-as-directory file) (length base))))
           thereis
-          (and rel
-               (let ((case-fold-search t))
-                 (cl-find-if (lambda (pattern)
-                               (string-match-p (agent-shell-tools--glob-regexp pattern) rel))
-                             agent-shell-secret-paths))))
+          (and rel (string-match-p regexp rel)
+               (cl-find-if (lambda (name)
+                             (string-match-p (agent-shell-tools--glob-regexp (downcase name))
+                                             rel))
+                           names)))
          ;; A secret directory may itself be a symlink to somewhere else.
          (cl-loop
-          for pattern in agent-shell-secret-paths
-          thereis
-          (cl-loop for match in (let ((file-name-handler-alist nil))
-                                  (file-expand-wildcards (concat home pattern) t))
-                   when (agent-shell-tools--under-p file (agent-shell-tools-truename match))
-                   return pattern))
+          for (name . match) in (if (eq present 'unknown)
+                                    (setq present (agent-shell-tools--present-secrets
+                                                   home names))
+                                  present)
+          when (agent-shell-tools--under-p file (agent-shell-tools-truename match))
+          return name)
          (cl-loop for source in (agent-shell-tools--auth-source-files)
                   when (or (agent-shell-tools--under-p file source)
                            (agent-shell-tools--under-p

@@ -84,6 +84,8 @@ class BridgeConfig:
     # Shown read-only inside the sandbox besides the built-in toolchains (absolute,
     # or relative to $HOME): agent-shell-sandbox-visible-paths.
     sandbox_visible_paths: tuple[str, ...] = ()
+    # The user's own secrets, added to the built-in list (relative to $HOME, `*` globs).
+    extra_secrets: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> BridgeConfig:

@@ -43,6 +43,7 @@ __all__ = [
     "ProcessResult",
     "ProcessRunner",
     "default_timeout",
+    "looks_like_credential",
     "scrubbed_environment",
     "timeout_for",
 ]
@@ -51,7 +52,51 @@ logger = logging.getLogger(__name__)
 
 _TERM_GRACE_S = 2.0
 _DRAIN_AFTER_EXIT_S = 1.0
-_SECRET_NAME_RE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+_SECRET_NAME_RE = re.compile(
+    r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|(?:^|_)(?:PAT|PASS|PW)(?:_|$)", re.IGNORECASE
+)
+# Values that are credentials whatever their variable is called: a URL whose user
+# info has a password, a private key, an Authorization header, and tokens of a known
+# shape (JWTs, and those whose issuers give them a fixed prefix). Each needs the
+# length and alphabet of the real thing, so a word that merely starts alike (a path
+# through /opt/sk-tools, npm_config_cache) is kept. This runs for every child: a
+# value is first cut into runs of token characters, and only runs long enough to be
+# a token are matched against the prefixes.
+_SHAPED_RE = re.compile(
+    r"""
+    [A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*:[^\s/@]+@               # scheme://user:password@
+    | -----BEGIN\ [A-Z0-9\ ]*PRIVATE\ KEY(?:\ BLOCK)?-----       # PEM, OpenSSH, PGP keys
+    | \bBearer\s+[A-Za-z0-9._~+/=-]{20,}                          # an Authorization header
+    """,
+    re.VERBOSE,
+)
+_TOKEN_RUN_RE = re.compile(r"[A-Za-z0-9_.-]{20,}")
+_TOKEN_RE = re.compile(
+    r"""
+    (?<![A-Za-z0-9])(?:
+        eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*   # a JWT
+      | gh[pousr]_[A-Za-z0-9]{30,} | github_pat_[A-Za-z0-9_]{30,}      # GitHub
+      | gl(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt|agent)-[A-Za-z0-9_-]{20,}   # GitLab
+      | xox[abposr]-[A-Za-z0-9-]{15,} | xapp-[0-9]-[A-Za-z0-9-]{13,}      # Slack
+      | (?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])        # AWS access key ids
+      | AIza[A-Za-z0-9_-]{35} | ya29\.[A-Za-z0-9_-]{20,} | GOCSPX-[A-Za-z0-9_-]{20,}  # Google
+      | npm_[A-Za-z0-9]{36} | pypi-Ag[A-Za-z0-9_-]{50,}            # npm, PyPI
+      | hf_[A-Za-z0-9]{30,} | r8_[A-Za-z0-9]{30,}                  # Hugging Face, Replicate
+      | gsk_[A-Za-z0-9]{40,} | xai-[A-Za-z0-9]{40,} | pplx-[A-Za-z0-9]{40,}  # Groq, xAI, Perplexity
+      | (?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,} | whsec_[A-Za-z0-9]{20,}  # Stripe
+      | SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}                 # SendGrid
+      | do[opr]_v1_[a-f0-9]{64} | dapi[a-f0-9]{32}                 # DigitalOcean, Databricks
+      | shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32} | ATATT3[A-Za-z0-9_=-]{50,}   # Shopify, Atlassian
+      | lin_api_[A-Za-z0-9]{32,} | hv[sbr]\.[A-Za-z0-9_-]{24,}     # Linear, Vault
+      | AGE-SECRET-KEY-1[0-9A-Z]{50,}                              # age
+      | sk-(?P<sk>[A-Za-z0-9_-]{20,})   # OpenAI, Anthropic, DeepSeek, OpenRouter …: see below
+    )
+    """,
+    re.VERBOSE,
+)
+# ``sk-`` starts ordinary words too (sk-learn-toolkit): the rest must hold a random
+# run, 16 or more letters and digits with both in it, or both cases.
+_RANDOM_RUN_RE = re.compile(r"[A-Za-z0-9]{16,}")
 _QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
 _TIMEOUTS = {"command": 60.0, "test": 180.0, "build": 300.0}
 
@@ -100,13 +145,37 @@ def timeout_for(kind: str, command: str) -> float:
 
 
 def scrubbed_environment(base: Mapping[str, str], secrets: Sequence[str]) -> dict[str, str]:
-    """Copy ``base`` without secret-looking names or values containing a known secret."""
+    """Copy ``base`` without secret-looking names, values containing a known secret,
+    or values shaped like a credential (:func:`looks_like_credential`)."""
     known = [s for s in secrets if s]
     return {
         name: value
         for name, value in base.items()
-        if not _SECRET_NAME_RE.search(name) and not any(s in value for s in known)
+        if not _SECRET_NAME_RE.search(name)
+        and not any(s in value for s in known)
+        and not looks_like_credential(value)
     }
+
+
+def looks_like_credential(value: str) -> bool:
+    """Whether ``value`` holds a password in a URL, a private key, a JWT or a token of a
+    well-known shape (GitHub, GitLab, Slack, AWS, Google, npm, PyPI, OpenAI …)."""
+    shaped = "://" in value or "-----BEGIN" in value or "Bearer" in value
+    if shaped and _SHAPED_RE.search(value):
+        return True
+    for run in _TOKEN_RUN_RE.findall(value):
+        for match in _TOKEN_RE.finditer(run):
+            body = match.group("sk")
+            if body is None or any(_random(part) for part in _RANDOM_RUN_RE.findall(body)):
+                return True
+    return False
+
+
+def _random(run: str) -> bool:
+    """Whether a run of letters and digits looks generated rather than written."""
+    digits = any(c.isdigit() for c in run)
+    letters = not run.isdigit()
+    return (digits and letters) or (not run.islower() and not run.isupper())
 
 
 _PR_SET_PDEATHSIG = 1
@@ -256,20 +325,25 @@ class ProcessRunner:
         cwd: Path,
         timeout_s: float,
         env: Mapping[str, str] | None = None,
+        settings: Mapping[str, str] | None = None,
         sandbox: SandboxSpec | None = None,
     ) -> ProcessResult:
         """Run ``command`` with ``bash --noprofile --norc -c``; only for policy-accepted ones.
 
-        ``env`` adds variables over the bridge's own environment before scrubbing.
+        ``env`` adds variables over the bridge's own environment before scrubbing;
+        ``settings`` are the bridge's own (git's safe configuration), set after it:
+        their names may look secret (``GIT_CONFIG_KEY_0``), their values never are.
         With ``sandbox`` the shell runs inside bubblewrap; without, under the guard
         that kills its descendants if the bridge dies.
         """
         shell = ["bash", "--noprofile", "--norc", "-c", command]
-        environment = self._environment(env)
+        environment = {**self._environment(env), **(settings or {})}
         if sandbox is None:
             argv = [sys.executable, "-I", "-S", _GUARD, str(os.getpid()), "--", *shell]
             return await self._run(argv, cwd, timeout_s, environment)
-        with sandbox.launch(shell, cwd=cwd, env=environment) as launch:
+        # The layout looks at the disk (links, secrets, sockets): not on the loop.
+        mounts = await asyncio.to_thread(sandbox.mounts, environment)
+        with sandbox.launch(shell, cwd=cwd, env=environment, mounts=mounts) as launch:
             return await self._run(
                 launch.argv,
                 cwd,

@@ -7,12 +7,11 @@ one, and the sandbox masks each with an empty file or directory.
 
 from __future__ import annotations
 
-import glob
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from .secrets import SECRET_GLOBS, SECRET_NAMES
+from .secrets import BUILTIN, SECRET_GLOBS, SECRET_NAMES
 
 __all__ = ["SECRET_GLOBS", "SECRET_NAMES", "secret_paths"]
 
@@ -23,28 +22,29 @@ def secret_paths(
     extra: Sequence[str] = (),
     existing_only: bool = False,
 ) -> list[Path]:
-    """Absolute paths of the secrets under ``home`` (plus ``extra`` names, same form).
+    """Absolute paths of the secrets under ``home`` (plus the user's ``extra`` entries).
 
     Globs are expanded against the disk; with ``existing_only`` only paths present
-    on disk (or dangling symlinks' names, never) are returned, as the sandbox needs.
+    on disk (dangling symlinks' names, never) are returned, as the sandbox needs.
+    Otherwise every literal entry is named, and a glob ``NAME*`` that matches nothing
+    by its stem (``~/.authinfo``).
     """
     home = Path(os.path.abspath(home))
-    found: list[Path] = []
-    names = [*SECRET_NAMES, *extra]
-    for name in names:
-        if "*" in name:
-            continue
-        path = home / name
-        if not existing_only or path.exists():
-            found.append(path)
-    for pattern in [*SECRET_GLOBS, *(n for n in extra if "*" in n)]:
-        matches = sorted(glob.glob(glob.escape(str(home)) + os.sep + pattern))
-        if not matches and not existing_only:
-            # The pattern's stem (~/.authinfo) still names a secret for the policy.
-            found.append(home / pattern.rstrip("*"))
-        found.extend(Path(m) for m in matches if not existing_only or Path(m).exists())
+    secrets = BUILTIN.with_extra(extra)
+    found = [p for p in secrets.existing(home) if not existing_only or p.exists()]
+    if not existing_only:
+        for entry in secrets.entries:
+            stem = entry[:-1]
+            if "*" not in entry:
+                found.append(home / entry)
+            elif entry.endswith("*") and "*" not in stem and not stem.endswith("/"):
+                matched = any(str(p).startswith(str(home / stem)) for p in found)
+                if not matched:
+                    found.append(home / stem)
     unique: list[Path] = []
+    seen: set[Path] = set()
     for path in found:
-        if path not in unique:
+        if path not in seen:
+            seen.add(path)
             unique.append(path)
     return unique

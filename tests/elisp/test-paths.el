@@ -293,5 +293,96 @@ The project root is $HOME itself, so only the secret rule stands in the way."
           (should (member "notes.txt" paths))
           (should-not (member "private/creds.txt" paths)))))))
 
+;;; One list of secrets, the bridge's
+
+(declare-function agent-shell-bridge--initialize "agent-shell-bridge")
+(declare-function agent-shell-bridge-create "agent-shell-bridge")
+(declare-function agent-shell-bridge-initialized "agent-shell-bridge")
+(defvar agent-shell-bridge--current)
+
+(ert-deftest test-paths/the-bridge-says-which-files-are-secret ()
+  "`initialize' sends the user's own secrets and brings back the bridge's list.
+Emacs's tools then refuse what the bridge refuses: a new entry of the
+built-in list (~/.claude.json) and the user's addition alike."
+  (require 'agent-shell)
+  (test-paths--with-home (home project)
+    (test-paths--write (expand-file-name ".claude.json" home) "{\"token\": \"秘密\"}\n")
+    (test-paths--write (expand-file-name "vault/keys.txt" home) "秘密\n")
+    (let* ((memory (make-temp-file "agent-shell-memory-" t))
+           (agent-shell-secret-paths '("vault"))
+           (agent-shell-api-key "sk-test-paths")
+           (agent-shell-rpc-message-functions nil)
+           (agent-shell-tools--builtin-secret-paths nil)
+           (agent-shell-bridge--current (agent-shell-bridge-create))
+           (conn (agent-shell-rpc-start
+                  :directory temporary-file-directory
+                  :environment (list (concat "AGENT_SHELL_MEMORY_DIR=" memory))
+                  :name "test-paths-bridge" :ready-timeout 30)))
+      (unwind-protect
+          (progn
+            (agent-shell-bridge--initialize conn)
+            (agent-shell-test-wait "initialize"
+                                   (lambda () (eq (agent-shell-bridge-initialized
+                                                   agent-shell-bridge--current)
+                                                  conn))
+                                   30)
+            (let ((names agent-shell-tools--builtin-secret-paths))
+              (should (member ".claude.json" names))
+              (should (member ".pgpass" names))
+              ;; The bridge took the user's entry into its own list.
+              (should (equal (car (last names)) "vault"))
+              (should (equal (agent-shell-tools-secret-paths) names)))
+            (let ((context (agent-shell-test-context home)))
+              (dolist (path '("~/.claude.json" ".claude.json" "vault/keys.txt" "VAULT/keys.txt"))
+                (should (string-match-p
+                         "holds credentials"
+                         (agent-shell-test-tool-error
+                           (agent-shell-test-call "open_file" `((path . ,path)) context)))))
+              (should-not (find-buffer-visiting (expand-file-name ".claude.json" home)))
+              (should (agent-shell-tools-resolve "notes.txt" context))))
+        (agent-shell-rpc-stop conn)
+        (delete-directory memory t)))))
+
+(ert-deftest test-paths/without-the-bridges-list-no-file-is-used ()
+  "No list from the bridge (its program missing): tools refuse rather than guess."
+  (test-paths--with-home (home project)
+    (let ((agent-shell-tools--builtin-secret-paths nil)
+          (agent-shell-bridge-command (list (expand-file-name "no-such-bridge" home))))
+      (should (string-match-p
+               "did not say which files hold your secrets"
+               (agent-shell-test-tool-error
+                 (agent-shell-tools-resolve "notes.txt" (agent-shell-test-context home)))))
+      (should-not agent-shell-tools--builtin-secret-paths))))
+
+(ert-deftest test-paths/file-tools-refuse-links-planted-out-of-the-project ()
+  "A link in the project to ~/.bashrc, to a missing file or into ~/.ssh is refused
+by every file tool, and nothing outside changes: a chain of links too."
+  (test-paths--with-home (home project)
+    (test-paths--write (expand-file-name ".bashrc" home) "# mine\n")
+    (agent-shell-test-write project "README.md" "# 说明\n")
+    (dolist (link `((,(expand-file-name ".bashrc" home) . "notes_link.md")
+                    ("notes_link.md" . "chain.md")
+                    (,(expand-file-name ".profile.new" home) . "dangling.md")
+                    (,(expand-file-name "dotfiles/ssh" home) . "keys")))
+      (make-symbolic-link (car link) (expand-file-name (cdr link) project)))
+    (let ((context (agent-shell-test-context project))
+          (before (agent-shell-test-read home ".bashrc")))
+      (dolist (path '("notes_link.md" "chain.md" "dangling.md" "keys/authorized_keys"))
+        (dolist (call `(("write_file" (path . ,path) (content . "pwned\n"))
+                        ("insert_text" (path . ,path) (line . 1) (text . "pwned\n"))
+                        ("replace_region" (path . ,path) (start_line . 1) (end_line . 1)
+                         (new_text . "pwned\n"))
+                        ("replace_pattern" (path . ,path) (pattern . "mine")
+                         (replacement . "pwned"))
+                        ("open_file" (path . ,path))))
+          (should (string-match-p
+                   "outside the project"
+                   (agent-shell-test-tool-error
+                     (agent-shell-test-call (car call) (cdr call) context))))))
+      (should (equal (agent-shell-test-read home ".bashrc") before))
+      (should (equal (agent-shell-test-read home "dotfiles/ssh/authorized_keys")
+                     "SECRET-或-plain\n"))
+      (should-not (file-exists-p (expand-file-name ".profile.new" home))))))
+
 (provide 'test-paths)
 ;;; test-paths.el ends here

@@ -17,6 +17,7 @@ from agent_shell_bridge.execution import (
     ExecLimits,
     ProcessRunner,
     default_timeout,
+    looks_like_credential,
     scrubbed_environment,
 )
 
@@ -118,6 +119,78 @@ async def test_child_never_sees_a_secret(
     assert "EXTRA=x" in result.stdout
     assert result.log_path is not None
     assert b"hunter2" not in result.log_path.read_bytes()
+
+
+# Made-up credentials in the shapes their issuers use (none of them is real).
+CREDENTIAL_VALUES = {
+    "DATABASE_URL": "postgres://app:s3cret-pw@db.internal:5432/app",
+    "REDIS_URL": "redis://:hunter2@cache:6379/0",
+    "GITHUB_PAT": "ghp_" + "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6",
+    "GH_INSTALL": "ghs_" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa",
+    "FINE": "github_pat_11AAAAAAA0" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789aBcDeFgHiJkLmNoPqRsTu",
+    "GL": "glpat-" + "xY7zW3vU9tS1rQ5pO2nM",
+    "SLACK_HOOK_AUTH": "xoxb-1234567890123-1234567890123-aBcDeFgHiJkLmNoPqRsTuVwX",
+    "OPENAI": "sk-proj-" + "Qw3Er5Ty7Ui9Op1As3Df5Gh7Jk9Lz1Xc3Vb5Nm7Qw9Er1Ty3Ui5Op7As9Df1Gh3",
+    "ANTHROPIC": "sk-ant-api03-" + "Kq8Lw2Me4Nr6Ot8Pu0Qv2Rw4Sx6Ty8Uz0Va2Wb4Xc6Yd8Ze0Af2Bg4",
+    "DEEPSEEK": "sk-" + "0123456789abcdef0123456789abcdef",
+    "AWS_ID": "AKIAIOSFODNN7EXAMPLE",
+    "GOOGLE": "AIza" + "SyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q",
+    "NPM": "npm_" + "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6",
+    "PYPI": "pypi-AgEIcHlwaS5vcmc" + "CJDk2ZmQ3YzA5LWQ4ZjEtNDc1Mi1hYjQ0LWVmMTI3ZjE5OWQ3ZgACKl",
+    "HF": "hf_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZaBcDeFgH",
+    "ID": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJl",
+    "DEPLOY": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n",
+    "CURL_HEADER": "Authorization: Bearer abcDEF123ghiJKL456mnoPQR789",
+    "INSIDE_TEXT": "clone with https://x-access-token:ghs_abc@github.com/o/r.git please",
+}
+# Values that only resemble one: paths, package names, words, a proxy without a password.
+ORDINARY_VALUES = {
+    "PATH": "/opt/sk-tools/bin:/home/u/.local/bin:/usr/bin",
+    "TOOL_DIR": "/opt/sk-learn-toolkit-for-python-3/lib",
+    "NAME": "sk-tools",
+    "WORD": "sk-abcdefghijklmnopqrstuvwxyz",
+    "npm_config_cache": "/home/u/.npm",
+    "HF_HOME": "/home/u/.cache/huggingface",
+    "http_proxy": "http://proxy.corp:3128",
+    "REGISTRY": "https://registry.npmjs.org:443/@scope/pkg",
+    "REMOTE": "git@github.com:owner/repo.git",
+    "TZ": "Asia/Shanghai",
+    "GREETING": "你好，世界 sk-",
+    "LS_COLORS": "rs=0:di=01;34:ln=01;36:mh=00:pi=40;33:so=01;35" * 20,
+    "PASSAGE": "a passage",
+}
+
+
+def test_credential_shaped_values_are_recognised_whatever_the_name() -> None:
+    for name, value in CREDENTIAL_VALUES.items():
+        assert looks_like_credential(value), name
+    for name, value in ORDINARY_VALUES.items():
+        assert not looks_like_credential(value), name
+    env = scrubbed_environment({**CREDENTIAL_VALUES, **ORDINARY_VALUES}, [])
+    assert env == ORDINARY_VALUES
+
+
+def test_scrubbing_by_value_stays_fast() -> None:
+    """It runs for every child: a typical environment takes well under a millisecond."""
+    base = {f"VAR_{i}": f"/usr/lib/x86_64-linux-gnu/pkg{i}:/opt/tool-{i}/bin" for i in range(80)}
+    base.update(ORDINARY_VALUES)
+    started = time.perf_counter()
+    for _ in range(200):
+        scrubbed_environment(base, ["known-secret"])
+    per_child = (time.perf_counter() - started) / 200
+    assert per_child < 2e-3, f"{per_child * 1e3:.2f} ms per environment"
+
+
+async def test_a_child_never_sees_a_credential_under_an_innocent_name(
+    runner: ProcessRunner, tmp_path: Path
+) -> None:
+    result = await runner.run_shell(
+        "env", cwd=tmp_path, timeout_s=10, env={**CREDENTIAL_VALUES, **ORDINARY_VALUES}
+    )
+    for name in CREDENTIAL_VALUES:
+        assert f"{name}=" not in result.stdout, name
+    for name, value in ORDINARY_VALUES.items():
+        assert f"{name}={value}" in result.stdout, name
 
 
 def test_scrubbed_environment_rules() -> None:

@@ -3,6 +3,7 @@ own repository, and nothing that could run code the agent changed since the yes.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -10,6 +11,15 @@ from pathlib import Path
 import pytest
 
 from agent_shell_bridge.granted_git import runs_outside_when_granted
+
+# Rows: command, outside (whether a grant may run it outside the sandbox), class.
+CASES = [
+    json.loads(line)
+    for line in (Path(__file__).resolve().parents[1] / "fixtures" / "policy" / "granted_git.jsonl")
+    .read_text(encoding="utf-8")
+    .splitlines()
+    if line
+]
 
 
 @pytest.fixture
@@ -87,3 +97,64 @@ def test_a_git_on_path_inside_the_project_stays_in_the_sandbox(repo: Path) -> No
     path = f"{fake.parent}{os.pathsep}{os.environ.get('PATH', '')}"
     assert not runs_outside_when_granted("git status", repo, repo, path_env=path)
     assert runs_outside_when_granted("git status", repo, repo, path_env=os.environ.get("PATH"))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["command"] for c in CASES])
+def test_fixture_case(repo: Path, case: dict[str, str]) -> None:
+    assert runs_outside_when_granted(case["command"], repo, repo) is case["outside"], case
+
+
+@pytest.mark.parametrize("option", ["--upload-pack", "--receive-pack", "--exec"])
+@pytest.mark.parametrize("sub", ["fetch", "pull", "push"])
+def test_options_that_run_a_program_never_pass_in_any_spelling(
+    repo: Path, option: str, sub: str
+) -> None:
+    """Regression: the check matched --upload-pack/--exec by their whole names, and git
+    takes any unambiguous abbreviation, so `git fetch --upl=PROG origin` ran PROG
+    outside the sandbox once granted."""
+    assert runs_outside_when_granted(f"git {sub} origin", repo, repo)
+    for end in range(3, len(option) + 1):
+        spelled = option[:end]
+        for form in (f"{spelled}=./evil origin", f"{spelled} ./evil origin", f"origin {spelled}=x"):
+            command = f"git {sub} {form}"
+            assert not runs_outside_when_granted(command, repo, repo), command
+
+
+@pytest.mark.parametrize("sub", ["fetch", "clone", "pull"])
+def test_short_upload_pack_stays_in_the_sandbox(repo: Path, sub: str) -> None:
+    assert not runs_outside_when_granted(f"git {sub} -u ./evil origin", repo, repo)
+    assert not runs_outside_when_granted(f"git {sub} -qu ./evil origin", repo, repo)
+
+
+def test_hooks_moved_into_the_work_tree_stay_in_the_sandbox(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """husky-style core.hooksPath points at files the sandboxed agent can write."""
+    user_config = tmp_path / "gitconfig"
+    user_config.write_text("[user]\n\tname = 测试\n", encoding="utf-8")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(user_config))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    assert runs_outside_when_granted("git commit -m x", repo, repo)
+    user_config.write_text("[core]\n\thooksPath = githooks\n", encoding="utf-8")
+    assert not runs_outside_when_granted("git commit -m x", repo, repo)
+    user_config.write_text(f"[core]\n\thooksPath = {tmp_path / 'hooks'}\n", encoding="utf-8")
+    assert runs_outside_when_granted("git commit -m x", repo, repo)
+    subprocess.run(["git", "-C", repo, "config", "core.hooksPath", ".husky"], check=True)
+    assert not runs_outside_when_granted("git commit -m x", repo, repo)
+    subprocess.run(["git", "-C", repo, "config", "core.hooksPath", str(repo / "hooks")], check=True)
+    assert not runs_outside_when_granted("git commit -m x", repo, repo)
+    subprocess.run(["git", "-C", repo, "config", "--unset", "core.hooksPath"], check=True)
+    assert runs_outside_when_granted("git commit -m x", repo, repo)
+    subprocess.run(
+        ["git", "-C", repo, "config", "include.path", "../project.gitconfig"], check=True
+    )
+    assert not runs_outside_when_granted("git commit -m x", repo, repo)
+
+
+def test_a_bare_layout_between_stays_in_the_sandbox(repo: Path) -> None:
+    bare = repo / "vendor" / "x.git"
+    for sub in ("objects", "refs"):
+        (bare / sub).mkdir(parents=True)
+    (bare / "HEAD").write_text("ref: refs/heads/main\n", encoding="utf-8")
+    assert not runs_outside_when_granted("git status", bare, repo)
+    assert runs_outside_when_granted("git status", bare.parent, repo)

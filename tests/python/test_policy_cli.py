@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from policy_tree import build_corpus_project
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / ".venv" / "bin" / "agent-shell-bridge"
 CORPUS = REPO / "tests" / "fixtures" / "policy" / "commands.jsonl"
@@ -46,8 +48,9 @@ def test_check_agrees_with_the_corpus(tmp_path: Path) -> None:
     cases = [json.loads(x) for x in CORPUS.read_text(encoding="utf-8").splitlines()]
     # Rows with "home" need $HOME to be the project root (see test_policy_commands).
     single = [c for c in cases if "\n" not in c["command"] and "home" not in c]
+    root = build_corpus_project(tmp_path / "proj")
     proc = run_cli(
-        ["policy", "check", "--root", str(tmp_path), "--jsonl"],
+        ["policy", "check", "--root", str(root), "--jsonl"],
         "".join(c["command"] + "\n" for c in single),
     )
     assert proc.returncode == 0, proc.stderr

@@ -6,14 +6,17 @@ dangerous: a ``dangerous`` row may ask or be denied but is never allowed); and t
 optional fields
 
 - ``class``: the bypass class the row belongs to (builtins, assignments-expansions,
-  options, reads-network, secrets-substitutions, gtfobins, secrets-home-root);
+  options, reads-network, secrets-substitutions, gtfobins, secrets-home-root,
+  arithmetic, expansion-operators, git-repository, git-config, option-reads,
+  program-names, output-after-dashdash);
 - ``home``: ``"root"`` judges the row with ``$HOME`` being the project root itself (a
   session started from ``~`` and confirmed by the user), where ``.ssh`` and the other
   secrets lie inside the project and must still never be read without asking.
 
-The project holds ``src/``, ``tests/``, ``build/``, ``.git/hooks/`` and, for the
-``home`` rows, ``.ssh/id_rsa``, ``.aws/credentials``, ``.netrc`` and a link
-``ssh_link`` to ``.ssh``.
+The project (see policy_tree) holds ``src/``, ``tests/``, ``build/``, ``docs/``,
+``.git/hooks/``, other repositories git would find (``vendor/lib/.git``, a ``.git``
+file in ``wt/``, a bare layout in ``bare.git/``) and, for the ``home`` rows,
+``.ssh/id_rsa``, ``.aws/credentials``, ``.netrc`` and a link ``ssh_link`` to ``.ssh``.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from agent_shell_bridge.policy import (
     parse_allowlist,
 )
 from agent_shell_bridge.types import Decision, Risk, Verdict
+from policy_tree import build_corpus_project
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "policy" / "commands.jsonl"
 
@@ -45,18 +49,7 @@ CASES = _corpus()
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("proj")
-    (root / "src").mkdir()
-    (root / "tests").mkdir()
-    (root / "build").mkdir()
-    (root / ".git" / "hooks").mkdir(parents=True)
-    (root / ".ssh").mkdir()
-    (root / ".ssh" / "id_rsa").write_text("PRIVATE KEY\n", encoding="utf-8")
-    (root / ".aws").mkdir()
-    (root / ".aws" / "credentials").write_text("[default]\n", encoding="utf-8")
-    (root / ".netrc").write_text("machine x password y\n", encoding="utf-8")
-    os.symlink(".ssh", root / "ssh_link")
-    return root
+    return build_corpus_project(tmp_path_factory.mktemp("proj"))
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +81,13 @@ def test_corpus_is_large_and_covers_every_decision() -> None:
         "secrets-substitutions",
         "gtfobins",
         "secrets-home-root",
+        "arithmetic",
+        "expansion-operators",
+        "git-repository",
+        "git-config",
+        "option-reads",
+        "program-names",
+        "output-after-dashdash",
     } <= classes
     assert {c.get("home") for c in CASES} == {None, "root"}
 

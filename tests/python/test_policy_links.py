@@ -1,8 +1,10 @@
 """Commands judged against a real tree holding symlinks, globs and the agent's records.
 
 The corpus (tests/fixtures/policy/links.jsonl) depends on the tree built here: links
-leading out of the project, a link to the agent's logs, a directory with more entries
-than a glob may look at, and a link loop for patterns that would never end.
+leading out of the project (among them the links sandboxed code could plant into a
+temporary $HOME: to ~/.bashrc, to a folder, dangling, chained, into ~/.ssh), a link to
+the agent's logs, a directory with more entries than a glob may look at, and a link
+loop for patterns that would never end.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from agent_shell_bridge.policy import PolicyEngine
+from agent_shell_bridge.policy.allowlist import parse_allowlist
 from agent_shell_bridge.types import Decision, Risk
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "policy" / "links.jsonl"
@@ -44,13 +47,30 @@ def build_tree(tmp: Path) -> Path:
     many.mkdir()
     for i in range(5_001):
         (many / f"f{i}").touch()
+    plant_links_out(root, tmp / "home")
     return root
+
+
+def plant_links_out(root: Path, home: Path) -> None:
+    """What sandboxed code could plant: links from the project into ``home``."""
+    (home / ".config").mkdir(parents=True, exist_ok=True)
+    (home / ".ssh").mkdir(exist_ok=True)
+    (home / ".ssh" / "authorized_keys").write_text("ssh-ed25519 AAAA mine\n", encoding="utf-8")
+    (home / ".bashrc").write_text("# mine\n", encoding="utf-8")
+    os.symlink(home / ".bashrc", root / "notes_link.md")
+    os.symlink(home / ".config", root / "dir_link")
+    os.symlink(home / ".profile.new", root / "dangling_link")
+    os.symlink("chain_b", root / "chain_a")
+    os.symlink(home / ".bashrc", root / "chain_b")
+    os.symlink(home / ".ssh", root / "keys_link")
+    os.symlink(home / ".ssh" / "authorized_keys", root / "key_file_link")
+    os.symlink("README.md", root / "notes_in.md")
 
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> PolicyEngine:
     tmp = tmp_path_factory.mktemp("links").resolve()
-    return PolicyEngine(build_tree(tmp))
+    return PolicyEngine(build_tree(tmp), home=tmp / "home")
 
 
 def test_corpus_shape() -> None:
@@ -76,6 +96,42 @@ def test_reasons_name_the_problem(engine: PolicyEngine) -> None:
     assert "cannot be checked" in engine.check_command("cat /etc/passw[^x]").reason
     redirect = engine.check_command("cat < sub/out/secret.txt").reason
     assert "input redirection" in redirect and "secret.txt" in redirect
+
+
+def test_a_write_through_a_link_names_where_it_really_goes(engine: PolicyEngine) -> None:
+    """The question shows the link's real target, and is never the kind a grant covers."""
+    verdict = engine.check_command("cp README.md notes_link.md")
+    where = "notes_link.md → ~/.bashrc, outside the project (through a symlink)"
+    assert verdict.reason == f"cp: {where}"
+    assert verdict.risk is Risk.DANGEROUS  # asked each time, never "for this session"
+    chain = engine.check_command("cp README.md chain_a").reason
+    assert "chain_a → ~/.bashrc" in chain
+    assert "dir_link/file → ~/.config/file" in engine.check_command("touch dir_link/file").reason
+    assert "dangling_link → ~/.profile.new" in engine.check_command("cp x dangling_link").reason
+    secret = engine.check_command("cp README.md key_file_link")
+    assert secret.decision is Decision.DENY
+    assert "key_file_link → ~/.ssh/authorized_keys, among the user's secrets" in secret.reason
+    redirect = engine.check_command("echo x >> notes_link.md")
+    assert redirect.decision is Decision.DENY
+    assert "notes_link.md → ~/.bashrc, outside the project" in redirect.reason
+    assert "notes_link.md → ~/.bashrc" in engine.check_path("notes_link.md", "write").reason
+
+
+def test_an_allowlisted_write_is_asked_once_a_link_leads_it_out(tmp_path: Path) -> None:
+    """The allowlist entry was written for the project's file, not for ~/.bashrc."""
+    tmp = tmp_path.resolve()
+    root = tmp / "proj"
+    (root / ".git").mkdir(parents=True)
+    (root / "README.md").write_text("说明\n", encoding="utf-8")
+    entry = '(setq agent-shell-allowlist \'((command . "cp README.md notes.md")))\n'
+    allowlist = parse_allowlist(entry)
+    engine = PolicyEngine(root, allowlist=allowlist, home=tmp / "home")
+    assert engine.check_command("cp README.md notes.md").decision is Decision.ALLOW
+    (tmp / "home").mkdir()
+    os.symlink(tmp / "home" / ".bashrc", root / "notes.md")
+    verdict = engine.check_command("cp README.md notes.md")
+    assert verdict.decision is Decision.CONFIRM and verdict.risk is Risk.DANGEROUS
+    assert "notes.md → ~/.bashrc" in verdict.reason
 
 
 def test_wide_globs_are_judged_without_walking_the_machine(engine: PolicyEngine) -> None:

@@ -24,6 +24,8 @@ import threading
 from pathlib import Path
 
 from agent_shell_bridge.policy import PolicyEngine
+from policy_tree import plant_other_repositories
+from test_policy_links import plant_links_out
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "policy"
 EXPECTED = FIXTURES / "verdicts.jsonl"
@@ -40,7 +42,8 @@ def _commands() -> list[str]:
 
 
 def build_tree(tmp: Path) -> tuple[Path, Path]:
-    """A project with links, protected folders and secrets, and a home beside it."""
+    """A project with links, protected folders, secrets and other repositories (see
+    policy_tree), and a home beside it."""
     root = tmp / "proj"
     tmp.mkdir(parents=True, exist_ok=True)
     for sub in ("src", "tests", "build", "sub", ".git/hooks", ".ssh", ".aws"):
@@ -63,6 +66,7 @@ def build_tree(tmp: Path) -> tuple[Path, Path]:
     os.symlink(".agent-shell/logs", root / "loglink")
     os.symlink(".", root / "loop")
     os.symlink("../..", root / "src" / "up")
+    plant_other_repositories(root)
     many = root / "many"
     many.mkdir()
     for i in range(5_001):
@@ -75,6 +79,7 @@ def build_tree(tmp: Path) -> tuple[Path, Path]:
     (home / ".netrc").write_text("machine x password y\n", encoding="utf-8")
     (home / "dotfiles" / "gnupg").mkdir(parents=True)
     os.symlink("dotfiles/gnupg", home / ".gnupg")
+    plant_links_out(root, home)
     return root, home
 
 

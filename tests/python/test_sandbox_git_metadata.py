@@ -165,3 +165,28 @@ async def test_the_bridges_own_git_runs_no_fsmonitor(serve_app: Any, tmp_path: P
 
 def _allow() -> dict[str, Any]:
     return {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
+
+
+async def test_a_granted_git_runs_no_fsmonitor(serve_app: Any, tmp_path: Path) -> None:
+    """Plain git granted for the session runs outside the sandbox from its second run
+    on, with the safe settings in its environment: the approved first run fires the
+    repository's fsmonitor (it ran as the user would run it), the granted ones do not."""
+    root = _project_with_submodule(tmp_path)
+    marker = tmp_path / "fired"
+    _arm(root / ".git" / "modules" / "sub", marker)
+    (root / "sub" / "lib.txt").write_text("改\n", encoding="utf-8")
+    status = {"tool_calls": [{"name": "run_command", "arguments": {"command": "git add -A"}}]}
+    steps = [status, {"text": "one"}, status, {"text": "two"}]
+    grant = {"outcome": {"outcome": "selected", "optionId": "allow_session"}}
+    async with running_rig(serve_app, root, steps) as rig:
+        rig.runtime.sandbox = SandboxStatus.off("granted git runs outside it anyway")
+        sid = await rig.new_session()
+        first = await rig.turn(sid, "stage", answer=lambda _p: grant)
+        assert len(first.permission_requests) == 1
+        assert marker.exists()
+        marker.unlink()
+        second = await rig.turn(sid, "stage again")
+        assert second.permission_requests == []
+        ran = tool_messages(rig.requests[-1])[-1]
+    assert '"exit_code": 0' in ran
+    assert not marker.exists()

@@ -8,6 +8,7 @@ so that a stream that never ends cannot hold the process up unnoticed.
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import re
 import signal
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from agent_shell_bridge import __version__
+from agent_shell_bridge.serve import listening_socket
 from conftest import BridgeProcess
 
 EXIT_DEADLINE_S = 2.0
@@ -227,3 +229,34 @@ def test_only_127_0_0_1_is_bound(start_bridge: StartBridge) -> None:
     assert post(bridge, {"jsonrpc": "2.0", "id": 1, "method": "ping"})["id"] == 1
     reply = post(bridge, {"jsonrpc": "2.0", "id": 2, "method": "debug/emit", "params": {}})
     assert reply["error"] == {"code": -32601, "message": "Method not found: debug/emit"}
+
+
+def test_the_listener_is_tcp_without_nagle() -> None:
+    """Accepted connections inherit TCP_NODELAY, and asyncio sees a TCP socket (it
+    sets the option itself only for those): a keep-alive client gets each response
+    body at once instead of after the peer's delayed acknowledgement."""
+    with listening_socket(0) as listener:
+        assert listener.proto == socket.IPPROTO_TCP
+        assert listener.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+        with socket.create_connection(listener.getsockname()) as _client:
+            accepted, _ = listener.accept()
+            with accepted:
+                assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+
+
+def test_a_keep_alive_client_is_answered_on_one_connection(live_bridge: BridgeProcess) -> None:
+    """Twenty requests on one kept-alive connection, each answered in full."""
+    conn = http.client.HTTPConnection("127.0.0.1", live_bridge.port, timeout=10)
+    headers = {"Authorization": f"Bearer {live_bridge.token}", "Content-Type": "application/json"}
+    try:
+        first_socket = None
+        for n in range(20):
+            body = json.dumps({"jsonrpc": "2.0", "id": n, "method": "ping", "params": {}})
+            conn.request("POST", "/rpc", body=body, headers=headers)
+            reply = conn.getresponse()
+            assert reply.status == 200
+            assert json.loads(reply.read())["result"]["pong"] is True
+            first_socket = first_socket or conn.sock
+            assert conn.sock is first_socket  # never reconnected
+    finally:
+        conn.close()

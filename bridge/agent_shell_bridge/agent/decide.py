@@ -157,7 +157,7 @@ def _decide_command(
     if (
         verdict.decision is Decision.ALLOW
         and not live.sandbox.available
-        and not strictly_read_only(command, live.writable_roots)
+        and not strictly_read_only(command, live.writable_roots, cwd=cwd)
     ):
         # Nothing would limit it: project code (tests, builds, allowlisted
         # commands) runs only with the user's yes.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -22,7 +23,7 @@ from ..model.openai import ModelClient
 from ..model.types import ModelSettings, Prices, Usage
 from ..orglog import OrgLogWriter, log_path_for
 from ..safe_git import safe_git_argv
-from ..sandbox import SandboxSpec, SandboxStatus
+from ..sandbox import SandboxSpec, SandboxStatus, SpecialFileIndex
 from ..sandbox_config import config_trust, project_sandbox
 from ..session import SessionState, SessionStore
 from ..tools.catalogue import CATALOGUE, ReadFileArgs, ToolSource, ToolSpec
@@ -95,6 +96,9 @@ class LiveSession:
     # What became of the project's own .agent-shell/roles.el.
     project_roles: ProjectRoles = field(default_factory=lambda: ProjectRoles("none"))
 
+    # Sockets and FIFOs where the sandbox shows files, kept between its commands.
+    specials: SpecialFileIndex = field(default_factory=SpecialFileIndex)
+
     # Tools gained at run time (the session's MCP servers), after the catalogue's.
     tool_sources: list[ToolSource] = field(default_factory=list)
 
@@ -136,7 +140,16 @@ class LiveSession:
             home=Path.home(),
             network=network,
             visible=self.config.sandbox_visible_paths,
+            specials=self.specials,
+            extra_secrets=self.config.extra_secrets,
         )
+
+    def warm_sandbox(self) -> None:
+        """Walk the sandbox's shown trees once in the background, so the session's
+        first sandboxed command does not pay for the first look at its toolchains."""
+        spec = self.sandbox_spec(network=False)
+        if spec is not None:
+            self.in_background(asyncio.to_thread(spec.mounts, dict(os.environ)))
 
     @property
     def busy(self) -> bool:
@@ -364,6 +377,7 @@ def open_session(
             root,
             extra_paths=config.extra_allowed_paths,
             trust=AllowlistTrust(default_trust_file(config.memory_dir)),
+            extra_secrets=config.extra_secrets,
         ),
         runner=ProcessRunner(base / "outputs" / state.id / "raw", secrets=secrets),
         outputs=OutputStore(base / "outputs" / state.id),

@@ -31,6 +31,7 @@ async def start_new(rt: Runtime, state: SessionState, config: BridgeConfig) -> L
     """Open a new session, save it, and tell the log what the user should know."""
     live = await asyncio.to_thread(open_session, rt, state, config)
     rt.sessions[state.id] = live
+    live.warm_sandbox()
     await recent_memories(live)
     await announce_instructions(live)
     await live.checkpoint()
@@ -60,6 +61,7 @@ async def resume_saved(
         # The bridge died mid-turn; say so in history rather than pretend.
         conversation.show(f"Turn {interrupted} was interrupted (bridge stopped).")
     rt.sessions[state.id] = live
+    live.warm_sandbox()
     await live.checkpoint()
     return live
 

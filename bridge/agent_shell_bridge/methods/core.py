@@ -12,6 +12,7 @@ from pydantic import Field, field_validator
 from .. import __version__
 from ..rpc import Dispatcher
 from ..runtime import Runtime
+from ..secrets import BUILTIN, check_entry
 from ..tools.catalogue import CATALOGUE
 from ..wire import ModelConfig, Params
 
@@ -43,7 +44,14 @@ class InitializeParams(Params):
     # agent-shell-sandbox-approved-commands: approved commands run sandboxed too.
     sandbox_approved_commands: bool | None = None
     # agent-shell-sandbox-visible-paths: more read-only paths inside the sandbox.
-    sandbox_visible_paths: list[str] | None = None
+    sandbox_visible_paths: list[str] | None = Field(default=None, max_length=1000)
+    # agent-shell-secret-paths: the user's secrets, added to the built-in list.
+    secret_paths: list[str] | None = Field(default=None, max_length=1000)
+
+    @field_validator("secret_paths")
+    @classmethod
+    def _relative_names(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is None else [check_entry(entry) for entry in value]
 
 
 class Empty(Params):
@@ -67,6 +75,8 @@ def register(d: Dispatcher[Runtime]) -> None:
             rt.config = replace(
                 rt.config, notify_webhook=p.notify.webhook, notify_kind=p.notify.kind
             )
+        if p.secret_paths is not None:
+            rt.config = replace(rt.config, extra_secrets=tuple(p.secret_paths))
         return {
             "protocolVersion": PROTOCOL_VERSION,
             "agentInfo": {"name": "agent-shell-bridge", "version": __version__, "pid": os.getpid()},
@@ -100,6 +110,8 @@ def register(d: Dispatcher[Runtime]) -> None:
                 "approved_commands": rt.config.sandbox_approved_commands,
                 "visible_paths": list(rt.config.sandbox_visible_paths),
             },
+            # What the policy, the sandbox and Emacs's own tools hold as secrets.
+            "secret_paths": list(BUILTIN.with_extra(rt.config.extra_secrets).entries),
         }
 
     @d.method("ping", Empty)

@@ -156,16 +156,14 @@ def _declare(name: str, args: list[Word], ctx: Context) -> Finding:
 
 
 def _test(name: str, args: list[Word], ctx: Context) -> Finding:
-    """``test``, ``[`` and ``[[``: ``-v`` and (in ``[[``) arithmetic evaluate subscripts."""
+    """``test``, ``[`` and ``[[``: ``-v`` evaluates a subscript.
+
+    The operands ``[[`` evaluates as arithmetic (``[[ $n -gt 0 ]]``) are checked by
+    the parser, which knows which variables the command itself set to numbers.
+    """
     texts = [w.text for w in args]
-    arithmetic = {"-eq", "-ne", "-lt", "-le", "-gt", "-ge"}
     for i, w in enumerate(args):
-        before = texts[i - 1] if i > 0 else ""
-        after = texts[i + 1] if i + 1 < len(texts) else ""
-        evaluated = before == "-v" or (
-            name == "[[" and (before in arithmetic or after in arithmetic)
-        )
-        if not evaluated:
+        if i == 0 or texts[i - 1] != "-v":
             continue
         if "[" in w.text or not w.literal:
             return Finding.write(

@@ -1,7 +1,9 @@
-"""``agent-shell-bridge policy check|path``: run the policy engine over stdin lines.
+"""``agent-shell-bridge policy check|path|secrets``: the policy engine from a shell.
 
-Each input line is judged independently and answered with one JSON object per line,
-so the same engine the agent uses can be audited from a shell or a test.
+``check`` and ``path`` judge each stdin line independently and answer with one JSON
+object per line, so the same engine the agent uses can be audited from a shell or a
+test. ``secrets`` prints the list of the user's secrets the policy, the sandbox and
+Emacs share (Emacs asks for it this way before any bridge has started).
 
 ``check`` first says on stderr whether commands can be sandboxed here. ``decision``
 is the policy's; ``effective`` is what the agent does on this machine: without a
@@ -18,6 +20,7 @@ from typing import Any, BinaryIO
 
 from ..errors import BridgeError
 from ..sandbox import detect_sandbox
+from ..secrets import BUILTIN
 from ..strict_readonly import strictly_read_only
 from .allowlist import load_allowlist
 from .engine import PolicyEngine
@@ -26,7 +29,7 @@ __all__ = ["register"]
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    """Add ``policy check`` and ``policy path`` to the bridge CLI."""
+    """Add ``policy check``, ``policy path`` and ``policy secrets`` to the bridge CLI."""
     policy = sub.add_parser("policy", help="judge commands or paths with the safety policy")
     inner = policy.add_subparsers(dest="policy_command", metavar="SUBCOMMAND", required=True)
 
@@ -43,6 +46,14 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     path.add_argument("--op", choices=("read", "write"), required=True)
     path.add_argument("--jsonl", action="store_true", help="print one JSON object per line")
     path.set_defaults(func=_run_path)
+
+    secrets = inner.add_parser(
+        "secrets", help="print the built-in list of the user's secrets (one JSON array)"
+    )
+    secrets.add_argument(
+        "--extra", action="append", default=[], help="an entry of the user's own to add"
+    )
+    secrets.set_defaults(func=_run_secrets)
 
 
 def _lines(stream: BinaryIO) -> list[str]:
@@ -82,7 +93,7 @@ def _run_check(args: argparse.Namespace) -> int:
         if (
             effective == "allow"
             and not sandbox.available
-            and not strictly_read_only(command, [engine.root])
+            and not strictly_read_only(command, [engine.root], cwd=args.cwd)
         ):
             effective = "confirm"
         _emit(
@@ -116,4 +127,14 @@ def _run_path(args: argparse.Namespace) -> int:
             },
             args.jsonl,
         )
+    return 0
+
+
+def _run_secrets(args: argparse.Namespace) -> int:
+    try:
+        secrets = BUILTIN.with_extra(args.extra)
+    except ValueError as exc:
+        sys.stderr.write(f"agent-shell-bridge policy secrets: {exc}\n")
+        return 2
+    sys.stdout.write(json.dumps(list(secrets.entries), ensure_ascii=False) + "\n")
     return 0

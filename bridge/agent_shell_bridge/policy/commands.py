@@ -19,9 +19,9 @@ from collections.abc import Callable, Sequence
 from ..types import Risk
 from .builtins import BUILTINS, variable_target
 from .findings import Context, Finding, worst
-from .options import SPECS, normalise
+from .options import SPECS, normalise, positional
 from .rules.build import _cargo, _go, _make, _npm, _pytest
-from .rules.common import effective_name
+from .rules.common import MULTI_CALL, effective_name, operands, program_name
 from .rules.git import _git
 from .rules.places import (
     _READS_FILES,
@@ -29,6 +29,7 @@ from .rules.places import (
     _reads_outside,
     locate,
     reads_outside_file,
+    writes_through_links,
 )
 from .rules.shells import (
     _INTERPRETER_RE,
@@ -41,7 +42,7 @@ from .rules.shells import (
     consumes_code,
 )
 from .rules.system import _DEVICE_TOOLS_RE, _RM_NAMES, _cd, _chmod, _dd, _find, _kill, _rm
-from .rules.text import _awk, _rg, _sed, _sort, _tee, _uniq
+from .rules.text import _awk, _jq, _rg, _sed, _sort, _tee, _uniq
 from .shell_parse import SimpleCommand, Word
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "consumes_code",
     "effective_name",
     "locate",
+    "program_name",
     "reads_outside_file",
     "worst",
 ]
@@ -117,7 +119,6 @@ _SIMPLE_READ = frozenset(
         "fold",
         "paste",
         "join",
-        "jq",
         "hostname",
         "nproc",
         "uptime",
@@ -149,7 +150,6 @@ _READ_BAD_OPTS: dict[str, tuple[str, ...]] = {
     "tree": ("--output", "-R"),
     "hostname": ("-F", "--file", "-b", "--boot"),
     "ldd": ("",),  # ldd may execute the binary it inspects
-    "jq": ("-f", "--from-file", "--rawfile", "--slurpfile", "-L"),
     "wc": ("--files0-from",),
     "du": ("--files0-from",),
     "file": ("--compile", "--files-from"),
@@ -158,8 +158,13 @@ _READ_BAD_OPTS: dict[str, tuple[str, ...]] = {
     "sha256sum": ("--check",),
     "sha512sum": ("--check",),
 }
-# Read-only programs that change the machine when given an operand.
-_OPERAND_WRITES = frozenset({"hostname"})
+# Read-only programs that do more with some operands (after "--" too): change the
+# machine's name or clock, or read further arguments from a file (binutils' @FILE).
+_OPERAND_WRITES: dict[str, tuple[Callable[[str], bool], str]] = {
+    "hostname": (lambda text: True, "hostname NAME changes the machine's settings"),
+    "date": (lambda text: not text.startswith("+"), "date MMDDhhmm sets the system clock"),
+    "strings": (lambda text: text.startswith("@"), "strings @FILE reads more options from FILE"),
+}
 
 
 def classify(cmd: SimpleCommand, ctx: Context) -> Finding:
@@ -188,8 +193,15 @@ def classify(cmd: SimpleCommand, ctx: Context) -> Finding:
 
 
 def _classify_argv(argv: Sequence[Word], ctx: Context, cmd: SimpleCommand) -> Finding:
-    name, plain = effective_name(argv[0])
-    args = list(argv[1:])
+    name, plain, words = program_name(argv)
+    if name in MULTI_CALL:
+        listing = [w.text for w in argv[1:]] in ([], ["--list"], ["--help"])
+        return (
+            Finding.read(f"{name} lists its applets")
+            if listing
+            else Finding.write(f"{name} {argv[1].text} is not an applet known to be read-only")
+        )
+    args = list(argv[words:])
     spec = SPECS.get(name)
     if spec is not None:
         canonical = normalise(spec, args)
@@ -212,9 +224,14 @@ def _classify_argv(argv: Sequence[Word], ctx: Context, cmd: SimpleCommand) -> Fi
                     f"{name} names {w.text!r}: .git or the agent's own settings or records"
                 )
                 break
+        else:
+            through_link = writes_through_links(name, args, ctx)
+            if through_link is not None:
+                result = worst([result, through_link])
     if not plain:
         trick = Finding.write(
-            f"the command name {argv[0].text!r} is quoted, escaped, computed or a path"
+            f"the command name {' '.join(w.text for w in argv[:words])!r} is quoted, "
+            "escaped, computed or a path"
         )
         return worst([result, trick])
     return result
@@ -288,8 +305,12 @@ def _by_name(name: str, args: list[Word], ctx: Context, cmd: SimpleCommand) -> F
 
 
 def _simple_read(name: str, args: list[Word]) -> Finding:
-    if name in _OPERAND_WRITES and any(not w.text.startswith("-") for w in args):
-        return Finding.write(f"{name} NAME changes the machine's settings")
+    special = _OPERAND_WRITES.get(name)
+    if special is not None:
+        does_more, reason = special
+        words = positional(args) if name in SPECS else operands(args)
+        if any(does_more(w.text) for w in words):
+            return Finding.write(reason)
     bad = _READ_BAD_OPTS.get(name, ())
     for w in args:
         for opt in bad:
@@ -314,11 +335,8 @@ _HANDLERS: dict[str, _Handler] = {
     "sort": _sort,
     "uniq": _uniq,
     "sed": _sed,
-    "gsed": _sed,
     "awk": _awk,
-    "gawk": _awk,
-    "mawk": _awk,
-    "nawk": _awk,
+    "jq": _jq,
     "cd": _cd,
     "pushd": _cd,
     "popd": _cd,

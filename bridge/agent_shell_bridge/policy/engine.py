@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import PathNotAllowed
-from ..secrets import is_secret, real_secret_roots
+from ..secrets import BUILTIN, SecretList
 from ..types import Decision, Risk, Verdict
 from .allowlist import Allowlist, AllowlistError, parse_allowlist
 from .commands import (
@@ -30,11 +30,12 @@ from .commands import (
     Finding,
     classify,
     consumes_code,
-    effective_name,
+    program_name,
     reads_outside_file,
     worst,
 )
 from .paths import Confinement, expand_home, resolve_physical
+from .rules.places import link_out_of_project, writes_through_links
 from .shell_parse import ParsedCommand, Redirect, SimpleCommand, parse_command
 from .trust import AllowlistTrust, allowlist_path
 
@@ -79,13 +80,15 @@ class PolicyEngine:
         extra_paths: Sequence[Path] = (),
         allowlist: Allowlist | None = None,
         home: Path | None = None,
+        extra_secrets: Sequence[str] = (),
     ) -> None:
-        self._confinement = Confinement.create(root, extra_paths, home=home)
+        self.secrets: SecretList = BUILTIN.with_extra(extra_secrets)
+        self._confinement = Confinement.create(root, extra_paths, home=home, secrets=self.secrets)
         # "none", "applied", "trusted", "untrusted" or "invalid" (see for_project).
         self.allowlist_status = "applied" if allowlist is not None else "none"
         self._allowlist = allowlist or Allowlist()
         self._home = self._confinement.home
-        self._secret_roots = real_secret_roots(self._home)
+        self._secret_roots = self.secrets.real_roots(self._home)
         self._temp = resolve_physical(Path(os.path.abspath(tempfile.gettempdir())))
 
     @classmethod
@@ -96,6 +99,7 @@ class PolicyEngine:
         extra_paths: Sequence[Path] = (),
         trust: AllowlistTrust | None = None,
         home: Path | None = None,
+        extra_secrets: Sequence[str] = (),
     ) -> PolicyEngine:
         """Build the engine for ``root``, reading ``.agent-shell/allowlist.el`` if present.
 
@@ -124,7 +128,13 @@ class PolicyEngine:
                     allowlist, status = found, "trusted"
                 else:
                     status = "untrusted"
-        engine = cls(root, extra_paths=extra_paths, allowlist=allowlist, home=home)
+        engine = cls(
+            root,
+            extra_paths=extra_paths,
+            allowlist=allowlist,
+            home=home,
+            extra_secrets=extra_secrets,
+        )
         engine.allowlist_status = status
         return engine
 
@@ -145,6 +155,7 @@ class PolicyEngine:
         """
         stack: list[object] = [value]
         words = 0
+        check = self.secrets.checker(self._home)
         while stack and words < _MAX_ARGUMENT_WORDS:
             item = stack.pop()
             if isinstance(item, dict):
@@ -164,7 +175,7 @@ class PolicyEngine:
                     if "\x00" in expanded:
                         continue
                     path = Path(expanded) if os.path.isabs(expanded) else self.root / expanded
-                    if is_secret(path, self._home):
+                    if check(path):
                         return word
         return None
 
@@ -206,7 +217,10 @@ class PolicyEngine:
         findings, allowlisted = self._judge(command, start, depth=0)
         decisive = worst(findings)
         if decisive.risk is Risk.DANGEROUS:
-            return Verdict(Decision.DENY, Risk.DANGEROUS, decisive.reason)
+            # A write a symlink takes out of the project: the user may allow it once,
+            # having read where it really goes; never for the session.
+            decision = Decision.CONFIRM if decisive.ask_once else Decision.DENY
+            return Verdict(decision, Risk.DANGEROUS, decisive.reason)
         risk = Risk.READ
         for f in findings:
             risk = risk.worst(f.risk)
@@ -225,6 +239,7 @@ class PolicyEngine:
             cwd=cwd,
             home=self._home,
             secret_roots=self._secret_roots,
+            secrets=self.secrets,
             temp=self._temp,
             nested=lambda text: self._nested(text, depth),
             write_check=self._write_reason,
@@ -239,6 +254,13 @@ class PolicyEngine:
             verdict = classify(cmd, ctx)
             if depth == 0 and self._allowlist.match(cmd) is not None and not cmd.in_substitution:
                 allowlisted.append(verdict.risk)
+                if verdict.risk is not Risk.READ and cmd.argv:
+                    # The entry was written for files of the project: it never covers a
+                    # write that a link now takes out of it.
+                    name = program_name(cmd.argv)[0]
+                    through_link = writes_through_links(name, cmd.argv[1:], ctx)
+                    if through_link is not None:
+                        findings.append(through_link)
                 verdict = Finding(Risk.READ, True, "allowlisted by the project")
             findings.append(verdict)
             for red in cmd.redirects:
@@ -261,7 +283,7 @@ class PolicyEngine:
 
     def _write_reason(self, target: str, cwd: Path) -> str | None:
         try:
-            self._confinement.resolve(target, "write", cwd=cwd)
+            self._confinement.resolve(target, "write", cwd=cwd, secret_roots=self._secret_roots)
         except PathNotAllowed as exc:
             return exc.message
         return None
@@ -290,6 +312,9 @@ class PolicyEngine:
             return Finding.write(f"unusual redirection {op}")
         if ctx.cwd is None and not target.text.startswith("/"):
             return Finding.write(f"redirection {op} {target.text} after changing directory")
+        through_link = link_out_of_project(f"redirection {op} {target.text}", target, ctx)
+        if through_link is not None:
+            return Finding.danger(through_link.reason)  # as any redirection outside
         reason = self._write_reason(target.text, ctx.cwd or ctx.root)
         if reason is not None:
             return Finding.danger(f"redirection {op} {target.text}: {reason}")
@@ -297,7 +322,7 @@ class PolicyEngine:
 
     def _global(self, parsed: ParsedCommand, command: str) -> list[Finding]:
         out: list[Finding] = []
-        names = {effective_name(c.argv[0])[0] for c in parsed.commands if c.argv}
+        names = {program_name(c.argv)[0] for c in parsed.commands if c.argv}
         if names & DOWNLOADERS and any(consumes_code(c) for c in parsed.commands):
             out.append(Finding.danger("feeds a network download to a shell or interpreter"))
         if _DROP_RE.search(command) and any(_runs_sql(c) for c in parsed.commands):
@@ -355,4 +380,4 @@ _TEXT_TOOLS = frozenset(
 
 def _runs_sql(cmd: SimpleCommand) -> bool:
     """Whether ``cmd`` could hand SQL text to a database (anything but plain text tools)."""
-    return bool(cmd.argv) and effective_name(cmd.argv[0])[0] not in _TEXT_TOOLS
+    return bool(cmd.argv) and program_name(cmd.argv)[0] not in _TEXT_TOOLS

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..secrets import BUILTIN, SecretList
 from ..types import Risk
 from .shell_parse import SimpleCommand, Word
 
@@ -19,6 +20,9 @@ class Finding:
     risk: Risk
     auto: bool
     reason: str
+    # Dangerous, yet the user may allow it once, having read the reason (a write that
+    # leads out of the project through a symlink); never allowed for the session.
+    ask_once: bool = False
 
     @staticmethod
     def read(reason: str) -> Finding:
@@ -32,12 +36,22 @@ class Finding:
     def danger(reason: str) -> Finding:
         return Finding(Risk.DANGEROUS, False, reason)
 
+    @staticmethod
+    def ask(reason: str) -> Finding:
+        """Dangerous, asked each time (see ``ask_once``)."""
+        return Finding(Risk.DANGEROUS, False, reason, ask_once=True)
+
 
 def worst(findings: Sequence[Finding]) -> Finding:
-    """The finding that decides: dangerous beats write beats read; non-auto beats auto."""
+    """The finding that decides: dangerous beats write beats read; non-auto beats auto;
+    among dangerous ones, what is refused beats what may be asked."""
     best = findings[0]
     for f in findings[1:]:
-        if (f.risk.rank, not f.auto) > (best.risk.rank, not best.auto):
+        if (f.risk.rank, not f.auto, not f.ask_once) > (
+            best.risk.rank,
+            not best.auto,
+            not best.ask_once,
+        ):
             best = f
     return best
 
@@ -55,6 +69,8 @@ class Context:
     write_check: Callable[[str, Path], str | None]
     # Where symlinked secrets really live (secrets.real_secret_roots), found once.
     secret_roots: tuple[Path, ...] = ()
+    # The secrets: the built-in list plus the user's additions.
+    secrets: SecretList = BUILTIN
     # Judges a command a rule finds inside another (find -exec, env, xargs …).
     classify_argv: Callable[[Sequence[Word], Context, SimpleCommand], Finding] | None = None
     # The same places as strings (path rules compare text, not Path objects).

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from .shell_parse import Word
 
-__all__ = ["SPECS", "OptionSpec", "normalise"]
+__all__ = ["SPECS", "OptionSpec", "normalise", "positional"]
 
 # Arity of a long option: no value, a required value, an optional value (=VALUE only).
 FLAG, VALUE, OPTIONAL = 0, 1, 2
@@ -155,6 +155,15 @@ def normalise(spec: OptionSpec, args: Sequence[Word]) -> list[Word] | str:
                 options.extend([Word(f"-{letter}"), given])
             break
     return [*options, Word("--"), *operands]
+
+
+def positional(canonical: Sequence[Word]) -> list[Word]:
+    """The operands of a line :func:`normalise` gave: every word after its first ``--``
+    (a short option's value may stand alone before it, as in ``-f 1``)."""
+    for i, w in enumerate(canonical):
+        if w.text == "--":
+            return list(canonical[i + 1 :])
+    return []
 
 
 def _names(text: str, arity: int = FLAG) -> dict[str, int]:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import PathNotAllowed
-from ..secrets import is_any_secret
+from ..secrets import BUILTIN, SecretList, is_any_secret
 
 __all__ = [
     "MAX_PATH_CHARS",
@@ -193,15 +193,21 @@ class Confinement:
     root: Path
     extra: tuple[Path, ...]
     home: Path
+    secrets: SecretList = BUILTIN
 
     @classmethod
     def create(
-        cls, root: Path, extra_paths: Sequence[Path] = (), *, home: Path | None = None
+        cls,
+        root: Path,
+        extra_paths: Sequence[Path] = (),
+        *,
+        home: Path | None = None,
+        secrets: SecretList = BUILTIN,
     ) -> Confinement:
         real_root = resolve_physical(Path(os.path.abspath(root)))
         extras = tuple(resolve_physical(Path(os.path.abspath(p))) for p in extra_paths)
         where = home if home is not None else Path(os.path.expanduser("~"))
-        return cls(real_root, extras, resolve_physical(Path(os.path.abspath(where))))
+        return cls(real_root, extras, resolve_physical(Path(os.path.abspath(where))), secrets)
 
     @property
     def roots(self) -> tuple[Path, ...]:
@@ -219,6 +225,12 @@ class Confinement:
         rel = resolved.relative_to(base).parts if base is not None else resolved.parts
         return protected_reason_for_parts(rel)
 
+    def shown(self, path: Path) -> str:
+        """``path`` as a person reads it: ``~/.bashrc`` rather than ``/home/me/.bashrc``."""
+        if path == self.home:
+            return "~"
+        return f"~/{path.relative_to(self.home)}" if path.is_relative_to(self.home) else str(path)
+
     def check_syntax(self, path: str) -> None:
         if not isinstance(path, str) or path == "":
             raise PathNotAllowed("empty path")
@@ -232,11 +244,20 @@ class Confinement:
                     f"a path component is longer than {_MAX_COMPONENT_BYTES} bytes"
                 )
 
-    def resolve(self, path: str, op: Literal["read", "write"], *, cwd: Path | None = None) -> Path:
+    def resolve(
+        self,
+        path: str,
+        op: Literal["read", "write"],
+        *,
+        cwd: Path | None = None,
+        secret_roots: tuple[Path, ...] | None = None,
+    ) -> Path:
         """Resolve ``path`` and check it is allowed for ``op``; raise otherwise.
 
         A leading ``~``/``$HOME`` is expanded first (see :func:`expand_home`); the
         user's secrets (``~/.ssh``, ``~/.aws`` …) are refused whatever the roots.
+        ``secret_roots`` are where symlinked secrets really live, when the caller
+        found them already (:meth:`SecretList.real_roots`).
         """
         self.check_syntax(path)
         path = expand_home(path, self.home)
@@ -245,10 +266,16 @@ class Confinement:
         resolved = resolve_physical(joined, self.roots)
         if self.containing_root(resolved) is None:
             allowed = ", ".join(str(r) for r in self.roots)
+            if self.containing_root(Path(os.path.normpath(joined))) is not None:
+                # It looks like a file of the project: say where it really leads.
+                raise PathNotAllowed(
+                    f"{path} → {self.shown(resolved)}, outside the project through a "
+                    f"symlink (outside the allowed roots: {allowed})"
+                )
             raise PathNotAllowed(
                 f"{path!r} resolves to {resolved}, outside the allowed roots ({allowed})"
             )
-        if is_any_secret((joined, resolved), self.home):
+        if is_any_secret((joined, resolved), self.home, self.secrets, secret_roots):
             raise PathNotAllowed(
                 f"{path!r} is among the user's secrets under {self.home} (keys, tokens, "
                 "credentials); the agent does not read or write them"

@@ -20,6 +20,7 @@ from .git_metadata import (
 from .kit import SandboxKit
 from .layout import HOME_TOOLCHAINS
 from .spec import IPC_VARIABLES, SandboxLaunch, SandboxSpec, sandbox_environment
+from .special_files import SpecialFileIndex
 from .status import SANDBOX_ENV, SandboxStatus, detect_sandbox, sandbox_forced_off
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "SandboxLaunch",
     "SandboxSpec",
     "SandboxStatus",
+    "SpecialFileIndex",
     "detect_sandbox",
     "find_planted_git",
     "protected_git",

@@ -12,7 +12,9 @@ Every wall, in the order bubblewrap builds them:
 - the project roots writable, except ``.git`` (and the repository a ``.git`` file
   points to), ``.agent-shell`` (the bridge's records and the project's trusted
   settings) — only ``.agent-shell/workspace`` stays writable;
-- every secret of the one list masked wherever something above shows it;
+- every secret of the one list masked wherever something above shows it, and every
+  socket and FIFO there (:mod:`.special_files`): a bind stops neither ``connect()``
+  nor a FIFO's reader;
 - the seccomp filter of :mod:`.seccomp`, and Landlock's scopes (:mod:`.landlock`);
 - an environment without the addresses of the user's sessions (agent, bus, tmux,
   Emacs server, display).
@@ -31,9 +33,12 @@ from ..home_secrets import secret_paths
 from . import landlock
 from .kit import SandboxKit
 from .layout import etc_masks, system_binds, visible_paths
+from .special_files import SpecialFileIndex
 
 __all__ = ["IPC_VARIABLES", "SandboxLaunch", "SandboxSpec", "sandbox_environment"]
 
+# System trees where software keeps state (sockets among it) that the sandbox shows.
+_INDEXED_SYSTEM = ("/opt",)
 # Directories bound read-only over a writable root, and the one re-opened inside.
 _READ_ONLY_IN_ROOT = (".git", ".agent-shell")
 _WRITABLE_IN_RECORDS = ".agent-shell/workspace"
@@ -114,53 +119,19 @@ class SandboxSpec:
     visible: tuple[str, ...] = ()
     # The roots are shown read-only (a role confined to some files, the tester).
     roots_read_only: bool = False
+    # The session's sockets and FIFOs found so far (None: look everywhere afresh).
+    specials: SpecialFileIndex | None = field(default=None, compare=False, repr=False)
 
-    @contextmanager
-    def launch(
-        self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]
-    ) -> Iterator[SandboxLaunch]:
-        """The launch of ``argv`` in ``cwd``; the filter's descriptor closes on exit."""
-        program = self._filter()
-        fds: list[int] = []
-        try:
-            if program is not None:
-                fd = os.memfd_create("agent-shell-seccomp", os.MFD_CLOEXEC)
-                fds.append(fd)
-                os.write(fd, program)
-                os.lseek(fd, 0, os.SEEK_SET)
-            yield SandboxLaunch(
-                argv=self.wrap(argv, cwd=cwd, env=env, seccomp_fd=fds[0] if fds else None),
-                env=sandbox_environment(env),
-                pass_fds=tuple(fds),
-                preexec=landlock.scope_entrant() if self.kit.scopes else None,
-                _fds=fds,
-            )
-        finally:
-            for fd in fds:
-                os.close(fd)
-
-    def _filter(self) -> bytes | None:
-        if self.network and not self.kit.scopes:
-            return self.kit.seccomp_no_unix
-        return self.kit.seccomp
-
-    def wrap(
-        self,
-        argv: Sequence[str],
-        *,
-        cwd: Path,
-        env: Mapping[str, str],
-        seccomp_fd: int | None = None,
-    ) -> list[str]:
-        """The bwrap argv that runs ``argv`` in ``cwd`` inside the sandbox."""
-        out = [self.kit.bwrap, *self._namespaces()]
+    def mounts(self, env: Mapping[str, str]) -> list[str]:
+        """The filesystem part of the argv (see the module doc); it looks at the disk,
+        so the runner calls it in a thread."""
+        out: list[str] = []
         for option, what, where in system_binds(network=self.network):
             out += [option, what, where]
         out += ["--dev", "/dev", "--proc", "/proc"]
         # Private, empty mounts inside the sandbox, not files of ours.
         for private in ("/tmp", "/var/tmp", "/dev/shm"):  # noqa: S108
             out += ["--tmpfs", private]
-        out += ["--setenv", "TMPDIR", "/tmp"]  # noqa: S108
         home = self._home_to_hide()
         if home is not None:
             out += ["--tmpfs", str(home), "--tmpfs", str(home / ".cache")]
@@ -175,15 +146,59 @@ class SandboxSpec:
             out += ["--ro-bind-try", str(source), str(dest)]
         for root in self.roots:
             out += self._root(root)
-        out += self._masks([shown_at for _, shown_at in shown])
+        shown_at = [dest for _, dest in shown]
+        out += self._masks(shown_at)
+        index = self.specials if self.specials is not None else SpecialFileIndex()
+        trees = [*self.roots, *shown_at, *(Path(p) for p in _INDEXED_SYSTEM if os.path.isdir(p))]
+        for special in index.find(trees):
+            out += ["--ro-bind-try", "/dev/null", special]
         if home is not None:
             out += ["--remount-ro", str(home)]
         # The new root itself (where the mount points were made) takes no writes.
-        out += ["--remount-ro", "/"]
-        if seccomp_fd is not None:
-            out += ["--seccomp", str(seccomp_fd)]
-        out += ["--chdir", str(cwd), "--", *argv]
-        return out
+        return [*out, "--remount-ro", "/"]
+
+    @contextmanager
+    def launch(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        mounts: Sequence[str] | None = None,
+    ) -> Iterator[SandboxLaunch]:
+        """The launch of ``argv`` in ``cwd``; the filter's descriptor closes on exit.
+
+        ``mounts`` is :meth:`mounts`' result, made beforehand off the event loop.
+        """
+        program = self._filter()
+        fds: list[int] = []
+        try:
+            if program is not None:
+                fd = os.memfd_create("agent-shell-seccomp", os.MFD_CLOEXEC)
+                fds.append(fd)
+                os.write(fd, program)
+                os.lseek(fd, 0, os.SEEK_SET)
+            out = [self.kit.bwrap, *self._namespaces()]
+            out += list(mounts) if mounts is not None else self.mounts(env)
+            out += ["--setenv", "TMPDIR", "/tmp"]  # noqa: S108
+            if fds:
+                out += ["--seccomp", str(fds[0])]
+            out += ["--chdir", str(cwd), "--", *argv]
+            yield SandboxLaunch(
+                argv=out,
+                env=sandbox_environment(env),
+                pass_fds=tuple(fds),
+                preexec=landlock.scope_entrant() if self.kit.scopes else None,
+                _fds=fds,
+            )
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def _filter(self) -> bytes | None:
+        if self.network and not self.kit.scopes:
+            return self.kit.seccomp_no_unix
+        return self.kit.seccomp
 
     def _namespaces(self) -> list[str]:
         out = [

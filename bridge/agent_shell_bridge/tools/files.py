@@ -24,7 +24,7 @@ from typing import Literal
 
 from ..errors import ToolFailed
 from ..limits import HEAD_LINES, TAIL_LINES
-from ..secrets import is_secret
+from ..secrets import BUILTIN, SecretCheck, SecretList
 from ..types import JSONObject
 from .args import EditArgs, InsertTextArgs, ReplaceRegionArgs, WriteFileArgs
 
@@ -128,7 +128,9 @@ def _cap_bytes(result: JSONObject) -> JSONObject:
     return result
 
 
-def list_directory(path: Path, display: str, depth: int, root: Path) -> JSONObject:
+def list_directory(
+    path: Path, display: str, depth: int, root: Path, *, secrets: SecretList = BUILTIN
+) -> JSONObject:
     if not path.is_dir():
         raise ToolFailed(f"{display} is not a directory")
     entries: list[str] = []
@@ -142,12 +144,13 @@ def list_directory(path: Path, display: str, depth: int, root: Path) -> JSONObje
         or home.startswith(real.rstrip("/") + "/")
         or real.startswith(home.rstrip("/") + "/")
     )
+    check = _checker(secrets)
     for current, dirs, files in os.walk(path):
         here = Path(current)
         level = len(here.parts) - base_depth
         shown = sorted(d for d in dirs if d not in SKIP_DIRS)
         # Secret folders (~/.ssh, ~/.config/gh …) are shown but never opened.
-        dirs[:] = [d for d in shown if not (guard and _secret(here / d, root))]
+        dirs[:] = [d for d in shown if not (guard and _secret(here / d, root, check))]
         if level + 1 >= depth:
             shown_dirs, dirs[:] = shown, []
         else:
@@ -167,9 +170,17 @@ def list_directory(path: Path, display: str, depth: int, root: Path) -> JSONObje
 
 
 async def grep(
-    pattern: str, path: Path, display: str, glob: str | None, root: Path, timeout_s: float
+    pattern: str,
+    path: Path,
+    display: str,
+    glob: str | None,
+    root: Path,
+    timeout_s: float,
+    *,
+    secrets: SecretList = BUILTIN,
 ) -> JSONObject:
     """Search with ripgrep (argv, no shell); Python's re when ripgrep is absent."""
+    check = _checker(secrets)
     rg = shutil.which("rg")
     hits: list[JSONObject] = []
     if rg is not None:
@@ -201,7 +212,7 @@ async def grep(
                 continue
             data = msg["data"]
             file_text = data["path"].get("text", "")
-            if _secret(Path(file_text), root):
+            if _secret(Path(file_text), root, check):
                 continue
             line_text = data["lines"].get("text", "").rstrip("\n")
             hits.append(
@@ -212,14 +223,18 @@ async def grep(
                 }
             )
     else:
-        hits = await asyncio.to_thread(_grep_python, pattern, path, glob, root)
+        hits = await asyncio.to_thread(_grep_python, pattern, path, glob, root, check)
     result: JSONObject = {"pattern": pattern, "path": display, "matches": hits}
     if len(hits) >= MAX_GREP_HITS:
         result["truncated"] = True
     return result
 
 
-def _grep_python(pattern: str, path: Path, glob: str | None, root: Path) -> list[JSONObject]:
+def _grep_python(
+    pattern: str, path: Path, glob: str | None, root: Path, check: SecretCheck | None = None
+) -> list[JSONObject]:
+    if check is None:
+        check = _checker(BUILTIN)
     try:
         rx = re.compile(pattern)
     except re.error as exc:
@@ -233,7 +248,7 @@ def _grep_python(pattern: str, path: Path, glob: str | None, root: Path) -> list
         # lead the search to files outside it.
         if file.is_symlink() or not file.resolve().is_relative_to(root.resolve()):
             continue
-        if _secret(file, root):
+        if _secret(file, root, check):
             continue
         try:
             text = file.read_text(encoding="utf-8")
@@ -247,14 +262,18 @@ def _grep_python(pattern: str, path: Path, glob: str | None, root: Path) -> list
     return hits
 
 
-def _secret(file: Path, root: Path) -> bool:
+def _checker(secrets: SecretList) -> SecretCheck:
+    """One look at $HOME for all the files of a listing or a search."""
+    return secrets.checker(Path(os.path.expanduser("~")))
+
+
+def _secret(file: Path, root: Path, check: SecretCheck) -> bool:
     """Whether a file found by a search is one of the user's secrets (~/.ssh …).
 
     Matters when the project holds $HOME: searching .config must not show
     .config/gh/hosts.yml to the model.
     """
-    full = file if file.is_absolute() else root / file
-    return is_secret(full, Path(os.path.expanduser("~")))
+    return check(file if file.is_absolute() else root / file)
 
 
 def _rel(path: Path, root: Path) -> str:

@@ -40,7 +40,7 @@ async def project_status(run: Run, args: ProjectStatusArgs) -> ToolResult:
 async def symbol_search(run: Run, args: SymbolSearchArgs) -> ToolResult:
     root = run.live.root
     pattern = r"\b" + re.escape(args.symbol) + r"\b"
-    found = await files.grep(pattern, root, ".", None, root, 30)
+    found = await files.grep(pattern, root, ".", None, root, 30, secrets=run.live.policy.secrets)
     return ToolResult(
         {"symbol": args.symbol, "backend": "ripgrep", "matches": found["matches"][:50]}
     )

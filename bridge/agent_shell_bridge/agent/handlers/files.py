@@ -46,8 +46,11 @@ async def read_file(run: Run, args: ReadFileArgs) -> ToolResult:
 async def list_directory(run: Run, args: ListDirectoryArgs) -> ToolResult:
     resolved, display = run.paths[0]
     root = run.live.root
+    secrets = run.live.policy.secrets
     return ToolResult(
-        await asyncio.to_thread(files.list_directory, resolved, display, args.depth or 2, root)
+        await asyncio.to_thread(
+            files.list_directory, resolved, display, args.depth or 2, root, secrets=secrets
+        )
     )
 
 
@@ -55,7 +58,15 @@ async def grep(run: Run, args: GrepArgs) -> ToolResult:
     resolved, display = run.paths[0]
     timeout = run.prepared.spec.timeout_s
     return ToolResult(
-        await files.grep(args.pattern, resolved, display, args.glob, run.live.root, timeout)
+        await files.grep(
+            args.pattern,
+            resolved,
+            display,
+            args.glob,
+            run.live.root,
+            timeout,
+            secrets=run.live.policy.secrets,
+        )
     )
 
 

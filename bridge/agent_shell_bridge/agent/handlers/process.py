@@ -20,7 +20,7 @@ from ...strict_readonly import strictly_read_only
 from ...testing_summary import summarize_test_output
 from ...tools.catalogue import RunCommandArgs, RunTestArgs
 from ...tools.results import ToolResult
-from ...types import JSONObject
+from ...types import Decision, JSONObject, Risk
 from ..roles import test_report
 from .base import Run
 
@@ -40,9 +40,11 @@ async def run_test(run: Run, args: RunTestArgs) -> ToolResult:
 async def _run_process(run: Run, kind: str, timeout_s: float | None) -> ToolResult:
     live, turn, p = run.live, run.turn, run.prepared
     assert p.command is not None and p.cwd is not None
+    if p.by_user and not p.granted:
+        _still_as_approved(run)
     timeout = timeout_s or timeout_for(kind, p.command)
     confined = turn.role is not None and turn.role.write_globs is not None
-    extra_env: dict[str, str] | None = None
+    settings: dict[str, str] | None = None
     if p.granted and (confined or not runs_outside_when_granted(p.command, p.cwd, live.root)):
         # A later run of a granted command: nobody looked at this one, and what it
         # runs (a Makefile, a script) may have changed since the yes. The sandbox
@@ -53,7 +55,7 @@ async def _run_process(run: Run, kind: str, timeout_s: float | None) -> ToolResu
         # Plain git on the project's own repository runs nothing the agent could
         # change, and needs the .git the sandbox keeps read-only: it runs as
         # approved, with nothing the repository's configuration could make it run.
-        network, extra_env = True, safe_git_environment()
+        network, settings = True, safe_git_environment()
         spec = live.sandbox_spec(network=True) if live.config.sandbox_approved_commands else None
     elif p.by_user:
         # Approved: as the user would run it, unless they sandbox approved ones too.
@@ -62,7 +64,7 @@ async def _run_process(run: Run, kind: str, timeout_s: float | None) -> ToolResu
     else:
         network = False
         spec = live.sandbox_spec(network=False, writable=not confined)
-        if spec is None and not strictly_read_only(p.command, live.writable_roots):
+        if spec is None and not strictly_read_only(p.command, live.writable_roots, cwd=p.cwd):
             # Never project code with neither the sandbox nor the user's yes.
             raise ToolFailed("refused: no sandbox, and the user did not approve this command")
     watched = spec is not None and not spec.roots_read_only
@@ -71,7 +73,7 @@ async def _run_process(run: Run, kind: str, timeout_s: float | None) -> ToolResu
     set_aside: list[str] = []
     try:
         result = await live.runner.run_shell(
-            p.command, cwd=p.cwd, timeout_s=timeout, sandbox=spec, env=extra_env
+            p.command, cwd=p.cwd, timeout_s=timeout, sandbox=spec, settings=settings
         )
     finally:
         if watched and spec is not None:
@@ -122,3 +124,19 @@ async def _run_process(run: Run, kind: str, timeout_s: float | None) -> ToolResu
     if result.timed_out:
         payload["error"] = f"timed out after {timeout:g} s; the process group was killed"
     return ToolResult(payload, failed=not ok, log_text=full_text, log_path=log_path)
+
+
+def _still_as_approved(run: Run) -> None:
+    """Refuse an approved command that means something else now than when it was asked.
+
+    The user may take minutes to answer; a symlink planted meanwhile would turn the
+    in-project write they approved into one outside (or a new reason to refuse it).
+    """
+    p = run.prepared
+    assert p.command is not None and p.cwd is not None
+    now = run.live.policy.check_command(p.command, cwd=p.cwd)
+    changed = now.risk is Risk.DANGEROUS and now.reason != p.verdict.reason
+    if now.decision is Decision.DENY or changed:
+        raise ToolFailed(
+            f"refused: since you approved it, this command has come to mean more: {now.reason}"
+        )

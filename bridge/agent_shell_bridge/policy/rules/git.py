@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 
 from ..findings import Context, Finding, worst
+from ..repository import foreign_repository
 from ..shell_parse import Word
 from .common import _is_option
-from .places import _names_protected, _outside_operand, _physical, _reads_outside, _within_roots
+from .places import (
+    _glob_matches,
+    _GlobRefused,
+    _names_protected,
+    _outside_operand,
+    _path_text,
+    _physical_text,
+    _reads_outside,
+)
 
 
 def _git(name: str, args: list[Word], ctx: Context) -> Finding:
+    """git's global options, the repository it would use, then the sub-command."""
     i = 0
-    findings: list[Finding] = []
+    start = str(ctx.cwd) if ctx.cwd is not None else None
     while i < len(args) and _is_option(args[i]):
         t = args[i].text
         if t in (
@@ -25,21 +36,37 @@ def _git(name: str, args: list[Word], ctx: Context) -> Finding:
         ):
             i += 1
         elif t == "-C" and i + 1 < len(args):
-            real = _physical(args[i + 1], ctx)
-            if real is None or _within_roots(real, ctx) is None:
-                findings.append(Finding.write("git -C into a directory outside the project"))
+            target = args[i + 1]
+            # ~/x is known; anything else computed is not.
+            expanded = target.text if target.literal else _path_text(target, ctx)
+            if expanded is None:
+                return Finding.write("git -C with a computed directory")
+            if start is not None and expanded:
+                start = os.path.join(start, expanded)  # an absolute one replaces it
             i += 2
         else:
             return Finding.write(f"git {t} can change configuration or run programs")
     if i >= len(args):
         return Finding.read("git help")
     sub = args[i].text
-    rest = args[i + 1 :]
+    result = _git_subcommand(sub, args[i + 1 :], ctx)
+    elsewhere = None if sub in ("version", "help") else _other_repository(start, ctx)
+    return result if elsewhere is None else worst([result, elsewhere])
+
+
+def _git_subcommand(sub: str, rest: list[Word], ctx: Context) -> Finding:
+    findings: list[Finding] = []
     texts = [w.text for w in rest]
+    pathspecs = False
     for w in rest:
         t = w.text
+        pathspecs = pathspecs or t == "--"
         if not w.literal and _is_option(w):
             return Finding.write("git with computed options")
+        if not pathspecs and w.glob and not w.expansion and not w.substitution:
+            planted = _option_named_match(w, ctx)
+            if planted is not None:
+                return Finding.write(f"git {sub} {t!r} {planted}")
         option = t.split("=", 1)[0]
         risky = next(
             (
@@ -61,8 +88,13 @@ def _git(name: str, args: list[Word], ctx: Context) -> Finding:
         "for-each-ref", "show-ref", "count-objects", "check-ignore", "version", "whatchanged",
         "grep", "annotate", "show-branch", "var", "cherry",
     }  # fmt: skip
-    if sub == "grep" and any(t.startswith("-O") for t in texts):
-        return Finding.write("git grep -O opens a pager program")
+    hidden = _git_file_options(sub, rest, ctx)
+    if hidden is not None:
+        return hidden
+    if sub == "var" and "-l" in texts:
+        return Finding.write(
+            "git var -l lists the user's and the system's configuration, which may hold credentials"
+        )
     if sub == "reflog" and texts[:1] and texts[0] in ("expire", "delete"):
         return Finding.write("git reflog expire/delete rewrites history")
     if sub in read_subs:
@@ -195,9 +227,13 @@ _GIT_LISTING_PREFIXES = (
 _GIT_CONFIG_QUERIES = frozenset({"--get", "--get-all", "--get-regexp", "--list", "-l"})
 
 
+# Reads of one file of the project's: its .git/config, its worktree's, or a file named.
+_GIT_CONFIG_SCOPES = frozenset({"--local", "--worktree"})
+
+
 _GIT_CONFIG_HARMLESS = frozenset(
     {
-        "--local", "--worktree", "--show-origin", "--show-scope", "--null", "-z",
+        "--show-origin", "--show-scope", "--null", "-z",
         "--name-only", "--bool", "--int", "--path", "--bool-or-int", "--no-includes",
     }
 )  # fmt: skip
@@ -206,18 +242,24 @@ _GIT_CONFIG_HARMLESS = frozenset(
 def _git_config(rest: Sequence[Word], ctx: Context) -> Finding:
     """``git config`` queries of the project's own configuration are read-only.
 
-    Another file (``--file``, ``--blob``), the user's or the system's (``--global``,
-    ``--system``, which may hold tokens) and every form that sets something ask.
+    Only a query scoped to one file of the project's is: ``--local``, ``--worktree``
+    or ``--file`` naming a file inside it. Without a scope git reads the user's and
+    the system's files too (``sendemail.smtppass``, credential helpers' settings);
+    ``--global``, ``--system``, ``--blob`` and every form that sets something ask.
     """
     texts = [w.text for w in rest]
     if not any(t in _GIT_CONFIG_QUERIES for t in texts):
         return Finding.write("git config changes settings")
     operands = 0
+    scoped = False
     i = 0
     while i < len(rest):
         w = rest[i]
         t = w.text
         i += 1
+        if t in _GIT_CONFIG_SCOPES:
+            scoped = True
+            continue
         if t in _GIT_CONFIG_QUERIES or t in _GIT_CONFIG_HARMLESS:
             continue
         if t.startswith(("--type=", "--default=")):
@@ -232,12 +274,18 @@ def _git_config(rest: Sequence[Word], ctx: Context) -> Finding:
             outside = _outside_operand("git config --file", target, ctx)
             if outside is not None:
                 return outside
+            scoped = True
             continue
         if t.startswith("-"):
             return Finding.write(f"git config {t} reads or changes other configuration")
         operands += 1
     if operands > 2:
         return Finding.write("git config with these operands may set a value")
+    if not scoped:
+        return Finding.write(
+            "git config without --local also reads the user's and the system's "
+            "configuration, which may hold credentials"
+        )
     return Finding.read("git config query of the project's settings")
 
 
@@ -262,3 +310,84 @@ def _git_push(texts: list[str]) -> Finding:
         if ":+" in t or t.startswith(":"):
             return Finding.danger(f"git push {t} forces or deletes a remote ref")
     return Finding.write("git push publishes commits")
+
+
+def _other_repository(start: str | None, ctx: Context) -> Finding | None:
+    """A finding when git would not use the project root's own ``.git`` (see
+    :mod:`..repository`): its configuration and hooks are the only ones kept from
+    the agent."""
+    if start is None:
+        return Finding.write("git runs in a directory not known in advance")
+    root = ctx.roots_text[0]
+    real = start if start == root else _physical_text(Word(start), ctx)  # the root is real
+    if real is None:
+        return Finding.write(f"git would start in {start}, which cannot be resolved")
+    reason = foreign_repository(real, root)
+    return Finding.write(reason) if reason is not None else None
+
+
+# Per read-only sub-command: short options whose value is a file git reads, and the
+# long ones (git takes any unambiguous abbreviation of those).
+_GIT_FILE_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "grep": ("f", ("--file",)),
+    "blame": ("S", ("--contents", "--ignore-revs-file")),
+    "annotate": ("S", ("--contents", "--ignore-revs-file")),
+    "ls-files": ("X", ("--exclude-from", "--exclude-per-directory")),
+}
+# Short options of those sub-commands that take a value (so later letters are not options).
+_GIT_SHORT_VALUES: dict[str, str] = {"grep": "eABCmO", "blame": "LCM", "annotate": "LCM"}
+
+
+def _git_file_options(sub: str, rest: Sequence[Word], ctx: Context) -> Finding | None:
+    """Files named by options (``git grep -f FILE``) are reads like any operand, and
+    ``git grep -O`` opens a pager program, in whatever cluster it is spelled."""
+    letters, longs = _GIT_FILE_OPTIONS.get(sub, ("", ()))
+    values = _GIT_SHORT_VALUES.get(sub, "")
+    i = 0
+    while i < len(rest):
+        w = rest[i]
+        t = w.text
+        following = rest[i + 1] if i + 1 < len(rest) else None
+        i += 1
+        if t == "--":
+            break
+        if not t.startswith("-") or t == "-":
+            continue
+        named: Word | None = None
+        if t.startswith("--"):
+            option, eq, value = t.partition("=")
+            if sub == "grep" and len(option) > 3 and "--open-files-in-pager".startswith(option):
+                return Finding.write("git grep --open-files-in-pager runs a pager program")
+            if any(len(option) > 3 and full.startswith(option) for full in longs):
+                named = Word(value, literal=w.literal) if eq else following
+                i += 0 if eq else 1
+        else:
+            for pos, letter in enumerate(t[1:], start=1):
+                if sub == "grep" and letter == "O":
+                    return Finding.write("git grep -O opens a pager program")
+                if letter in letters:
+                    attached = t[pos + 1 :]
+                    named = Word(attached, literal=w.literal) if attached else following
+                    if named is None:
+                        return Finding.write(f"git {sub} {t} needs a file name")
+                    i += 0 if attached else 1
+                    break
+                if letter in values:
+                    i += 0 if t[pos + 1 :] else 1
+                    break
+        if named is None:
+            continue
+        outside = _outside_operand(f"git {sub} {t.split('=', 1)[0]}", named, ctx)
+        if outside is not None:
+            return outside
+    return None
+
+
+def _option_named_match(word: Word, ctx: Context) -> str | None:
+    """Why a glob before ``--`` may hand git an option (a planted ``--output=x``)."""
+    try:
+        matches = _glob_matches(word, ctx)
+    except _GlobRefused as exc:
+        return str(exc)
+    named = next((m.name for m in matches if m.name.startswith("-")), None)
+    return None if named is None else f"matches {named!r}, read as an option"

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ...errors import PathNotAllowed
-from ...secrets import is_secret_resolved, secret_paths
 from ..findings import Context, Finding
 from ..paths import protected_reason_for_parts, resolve_physical, resolve_physical_text
 from ..shell_parse import Word
@@ -304,11 +303,11 @@ def _searches_secrets(
         real = _physical(w, ctx)
         if real is None or not (ctx.home == real or ctx.home.is_relative_to(real)):
             continue
-        for secret in secret_paths(ctx.home):
-            if os.path.lexists(secret):
-                return Finding.write(
-                    f"{name} searches {w.text!r}, which holds {secret} (the user's secrets)"
-                )
+        present = ctx.secrets.existing(ctx.home)
+        if present:
+            return Finding.write(
+                f"{name} searches {w.text!r}, which holds {present[0]} (the user's secrets)"
+            )
     return None
 
 
@@ -320,7 +319,7 @@ def _secret_finding(
         if p is None:
             continue
         text = str(p)
-        if is_secret_resolved(text, ctx.home) or any(
+        if ctx.secrets.is_secret_resolved(text, ctx.home_text) or any(
             _under(text, r) is not None for r in ctx.secret_roots_text
         ):
             return Finding.write(f"{name} reads {w.text!r}: one of the user's secrets ({text})")
@@ -543,3 +542,106 @@ def _names_protected(w: Word, ctx: Context) -> bool:
         return False
     target = Word(text.split("=", 1)[-1] if not w.text.startswith("-") else text)
     return _locate_text(target, ctx)[0] == "protected" or _protected_physically(target, ctx)
+
+
+# Programs that remove their operand itself: a symlink named last is removed, not
+# followed (the folders on its way still are: rm dir_link/x removes outside).
+_ACTS_ON_LINK_ITSELF = frozenset({"rm", "unlink", "rmdir"})
+_WRITES_NO_OPERAND = frozenset({"git", "cd", "pushd", "popd"})
+
+
+def shown_path(path: str, ctx: Context) -> str:
+    """``path`` as a person reads it: ``~/.bashrc`` rather than ``/home/me/.bashrc``."""
+    rel = _under(path, ctx.home_text)
+    if rel is None:
+        return path
+    return "~/" + rel if rel else "~"
+
+
+def _where_link_leads(
+    word: Word, ctx: Context, *, follow_last: bool = True
+) -> tuple[str, str] | None:
+    """``(written, real)`` when ``word`` names a place in the project (or the temp
+    directory) that a symlink on its way really takes out of it; else ``None``.
+
+    With ``follow_last`` false, a last component that is a link is not followed (what
+    ``rm`` does); a trailing slash, ``.`` or ``..`` make it followed all the same.
+    """
+    where, lexical = _locate_text(word, ctx)
+    joined = _path_text(word, ctx)
+    if lexical is None or joined is None or where not in ("inside", "protected", "temp"):
+        return None
+    head, _, last = joined.rpartition("/")
+    if follow_last or last in ("", ".", ".."):
+        real = _physical_text(word, ctx)
+    else:
+        up = _physical_text(Word(head or "/"), ctx)
+        real = None if up is None else up.rstrip("/") + "/" + last
+    if real is None or _within_roots_text(real, ctx):
+        return None
+    if where == "temp" and _under(real, ctx.temp_text) is not None:
+        return None
+    return word.text, real
+
+
+def link_out_of_project(what: str, word: Word, ctx: Context) -> Finding | None:
+    """A write to ``word`` that a symlink takes out of the project, named as it really is.
+
+    Into the user's secrets it is refused; anywhere else the user is asked each time
+    (never for the session: a grant was given for a write that stayed in the project).
+    """
+    return _link_finding(what, word, ctx, follow_last=True)
+
+
+def _link_finding(what: str, word: Word, ctx: Context, *, follow_last: bool) -> Finding | None:
+    found = _where_link_leads(word, ctx, follow_last=follow_last)
+    if found is None:
+        return None
+    written, real = found
+    shown = f"{written} → {shown_path(real, ctx)}"
+    if ctx.secrets.is_secret_resolved(real, ctx.home_text) or any(
+        _under(real, r) is not None for r in ctx.secret_roots_text
+    ):
+        return Finding.danger(f"{what}: {shown}, among the user's secrets (through a symlink)")
+    return Finding.ask(f"{what}: {shown}, outside the project (through a symlink)")
+
+
+def writes_through_links(name: str, args: Sequence[Word], ctx: Context) -> Finding | None:
+    """A command that may write its operands, one of which a symlink leads out of the
+    project (``cp README.md notes_link.md`` with ``notes_link.md -> ~/.bashrc``).
+
+    Which operand a program writes is not known for every program, so each literal
+    operand and option value is followed. Git never follows links in the work tree,
+    and cd (which has moved ``ctx.cwd`` on already) writes nothing.
+    """
+    if name in _WRITES_NO_OPERAND:
+        return None
+    follow_last = name not in _ACTS_ON_LINK_ITSELF
+    found: list[Finding] = []
+    for w in args:
+        for target in _operand_paths(w, ctx):
+            finding = _link_finding(name, target, ctx, follow_last=follow_last)
+            if finding is not None:
+                if not finding.ask_once:
+                    return finding
+                found.append(finding)
+    return found[0] if found else None
+
+
+def _operand_paths(w: Word, ctx: Context) -> list[Word]:
+    """The paths a word may name: itself, an option's or ``key=``'s value, a glob's matches."""
+    if w.glob and not w.expansion and not w.substitution:
+        try:
+            matches = _glob_matches(w, ctx)
+        except _GlobRefused:
+            return []
+        base = str(ctx.cwd or ctx.root)
+        return [Word(_under(str(m), base) or str(m)) for m in matches]
+    if w.pipe or not w.text:
+        return []
+    out = [] if w.text.startswith("-") else [w]
+    if w.literal:
+        _, eq, value = w.text.partition("=")
+        if eq and value:
+            out.append(Word(value))
+    return out

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from ..findings import Context, Finding, worst
 from ..shell_parse import SimpleCommand, Word
 from .build import _pytest
-from .common import classify_argv, effective_name
+from .common import MULTI_CALL, classify_argv, program_name
 
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh", "ash"})
 
@@ -57,7 +57,6 @@ _WRAPPERS = frozenset(
         "proot",
         "catchsegv",
         "valgrind",
-        "busybox",
     }
 )
 
@@ -81,8 +80,10 @@ def consumes_code(cmd: SimpleCommand) -> bool:
     """Whether ``cmd`` would execute code it reads from stdin or its arguments."""
     if not cmd.argv:
         return False
-    name, _ = effective_name(cmd.argv[0])
-    if name in SHELLS or name in ("eval", "source", ".", "xargs", "busybox"):
+    name, _, words = program_name(cmd.argv)
+    if words > 1:
+        return consumes_code(SimpleCommand(argv=cmd.argv[1:]))
+    if name in SHELLS or name in ("eval", "source", ".", "xargs", *MULTI_CALL):
         return True
     if name in _WRAPPERS and len(cmd.argv) > 1:
         return consumes_code(SimpleCommand(argv=_wrapped_argv(name, cmd.argv[1:])))

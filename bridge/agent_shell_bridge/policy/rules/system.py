@@ -6,6 +6,7 @@ import re
 
 from ...types import Risk
 from ..findings import Context, Finding, worst
+from ..options import _fixed_prefix
 from ..shell_parse import SimpleCommand, Word
 from .common import _is_option, classify_argv
 from .places import _physical, _within_roots, locate
@@ -23,6 +24,9 @@ def _find(name: str, args: list[Word], ctx: Context) -> Finding:
     starts: list[Word] = []
     i = 0
     while i < len(args) and not args[i].text.startswith(("-", "(", "!")):
+        if not args[i].literal and not _fixed_prefix(args[i]):
+            # "$x" may be -delete or -exec: find reads it as an expression.
+            return Finding.write(f"find with a computed starting point {args[i].text!r}")
         starts.append(args[i])
         i += 1
     wide = False
@@ -71,6 +75,8 @@ def _find(name: str, args: list[Word], ctx: Context) -> Finding:
             )
         elif t in ("-fprint", "-fprint0", "-fprintf", "-fls"):
             findings.append(Finding.write(f"find {t} writes a file"))
+        elif t == "-files0-from":
+            findings.append(Finding.write("find -files0-from takes where to look from a file"))
         j += 1
     return worst(findings) if findings else Finding.read("find without actions is read-only")
 

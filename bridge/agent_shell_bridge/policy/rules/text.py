@@ -1,13 +1,14 @@
-"""Rules for text tools: rg, sort, uniq, sed, awk, tee."""
+"""Rules for text tools: rg, sort, uniq, sed, awk, jq, tee."""
 
 from __future__ import annotations
 
 import re
 
 from ..findings import Context, Finding
+from ..options import _fixed_prefix, positional
 from ..shell_parse import Word
 from .common import _is_option
-from .places import _long_is
+from .places import _long_is, _outside_operand
 
 
 def _rg(name: str, args: list[Word], ctx: Context) -> Finding:
@@ -37,8 +38,9 @@ def _sort(name: str, args: list[Word], ctx: Context) -> Finding:
 
 
 def _uniq(name: str, args: list[Word], ctx: Context) -> Finding:
-    positional = [w for w in args if not _is_option(w)]
-    if len(positional) >= 2:
+    """``args`` are normalised: every operand follows the first ``--``, so ``uniq --
+    IN -c`` writes a file named ``-c`` and ``uniq -- -x .git/config`` writes .git."""
+    if len(positional(args)) >= 2:
         return Finding.write("uniq INPUT OUTPUT writes a file")
     if any(not w.literal for w in args):
         return Finding.write("uniq with computed arguments could name an output file")
@@ -205,6 +207,49 @@ def _awk(name: str, args: list[Word], ctx: Context) -> Finding:
                 f"{name} program changes which files it reads (ARGV/ARGC) or reads its environment"
             )
     return Finding.read(f"{name} program only prints")
+
+
+# jq directives and builtins that load files from module search paths (which a
+# program may extend: import "config" as $c {search: "~/.docker"}).
+_JQ_MODULES_RE = re.compile(r"\b(import|include)\s*\"|\bmodulemeta\b")
+_JQ_PAIRS = frozenset({"--arg", "--argjson", "--rawfile", "--slurpfile"})
+
+
+def _jq(name: str, args: list[Word], ctx: Context) -> Finding:
+    """jq reads its operands, and also files named by options and module directives."""
+    if any(not w.literal and not w.pipe and not _fixed_prefix(w) for w in args):
+        return Finding.write("jq with computed arguments could gain unsafe options")
+    program: Word | None = None
+    i = 0
+    while i < len(args):
+        w = args[i]
+        t = w.text
+        i += 1
+        if t == "--" or t == "-" or not t.startswith("-"):
+            if t == "--":
+                w = args[i] if i < len(args) else Word("")
+                i = len(args)
+            program = program or w
+            continue
+        if t in _JQ_PAIRS:
+            if t in ("--rawfile", "--slurpfile") and i + 1 < len(args):
+                found = _outside_operand(f"jq {t}", args[i + 1], ctx)
+                if found is not None:
+                    return found
+            i += 2
+        elif t == "--indent":
+            i += 1
+        elif t.split("=", 1)[0] in ("--from-file", "--library-path") or (
+            not t.startswith("--") and ("f" in t or "L" in t)
+        ):
+            return Finding.write(
+                f"jq {t} reads a program or modules from files or paths not seen here"
+            )
+    if program is not None and not program.literal:
+        return Finding.write("jq program is computed")
+    if program is not None and _JQ_MODULES_RE.search(program.text):
+        return Finding.write("jq program loads modules or data from search paths (import/include)")
+    return Finding.read("jq is read-only")
 
 
 def _tee(name: str, args: list[Word], ctx: Context) -> Finding:
