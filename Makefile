@@ -9,11 +9,14 @@ ELISP_FILES := $(wildcard elisp/*.el)
 ELISP_TESTS := $(wildcard tests/elisp/test-*.el)
 ELPA := /usr/share/emacs/site-lisp/elpa
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# Debian's Emacs 30 from bookworm-backports, unpacked beside the system's Emacs.
+EMACS30_DIR := .cache/emacs-30
+EMACS30 := $(abspath $(EMACS30_DIR))/bin/emacs
 export AGENT_SHELL_TEST_BRIDGE := $(BRIDGE)
 
-.PHONY: test test-python test-no-sandbox test-elisp test-e2e test-recordings lint compile demo bench bench-deps deps venv system-deps clean
+.PHONY: test test-python test-no-sandbox test-elisp test-emacs30 emacs30 test-e2e test-recordings lint compile demo bench bench-deps deps venv system-deps clean
 
-test: deps test-python test-elisp
+test: deps test-python test-elisp test-emacs30
 
 venv: $(VENV)/.installed
 
@@ -60,30 +63,56 @@ test-python: deps
 test-no-sandbox: deps
 	AGENT_SHELL_SANDBOX=off $(PY) -m pytest -q
 
+# The ERT suite on the Emacs $(1).  Each test file loads once: none requires
+# another (what several share is in tests/elisp/agent-shell-test-*.el).
+define ert-suite
+@test -n "$(ELISP_TESTS)" || { echo "no ERT tests found"; exit 1; }
+$(1) -Q --batch -L elisp -L tests/elisp \
+  --eval '(setq load-prefer-newer t)' \
+  --eval '(message "ERT on Emacs %s" emacs-version)' \
+  $(foreach t,$(ELISP_TESTS),-l $(t)) \
+  -f ert-run-tests-batch-and-exit
+endef
+
+# Byte-compiles the package, the benchmarks and the tests on the Emacs $(1),
+# warnings as errors, and removes the .elc files whatever happens: another
+# Emacs must never load them.
+define byte-compile-all
+trap 'rm -f elisp/*.elc bench/*.elc tests/elisp/*.elc' EXIT; set -e; \
+$(1) -Q --batch -L elisp \
+  --eval '(setq byte-compile-error-on-warn t)' \
+  -f batch-byte-compile $(ELISP_FILES) $(wildcard bench/*.el); \
+$(1) -Q --batch -L elisp -L tests/elisp \
+  --eval '(setq byte-compile-error-on-warn t)' \
+  -f batch-byte-compile $(wildcard tests/elisp/*.el)
+endef
+
+# Any Emacs: make test-elisp EMACS=/path/to/emacs
 test-elisp: deps
-	@test -n "$(ELISP_TESTS)" || { echo "no ERT tests found"; exit 1; }
-	$(EMACS) -Q --batch -L elisp -L tests/elisp \
-	  --eval '(setq load-prefer-newer t)' \
-	  $(foreach t,$(ELISP_TESTS),-l $(t)) \
-	  -f ert-run-tests-batch-and-exit
+	$(call ert-suite,$(EMACS))
+
+# Installs Emacs 30 into $(EMACS30_DIR) when it is not there yet (a few seconds
+# and about 45 MB of packages; nothing outside that directory changes).
+emacs30:
+	@tests/emacs/install-emacs30.sh $(EMACS30_DIR) >/dev/null
+
+# What make test runs on Emacs 30 besides the Python suite's run on the system
+# Emacs: the ERT suite, the byte-compilation and the end-to-end tests.
+test-emacs30: deps emacs30
+	$(call ert-suite,$(EMACS30))
+	$(call byte-compile-all,$(EMACS30))
+	EMACS=$(EMACS30) $(PY) -m pytest -q -p no:cacheprovider -m e2e tests/e2e
 
 lint: deps
 	$(VENV)/bin/ruff check bridge tests/python tests/e2e tests/recordings bench
 	$(VENV)/bin/ruff format --check bridge tests/python tests/e2e tests/recordings bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy --strict bench
-	$(EMACS) -Q --batch -L elisp \
-	  --eval '(setq byte-compile-error-on-warn t)' \
-	  -f batch-byte-compile $(ELISP_FILES) $(wildcard bench/*.el)
-	$(EMACS) -Q --batch -L elisp -L tests/elisp \
-	  --eval '(setq byte-compile-error-on-warn t)' \
-	  -f batch-byte-compile $(wildcard tests/elisp/*.el)
-	@rm -f bench/*.elc tests/elisp/*.elc
+	$(call byte-compile-all,$(EMACS))
 	@# package-lint comes from elpa-package-lint (system-deps installs it); lint.el
 	@# fails when it cannot load it, and on any finding it does not accept by name.
 	pl=$$(ls -d $(ELPA)/package-lint-[0-9]* | sort -V | tail -1) && \
 	$(EMACS) -Q --batch -L elisp -L "$$pl" -l tests/elisp/lint.el $(ELISP_FILES)
-	@rm -f elisp/*.elc
 
 # Byte-compiles the package in place, for a checkout loaded with use-package.
 compile: system-deps
@@ -117,4 +146,4 @@ bench: bench-deps
 	$(PY) -m bench.readme --results bench/results.json --readme README.org
 
 clean:
-	rm -rf $(VENV) elisp/*.elc .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(EMACS30_DIR) elisp/*.elc .pytest_cache .mypy_cache .ruff_cache

@@ -28,6 +28,7 @@
 (require 'agent-shell-session)
 (require 'subr-x)
 (require 'agent-shell-tools)
+(require 'agent-shell-json)
 
 (defvar magit-git-global-arguments)
 (declare-function magit-stage-file "ext:magit-apply" (file))
@@ -93,12 +94,11 @@ Return the snapshot file name relative to the snapshot directory."
     name))
 
 (defun agent-shell-actions--append-index (root entry)
-  "Append ENTRY, an alist, as one JSON line to the snapshot index of ROOT."
+  "Append ENTRY, an alist, as one JSON line to the snapshot index of ROOT.
+The line is UTF-8, written as bytes."
   (agent-shell-actions--snapshot-root root)
-  (let ((coding-system-for-write 'utf-8-unix)
-        (line (concat (json-serialize entry :null-object :null
-                                      :false-object :json-false)
-                      "\n")))
+  (let ((coding-system-for-write 'no-conversion)
+        (line (concat (agent-shell-json-bytes entry) "\n")))
     (write-region line nil (agent-shell-actions--index-file root) t 'silent)))
 
 (defun agent-shell-actions--now ()

@@ -231,6 +231,15 @@ TAB on the drawer shows it again."
     (goto-char pos)
     (forward-line 1)
     (when (looking-at-p "^:PROPERTIES:$")
+      (agent-shell-log--hide-drawer))))
+
+(defun agent-shell-log--hide-drawer ()
+  "Fold the drawer at point, with the function the loaded Org has.
+Org 9.6 renamed `org-hide-drawer-toggle' (Org 9.5, Emacs 28) to
+`org-fold-hide-drawer-toggle' (Emacs 29 and later)."
+  (if (fboundp 'org-fold-hide-drawer-toggle)
+      (org-fold-hide-drawer-toggle t t)
+    (with-suppressed-warnings ((obsolete org-hide-drawer-toggle))
       (org-hide-drawer-toggle t t))))
 
 (defun agent-shell-log--org-text (params field)

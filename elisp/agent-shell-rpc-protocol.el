@@ -29,7 +29,8 @@
 ;;   `agent-shell-rpc-respond' or `agent-shell-rpc-respond-error'.
 ;;
 ;; JSON: incoming objects are alists, arrays lists, null nil and false
-;; `:json-false'.  Outgoing values go through `json-serialize': objects
+;; `:json-false'.  Outgoing values go through `json-serialize' (by way
+;; of agent-shell-json.el, which gives bytes on every Emacs): objects
 ;; are alists, plists or hash tables, arrays MUST be vectors, null is
 ;; `:null', false is `:json-false', and nil is the empty object.
 ;;
@@ -43,6 +44,7 @@
 
 (require 'cl-lib)
 (require 'subr-x)
+(require 'agent-shell-json)
 (require 'agent-shell-rpc-http)
 
 ;;; Error codes
@@ -190,9 +192,7 @@ UNDER is the key OBJECT was found under."
 
 (defun agent-shell-rpc--encode (object)
   "Return OBJECT serialised as JSON, as a unibyte UTF-8 string."
-  (encode-coding-string
-   (json-serialize object :null-object :null :false-object :json-false)
-   'utf-8 t))
+  (agent-shell-json-bytes object))
 
 (defun agent-shell-rpc--decode (bytes)
   "Parse the complete UTF-8 JSON text BYTES (a unibyte string)."
@@ -577,7 +577,7 @@ come oldest first."
 (defun agent-shell-rpc--compact (value)
   "Return VALUE, a decoded message, as one line of JSON for the log."
   (condition-case nil
-      (json-serialize value :null-object nil :false-object :json-false)
+      (agent-shell-json-text value :null-object nil)
     (error (format "%S" value))))
 
 ;;; Event stream

@@ -15,8 +15,8 @@
 
 (require 'cl-lib)
 (require 'subr-x)
-(require 'json)
 (require 'agent-shell-custom)
+(require 'agent-shell-json)
 
 ;;; Internals
 
@@ -60,8 +60,8 @@ Alists stay objects; other lists become vectors (JSON arrays)."
 (defun agent-shell-tool-text--compact-json (value)
   "Return VALUE as one line of JSON, or its printed form."
   (condition-case nil
-      (json-serialize (agent-shell-tool-text--json-ready value)
-                      :null-object nil :false-object :json-false)
+      (agent-shell-json-text (agent-shell-tool-text--json-ready value)
+                             :null-object nil)
     (error (format "%S" value))))
 
 (defun agent-shell-tool-text--short-value (value)

@@ -21,6 +21,7 @@
 (require 'ert)
 (require 'subr-x)
 (require 'agent-shell-tools)
+(require 'agent-shell-json)
 
 (defvar agent-shell-test--op-counter 0
   "Counter making operation ids unique within a test run.")
@@ -214,14 +215,15 @@ string or a plist for `json-serialize'.  The result carries `org' (for
   (let* ((proc (agent-shell-test--renderer))
          (buffer (process-buffer proc))
          ;; One line per request: re-serialise, which drops layout newlines.
-         (json (json-serialize
+         (json (agent-shell-json-text
                 (if (stringp params)
                     (json-parse-string params :null-object :null :false-object :false)
-                  params))))
+                  params)
+                :false-object :false)))
     (with-current-buffer buffer (erase-buffer))
     (process-send-string
-     proc (concat "{\"stream\":" (json-serialize stream)
-                  ",\"method\":" (json-serialize method)
+     proc (concat "{\"stream\":" (agent-shell-json-text stream)
+                  ",\"method\":" (agent-shell-json-text method)
                   ",\"params\":" json "}\n"))
     (agent-shell-test-wait
      "the log renderer"

@@ -18,6 +18,7 @@
 (require 'agent-shell-tools)
 (require 'agent-shell-actions)
 (require 'agent-shell-undo)
+(require 'agent-shell-rpc-protocol)
 
 (defconst test-actions--lines "第一行\nline two\nline three\nline four\n最后一行\n"
   "Five lines, some Chinese.")
@@ -322,6 +323,34 @@
           (undo))
         (should (equal (buffer-string) "foo 1\nfoo 2\nfoo 3\nuser\n"))))))
 
+;;; The snapshot index
+
+(ert-deftest test-actions/snapshot-index-holds-the-bridges-bytes ()
+  "A Chinese path in the snapshot index is the bridge's bytes, exactly.
+The arguments are decoded from the UTF-8 bytes of a request as the
+bridge sends it; the index line must hold those bytes for the path and
+the snapshot's name, on Emacs 28 (where `json-serialize' gives text)
+as on Emacs 30 (where it gives bytes)."
+  (agent-shell-test-with-project (root '(("文档/笔记 🚀.txt" . "旧内容\n")))
+    (let* ((sent (encode-coding-string
+                  "{\"path\": \"文档/笔记 🚀.txt\", \"content\": \"新内容 e\u0301\\n\"}"
+                  'utf-8))
+           (path (progn (should (string-match "\"path\": \"\\([^\"]+\\)\"" sent))
+                        (match-string 1 sent)))
+           (context (agent-shell-test-context root))
+           (op (alist-get 'op_id context)))
+      (agent-shell-tools-call "write_file" (agent-shell-rpc--decode sent) context)
+      (should (equal (agent-shell-test-read root "文档/笔记 🚀.txt") "新内容 e\u0301\n"))
+      (let ((line (car (last (split-string
+                              (agent-shell-test-read-bytes
+                               (agent-shell-actions--index-file root))
+                              "\n" t)))))
+        (should (string-search (concat "\"path\":\"" path "\"") line))
+        (should (string-search (concat "\"snapshot\":\"" op "/" path "\"") line))
+        (should (equal (decode-coding-string path 'utf-8) "文档/笔记 🚀.txt"))
+        (should (equal (alist-get 'path (car (last (test-actions--index root))))
+                       "文档/笔记 🚀.txt"))))))
+
 ;;; Encodings
 
 (ert-deftest test-actions/coding-systems-and-line-ends-kept ()
@@ -453,8 +482,7 @@ SNAPSHOTS is an alist (NAME . CONTENT) under the snapshot directory."
       (agent-shell-test-write dir (car snap) (cdr snap)))
     (agent-shell-test-write
      dir "index.jsonl"
-     (mapconcat (lambda (e) (concat (json-serialize e :null-object :null) "\n"))
-                entries ""))))
+     (mapconcat (lambda (e) (concat (agent-shell-json-bytes e) "\n")) entries ""))))
 
 (defun test-actions--entry (path sha &rest more)
   "Return an index entry of turn \"evil\" for PATH left with SHA, plus MORE."

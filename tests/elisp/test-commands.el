@@ -6,14 +6,15 @@
 
 ;; Completion of custom /commands at the prompt reads the real command
 ;; files of a temporary project and user directory.  The session tests
-;; start a real bridge with the scripted model (see test-shell.el).
+;; start a real bridge with the scripted model (see
+;; agent-shell-test-session.el).
 
 ;;; Code:
 
 (require 'ert)
 (require 'agent-shell)
 (require 'agent-shell-test-helpers)
-(require 'test-shell)
+(require 'agent-shell-test-session)
 
 (defmacro test-commands--with-user-dir (spec &rest body)
   "Run BODY with XDG_CONFIG_HOME set to a fresh directory; SPEC is (DIR-VAR).

@@ -8,8 +8,9 @@
 ;; SIGKILL, restarting in place, and what the live transcript shows of
 ;; a turn (prompt line, cancelled steps, output links, plan notices,
 ;; recalled experiences).  Everything runs against the REAL bridge and
-;; its scripted mock model, with the fixtures of test-shell.el; keys go
-;; through the real keymaps.  Waiting is on conditions, never on sleeps.
+;; its scripted mock model, with the fixtures of
+;; agent-shell-test-session.el; keys go through the real keymaps.
+;; Waiting is on conditions, never on sleeps.
 
 ;;; Code:
 
@@ -17,7 +18,7 @@
 (require 'cl-lib)
 (require 'agent-shell)
 (require 'agent-shell-test-helpers)
-(require 'test-shell)
+(require 'agent-shell-test-session)
 
 (defun test-lifecycle--fresh-bridge-stopped ()
   "Stop the bridge under test, so that the next start runs a new one.

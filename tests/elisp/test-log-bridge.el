@@ -5,18 +5,19 @@
 ;;; Commentary:
 
 ;; The bridge renders every log entry once: it writes the text to
-;; .agent-shell/logs/*.org and sends the same text with `log/entry' and
-;; `log/update'.  A real turn on the real bridge (the scripted mock model
-;; of test-shell.el) runs a read-only command whose output holds Chinese
-;; text, lines starting with `*' and `#+', an overlong line and more lines
-;; than a block keeps, then a command the user approves with `y' in the
-;; log.  The live buffer's entries must equal the file's, byte for byte.
+;; .agent-shell/logs/*.org and sends the same text with `log/entry'
+;; and `log/update'.  A real turn on the real bridge (the scripted
+;; mock model of agent-shell-test-session.el) runs a read-only command
+;; whose output holds Chinese text, lines starting with `*' and `#+',
+;; an overlong line and more lines than a block keeps, then a command
+;; the user approves with `y' in the log.  The live buffer's entries
+;; must equal the file's, byte for byte.
 
 ;;; Code:
 
 (require 'ert)
 (require 'cl-lib)
-(require 'test-shell)
+(require 'agent-shell-test-session)
 
 (defconst test-log-bridge--notes
   (concat "* 标题 heading\n#+begin_src sh\n  #+TITLE: fake\n,* already escaped\n"

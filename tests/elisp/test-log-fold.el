@@ -66,5 +66,57 @@
           (should-not (test-log-fold--invisible-at buf ":EXIT_CODE: 0")))
       (kill-buffer buf))))
 
+(ert-deftest test-log-fold/overview-keeps-old-entries-folded ()
+  "After an overview, new entries show folded like fresh ones; older stay folded.
+Org 9.5 (Emacs 28) folds with overlays and Org 9.7 (Emacs 30) with text
+properties: on both, a step or task arriving in a folded log shows its
+heading and body with its drawer folded, and TAB folds it like any
+other heading."
+  (let* ((agent-shell-log-notify-on-wait nil)
+         (buf (agent-shell-log-buffer (format "fold-%s" (random 1000000)))))
+    (unwind-protect
+        (progn
+          (agent-shell-log-insert-entry
+           buf (test-log-fold--entry
+                "log/entry" "{\"id\":\"o-t\",\"session_id\":\"s\",\"title\":\"任务一\",\"source\":\"user\",
+                  \"timestamp\":\"2026-11-30T10:15:00+08:00\",\"properties\":{\"MODEL\":\"m\"},\"body\":[]}"))
+          (agent-shell-log-insert-entry
+           buf (test-log-fold--entry
+                "log/entry" "{\"id\":\"o-w\",\"parent_id\":\"o-t\",\"session_id\":\"s\",\"title\":\"run make\",
+                  \"source\":\"tool\",\"timestamp\":\"2026-11-30T10:16:00+08:00\",
+                  \"properties\":{\"TOOL\":\"run_command\"},
+                  \"body\":[{\"kind\":\"src\",\"lang\":\"sh\",\"text\":\"make 构建\"}]}"))
+          (with-current-buffer buf
+            (switch-to-buffer buf)
+            (org-overview))
+          (should (test-log-fold--invisible-at buf "run make"))
+          (should (test-log-fold--invisible-at buf "make 构建"))
+          (agent-shell-log-insert-entry
+           buf (test-log-fold--entry
+                "log/entry" "{\"id\":\"o-c\",\"parent_id\":\"o-t\",\"session_id\":\"s\",\"title\":\"子步骤\",
+                  \"source\":\"tool\",\"timestamp\":\"2026-11-30T10:17:00+08:00\",
+                  \"properties\":{\"TOOL\":\"read_file\"},
+                  \"body\":[{\"kind\":\"src\",\"lang\":\"text\",\"text\":\"子内容\"}]}"))
+          (agent-shell-log-insert-entry
+           buf (test-log-fold--entry
+                "log/entry" "{\"id\":\"o-n\",\"session_id\":\"s\",\"title\":\"任务二\",\"source\":\"user\",
+                  \"timestamp\":\"2026-11-30T10:18:00+08:00\",\"properties\":{\"STEP\":\"2\"},
+                  \"body\":[{\"kind\":\"text\",\"text\":\"新的正文\"}]}"))
+          (should-not (test-log-fold--invisible-at buf "子步骤"))
+          (should-not (test-log-fold--invisible-at buf "子内容"))
+          (should (test-log-fold--invisible-at buf ":TOOL: read_file"))
+          (should-not (test-log-fold--invisible-at buf "任务二"))
+          (should-not (test-log-fold--invisible-at buf "新的正文"))
+          (should (test-log-fold--invisible-at buf ":STEP: 2"))
+          (should (test-log-fold--invisible-at buf "run make"))
+          (should (test-log-fold--invisible-at buf "make 构建"))
+          (with-current-buffer buf
+            (goto-char (point-min))
+            (search-forward "任务二")
+            (org-cycle))
+          (should-not (test-log-fold--invisible-at buf "任务二"))
+          (should (test-log-fold--invisible-at buf "新的正文")))
+      (kill-buffer buf))))
+
 (provide 'test-log-fold)
 ;;; test-log-fold.el ends here

@@ -111,7 +111,8 @@ the running test's stream, so entries must be made in insertion order."
                     :null-object :null :false-object :false))
       (let* ((method (gethash "method" op))
              (params (agent-shell-test-render-log
-                      stream method (json-serialize (gethash "params" op)))))
+                      stream method (agent-shell-json-text (gethash "params" op)
+                                                           :false-object :false))))
         (should-not (alist-get 'error params))
         (if (equal method "log/entry")
             (agent-shell-log-insert-entry buffer params)
@@ -390,6 +391,39 @@ It is refused for a dangerous step, and answering no grants nothing."
     (should-not (org-invisible-p))
     (test-log--goto buf "e-4")
     (should (org-invisible-p))))
+
+(ert-deftest test-log/exports-folded-or-not ()
+  "The live log exports with the loaded Org's own exporters, sparse tree or not.
+Org 9.5 (Emacs 28) and Org 9.7 (Emacs 30) fold in different ways; the
+export must not depend on either.  Drawers stay out, TODO keywords,
+Chinese titles and the escaped src lines stay in."
+  (require 'ox-ascii)
+  (require 'ox-html)
+  (test-log--with-buffer buf
+    (test-log--replay buf)
+    (with-current-buffer buf
+      (let ((plain (org-export-as 'ascii nil nil nil '(:ascii-charset utf-8))))
+        (test-log--goto buf "e-7")
+        (execute-kbd-macro (kbd "!"))
+        (test-log--goto buf "e-4")
+        (should (org-invisible-p))
+        (should (equal (org-export-as 'ascii nil nil nil '(:ascii-charset utf-8))
+                       plain))
+        (should (string-match-p "DONE \\[2026-11-30 Mon 10:00\\] +修复中文 JSON 解析" plain))
+        (should (string-match-p "APPROVED \\[2026-11-30 Mon 10:01\\] +run_command: go test"
+                                plain))
+        (should (string-match-p "WAIT \\[2026-11-30 Mon 10:08\\] +late step" plain))
+        ;; Src lines the bridge escaped read as written.
+        (should (string-match-p "[^,]\\* not a heading$" plain))
+        (should (string-match-p "[^,]#\\+end_src$" plain))
+        (should (string-search "line 1 输出" plain))
+        (should-not (string-search "LOG_ID" plain))
+        (should-not (string-search ":PROPERTIES:" plain)))
+      (let ((html (org-export-as 'html nil nil t)))
+        (should (string-search "修复中文 JSON 解析" html))
+        (should (string-match-p "<span class=\"todo WAIT\">WAIT</span>" html))
+        (should (string-search "func decodeString() {}" html))
+        (should-not (string-search "LOG_ID" html))))))
 
 (ert-deftest test-log/navigation ()
   "`f', `b' and `w' move between headings and waiting steps."

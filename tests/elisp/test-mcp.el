@@ -51,7 +51,7 @@
         ;; It serialises as the bridge expects.
         (should (string-search
                  "\"env\":[{\"name\":\"GREETING\",\"value\":\"你好\"}]"
-                 (decode-coding-string (json-serialize params) 'utf-8)))))))
+                 (agent-shell-json-text params)))))))
 
 (ert-deftest test-mcp/json-file-option ()
   "A `.mcp.json'-shaped file named by the option gives the same servers."
@@ -89,7 +89,7 @@ The bridge fills in ${VAR}: the option's text is sent as written."
       (should-not (assq 'type (nth 2 servers)))
       (should (string-search
                "{\"type\":\"sse\",\"name\":\"old\",\"url\":\"http://127.0.0.1:9000/sse\",\"headers\":[]}"
-               (decode-coding-string (json-serialize params) 'utf-8)))))
+               (agent-shell-json-text params)))))
   (let ((agent-shell-mcp-servers '(("ws" . ((type . "websocket") (url . "wss://x/"))))))
     (should-error (agent-shell-mcp-session-params) :type 'user-error))
   (let ((agent-shell-mcp-servers '(("nourl" . ((type . "http") (url . 7))))))

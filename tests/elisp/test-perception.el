@@ -28,9 +28,10 @@
   "A small Python module for buffer tests.")
 
 (defun test-perception--visit (root path)
-  "Visit PATH under ROOT in the selected window and return the buffer."
+  "Visit PATH under ROOT in the selected window; return the buffer.
+As with \\[find-file], it becomes the most recently used buffer."
   (let ((buffer (find-file-noselect (expand-file-name path root))))
-    (set-window-buffer (selected-window) buffer)
+    (switch-to-buffer buffer)
     buffer))
 
 (defun test-perception--goto (buffer line column)
@@ -79,14 +80,21 @@
         (should (equal (alist-get 'region_length result) 300))))))
 
 (ert-deftest test-perception/buffer-overview-skips-agent-buffer ()
-  "With an agent-shell buffer selected the user's last file buffer is described."
-  (agent-shell-test-with-project (root `(("app.py" . ,test-perception--python)))
-    (let ((file-buffer (test-perception--visit root "app.py"))
-          (agent (get-buffer-create "*agent-shell test*")))
+  "With an agent-shell buffer selected the user's last file buffer is described.
+Regression: the test visited its file without making it the most
+recent buffer, so it passed only while no other file buffer was open.
+On Emacs 30 one always was after an earlier failure: ERT visits a
+failed test's file to print where it is."
+  (agent-shell-test-with-project (root `(("app.py" . ,test-perception--python)
+                                         ("older.py" . "x = 1\n")))
+    (let* ((_older (test-perception--visit root "older.py"))
+           (file-buffer (test-perception--visit root "app.py"))
+           (agent (get-buffer-create "*agent-shell test*")))
       (unwind-protect
           (progn
+            ;; Both are file buffers of the project: recency decides.
             (with-current-buffer file-buffer (set-buffer-modified-p t))
-            (set-window-buffer (selected-window) agent)
+            (switch-to-buffer agent)
             (let ((result (agent-shell-test-call "buffer_overview" nil
                                                  (agent-shell-test-context root))))
               (should (equal (alist-get 'file result) "app.py"))

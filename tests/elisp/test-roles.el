@@ -14,7 +14,7 @@
 (require 'agent-shell)
 (require 'agent-shell-roles)
 (require 'agent-shell-test-helpers)
-(require 'test-shell)
+(require 'agent-shell-test-session)
 
 (ert-deftest test-roles/delegate-entry-shows-role-steps-and-report ()
   "A `delegate' call is one entry: its line names the role, its body the report."

@@ -259,8 +259,7 @@ The bridge and the message hook are cleaned up afterwards."
   "A 600 KB event arriving in 4 KB reads parses once, with its line searched once.
 Regression guard: each read rescanned the unfinished line from its start."
   (let* ((text (apply #'concat (make-list 50000 "长文本🚀ab")))
-         (bytes (encode-coding-string
-                 (concat "id: 9\r\ndata: " (json-serialize `((t . ,text))) "\r\n\r\n") 'utf-8))
+         (bytes (concat "id: 9\r\ndata: " (agent-shell-json-bytes `((t . ,text))) "\r\n\r\n"))
          (sse (agent-shell-rpc--sse-new))
          (events nil))
     (should (> (length bytes) 600000))

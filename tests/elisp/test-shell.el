@@ -18,115 +18,9 @@
 (require 'cl-lib)
 (require 'agent-shell)
 (require 'agent-shell-test-helpers)
+(require 'agent-shell-test-session)
 
-;;; Fixture
-
-(defvar test-shell--memory-dir (make-temp-file "agent-shell-test-memory-" t)
-  "Memory directory of the bridge under test.")
-
-(defvar test-shell--mock nil "The mock model process.")
-(defvar test-shell--mock-base nil "The mock model's API base.")
-
-(defconst test-shell-long-answer
-  (let ((parts nil))
-    (dotimes (i 300)
-      (push (format "第%d段：流式输出 streams in frames 🚀 e\u0301。\n" i) parts))
-    (apply #'concat (nreverse parts)))
-  "A long answer of the mock model, streamed three characters a delta.")
-
-(defconst test-shell--mock-script
-  `((steps . [((match . ((last_user_contains . "slow")))
-               (text . "late") (delay_ms . 20000))
-              ((match . ((last_user_contains . "repeat")))
-               (text . "再说一遍：done.") (chunk_size . 3))
-              ((match . ((last_user_contains . "grant me")))
-               (tool_calls . [((name . "run_command")
-                               (arguments . ((command . "mkdir -p 构建"))))]))
-              ((match . ((last_user_contains . "grant me")))
-               (text . "granted 已授权"))
-              ;; test-log-bridge.el: the live log equals the file.
-              ((match . ((last_user_contains . "log parity")))
-               (tool_calls . [((name . "run_command")
-                               (arguments . ((command . "cat 笔记.org"))))]))
-              ((match . ((last_user_contains . "log parity")))
-               (tool_calls . [((name . "run_command")
-                               (arguments . ((command . "mkdir -p 输出"))))]))
-              ((match . ((last_user_contains . "log parity")))
-               (text . "* 完成 done\n#+end_src not a keyword"))
-              ((match . ((last_user_contains . "hello")))
-               (text . "你好，世界！Streaming works.") (chunk_size . 1))
-              ;; test-lifecycle.el: one step per prompt, each used once.
-              ((match . ((last_user_contains . "lingering")))
-               (text . "late") (delay_ms . 20000))
-              ,@(mapcar (lambda (word)
-                          `((match . ((last_user_contains . ,word)))
-                            (text . ,(format "答复 %s: ok." word))))
-                        '("at-once" "before-restart" "before-start" "after-start" "before-resume" "after-resume"))
-              ((match . ((last_user_contains . "stream-exact")))
-               (text . ,test-shell-long-answer) (chunk_size . 3))
-              ((match . ((last_user_contains . "stream-drop")))
-               (text . ,test-shell-long-answer) (chunk_size . 3) (delay_ms . 1))
-              ((match . ((last_user_contains . "stream-cancel")))
-               (text . ,test-shell-long-answer) (chunk_size . 3) (delay_ms . 2))
-              ((match . ((last_user_contains . "stream-after")))
-               (text . "取消之后：after the cancel.") (chunk_size . 2))]))
-  "Script of the mock model.")
-
-(defalias 'test-shell--wait #'agent-shell-test-wait)
-
-(defun test-shell--start-mock ()
-  "Start the scripted mock model once; return its API base."
-  (unless (process-live-p test-shell--mock)
-    (let ((script (make-temp-file "agent-shell-mock-" nil ".json"
-                                  (json-serialize test-shell--mock-script)))
-          (out ""))
-      (setq test-shell--mock
-            (make-process
-             :name "agent-shell-test-mock" :noquery t :connection-type 'pipe
-             :command (list (getenv "AGENT_SHELL_TEST_BRIDGE") "mock-model"
-                            "--script" script "--port" "0")
-             :stderr (get-buffer-create " *agent-shell-test-mock stderr*")
-             :filter (lambda (_proc text) (setq out (concat out text)))))
-      (test-shell--wait "the mock model" (lambda () (string-search "\n" out)))
-      (setq test-shell--mock-base
-            (alist-get 'api_base (json-parse-string (car (split-string out "\n"))
-                                                    :object-type 'alist)))))
-  test-shell--mock-base)
-
-(defun test-shell--bridge ()
-  "Return an initialised connection to the real bridge, starting it if needed."
-  (unless (and (agent-shell-bridge--live-connection)
-               (eq (agent-shell-bridge-initialized agent-shell-bridge--current) (agent-shell-bridge-connection agent-shell-bridge--current)))
-    (setq agent-shell-bridge-debug t
-          agent-shell-memory-dir test-shell--memory-dir
-          agent-shell-api-base (test-shell--start-mock)
-          agent-shell-api-key "sk-test-shell-secret")
-    (agent-shell-bridge--with-connection #'ignore)
-    (test-shell--wait "the bridge to initialise"
-                      (lambda () (and (agent-shell-bridge--live-connection)
-                                      (eq (agent-shell-bridge-initialized agent-shell-bridge--current)
-                                          (agent-shell-bridge-connection agent-shell-bridge--current))))
-                      30))
-  (agent-shell-bridge-connection agent-shell-bridge--current))
-
-(defun test-shell--sync (method params)
-  "Call METHOD with PARAMS on the bridge and return the result."
-  (agent-shell-rpc-request-sync (test-shell--bridge) method params 20))
-
-(defun test-shell--emit (&rest updates)
-  "Publish session UPDATES (alists of `sessionId' and `update') over SSE."
-  (test-shell--sync "debug/emit"
-                    `((messages . ,(vconcat
-                                    (mapcar (lambda (u)
-                                              `((jsonrpc . "2.0")
-                                                (method . ,(or (alist-get 'method u)
-                                                               "session/update"))
-                                                (params . ,(or (alist-get 'params u) u))))
-                                            updates))))))
-
-(defun test-shell--update (session update)
-  "Return a `session/update' params object for SESSION holding UPDATE."
-  `((sessionId . ,session) (update . ,update)))
+;;; Updates
 
 (defun test-shell--chunk (session text &optional kind)
   "Return a KIND (default message) chunk update of TEXT for SESSION."
@@ -161,30 +55,6 @@ Each is a `session/update' params object whose sessionId is SESSION."
   (mapconcat (lambda (params)
                (alist-get 'text (alist-get 'content (alist-get 'update params))))
              (test-shell--recorded "s" kind) ""))
-
-(defvar test-shell--counter 0 "Counter for fake session ids.")
-
-(defmacro test-shell--with-shell (spec &rest body)
-  "Run BODY in a shell buffer bound to a fresh session id; SPEC is (SID-VAR).
-The buffer is attached without `session/new', so updates published
-for SID-VAR through the real event stream land in it."
-  (declare (indent 1) (debug ((symbolp) body)))
-  `(let* ((,(car spec) (format "s-test-%d-%d" (emacs-pid)
-                               (cl-incf test-shell--counter)))
-          (buffer (get-buffer-create (format "*agent-shell: %s*" ,(car spec)))))
-     (test-shell--bridge)
-     (unwind-protect
-         (progn
-           (switch-to-buffer buffer)
-           (agent-shell--setup ,(car spec) temporary-file-directory ,(car spec))
-           ,@body)
-       (when (buffer-live-p buffer)
-         (with-current-buffer buffer (setf (agent-shell-session-id agent-shell--session) nil))
-         (kill-buffer buffer)))))
-
-(defun test-shell--transcript ()
-  "Return the transcript text (before the prompt) without properties."
-  (buffer-substring-no-properties (point-min) (agent-shell-session-output-marker agent-shell--session)))
 
 ;;; Rendering
 
@@ -228,6 +98,57 @@ usage in the header line and the summary at the end."
                                                         (alist-get 'contextWindow usage)))))
                (agent-shell-header--line))))))
 
+
+(ert-deftest test-shell/tool-arguments-read-as-the-bridge-sent-them ()
+  "Chinese in structured tool arguments shows as the bridge sent it.
+Regression: on Emacs 30, where `json-serialize' returns UTF-8 bytes,
+the arguments line read steps: [{\"title\":\"\\346\\224\\271 … instead of
+改.  The line must equal, as text and as UTF-8 bytes, the line built
+from the values in the event the bridge sent over SSE.  The events
+log shows received JSON as text too."
+  (test-shell--with-shell (sid)
+    (let* ((agent-shell-log-events t)
+           (events (agent-shell-rpc-conn-events-process (test-shell--bridge)))
+           (chunks nil)
+           (record (lambda (_proc bytes) (push bytes chunks))))
+      (add-function :before (process-filter events) record)
+      (unwind-protect
+          (progn
+            (test-shell--emit
+             (test-shell--tool sid "call-zh" "propose_plan"
+                               '((goal . "修好 add")
+                                 (steps . [((title . "改 calc.py 里的 add")
+                                            (files . ["计算/calc.py"]))])
+                                 (risks . ["无 🚀"])))
+             (test-shell--update sid '((sessionUpdate . "agent_message_chunk")
+                                       (content . ((type . "text")
+                                                   (text . "日志里是字 🚀"))))))
+            (test-shell--wait "the tool entry and the text"
+                              (lambda () (string-search "日志里是字"
+                                                        (test-shell--transcript)))))
+        (remove-function (process-filter events) record))
+      (let* ((sent (apply #'concat (nreverse chunks)))
+             ;; The value after PREFIX in the bytes sent: the bridge
+             ;; writes raw UTF-8, not \u escapes.
+             (value (lambda (prefix)
+                      (should (string-match (concat prefix " *\"\\([^\"]+\\)\"") sent))
+                      (match-string 1 sent)))
+             (expected (concat "args: goal: " (funcall value "\"goal\":")
+                               "  steps: [{\"title\":\""
+                               (funcall value "\"steps\": *\\[{\"title\":")
+                               "\",\"files\":[\"" (funcall value "\"files\": *\\[")
+                               "\"]}]  risks: [\"" (funcall value "\"risks\": *\\[")
+                               "\"]"))
+             (text (test-shell--transcript))
+             (line (progn (should (string-match "^args: goal: .*$" text))
+                          (match-string 0 text))))
+        (should-not (multibyte-string-p sent))
+        (should (equal line (decode-coding-string expected 'utf-8)))
+        (should (equal (encode-coding-string line 'utf-8) expected))
+        (should (string-search "改 calc.py 里的 add" line))
+        ;; The event as received, not the request that asked for it.
+        (should (string-match-p "<== [0-9]+ {.*\"text\":\"日志里是字 🚀\""
+                                (test-shell--events-text)))))))
 
 (ert-deftest test-shell/streams-chinese-one-char-chunks ()
   "Many one-character chunks, Chinese included, arrive intact and in order.
@@ -399,26 +320,6 @@ The turn_end is the recorded turn's."
       (should (string-match-p "turn finished after [0-9]+ s" (car notes))))))
 
 ;;; Sending, history, modes
-
-(defun test-shell--start-session (root)
-  "Run `agent-shell-start' in ROOT and wait for its session; return the buffer."
-  (let* ((default-directory root)
-         (buffer (agent-shell-start)))
-    (with-current-buffer buffer
-      (test-shell--wait "session/new" (lambda () (agent-shell-session-id agent-shell--session)) 20))
-    buffer))
-
-(defmacro test-shell--with-session (spec &rest body)
-  "Run BODY in a real session on a fresh git project; SPEC is (ROOT-VAR)."
-  (declare (indent 1) (debug ((symbolp) body)))
-  `(agent-shell-test-with-project (,(car spec) nil)
-     (test-shell--bridge)
-     (let ((shell (test-shell--start-session ,(car spec))))
-       (unwind-protect
-           (with-current-buffer shell
-             (switch-to-buffer shell)
-             ,@body)
-         (when (buffer-live-p shell) (kill-buffer shell))))))
 
 (ert-deftest test-shell/start-scaffolds-and-opens-session ()
   "`agent-shell-start' makes `.agent-shell/', names the buffer after the root and gets a session."
@@ -1185,28 +1086,6 @@ Every command the README names is a command right after
     (should (equal (string-trim output) "nil"))))
 
 ;;; Review fixes: the transcript
-
-(defun test-shell--tool (sid id title input)
-  "Return a `tool_call' update for SID: call ID titled TITLE with INPUT."
-  (test-shell--update sid `((sessionUpdate . "tool_call") (toolCallId . ,id)
-                            (title . ,title) (kind . "execute") (status . "pending")
-                            (rawInput . ,input))))
-
-(defun test-shell--tool-done (sid id status &rest fields)
-  "Return a `tool_call_update' for SID's call ID with STATUS and FIELDS.
-FIELDS are alist pairs added to the update."
-  (test-shell--update sid `((sessionUpdate . "tool_call_update") (toolCallId . ,id)
-                            (status . ,status) ,@fields)))
-
-(defun test-shell--entry-text (title)
-  "Return the text of the entry whose header contains TITLE, unfolded."
-  (goto-char (point-min))
-  (search-forward title)
-  (let* ((id (agent-shell-transcript--entry-at (point)))
-         (start (plist-get (agent-shell-transcript--entry id) :start))
-         (bounds (agent-shell-transcript--entry-body-bounds id)))
-    (buffer-substring-no-properties start (if bounds (cdr bounds)
-                                            (agent-shell-transcript--header-end id)))))
 
 (ert-deftest test-shell/tool-entry-shows-outcome ()
   "Regression: a tool entry's body held only the raw JSON arguments.

@@ -4,13 +4,13 @@
 
 ;;; Commentary:
 
-;; Long answers of the scripted mock model through the real bridge, its
-;; frames and the real event stream into a real shell buffer (the
-;; fixtures of test-shell.el): the text arrives byte for byte and once,
-;; in far fewer events than the model sent deltas; a dropped event
-;; stream mid-answer loses and doubles nothing; a cancel leaves no text
-;; after the turn's end; a huge single-line tool output stays folded and
-;; capped.  Waiting is on conditions with deadlines.
+;; Long answers of the scripted mock model through the real bridge,
+;; its frames and the real event stream into a real shell buffer (the
+;; fixtures of agent-shell-test-session.el): the text arrives byte for
+;; byte and once, in far fewer events than the model sent deltas; a
+;; dropped event stream mid-answer loses and doubles nothing; a cancel
+;; leaves no text after the turn's end; a huge single-line tool output
+;; stays folded and capped.  Waiting is on conditions with deadlines.
 
 ;;; Code:
 
@@ -18,7 +18,7 @@
 (require 'cl-lib)
 (require 'agent-shell)
 (require 'agent-shell-test-helpers)
-(require 'test-shell)
+(require 'agent-shell-test-session)
 
 (defun test-streaming--recorder (session)
   "Return (HOOK . GETTER) recording SESSION's updates as (KIND . TEXT)."
