@@ -84,6 +84,11 @@ It is called with ENTRY-ID and returns a sentence such as \"run exactly
   "#+TODO: WAIT | APPROVED REJECTED DONE FAILED"
   "The TODO keyword line every action log starts with.")
 
+(defconst agent-shell-log--no-eval-line "#+PROPERTY: header-args :eval never"
+  "The log's header line that keeps Babel from running anything in it.
+A log holds text the model chose; an inline src_lang{...} or call_name()
+there would otherwise run when the log is exported.")
+
 (defconst agent-shell-log--space-re
   (rx (+ (any " \t\n\r\v\f" #x85 #x2028 #x2029)))
   "Whitespace collapsed to one space in single-line fields.")
@@ -192,7 +197,8 @@ of the drawer, for looking values up (RISK, PATH, LINE)."
     (erase-buffer)
     (insert "#+TITLE: agent-shell log: "
             (agent-shell-log--one-line name)
-            "\n#+STARTUP: overview\n" agent-shell-log--todo-line "\n\n"))
+            "\n#+STARTUP: overview\n" agent-shell-log--todo-line
+            "\n" agent-shell-log--no-eval-line "\n\n"))
   (setq agent-shell-log--nodes (make-hash-table :test #'equal)
         agent-shell-log--pending nil))
 
@@ -665,6 +671,8 @@ work as usual.
   ;; Native fontification of every shell block would load sh-mode (which talks in
   ;; the echo area) and cost time per entry; the blocks stay plain.
   (setq-local org-src-fontify-natively nil)
+  ;; Exporting the log evaluates nothing in it (see `agent-shell-log--no-eval-line').
+  (setq-local org-export-use-babel nil)
   (setq agent-shell-log--nodes (make-hash-table :test #'equal)
         agent-shell-log--pending nil))
 

@@ -48,6 +48,7 @@ from .limits import HEAD_LINES, TAIL_LINES
 from .model.types import Prices, UsageCounts
 
 __all__ = [
+    "HEADER_NO_EVAL",
     "HEADER_TODO",
     "LogEntry",
     "LogUpdate",
@@ -75,6 +76,9 @@ Source = Literal["model", "tool", "user", "memory", "bridge", "role"]
 PropertyValue = str | int | float
 
 HEADER_TODO = "#+TODO: WAIT | APPROVED REJECTED DONE FAILED"
+# The log holds text the model chose (commands, answers): an inline src_lang{…} or
+# call_name() in it would run when the log is exported. Nothing in a log is code.
+HEADER_NO_EVAL = "#+PROPERTY: header-args :eval never"
 
 #: Caps shared with agent-shell-log.el.
 MAX_TITLE_CHARS = 300
@@ -272,7 +276,8 @@ def render_body(blocks: Iterable[TextBlock | SrcBlock]) -> str:
 
 
 def render_header(title: str) -> str:
-    return f"#+TITLE: {_one_line(title, MAX_TITLE_CHARS)}\n#+STARTUP: overview\n{HEADER_TODO}\n\n"
+    title = _one_line(title, MAX_TITLE_CHARS)
+    return f"#+TITLE: {title}\n#+STARTUP: overview\n{HEADER_TODO}\n{HEADER_NO_EVAL}\n\n"
 
 
 def render_head(entry: LogEntry, level: int) -> str:

@@ -425,6 +425,38 @@ Chinese titles and the escaped src lines stay in."
         (should (string-search "func decodeString() {}" html))
         (should-not (string-search "LOG_ID" html))))))
 
+(defvar test-log--evaluated nil
+  "Set by Babel code in a log if an export ever runs it.")
+
+(ert-deftest test-log/export-runs-no-code-the-model-wrote ()
+  "Inline src and call syntax in model text stays text on export.
+Babel would run `src_emacs-lisp{...}' in a paragraph or a heading on
+export; the log's header says nothing in it is evaluated, so neither
+the live buffer nor the file opened in plain Org runs it, even with
+confirmation turned off."
+  (require 'ox-ascii)
+  (require 'ob-emacs-lisp)
+  (let ((org-confirm-babel-evaluate nil)
+        (payload "src_emacs-lisp{(setq test-log--evaluated 1)} 改了"))
+    (setq test-log--evaluated nil)
+    (test-log--with-buffer buf
+      (agent-shell-log-insert-entry
+       buf (test-log--entry "e-1" (concat "run_command: echo " payload)
+                            :body (vector `(:kind "text" :text ,payload))))
+      (with-current-buffer buf
+        (let ((text (buffer-string)))
+          (should (string-search agent-shell-log--no-eval-line text))
+          (org-export-as 'ascii nil nil nil '(:ascii-charset utf-8))
+          (should-not test-log--evaluated)
+          ;; The same text opened as a plain Org file, as `find-file' would.
+          (with-temp-buffer
+            (insert text)
+            (let ((org-export-use-babel t))
+              (org-mode)
+              (let ((out (org-export-as 'ascii nil nil nil '(:ascii-charset utf-8))))
+                (should (string-search "改了" out))))
+            (should-not test-log--evaluated)))))))
+
 (ert-deftest test-log/navigation ()
   "`f', `b' and `w' move between headings and waiting steps."
   (test-log--with-buffer buf

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from agent_shell_bridge.orglog import (
+    HEADER_NO_EVAL,
     HEADER_TODO,
     LogEntry,
     LogUpdate,
@@ -50,7 +51,9 @@ def test_orglog_writer_header_and_path(tmp_path: Path) -> None:
     writer = OrgLogWriter(path, title="任务\n日志")
     writer.add(entry("t1"))
     text = path.read_text(encoding="utf-8")
-    assert text.startswith(f"#+TITLE: 任务 日志\n#+STARTUP: overview\n{HEADER_TODO}\n\n* ")
+    assert text.startswith(
+        f"#+TITLE: 任务 日志\n#+STARTUP: overview\n{HEADER_TODO}\n{HEADER_NO_EVAL}\n\n* "
+    )
     assert text.count("#+TODO:") == 1
     assert writer.path == path
 
