@@ -19,7 +19,7 @@ import pytest
 
 from agent_rig import make_project, running_rig, tool_messages
 from agent_shell_bridge.execution import ProcessRunner
-from agent_shell_bridge.home_secrets import secret_paths
+from agent_shell_bridge.secrets import expanded_secret_paths
 from agent_shell_bridge.sandbox import (
     SANDBOX_ENV,
     SandboxKit,
@@ -100,7 +100,7 @@ def test_detection_finds_a_working_bubblewrap(bwrap: str) -> None:
 
 
 def test_secret_paths_cover_the_issue_list(home: Path) -> None:
-    names = {str(p.relative_to(home)) for p in secret_paths(home)}
+    names = {str(p.relative_to(home)) for p in expanded_secret_paths(home)}
     for required in (
         ".ssh",
         ".gnupg",
@@ -115,7 +115,7 @@ def test_secret_paths_cover_the_issue_list(home: Path) -> None:
         ".authinfo.gpg",
     ):
         assert required in names
-    existing = {p.name for p in secret_paths(home, existing_only=True)}
+    existing = {p.name for p in expanded_secret_paths(home, existing_only=True)}
     assert existing == {".ssh", ".aws", ".netrc", ".authinfo.gpg"}
 
 

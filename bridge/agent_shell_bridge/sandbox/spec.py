@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..home_secrets import secret_paths
+from ..secrets import expanded_secret_paths
 from . import landlock
 from .kit import SandboxKit
 from .layout import etc_masks, system_binds, visible_paths
@@ -248,7 +248,9 @@ class SandboxSpec:
         out: list[str] = []
         places = [*shown, *self.roots]
         if self.home is not None:
-            for secret in secret_paths(self.home, extra=self.extra_secrets, existing_only=True):
+            for secret in expanded_secret_paths(
+                self.home, extra=self.extra_secrets, existing_only=True
+            ):
                 if not any(secret == p or p in secret.parents for p in places):
                     continue
                 if secret.is_dir():
