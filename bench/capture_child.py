@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from agent_shell_bridge.execution import ProcessRunner
+from agent_shell_bridge.process.runner import ProcessRunner
 
 
 def _status_kib(field: str) -> int:

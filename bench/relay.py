@@ -12,7 +12,7 @@ Throughput uses an unpaced flood; latency a paced stream (one chunk every few
 milliseconds, like a fast model), so that queueing in a flood does not pose as
 latency.
 
-The bridge joins deltas into frames (agent_shell_bridge.frames), so one event the
+The bridge joins deltas into frames (agent_shell_bridge.transport.frames), so one event the
 client reads may carry several stamps. A frame's latency is that of its newest
 chunk: what the hop adds to the freshest text. The per-chunk figure, which also
 counts how long older chunks waited in their frame, is reported beside it.

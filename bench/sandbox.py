@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agent_shell_bridge.execution import ProcessRunner
+from agent_shell_bridge.process.runner import ProcessRunner
 from agent_shell_bridge.sandbox import SANDBOX_ENV, SandboxSpec, detect_sandbox
 
 from .common import Figure, Scale, median

@@ -24,19 +24,19 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 # module adds its own command and sets ``func`` (taking the parsed namespace,
 # returning an exit code) on it; the help here is what ``--help`` shows unloaded.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "serve": ("agent_shell_bridge.serve", "run the bridge for an Emacs client"),
+    "serve": ("agent_shell_bridge.frontends.serve", "run the bridge for an Emacs client"),
     "mock-model": (
         "agent_shell_bridge.model.mock_cli",
         "serve a scripted OpenAI-compatible model on loopback",
     ),
     "policy": (
-        "agent_shell_bridge.policy.cli",
+        "agent_shell_bridge.frontends.policy_cli",
         "judge commands or paths with the safety policy",
     ),
     "memory": ("agent_shell_bridge.memory.cli", "rebuild or search the experience index"),
-    "run": ("agent_shell_bridge.headless", "run one task headlessly (no Emacs)"),
+    "run": ("agent_shell_bridge.frontends.headless", "run one task headlessly (no Emacs)"),
     "acp": (
-        "agent_shell_bridge.acp_agent.cli",
+        "agent_shell_bridge.frontends.acp.cli",
         "run as an Agent Client Protocol agent on stdio",
     ),
 }

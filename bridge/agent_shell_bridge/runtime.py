@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .config import BridgeConfig
-from .events import EventHub
-from .rpc import Dispatcher
 from .sandbox import SandboxStatus, detect_sandbox
+from .transport.events import EventHub
+from .transport.rpc import Dispatcher
 
 if TYPE_CHECKING:
-    from .agent.live import LiveSession
+    from .agent.session.live import LiveSession
     from .tools.client_files import ClientFiles
 
 __all__ = ["Runtime"]

@@ -45,10 +45,10 @@ import pytest
 import uvicorn
 
 from agent_shell_bridge.config import BridgeConfig
-from agent_shell_bridge.events import EventHub
 from agent_shell_bridge.methods import build_dispatcher
 from agent_shell_bridge.runtime import Runtime
-from agent_shell_bridge.server import ServerSettings, create_app
+from agent_shell_bridge.transport.events import EventHub
+from agent_shell_bridge.transport.server import ServerSettings, create_app
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # ASGITransport opens no socket, so the in-process port is only the one the gate expects.

@@ -17,7 +17,7 @@ from acp import PROTOCOL_VERSION, text_block
 
 from acp_rig import API_KEY, RecordingClient, acp_agent, agent_env
 from agent_rig import make_project
-from agent_shell_bridge.acp_agent.mapping import reverse_unified_diff
+from agent_shell_bridge.frontends.acp.mapping import reverse_unified_diff
 from agent_shell_bridge.model.mock_script import MockScript
 from agent_shell_bridge.model.mock_server import MockServer
 from agent_shell_bridge.tools.files import unified_diff

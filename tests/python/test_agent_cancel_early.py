@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_rig import make_project, running_rig
-from agent_shell_bridge.agent.loop import run_turn
+from agent_shell_bridge.agent.turn.loop import run_turn
 
 
 async def test_cancel_while_the_turn_is_recorded_still_sends_turn_end(

@@ -21,8 +21,8 @@ import pytest
 from agent_shell_bridge.cli import COMMANDS, build_parser
 from agent_shell_bridge.memory.experience import Experience, write_experience
 from agent_shell_bridge.methods import AREAS, DEBUG_AREA, build_dispatcher
-from agent_shell_bridge.rpc import Dispatcher
 from agent_shell_bridge.runtime import Runtime
+from agent_shell_bridge.transport.rpc import Dispatcher
 
 HEAVY = ("starlette", "uvicorn", "sse_starlette", "tree_sitter", "tree_sitter_bash", "sqlite_utils")
 
@@ -175,13 +175,13 @@ SERVE_DEFERRED_PACKAGES = {
 SERVE_DEFERRED_MODULES = {
     *(f"agent_shell_bridge.methods.{area}" for area in (*AREAS, DEBUG_AREA[0])),
     "agent_shell_bridge.wire",
-    "agent_shell_bridge.agent.loop",
-    "agent_shell_bridge.agent.live",
+    "agent_shell_bridge.agent.turn.loop",
+    "agent_shell_bridge.agent.session.live",
     "agent_shell_bridge.policy.engine",
     "agent_shell_bridge.policy.shell_parse",
     "agent_shell_bridge.memory.index",
     "agent_shell_bridge.tools.catalogue",
-    "agent_shell_bridge.orglog",
+    "agent_shell_bridge.orglog.writer",
 }
 
 
@@ -207,7 +207,7 @@ def test_server_reaches_its_ready_line_without_the_deferred_modules(tmp_path: Pa
                 process.kill()
     assert ready["ready"] is True and ready["port"] > 0
     modules = set(json.loads(err.strip().splitlines()[0]))
-    assert "uvicorn" in modules and "agent_shell_bridge.server" in modules  # it did serve
+    assert "uvicorn" in modules and "agent_shell_bridge.transport.server" in modules  # it did serve
     packages = {m.split(".")[0] for m in modules}
     assert not packages & SERVE_DEFERRED_PACKAGES, sorted(packages & SERVE_DEFERRED_PACKAGES)
     assert not modules & SERVE_DEFERRED_MODULES, sorted(modules & SERVE_DEFERRED_MODULES)

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from agent_rig import make_project, running_rig
-from agent_shell_bridge.agent.conversation import Conversation, repaired
-from agent_shell_bridge.agent.turnstate import TurnState
+from agent_shell_bridge.agent.conversation.messages import Conversation, repaired
+from agent_shell_bridge.agent.session.store import SessionState, SessionStore, TokenTotals
+from agent_shell_bridge.agent.session.turnstate import TurnState
 from agent_shell_bridge.model.types import Completion, Prices, ToolCall, Usage, UsageCounts
-from agent_shell_bridge.orglog import TaskUsage
-from agent_shell_bridge.session import SessionState, SessionStore, TokenTotals
+from agent_shell_bridge.orglog.writer import TaskUsage
 
 PROMPT = "修复登录页面的错误"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_shell_bridge.execution import (
+from agent_shell_bridge.process.runner import (
     ExecLimits,
     ProcessRunner,
     default_timeout,
@@ -328,7 +328,7 @@ async def test_setsid_descendants_do_not_outlive_a_finished_command(tmp_path: Pa
 _RSS_CHILD = """
 import asyncio, json, sys
 from pathlib import Path
-from agent_shell_bridge.execution import ProcessRunner
+from agent_shell_bridge.process.runner import ProcessRunner
 
 def kib(field):
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -446,7 +446,7 @@ async def test_a_detached_holder_of_the_pipes_does_not_hold_the_call(
 _FULL_DISK_CHILD = """
 import asyncio, json, resource, sys
 from pathlib import Path
-from agent_shell_bridge.execution import ProcessRunner
+from agent_shell_bridge.process.runner import ProcessRunner
 
 async def main(work):
     resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))  # the log's "disk"

@@ -14,13 +14,13 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_shell_bridge.execution_capture import (
+from agent_shell_bridge.limits import HEAD_LINES, TAIL_LINES
+from agent_shell_bridge.process.capture import (
     LINE_BYTES,
     MAX_LINE_CHARS,
     StreamCapture,
     count_newlines,
 )
-from agent_shell_bridge.limits import HEAD_LINES, TAIL_LINES
 
 
 def reference(text: str) -> tuple[str, int]:

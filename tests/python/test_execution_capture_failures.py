@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_shell_bridge.execution import ProcessRunner
-from agent_shell_bridge.execution_capture import CaptureStartFailed, OutputPump
+from agent_shell_bridge.process.capture import CaptureStartFailed, OutputPump
+from agent_shell_bridge.process.runner import ProcessRunner
 
 
 def marked_processes(mark: str) -> list[int]:

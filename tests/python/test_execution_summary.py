@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from agent_rig import allow_once, make_project, running_rig, tool_messages
-from agent_shell_bridge.execution import ProcessRunner
-from agent_shell_bridge.testing_summary import detect_test_command, summarize_test_output
+from agent_shell_bridge.process.runner import ProcessRunner
+from agent_shell_bridge.process.test_summary import detect_test_command, summarize_test_output
 
 PYTEST_FAIL = """\
 ============================= test session starts ==============================

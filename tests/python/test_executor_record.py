@@ -16,14 +16,14 @@ from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
-from agent_shell_bridge.agent.decide import Prepared
-from agent_shell_bridge.agent.record import CallRecord
-from agent_shell_bridge.agent.reporter import Reporter
-from agent_shell_bridge.agent.turnstate import TurnState
-from agent_shell_bridge.events import EventHub
-from agent_shell_bridge.orglog import OrgLogWriter
+from agent_shell_bridge.agent.calls.decide import Prepared
+from agent_shell_bridge.agent.calls.record import CallRecord
+from agent_shell_bridge.agent.session.reporter import Reporter
+from agent_shell_bridge.agent.session.turnstate import TurnState
+from agent_shell_bridge.orglog.writer import OrgLogWriter
 from agent_shell_bridge.tools import catalogue as cat
 from agent_shell_bridge.tools.results import ToolResult
+from agent_shell_bridge.transport.events import EventHub
 from agent_shell_bridge.types import Decision, Risk, Verdict
 
 COMMAND = "echo 你好"
@@ -139,8 +139,8 @@ async def test_a_failed_result_without_log_text_logs_its_error(tmp_path: Path) -
 
 def test_plan_tools_do_not_import_the_executor() -> None:
     probe = (
-        "import sys, agent_shell_bridge.agent.plan\n"
-        "print('agent_shell_bridge.agent.executor' in sys.modules)\n"
+        "import sys, agent_shell_bridge.agent.turn.plan\n"
+        "print('agent_shell_bridge.agent.calls.executor' in sys.modules)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True

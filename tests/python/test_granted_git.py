@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_shell_bridge.granted_git import runs_outside_when_granted
+from agent_shell_bridge.sandbox.granted_git import runs_outside_when_granted
 
 # Rows: command, outside (whether a grant may run it outside the sandbox), class.
 CASES = [

@@ -13,8 +13,11 @@ from typing import Any
 import pytest
 
 from agent_rig import as_json, make_project, running_rig
-from agent_shell_bridge.agent.prompt import INSTRUCTIONS_CLOSE, frame_instructions
-from agent_shell_bridge.instructions import FILE_CAP, load_instructions
+from agent_shell_bridge.agent.conversation.system_prompt import (
+    INSTRUCTIONS_CLOSE,
+    frame_instructions,
+)
+from agent_shell_bridge.project.instructions import FILE_CAP, load_instructions
 
 
 def system_text(request_body: dict[str, Any]) -> str:

@@ -238,7 +238,7 @@ def test_importing_the_bridge_does_not_import_the_sdk() -> None:
     """The SDK costs most of a second to import; only sessions with servers pay it."""
     code = (
         "import sys, agent_shell_bridge.cli, agent_shell_bridge.methods, "
-        "agent_shell_bridge.mcp.session; "
+        "agent_shell_bridge.agent.session.mcp_servers; "
         "print(any(m == 'mcp' or m.startswith('mcp.') for m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

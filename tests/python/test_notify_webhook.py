@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from agent_shell_bridge.notify import NotifyEvent, build_payload, post_webhook
+from agent_shell_bridge.agent.turn.notify import NotifyEvent, build_payload, post_webhook
 
 
 @dataclass
@@ -137,7 +137,7 @@ async def test_notify_failures_are_logged_not_raised(
     free = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
     dead_port = free.server_address[1]
     free.server_close()
-    caplog.set_level(logging.WARNING, logger="agent_shell_bridge.notify")
+    caplog.set_level(logging.WARNING, logger="agent_shell_bridge.agent.turn.notify")
     async with httpx.AsyncClient(trust_env=False) as http:
         await post_webhook(f"{receiver.base}/down", "generic", FAILED, http=http)
         await post_webhook(f"{receiver.base}/wecom?key=SECRET", "wecom", FAILED, http=http)

@@ -22,7 +22,7 @@ from agent_rig import (
     start_rig,
     tool_messages,
 )
-from agent_shell_bridge.agent.plan import Plan, PlanStep, parse_plan_answer, plan_checklist
+from agent_shell_bridge.agent.turn.plan import Plan, PlanStep, parse_plan_answer, plan_checklist
 
 STEPS = [
     {"title": "读配置 read the config", "files": ["conf.py"], "expected": "known", "verify": None},

@@ -12,8 +12,8 @@ import pytest
 from agent_shell_bridge.policy import PolicyEngine
 from agent_shell_bridge.policy.options import SPECS, normalise
 from agent_shell_bridge.policy.rules.common import MULTI_CALL, PROGRAM_ALIASES
+from agent_shell_bridge.policy.secrets import SECRET_NAMES, is_secret, secret_paths
 from agent_shell_bridge.policy.shell_parse import Word, parse_command
-from agent_shell_bridge.secrets import SECRET_NAMES, is_secret, secret_paths
 from agent_shell_bridge.types import Decision
 
 STEERING = [

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from agent_shell_bridge.config import BridgeConfig
-from agent_shell_bridge.server import create_app
+from agent_shell_bridge.transport.server import create_app
 from conftest import BridgeClient, make_runtime
 
 

@@ -16,8 +16,8 @@ import pytest
 
 from agent_shell_bridge.config import BridgeConfig
 from agent_shell_bridge.policy import AllowlistError, PolicyEngine
-from agent_shell_bridge.policy.trust import AllowlistTrust
-from agent_shell_bridge.server import create_app
+from agent_shell_bridge.project.trust import AllowlistTrust
+from agent_shell_bridge.transport.server import create_app
 from agent_shell_bridge.types import Decision
 from conftest import BridgeClient, make_runtime
 

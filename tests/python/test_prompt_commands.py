@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agent_rig import make_project, running_rig
-from agent_shell_bridge.prompt_commands import (
+from agent_shell_bridge.project.commands import (
     CommandFile,
     CommandFileError,
     expand_command,

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from agent_rig import make_project, running_rig, tool_messages
-from agent_shell_bridge.execution import ProcessRunner
-from agent_shell_bridge.secrets import expanded_secret_paths
+from agent_shell_bridge.policy.secrets import expanded_secret_paths
+from agent_shell_bridge.process.runner import ProcessRunner
 from agent_shell_bridge.sandbox import (
     SANDBOX_ENV,
     SandboxKit,
@@ -27,7 +27,7 @@ from agent_shell_bridge.sandbox import (
     SandboxStatus,
     detect_sandbox,
 )
-from agent_shell_bridge.strict_readonly import strictly_read_only
+from agent_shell_bridge.sandbox.strict_readonly import strictly_read_only
 
 
 def _real() -> SandboxStatus:

@@ -16,7 +16,7 @@ import pytest
 
 from agent_rig import make_project, running_rig
 from agent_shell_bridge.sandbox import SandboxKit, SandboxStatus
-from agent_shell_bridge.sandbox_config import wants_sandbox_off
+from agent_shell_bridge.sandbox.project_switch import wants_sandbox_off
 
 OFF = ";; no sandbox here\n(setq agent-shell-max-steps 40\n      agent-shell-sandbox nil)\n"
 

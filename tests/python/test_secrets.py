@@ -18,11 +18,17 @@ from typing import Any
 
 import pytest
 
-from agent_shell_bridge.execution import ProcessRunner
-from agent_shell_bridge.secrets import expanded_secret_paths
 from agent_shell_bridge.policy import PolicyEngine
+from agent_shell_bridge.policy.secrets import (
+    BUILTIN,
+    SECRET_PATHS,
+    SecretList,
+    check_entry,
+    expanded_secret_paths,
+    is_secret,
+)
+from agent_shell_bridge.process.runner import ProcessRunner
 from agent_shell_bridge.sandbox import SANDBOX_ENV, SandboxSpec, detect_sandbox
-from agent_shell_bridge.secrets import BUILTIN, SECRET_PATHS, SecretList, check_entry, is_secret
 from agent_shell_bridge.types import Decision
 
 # What review found reachable, by tool: each must be a secret.
@@ -103,7 +109,8 @@ def test_the_sandbox_masks_what_exists_of_the_list(tmp_path: Path) -> None:
     (home / ".config" / "ghostty").mkdir()
     os.symlink(home / "nowhere", home / ".pgpass")  # dangling: nothing to mask
     masked = {
-        str(p.relative_to(home)) for p in expanded_secret_paths(home, extra=["vault"], existing_only=True)
+        str(p.relative_to(home))
+        for p in expanded_secret_paths(home, extra=["vault"], existing_only=True)
     }
     assert masked == {".claude.json", ".zsh_history", ".config/Bitwarden CLI", "vault"}
     named = {str(p.relative_to(home)) for p in expanded_secret_paths(home)}

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from agent_shell_bridge import __version__
-from agent_shell_bridge.serve import listening_socket
+from agent_shell_bridge.frontends.serve import listening_socket
 from conftest import BridgeProcess
 
 EXIT_DEADLINE_S = 2.0

@@ -17,7 +17,11 @@ from pathlib import Path
 import pytest
 
 from agent_shell_bridge.policy import PolicyEngine
-from agent_shell_bridge.strict_readonly import RUNS_PROGRAMS, STRICT_READERS, strictly_read_only
+from agent_shell_bridge.sandbox.strict_readonly import (
+    RUNS_PROGRAMS,
+    STRICT_READERS,
+    strictly_read_only,
+)
 from agent_shell_bridge.types import Decision
 from policy_tree import build_corpus_project
 

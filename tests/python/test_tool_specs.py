@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_rig import make_project, running_rig
-from agent_shell_bridge.agent.handlers import HANDLERS, handler_for
+from agent_shell_bridge.agent.calls.handlers import HANDLERS, handler_for
 from agent_shell_bridge.tools.catalogue import CATALOGUE, PathArg, Side, ToolSpec
 from agent_shell_bridge.types import Risk
 

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from agent_shell_bridge.errors import ClientGone
-from agent_shell_bridge.events import ClientError, Event, EventHub
+from agent_shell_bridge.transport.events import ClientError, Event, EventHub
 
 
 async def take(events: AsyncIterator[Event], n: int) -> list[Event]:

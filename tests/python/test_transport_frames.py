@@ -21,9 +21,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_rig import make_project, running_rig
-from agent_shell_bridge.events import EventHub, encode_events
-from agent_shell_bridge.frames import FrameSettings
 from agent_shell_bridge.model.sse import SSEDecoder
+from agent_shell_bridge.transport.events import EventHub, encode_events
+from agent_shell_bridge.transport.frames import FrameSettings
 from conftest import StreamEnded
 
 TEXT = "中文测试🚀e\u0301 ascii 長い文章，标点。\u2028 tab\t 한국어 "

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent_shell_bridge.errors import BridgeError
-from agent_shell_bridge.rpc import parse_message
-from agent_shell_bridge.server import ServerSettings, create_app
+from agent_shell_bridge.transport.rpc import parse_message
+from agent_shell_bridge.transport.server import ServerSettings, create_app
 from conftest import BridgeClient, make_runtime
 
 STANDARD_CODES = {-32700, -32600, -32601, -32602, -32603}

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from agent_shell_bridge.server import ServerSettings
+from agent_shell_bridge.transport.server import ServerSettings
 from conftest import BridgeClient
 
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
@@ -327,7 +327,7 @@ async def test_get_rpc_is_405(app_client: BridgeClient) -> None:
 
 async def test_websocket_scopes_are_refused_before_routing() -> None:
     """Regression: the gate passed websocket scopes through unchecked."""
-    from agent_shell_bridge.server import GateMiddleware, ServerSettings
+    from agent_shell_bridge.transport.server import GateMiddleware, ServerSettings
 
     reached: list[str] = []
 

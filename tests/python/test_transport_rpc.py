@@ -16,9 +16,9 @@ import pytest
 from agent_shell_bridge.config import BridgeConfig
 from agent_shell_bridge.errors import SessionBusy
 from agent_shell_bridge.methods import core
-from agent_shell_bridge.rpc import Dispatcher, parse_message
 from agent_shell_bridge.runtime import Runtime
-from agent_shell_bridge.server import ServerSettings, create_app
+from agent_shell_bridge.transport.rpc import Dispatcher, parse_message
+from agent_shell_bridge.transport.server import ServerSettings, create_app
 from agent_shell_bridge.wire import Params
 from conftest import BridgeClient
 

@@ -18,7 +18,7 @@ from agent_rig import make_project
 from agent_shell_bridge.config import BridgeConfig
 from agent_shell_bridge.model.mock_script import MockScript
 from agent_shell_bridge.model.mock_server import MockServer
-from agent_shell_bridge.rpc import IncomingRequest
+from agent_shell_bridge.transport.rpc import IncomingRequest
 from conftest import make_runtime
 
 

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING
 
 from ..config import BridgeConfig
 from ..errors import InvalidParams
-from ..session import SessionState, SessionStore
-from .conversation import Conversation
-from .grants import drop_unscoped_mcp_grants
-from .instructions_glue import announce_instructions
-from .live import LiveSession, open_session
-from .memory_glue import recent_memories
-from .model_help import key_notice
-from .reporter import text
+from .conversation.instructions import announce_instructions
+from .conversation.memory import recent_memories
+from .conversation.messages import Conversation
+from .session.grants import drop_unscoped_mcp_grants
+from .session.live import LiveSession, open_session
+from .session.model_help import key_notice
+from .session.reporter import text
+from .session.store import SessionState, SessionStore
 
 if TYPE_CHECKING:
     from ..runtime import Runtime

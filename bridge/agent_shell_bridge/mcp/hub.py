@@ -17,9 +17,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..agent.outputs import clip_lines
 from ..errors import ToolFailed
 from ..tools.catalogue import AnyArgs, Side, ToolSpec
+from ..tools.outputs import clip_lines
 from ..tools.results import ToolResult
 from ..types import JSONObject, Risk, Verdict
 from .client.lifecycle import McpTool, ServerConnection

@@ -12,8 +12,8 @@ import importlib
 import os
 from collections.abc import Callable
 
-from ..rpc import Dispatcher
 from ..runtime import Runtime
+from ..transport.rpc import Dispatcher
 
 __all__ = ["AREAS", "DEBUG_AREA", "build_dispatcher"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ..instructions import user_config_dir
-from ..prompt_commands import CommandFileError, discover_commands, parse_command_file
-from ..rpc import Dispatcher
+from ..project.commands import CommandFileError, discover_commands, parse_command_file
+from ..project.instructions import user_config_dir
 from ..runtime import Runtime
+from ..transport.rpc import Dispatcher
 from ..wire import Params
 from .session import project_root
 

@@ -10,10 +10,10 @@ import httpx
 from pydantic import Field, field_validator
 
 from .. import __version__
-from ..rpc import Dispatcher
+from ..policy.secrets import BUILTIN, check_entry
 from ..runtime import Runtime
-from ..secrets import BUILTIN, check_entry
 from ..tools.catalogue import CATALOGUE
+from ..transport.rpc import Dispatcher
 from ..wire import ModelConfig, Params
 
 PROTOCOL_VERSION = 1

@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import Field
 
-from ..rpc import Dispatcher
 from ..runtime import Runtime
+from ..transport.rpc import Dispatcher
 from ..types import JSONObject
 from ..wire import Params
 

@@ -8,9 +8,9 @@ from typing import Any
 from pydantic import Field
 
 from ..mcp.config import from_claude_json
-from ..project_files import reviewed_bytes
-from ..rpc import Dispatcher
+from ..project.files import reviewed_bytes
 from ..runtime import Runtime
+from ..transport.rpc import Dispatcher
 from ..wire import Params
 from .session import project_root
 
@@ -26,7 +26,7 @@ def register(d: Dispatcher[Runtime]) -> None:
     async def trust(rt: Runtime, p: TrustMcpParams) -> dict[str, Any]:
         """Trust the project's .mcp.json as the user reviewed it (new sessions use it)."""
         # Loaded here, not at server start: the trust record pulls in the policy.
-        from ..mcp.session import mcp_trust, project_config_path
+        from ..agent.session.mcp_servers import mcp_trust, project_config_path
 
         root = project_root(p.cwd)
         path = project_config_path(root)

@@ -9,9 +9,9 @@ from pydantic import Field
 
 from ..errors import InvalidParams, MemoryError_
 from ..memory.experience import parse_experience
-from ..project_files import reviewed_bytes
-from ..rpc import Dispatcher
+from ..project.files import reviewed_bytes
 from ..runtime import Runtime
+from ..transport.rpc import Dispatcher
 from ..wire import Params
 from .session import project_root, session_of
 
@@ -42,7 +42,7 @@ class PolicyParams(Params):
 def register(d: Dispatcher[Runtime]) -> None:
     @d.method("memory/save", SaveParams)
     async def save(rt: Runtime, p: SaveParams) -> dict[str, Any]:
-        from ..agent.memory_glue import save_on_request  # the agent loop: first use
+        from ..agent.conversation.memory import save_on_request  # the agent loop: first use
 
         path = await save_on_request(session_of(rt, p.sessionId))
         try:
@@ -81,7 +81,7 @@ def register(d: Dispatcher[Runtime]) -> None:
     @d.method("policy/check", PolicyParams)
     async def policy_check(rt: Runtime, p: PolicyParams) -> dict[str, Any]:
         from ..policy.engine import PolicyEngine  # tree-sitter: loaded on first use
-        from ..policy.trust import AllowlistTrust, default_trust_file
+        from ..project.trust import AllowlistTrust, default_trust_file
 
         root = project_root(p.cwd)
         if (p.command is None) == (p.path is None):
@@ -108,7 +108,7 @@ def register(d: Dispatcher[Runtime]) -> None:
         """Trust the project's allowlist as the user reviewed it; live sessions pick it up."""
         from ..policy.allowlist import parse_allowlist
         from ..policy.engine import PolicyEngine
-        from ..policy.trust import AllowlistTrust, allowlist_path, default_trust_file
+        from ..project.trust import AllowlistTrust, allowlist_path, default_trust_file
 
         root = project_root(p.cwd)
         path = allowlist_path(root)

@@ -6,9 +6,9 @@ import asyncio
 from typing import Any
 
 from ..errors import InvalidParams
-from ..project_files import reviewed_bytes
-from ..rpc import Dispatcher
+from ..project.files import reviewed_bytes
 from ..runtime import Runtime
+from ..transport.rpc import Dispatcher
 from .memory import TrustParams
 from .session import project_root
 
@@ -19,7 +19,7 @@ def register(d: Dispatcher[Runtime]) -> None:
     @d.method("roles/trust", TrustParams)
     async def trust_roles(rt: Runtime, p: TrustParams) -> dict[str, Any]:
         """Trust ``roles.el`` as reviewed; sessions started from now on use its roles."""
-        from ..agent.project_roles import parse_roles, roles_path, roles_trust
+        from ..project.roles import parse_roles, roles_path, roles_trust
 
         root = project_root(p.cwd)
         content, digest = await reviewed_bytes(roles_path(root), p.sha256)

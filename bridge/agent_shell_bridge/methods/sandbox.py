@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ..project_files import reviewed_bytes
-from ..rpc import Dispatcher
+from ..project.files import reviewed_bytes
 from ..runtime import Runtime
-from ..sandbox_config import config_path, config_trust, project_sandbox
+from ..sandbox.project_switch import config_path, config_trust, project_sandbox
+from ..transport.rpc import Dispatcher
 from .memory import TrustParams
 from .session import project_root
 

@@ -11,19 +11,19 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator
 
-from ..agent.roles import RoleConfig, merge_roles
+from ..agent.session.roles import RoleConfig, merge_roles
+from ..agent.session.store import SessionState, SessionStore, new_session_id
 from ..config import BridgeConfig
 from ..errors import InvalidParams, RootNotAllowed, SessionNotFound
-from ..instructions import user_config_dir
 from ..mcp.config import ServerPolicy, WireServer, from_wire
-from ..rpc import Dispatcher
+from ..project.instructions import user_config_dir
 from ..runtime import Runtime
-from ..session import SessionState, SessionStore, new_session_id
 from ..tools.catalogue import CATALOGUE
+from ..transport.rpc import Dispatcher
 from ..wire import ModelConfig, Params
 
 if TYPE_CHECKING:
-    from ..agent.live import LiveSession
+    from ..agent.session.live import LiveSession
 
 # The agent loop (model client, executor, policy, action log) is imported by the
 # first session, not at server start: the ready line comes sooner.
@@ -164,7 +164,7 @@ def _config_for(rt: Runtime, p: NewParams | ResumeParams) -> BridgeConfig:
 
 
 async def _start_mcp(live: LiveSession, p: NewParams | ResumeParams) -> dict[str, Any]:
-    from ..mcp.session import attach_mcp
+    from ..agent.session.mcp_servers import attach_mcp
 
     servers = from_wire(p.mcpServers)  # bad entries: -32602 before anything starts
     return await attach_mcp(
@@ -181,7 +181,7 @@ def _mcp_status(live: LiveSession) -> dict[str, Any]:
 
 
 def _describe(live: LiveSession) -> dict[str, Any]:
-    from ..agent.model_help import key_notice
+    from ..agent.session.model_help import key_notice
 
     notice = key_notice(live.config)
     return {
@@ -242,7 +242,7 @@ def register(d: Dispatcher[Runtime]) -> None:
 
     @d.method("session/prompt", PromptParams)
     async def prompt(rt: Runtime, p: PromptParams) -> dict[str, Any]:
-        from ..agent.submit import submit_prompt
+        from ..agent.turn.submit import submit_prompt
 
         turn_mode, text = split_mode_prefix(p.text)
         turn_id, mode = await submit_prompt(
@@ -270,7 +270,7 @@ def register(d: Dispatcher[Runtime]) -> None:
     @d.method("session/grants", SessionRef)
     async def grants(rt: Runtime, p: SessionRef) -> dict[str, Any]:
         """What "allow for this session" has granted so far, oldest first."""
-        from ..agent.grants import list_grants
+        from ..agent.session.grants import list_grants
 
         live = session_of(rt, p.sessionId)
         return {"grants": [g.to_json() for g in list_grants(live.state)]}
@@ -278,7 +278,7 @@ def register(d: Dispatcher[Runtime]) -> None:
     @d.method("session/revoke_grant", RevokeParams)
     async def revoke(rt: Runtime, p: RevokeParams) -> dict[str, Any]:
         """Take a grant back: the next such step asks again, even within this turn."""
-        from ..agent.grants import list_grants, revoke_by_user
+        from ..agent.session.grants import list_grants, revoke_by_user
 
         live = session_of(rt, p.sessionId)
         grant = await revoke_by_user(live, p.grantId)

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .sexp import Cons, SexpError, Symbol, read_all
+from ..project.sexp import Cons, SexpError, Symbol, read_all
 from .shell_parse import SimpleCommand, parse_command
 
 __all__ = ["AllowEntry", "Allowlist", "AllowlistError", "load_allowlist"]

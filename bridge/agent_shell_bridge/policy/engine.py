@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import PathNotAllowed
-from ..secrets import BUILTIN, SecretList
+from ..project.trust import AllowlistTrust, allowlist_path
 from ..types import Decision, Risk, Verdict
 from .allowlist import Allowlist, AllowlistError, parse_allowlist
 from .commands import (
@@ -36,8 +36,8 @@ from .commands import (
 )
 from .paths import Confinement, expand_home, resolve_physical
 from .rules.places import link_out_of_project, writes_through_links
+from .secrets import BUILTIN, SecretList
 from .shell_parse import ParsedCommand, Redirect, SimpleCommand, parse_command
-from .trust import AllowlistTrust, allowlist_path
 
 __all__ = ["MAX_COMMAND_CHARS", "PolicyEngine"]
 

@@ -6,8 +6,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..secrets import BUILTIN, SecretList
 from ..types import Risk
+from .secrets import BUILTIN, SecretList
 from .shell_parse import SimpleCommand, Word
 
 __all__ = ["Context", "Finding", "worst"]

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import PathNotAllowed
-from ..secrets import BUILTIN, SecretList, is_any_secret
+from .secrets import BUILTIN, SecretList, is_any_secret
 
 __all__ = [
     "MAX_PATH_CHARS",

@@ -24,7 +24,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from ..secrets import is_any_secret
+from ..policy.secrets import is_any_secret
 
 __all__ = [
     "ETC_ROOT_SECRETS",

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..secrets import expanded_secret_paths
+from ..policy.secrets import expanded_secret_paths
 from . import landlock
 from .kit import SandboxKit
 from .layout import etc_masks, system_binds, visible_paths

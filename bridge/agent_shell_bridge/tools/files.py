@@ -24,7 +24,7 @@ from typing import Literal
 
 from ..errors import ToolFailed
 from ..limits import HEAD_LINES, TAIL_LINES
-from ..secrets import BUILTIN, SecretCheck, SecretList
+from ..policy.secrets import BUILTIN, SecretCheck, SecretList
 from ..types import JSONObject
 from .args import EditArgs, InsertTextArgs, ReplaceRegionArgs, WriteFileArgs
 

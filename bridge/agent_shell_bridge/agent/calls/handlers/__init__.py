@@ -1,0 +1,55 @@
+"""What runs each catalogue tool on the bridge's side, bound to its entry.
+
+Bridge-side tools have a handler here; Emacs-side tools have their headless
+fallback here, or none when they need Emacs (``buffer_overview``). The binding is
+typed: each handler takes its own tool's arguments. A new tool is one entry in
+:mod:`...tools.catalogue` and one handler bound below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from ....tools import catalogue as cat
+from . import fallbacks, files, process, turn
+from .base import Binding, Handler, Run, bind
+
+__all__ = ["HANDLERS", "Binding", "Handler", "Run", "handler_for"]
+
+HANDLERS: Mapping[str, Binding] = MappingProxyType(
+    {
+        b.spec.name: b
+        for b in (
+            # Emacs-side tools, when no Emacs runs them.
+            bind(cat.PROJECT_STATUS, fallbacks.project_status),
+            bind(cat.SYMBOL_SEARCH, fallbacks.symbol_search),
+            bind(cat.ORG_SEARCH, fallbacks.org_search),
+            bind(cat.OPEN_FILE, fallbacks.open_file),
+            bind(cat.REPLACE_REGION, files.edit),
+            bind(cat.INSERT_TEXT, files.edit),
+            bind(cat.REPLACE_PATTERN, files.edit),
+            bind(cat.WRITE_FILE, files.edit),
+            bind(cat.MAGIT_STAGE, fallbacks.magit_stage),
+            # The bridge's own.
+            bind(cat.READ_FILE, files.read_file),
+            bind(cat.LIST_DIRECTORY, files.list_directory),
+            bind(cat.GREP, files.grep),
+            bind(cat.REQUEST_LOG_VIEW, turn.request_log_view),
+            bind(cat.RUN_COMMAND, process.run_command),
+            bind(cat.RUN_TEST, process.run_test),
+            bind(cat.TASK_COMPLETE, turn.task_complete),
+            bind(cat.DELEGATE, turn.delegate),
+            bind(cat.REVIEW_VERDICT, turn.review_verdict),
+            bind(cat.PROPOSE_PLAN, turn.propose_plan),
+            bind(cat.COMPLETE_STEP, turn.complete_step),
+        )
+    }
+)
+
+
+def handler_for(spec: cat.ToolSpec[Any]) -> Handler[Any] | None:
+    """The bridge-side handler of ``spec``, or None when only Emacs can run it."""
+    binding = HANDLERS.get(spec.name)
+    return binding.handler if binding is not None and binding.spec is spec else None

@@ -1,0 +1,407 @@
+"""A running session: its state plus the parts that act for it.
+
+Built by ``session/new`` or ``session/resume``; owns the model client, the policy
+engine, the process runner, the output store and the action-log reporter, and the
+task running the current turn (at most one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...config import BridgeConfig
+from ...errors import SessionBusy
+from ...model.openai import ModelClient
+from ...model.types import ModelSettings, Prices, Usage
+from ...orglog.writer import OrgLogWriter, log_path_for
+from ...process.runner import ProcessResult, ProcessRunner
+from ...project.instructions import Instructions, load_instructions
+from ...project.roles import ProjectRoles, load_project_roles, roles_trust
+from ...sandbox import SandboxSpec, SandboxStatus, SpecialFileIndex
+from ...sandbox.project_switch import config_trust, project_sandbox
+from ...sandbox.safe_git import safe_git_argv
+from ...tools.catalogue import CATALOGUE, ReadFileArgs, ToolSource, ToolSpec
+from ...tools.outputs import OutputStore
+from ...types import JSONObject
+from ..conversation.messages import Conversation
+from .approval import Approver, ClientApprover
+from .reporter import Reporter, finish_even_if_cancelled
+from .roles import BUILTIN_ROLES, Role, RoleConfig, merge_roles
+from .store import SessionState, SessionStore
+
+if TYPE_CHECKING:
+    # Imported when a session opens, not when the server starts: the policy loads
+    # tree-sitter and the memory index sqlite-utils.
+    from ...memory.index import MemoryIndex
+    from ...policy.engine import PolicyEngine
+    from ...runtime import Runtime
+    from .turnstate import TurnState
+
+__all__ = ["LiveSession", "open_session"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class LiveSession:
+    state: SessionState
+    root: Path
+    config: BridgeConfig
+    runtime: Runtime
+    store: SessionStore
+    model: ModelClient
+    policy: PolicyEngine
+    runner: ProcessRunner
+    outputs: OutputStore
+    reporter: Reporter
+    approver: Approver
+    memory: MemoryIndex | None
+    dry_run: bool = False
+    max_steps: int = 25
+    # Whether commands that run without the user's yes are sandboxed in this session.
+    sandbox: SandboxStatus = field(default_factory=lambda: SandboxStatus.off("not detected"))
+    # The project's config.el on the sandbox: "default", "off" (trusted) or "untrusted".
+    sandbox_setting: str = "default"
+    snapshot: JSONObject | None = None
+    turn_task: asyncio.Task[None] | None = None
+    # A turn is open from session/prompt until its turn_end is published.
+    turn_open: bool = False
+    # The running (or last) turn's id, and whether its turn_end went out.
+    turn_id: str | None = None
+    turn_end_sent: bool = True
+    # The turn task in its last, uncancellable steps (log, checkpoint, turn_end).
+    finishing_task: asyncio.Task[Any] | None = None
+    background: set[asyncio.Task[None]] = field(default_factory=set)
+    checkpoint_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # Characters per token, learnt from the API's reported usage (agent/context.py).
+    chars_per_token: float = 3.0
+    # False from a compaction until a request is back under the threshold.
+    compaction_armed: bool = True
+    # The window a provider named when it refused a request as too long.
+    provider_limit: int | None = None
+    # (path, start, end) → (sha256, id of the call whose result holds the text).
+    read_cache: dict[tuple[str, int | None, int | None], tuple[str, str]] = field(
+        default_factory=dict
+    )
+    # AGENTS.md and friends; nested files join as the agent reaches their directories.
+    instructions: Instructions | None = None
+    # The roles the lead may delegate to (and the reviewer), by name.
+    roles: dict[str, Role] = field(default_factory=lambda: dict(BUILTIN_ROLES))
+    # What became of the project's own .agent-shell/roles.el.
+    project_roles: ProjectRoles = field(default_factory=lambda: ProjectRoles("none"))
+
+    # Sockets and FIFOs where the sandbox shows files, kept between its commands.
+    specials: SpecialFileIndex = field(default_factory=SpecialFileIndex)
+
+    # Tools gained at run time (the session's MCP servers), after the catalogue's.
+    tool_sources: list[ToolSource] = field(default_factory=list)
+
+    @property
+    def conversation(self) -> Conversation:
+        """The one way to change the session's messages and visible history."""
+        return Conversation(self.state)
+
+    @property
+    def review(self) -> bool:
+        return self.state.review
+
+    @property
+    def project(self) -> str:
+        return self.root.name
+
+    @property
+    def client_tools(self) -> frozenset[str]:
+        return self.runtime.client_tools
+
+    @property
+    def writable_roots(self) -> tuple[Path, ...]:
+        """The project root and the user's extra allowed paths (writable in the sandbox)."""
+        extra = tuple(p.resolve() for p in self.config.extra_allowed_paths if p.is_dir())
+        return (self.root, *extra)
+
+    def sandbox_spec(self, *, network: bool, writable: bool = True) -> SandboxSpec | None:
+        """How to sandbox a command of this session, or ``None`` without a sandbox.
+
+        ``writable=False`` leaves the project read-only too: a role confined to some
+        files (the tester) must not get around that through what its commands write.
+        """
+        if not self.sandbox.available or self.sandbox.kit is None:
+            return None
+        return SandboxSpec(
+            kit=self.sandbox.kit,
+            roots=self.writable_roots,
+            roots_read_only=not writable,
+            home=Path.home(),
+            network=network,
+            visible=self.config.sandbox_visible_paths,
+            specials=self.specials,
+            extra_secrets=self.config.extra_secrets,
+        )
+
+    def warm_sandbox(self) -> None:
+        """Walk the sandbox's shown trees once in the background, so the session's
+        first sandboxed command does not pay for the first look at its toolchains."""
+        spec = self.sandbox_spec(network=False)
+        if spec is not None:
+            self.in_background(asyncio.to_thread(spec.mounts, dict(os.environ)))
+
+    @property
+    def busy(self) -> bool:
+        return self.turn_open
+
+    def external_tools(self) -> list[ToolSpec[Any]]:
+        return [spec for source in self.tool_sources for spec in source.specs()]
+
+    def external_tool(self, name: str) -> ToolSpec[Any] | None:
+        for source in self.tool_sources:
+            spec = source.spec(name)
+            if spec is not None:
+                return spec
+        return None
+
+    def display_path(self, resolved: Path) -> str:
+        try:
+            return resolved.relative_to(self.root).as_posix() or "."
+        except ValueError:
+            return str(resolved)
+
+    def remember_read(
+        self, display: str, args: ReadFileArgs, result: JSONObject, call_id: str
+    ) -> JSONObject:
+        """Record the read for read-before-write; skip resending unchanged text.
+
+        The cache only names reads whose text is still in the history: compaction
+        drops the others (agent/context.py), so a re-read after it sends the text.
+        """
+        sha = str(result["sha256"])
+        self.state.read_hashes[display] = sha
+        key = (display, args.start_line, args.end_line)
+        cached = self.read_cache.get(key)
+        if cached is not None and cached[0] == sha:
+            return {
+                "path": display,
+                "unchanged": True,
+                "sha256": sha,
+                "same_as": cached[1],
+                "note": "Identical to your earlier read of this range in this session "
+                f"(the result of call {cached[1]}); the text is above in the conversation.",
+            }
+        self.read_cache[key] = (sha, call_id)
+        return result
+
+    def account_usage(self, usage: Usage, turn: TurnState | None) -> None:
+        """Add one model call's reported usage to the session (and the turn, if any)."""
+        self.state.totals.add_priced_call(usage, self.model.settings.prices)
+        if turn is not None:
+            turn.usage.add_call(usage)
+
+    async def checkpoint(self) -> None:
+        """Save the session: encoded and written in order, fsynced off the event loop."""
+        async with self.checkpoint_lock:  # an older snapshot never lands last
+            data = self.store.encode(self.state)
+            try:
+                await finish_even_if_cancelled(
+                    asyncio.to_thread(self.store.write, self.state.id, data)
+                )
+            except OSError as exc:
+                log.error("could not checkpoint session %s: %s", self.state.id, exc)
+
+    def start_turn(self, coro: Any, turn_id: str) -> None:
+        if self.busy:
+            coro.close()
+            raise SessionBusy("A turn is already running in this session; cancel it first")
+        self.turn_open = True
+        self.turn_id = turn_id
+        self.turn_end_sent = False
+        self.turn_task = asyncio.create_task(coro, name=f"turn-{self.state.id}")
+        self.turn_task.add_done_callback(self._turn_closed)
+
+    def _turn_closed(self, task: asyncio.Task[None]) -> None:
+        # However the task ended (even by an error before turn_end), the session is free
+        # -- unless a newer turn has started meanwhile.
+        if task is self.turn_task:
+            self.turn_open = False
+        if not task.cancelled() and task.exception() is not None:
+            log.error("turn task failed", exc_info=task.exception())
+
+    def in_background(self, coro: Any) -> None:
+        """Run work that must not hold the turn open (a webhook); awaited at close."""
+        task: asyncio.Task[None] = asyncio.create_task(coro)
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+
+    async def cancel_turn(self, *, force: bool = False) -> bool:
+        """Cancel the running turn; a turn already finishing is waited for instead.
+
+        ``force`` (shutdown) cancels even the finishing steps.
+        """
+        task = self.turn_task
+        if task is None or task.done():
+            return False
+        finishing = self.finishing_task is task
+        if finishing and not force:
+            await asyncio.wait([task])
+            return False
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            log.exception("turn ended with an error while cancelling")
+        if not self.turn_end_sent:
+            await self._close_unstarted_turn()
+        return True
+
+    async def _close_unstarted_turn(self) -> None:
+        """A cancel that landed while the turn was still being set up (before its own
+        cancel handling) ends it here: the client still gets its ``turn_end``."""
+        self.turn_end_sent = True
+        self.state.turn_in_progress = None
+        await self.checkpoint()
+        await self.reporter.update(
+            "turn_end", turnId=self.turn_id, stopReason="cancelled", durationMs=0
+        )
+
+    async def aclose(self) -> None:
+        """Shut down: the turn and every child process first, then what can wait."""
+        await self.cancel_turn(force=True)
+        await self.runner.kill_all()
+        for source in self.tool_sources:
+            try:
+                await source.aclose()
+            except Exception:
+                log.exception("error while closing a tool source")
+        if self.background:  # a webhook gets a moment, not the shutdown's deadline
+            _, late = await asyncio.wait(self.background, timeout=1)
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.wait(late)
+        await self.model.aclose()
+        if self.memory is not None:
+            await asyncio.to_thread(self.memory.close)
+
+    async def quiet_run(self, argv: list[str], *, timeout_s: float) -> ProcessResult:
+        """Run a small internal command; its output log is not kept (nothing links it)."""
+        result = await self.runner.run_argv(argv, cwd=self.root, timeout_s=timeout_s)
+        if result.log_path is not None:
+            await asyncio.to_thread(result.log_path.unlink, missing_ok=True)
+        return result
+
+    async def current_branch(self) -> str | None:
+        res = await self.quiet_run(safe_git_argv("rev-parse", "--abbrev-ref", "HEAD"), timeout_s=10)
+        return res.stdout.strip() if res.exit_code == 0 else None
+
+
+def _prices(config: BridgeConfig) -> Prices | None:
+    if config.prices is None:
+        return None
+    return Prices(*config.prices)
+
+
+_GITIGNORE = """\
+# agent-shell's own records stay out of the repository; memory/, config.el and
+# allowlist.el are yours to commit (or not).
+logs/
+snapshots/
+outputs/
+sessions/
+workspace/
+"""
+
+
+def _ignore_records(base: Path) -> None:
+    """Give ``.agent-shell/`` a .gitignore for the bridge's records, unless one exists."""
+    ignore = base / ".gitignore"
+    if ignore.exists() or ignore.is_symlink():
+        return
+    base.mkdir(parents=True, exist_ok=True)
+    try:
+        with ignore.open("x", encoding="utf-8") as fh:
+            fh.write(_GITIGNORE)
+    except OSError as exc:  # a read-only checkout still gets a session
+        log.warning("could not write %s: %s", ignore, exc)
+
+
+def open_session(
+    runtime: Runtime,
+    state: SessionState,
+    config: BridgeConfig,
+    *,
+    approver: Approver | None = None,
+) -> LiveSession:
+    """Assemble the parts of a session (new or resumed) from its state."""
+    from ...memory.index import MemoryIndex
+    from ...policy.engine import PolicyEngine
+    from ...project.trust import AllowlistTrust, default_trust_file
+
+    root = Path(state.root)
+    config = replace(config, extra_allowed_paths=tuple(Path(x) for x in state.extra_allowed_paths))
+    base = root / ".agent-shell"
+    _ignore_records(base)
+    log_path = log_path_for(root, state.id, datetime.now())
+    writer = OrgLogWriter(log_path, title=f"agent-shell: {root.name} — session {state.id}")
+    state.log_path = str(log_path)
+    secrets = [config.api_key] if config.api_key else []
+    model = ModelClient(
+        ModelSettings(
+            api_base=config.api_base,
+            model=config.model,
+            api_key=config.api_key,
+            context_window=config.context_window,
+            trust_env=config.trust_env,
+            prices=_prices(config),
+            echo_reasoning=config.echo_reasoning,
+        )
+    )
+    memory_dir = config.memory_dir
+    roles, project_roles = _session_roles(root, state, memory_dir)
+    instructions = load_instructions(root, config.user_config_dir)
+    instructions.restore(state.active_instructions)
+    sandbox = project_sandbox(root, runtime.sandbox, config_trust(memory_dir))
+    return LiveSession(
+        state=state,
+        root=root,
+        config=config,
+        runtime=runtime,
+        store=SessionStore(root),
+        model=model,
+        policy=PolicyEngine.for_project(
+            root,
+            extra_paths=config.extra_allowed_paths,
+            trust=AllowlistTrust(default_trust_file(config.memory_dir)),
+            extra_secrets=config.extra_secrets,
+        ),
+        runner=ProcessRunner(base / "outputs" / state.id / "raw", secrets=secrets),
+        outputs=OutputStore(base / "outputs" / state.id),
+        reporter=Reporter(runtime.hub, state.id, writer),
+        approver=approver or ClientApprover(runtime.hub),
+        memory=MemoryIndex(memory_dir) if memory_dir is not None else None,
+        dry_run=state.dry_run,
+        max_steps=state.max_steps,
+        instructions=instructions,
+        roles=roles,
+        project_roles=project_roles,
+        sandbox=sandbox.status,
+        sandbox_setting=sandbox.setting,
+    )
+
+
+def _session_roles(
+    root: Path, state: SessionState, memory_dir: Path | None
+) -> tuple[dict[str, Role], ProjectRoles]:
+    """Built-in roles, then the project's trusted roles.el, then the user's own."""
+    user = [RoleConfig.model_validate(c) for c in state.role_configs]
+    project = load_project_roles(root, roles_trust(memory_dir))
+    try:
+        return merge_roles([*project.roles, *user], CATALOGUE.keys()), project
+    except ValueError as exc:  # a trusted file can still name a tool roles cannot have
+        invalid = ProjectRoles("invalid", error=str(exc))
+        return merge_roles(user, CATALOGUE.keys()), invalid

@@ -1,0 +1,175 @@
+"""Session state and its checkpoints on disk.
+
+A session's state is saved under ``<root>/.agent-shell/sessions/<id>.json`` after
+every step with an atomic write, so a killed bridge can ``session/resume`` and a
+later Emacs can reopen the conversation with its visible history.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import secrets
+import tempfile
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ...errors import SessionNotFound
+from ...model.types import Prices, Usage, UsageCounts
+from ...types import JSONObject
+
+__all__ = ["SessionState", "SessionStore", "TokenTotals", "new_session_id"]
+
+log = logging.getLogger(__name__)
+
+_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def new_session_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%d%H%M%S") + "-" + secrets.token_hex(3)
+
+
+def now_iso() -> str:
+    return datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+@dataclass(slots=True)
+class TokenTotals(UsageCounts):
+    """A session's counts so far, with their running cost (saved in the checkpoint).
+
+    The checkpoint's ``totals`` object keeps its keys and their order: the counts,
+    then ``cost`` and ``last_prompt_tokens``.
+    """
+
+    cost: float = 0.0
+    # The prompt size of the last request: the API's own count, our context fill.
+    last_prompt_tokens: int = 0
+
+    def add_priced_call(self, usage: Usage, prices: Prices | None) -> None:
+        """Count one model call; with prices, add what it cost."""
+        self.add_call(usage)
+        if prices is not None:
+            self.cost += usage.cost(prices)
+
+
+@dataclass
+class SessionState:
+    id: str
+    root: str
+    mode: str = "act"
+    title: str = ""
+    created: str = field(default_factory=now_iso)
+    updated: str = field(default_factory=now_iso)
+    model: str = ""
+    messages: list[JSONObject] = field(default_factory=list)
+    summary: str = ""  # compacted history
+    visible: list[JSONObject] = field(default_factory=list)
+    read_hashes: dict[str, str] = field(default_factory=dict)
+    session_allow: list[str] = field(default_factory=list)
+    # What each "allow for this session" key covers, for listing (agent/grants.py).
+    grant_details: dict[str, JSONObject] = field(default_factory=dict)
+    totals: TokenTotals = field(default_factory=TokenTotals)
+    turns: int = 0
+    log_path: str = ""
+    memories: list[JSONObject] = field(default_factory=list)
+    # A turn interrupted by a crash is marked so resume can say so.
+    turn_in_progress: str | None = None
+    # The current plan and its progress (agent/plan.py: Plan.to_json()).
+    plan: JSONObject | None = None
+    # Settings chosen at session/new that a resume must keep (a dry run stays dry).
+    dry_run: bool = False
+    max_steps: int = 25
+    extra_allowed_paths: list[str] = field(default_factory=list)
+    # Nested AGENTS.md files already in force (labels such as "src/AGENTS.md").
+    active_instructions: list[str] = field(default_factory=list)
+    # Notes for the model's next request (agent/notes.py), e.g. "the user undid turn t1".
+    pending_notes: list[str] = field(default_factory=list)
+    # The user's role definitions (RoleConfig as JSON) and whether changes are reviewed.
+    role_configs: list[JSONObject] = field(default_factory=list)
+    review: bool = False
+
+    def to_json(self) -> JSONObject:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: JSONObject) -> SessionState:
+        fields = dict(data)
+        fields["totals"] = TokenTotals(**fields.get("totals", {}))
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in fields.items() if k in known})
+
+
+class SessionStore:
+    """Checkpoints of one project's sessions."""
+
+    def __init__(self, root: Path) -> None:
+        self.directory = root / ".agent-shell" / "sessions"
+
+    def path(self, session_id: str) -> Path:
+        if not _ID.match(session_id):
+            raise SessionNotFound(f"Invalid session id {session_id!r}")
+        return self.directory / f"{session_id}.json"
+
+    def save(self, state: SessionState) -> None:
+        self.write(state.id, self.encode(state))
+
+    @staticmethod
+    def encode(state: SessionState) -> bytes:
+        """Serialise now (on the caller's thread), so a later write sees one moment."""
+        state.updated = now_iso()
+        return json.dumps(state.to_json(), ensure_ascii=False).encode("utf-8")
+
+    def write(self, session_id: str, data: bytes) -> None:
+        """Atomically replace the checkpoint (blocking: call it off the event loop)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{session_id}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path(session_id))
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def load(self, session_id: str) -> SessionState:
+        path = self.path(session_id)
+        try:
+            data: Any = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise SessionNotFound(f"No saved session {session_id} under {self.directory}") from exc
+        except (OSError, ValueError) as exc:
+            raise SessionNotFound(
+                f"The checkpoint of session {session_id} is unreadable: {exc}"
+            ) from exc
+        return SessionState.from_json(data)
+
+    def list(self) -> list[JSONObject]:
+        out: list[JSONObject] = []
+        if not self.directory.is_dir():
+            return out
+        for path in self.directory.glob("*.json"):
+            try:
+                state = SessionState.from_json(json.loads(path.read_text(encoding="utf-8")))
+            except (OSError, ValueError, TypeError) as exc:
+                log.warning("skipping unreadable checkpoint %s: %s", path, exc)
+                continue
+            out.append(
+                {
+                    "sessionId": state.id,
+                    "root": state.root,
+                    "title": state.title,
+                    "created": state.created,
+                    "updated": state.updated,
+                    "turns": state.turns,
+                    "logPath": state.log_path,
+                    "mode": state.mode,
+                }
+            )
+        out.sort(key=lambda s: str(s["updated"]), reverse=True)
+        return out

@@ -1,0 +1,1 @@
+"""orglog package."""
