@@ -12,14 +12,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .agent.session.client import ClientLink
 from .config import BridgeConfig
 from .sandbox import SandboxStatus, detect_sandbox
+from .tools.client_files import ClientFiles
 from .transport.events import EventHub
 from .transport.rpc import Dispatcher
 
 if TYPE_CHECKING:
+    # For the annotation only: a session (with pydantic, httpx, the model client)
+    # is imported when the first one opens, not when the server starts.
     from .agent.session.live import LiveSession
-    from .tools.client_files import ClientFiles
 
 __all__ = ["Runtime"]
 
@@ -33,15 +36,41 @@ class Runtime:
     dispatcher: Dispatcher[Runtime] = field(default_factory=Dispatcher)
     shutdown_requested: asyncio.Event = field(default_factory=asyncio.Event)
     client_info: dict[str, Any] = field(default_factory=dict)
-    client_tools: frozenset[str] = frozenset()
     sessions: dict[str, LiveSession] = field(default_factory=dict)
-    # Set by a front end whose client serves file reads and writes (ACP's fs/*).
-    client_files: ClientFiles | None = None
     # Whether bubblewrap works here; found out once, when the bridge starts.
     sandbox: SandboxStatus = field(default_factory=detect_sandbox)
     # Components register async closers here (sessions, process runners, HTTP clients).
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     _closed: bool = False
+
+    # What every session knows of the client (made from the hub when none is given).
+    client: ClientLink | None = None
+
+    def __post_init__(self) -> None:
+        if self.client is None:
+            self.client = ClientLink(self.hub)
+
+    @property
+    def link(self) -> ClientLink:
+        """The client link (always set after construction)."""
+        assert self.client is not None
+        return self.client
+
+    @property
+    def client_tools(self) -> frozenset[str]:
+        return self.link.tools
+
+    @client_tools.setter
+    def client_tools(self, tools: frozenset[str]) -> None:
+        self.link.tools = tools
+
+    @property
+    def client_files(self) -> ClientFiles | None:
+        return self.link.files
+
+    @client_files.setter
+    def client_files(self, files: ClientFiles | None) -> None:
+        self.link.files = files
 
     def on_close(self, closer: Callable[[], Awaitable[None]]) -> None:
         self._closers.append(closer)

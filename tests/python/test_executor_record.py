@@ -16,7 +16,7 @@ from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
-from agent_shell_bridge.agent.calls.decide import Prepared
+from agent_shell_bridge.agent.calls.prepared import Prepared
 from agent_shell_bridge.agent.calls.record import CallRecord
 from agent_shell_bridge.agent.session.reporter import Reporter
 from agent_shell_bridge.agent.session.turnstate import TurnState

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_rig import make_project, running_rig
-from agent_shell_bridge.agent.calls.handlers import HANDLERS, handler_for
+from agent_shell_bridge.agent.turn.tools import ALL_HANDLERS
 from agent_shell_bridge.tools.catalogue import CATALOGUE, PathArg, Side, ToolSpec
 from agent_shell_bridge.types import Risk
 
@@ -118,15 +118,16 @@ async def test_every_path_argument_is_refused_outside_the_project(
 
 
 def test_every_tool_has_something_to_run_it() -> None:
+    """The calls layer's handlers and the turn's own, as a turn's executor gets them."""
     for spec in CATALOGUE.values():
         if spec.side is Side.BRIDGE:
-            assert handler_for(spec) is not None, spec.name
+            assert spec.name in ALL_HANDLERS, spec.name
     # Bindings belong to catalogue entries, each to the entry of its own name.
-    for name, binding in HANDLERS.items():
+    for name, binding in ALL_HANDLERS.items():
         assert CATALOGUE.get(name) is binding.spec, name
         assert binding.fallback == (binding.spec.side is Side.EMACS)
     # Only what truly needs Emacs has no fallback.
-    needs_emacs = {s.name for s in CATALOGUE.values() if handler_for(s) is None}
+    needs_emacs = {s.name for s in CATALOGUE.values() if s.name not in ALL_HANDLERS}
     assert needs_emacs == {"buffer_overview"}
 
 

@@ -8,28 +8,38 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..config import BridgeConfig
 from ..errors import InvalidParams
+from ..sandbox import SandboxStatus
 from .conversation.instructions import announce_instructions
 from .conversation.memory import recent_memories
 from .conversation.messages import Conversation
+from .session.client import ClientLink
 from .session.grants import drop_unscoped_mcp_grants
 from .session.live import LiveSession, open_session
 from .session.model_help import key_notice
 from .session.reporter import text
 from .session.store import SessionState, SessionStore
 
-if TYPE_CHECKING:
-    from ..runtime import Runtime
-
-__all__ = ["resume_saved", "start_new"]
+__all__ = ["SessionHost", "resume_saved", "start_new"]
 
 
-async def start_new(rt: Runtime, state: SessionState, config: BridgeConfig) -> LiveSession:
+class SessionHost(Protocol):
+    """What opens sessions and keeps them (the runtime): the client link, the
+    sandbox found at start, and the live sessions by id."""
+
+    @property
+    def link(self) -> ClientLink: ...
+
+    sandbox: SandboxStatus
+    sessions: dict[str, LiveSession]
+
+
+async def start_new(rt: SessionHost, state: SessionState, config: BridgeConfig) -> LiveSession:
     """Open a new session, save it, and tell the log what the user should know."""
-    live = await asyncio.to_thread(open_session, rt, state, config)
+    live = await asyncio.to_thread(open_session, rt.link, rt.sandbox, state, config)
     rt.sessions[state.id] = live
     live.warm_sandbox()
     await recent_memories(live)
@@ -40,7 +50,7 @@ async def start_new(rt: Runtime, state: SessionState, config: BridgeConfig) -> L
 
 
 async def resume_saved(
-    rt: Runtime, root: Path, session_id: str, config: BridgeConfig
+    rt: SessionHost, root: Path, session_id: str, config: BridgeConfig
 ) -> LiveSession:
     """Reopen a saved session of the project at ``root``.
 
@@ -56,7 +66,7 @@ async def resume_saved(
     conversation.repair()
     drop_unscoped_mcp_grants(state)  # granted nothing any more; not listed as active
     # dry-run, step limit and extra paths come back from the checkpoint.
-    live = await asyncio.to_thread(open_session, rt, state, config)
+    live = await asyncio.to_thread(open_session, rt.link, rt.sandbox, state, config)
     if interrupted:
         # The bridge died mid-turn; say so in history rather than pretend.
         conversation.show(f"Turn {interrupted} was interrupted (bridge stopped).")

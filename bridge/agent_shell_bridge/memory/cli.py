@@ -59,7 +59,7 @@ def _search(args: argparse.Namespace) -> int:
     query = " ".join(args.query)
     # A current index is read with sqlite3 alone; the writer loads only when the
     # index must be created, migrated or rebuilt.
-    from .search import search_once
+    from .one_shot import search_once
 
     try:
         hits = search_once(

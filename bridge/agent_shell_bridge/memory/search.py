@@ -1,11 +1,11 @@
 """Searching the memory index: candidates from the FTS5 tables, then one ranking.
 
 Shared by :class:`~.index.MemoryIndex` (the server, the agent loop) and the one-shot
-``memory search`` command. :func:`search_once` serves that command: it opens an index
-whose schema is current with the standard library's ``sqlite3`` alone, without the
-writer, its integrity check, migrations or sqlite-utils, and hands anything else (no
-index yet, an old schema, a damaged file) to ``MemoryIndex``, which creates, migrates
-or rebuilds it from the experience files.
+``memory search`` command (:mod:`.one_shot`), which opens an index whose schema is
+current with the standard library's ``sqlite3`` alone, without the writer, its
+integrity check, migrations or sqlite-utils, and hands anything else (no index yet,
+an old schema, a damaged file) to ``MemoryIndex``, which creates, migrates or
+rebuilds it from the experience files.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from .query import QueryPlan, fts_string, plan_query
 from .ranking import score_candidates
 
 if TYPE_CHECKING:
-    from pathlib import Path
+    pass
 
-__all__ = ["CANDIDATES", "DB_NAME", "find", "normalise", "search_once"]
+__all__ = ["CANDIDATES", "DB_NAME", "find", "normalise", "open_current"]
 
 DB_NAME = "index.sqlite3"
 CANDIDATES = 200
@@ -113,7 +113,7 @@ def find(
     return score_candidates(conn, plan, ids, bm25, project, symbols, limit)
 
 
-def _open_current(db_path: str) -> sqlite3.Connection | None:
+def open_current(db_path: str) -> sqlite3.Connection | None:
     """The index opened for reading when it exists and its schema is this bridge's."""
     if not os.path.isfile(db_path):
         return None  # connecting would create it
@@ -130,32 +130,3 @@ def _open_current(db_path: str) -> sqlite3.Connection | None:
         conn.close()
         return None
     return conn
-
-
-def search_once(
-    memory_dir: str | Path,
-    query: str,
-    *,
-    project: str | None = None,
-    symbols: Sequence[str] = (),
-    limit: int = 5,
-) -> list[MemoryHit]:
-    """One search of the index in ``memory_dir``, as :meth:`MemoryIndex.search` does it.
-
-    Raises :class:`~agent_shell_bridge.errors.MemoryError_` as ``MemoryIndex`` does.
-    """
-    plan, syms, n = normalise(query, symbols, limit)
-    conn = _open_current(os.path.join(memory_dir, DB_NAME))
-    if conn is not None:
-        try:
-            return find(conn, plan, project, syms, n)
-        except sqlite3.Error:
-            pass  # damaged, or changed underneath: the writer checks, repairs, reports
-        finally:
-            conn.close()
-    from pathlib import Path
-
-    from .index import MemoryIndex
-
-    with MemoryIndex(Path(memory_dir)) as index:
-        return index.search(query, project=project, symbols=syms, limit=limit)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator
 
+from ..agent.conversation.messages import Conversation
 from ..agent.session.roles import RoleConfig, merge_roles
 from ..agent.session.store import SessionState, SessionStore, new_session_id
 from ..config import BridgeConfig
@@ -278,10 +279,10 @@ def register(d: Dispatcher[Runtime]) -> None:
     @d.method("session/revoke_grant", RevokeParams)
     async def revoke(rt: Runtime, p: RevokeParams) -> dict[str, Any]:
         """Take a grant back: the next such step asks again, even within this turn."""
-        from ..agent.session.grants import list_grants, revoke_by_user
+        from ..agent.session.grants import list_grants
 
         live = session_of(rt, p.sessionId)
-        grant = await revoke_by_user(live, p.grantId)
+        grant = await live.revoke_grant(p.grantId)
         return {
             "revoked": grant.to_json(),
             "grants": [g.to_json() for g in list_grants(live.state)],
@@ -308,4 +309,4 @@ def register(d: Dispatcher[Runtime]) -> None:
             mcp = await _start_mcp(live, p)
         else:
             mcp = _mcp_status(live)
-        return {**_describe(live), "history": list(live.conversation.visible), "mcp": mcp}
+        return {**_describe(live), "history": list(Conversation(live.state).visible), "mcp": mcp}

@@ -27,7 +27,7 @@ class UndoParams(Params):
 def register(d: Dispatcher[Runtime]) -> None:
     @d.method("session/undo_turn_done", UndoParams)
     async def undo_turn_done(rt: Runtime, p: UndoParams) -> dict[str, Any]:
-        from ..agent.session.undo import record_undo
+        from ..agent.turn.undo import record_undo
 
         live = session_of(rt, p.sessionId)
         await record_undo(live, p.turnId, [x[:500] for x in p.paths])

@@ -17,6 +17,7 @@ import stat
 import tempfile
 import unicodedata
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -39,9 +40,18 @@ from .rules.places import link_out_of_project, writes_through_links
 from .secrets import BUILTIN, SecretList
 from .shell_parse import ParsedCommand, Redirect, SimpleCommand, parse_command
 
-__all__ = ["MAX_COMMAND_CHARS", "PolicyEngine"]
+__all__ = ["MAX_COMMAND_CHARS", "Judgement", "PolicyEngine"]
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """The policy's verdict on a command line, and the parse it judged."""
+
+    verdict: Verdict
+    parsed: ParsedCommand | None = None
+
 
 MAX_COMMAND_CHARS = 16_384
 _MAX_NESTING = 4
@@ -197,24 +207,38 @@ class PolicyEngine:
 
     def check_command(self, command: str, *, cwd: Path | None = None) -> Verdict:
         """Judge a shell command line; never raises on hostile input."""
+        return self.judge_command(command, cwd=cwd).verdict
+
+    def judge_command(self, command: str, *, cwd: Path | None = None) -> Judgement:
+        """:meth:`check_command`, with the parse it judged (for placing the command
+        without parsing it again); no parse when the line was refused unread."""
         if not command.strip():
-            return Verdict(Decision.DENY, Risk.READ, "empty command")
+            return Judgement(Verdict(Decision.DENY, Risk.READ, "empty command"))
         if len(command) > MAX_COMMAND_CHARS:
-            return Verdict(
-                Decision.DENY,
-                Risk.DANGEROUS,
-                f"command is longer than {MAX_COMMAND_CHARS} characters; too long to review",
+            return Judgement(
+                Verdict(
+                    Decision.DENY,
+                    Risk.DANGEROUS,
+                    f"command is longer than {MAX_COMMAND_CHARS} characters; too long to review",
+                )
             )
         bad = _invisible(command)
         if bad is not None:
-            return Verdict(
-                Decision.DENY,
-                Risk.DANGEROUS,
-                f"command contains an invisible or control character ({bad}); "
-                "what would run differs from what a person sees",
+            return Judgement(
+                Verdict(
+                    Decision.DENY,
+                    Risk.DANGEROUS,
+                    f"command contains an invisible or control character ({bad}); "
+                    "what would run differs from what a person sees",
+                )
             )
         start = resolve_physical(Path(os.path.abspath(cwd))) if cwd is not None else self.root
-        findings, allowlisted = self._judge(command, start, depth=0)
+        parsed = parse_command(command)
+        findings, allowlisted = self._judge(command, start, depth=0, parsed=parsed)
+        return Judgement(self._verdict(findings, allowlisted), parsed)
+
+    @staticmethod
+    def _verdict(findings: list[Finding], allowlisted: list[Risk]) -> Verdict:
         decisive = worst(findings)
         if decisive.risk is Risk.DANGEROUS:
             # A write a symlink takes out of the project: the user may allow it once,
@@ -231,8 +255,11 @@ class PolicyEngine:
             return Verdict(Decision.ALLOW, risk, reason)
         return Verdict(Decision.CONFIRM, risk, decisive.reason)
 
-    def _judge(self, command: str, cwd: Path, *, depth: int) -> tuple[list[Finding], list[Risk]]:
-        parsed = parse_command(command)
+    def _judge(
+        self, command: str, cwd: Path, *, depth: int, parsed: ParsedCommand | None = None
+    ) -> tuple[list[Finding], list[Risk]]:
+        if parsed is None:
+            parsed = parse_command(command)
         ctx = Context(
             root=self.root,
             extra=self._confinement.extra,

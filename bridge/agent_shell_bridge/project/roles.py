@@ -19,17 +19,38 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..agent.session.roles import RoleConfig
 from .files import read_project_file
 from .sexp import SexpError, Symbol, read_all
 from .trust import AllowlistTrust, default_trust_file
 
-__all__ = ["ProjectRoles", "load_project_roles", "parse_roles", "roles_path", "roles_trust"]
+__all__ = [
+    "ProjectRoles",
+    "RoleConfig",
+    "load_project_roles",
+    "parse_roles",
+    "roles_path",
+    "roles_trust",
+]
 
 Status = Literal["none", "trusted", "untrusted", "invalid"]
 _VARIABLE = "agent-shell-roles"
+
+
+class RoleConfig(BaseModel):
+    """A role definition or override: a user's in ``session/new``, a project's in
+    ``roles.el`` (the agent's own roles are built from these)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$")
+    description: str | None = Field(None, max_length=300)
+    prompt: str | None = Field(None, max_length=8000)
+    tools: list[str] | None = None
+    max_steps: int | None = Field(None, ge=1, le=100)
+    model: str | None = Field(None, max_length=200)
+    write_globs: list[str] | None = None
 
 
 def roles_path(root: Path) -> Path:

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from ..policy.repository import foreign_repository
 from ..policy.rules.common import effective_name
-from ..policy.shell_parse import Word, parse_command
+from ..policy.shell_parse import ParsedCommand, Word, parse_command
 
 __all__ = ["runs_outside_when_granted"]
 
@@ -240,10 +240,16 @@ def _arguments_ok(spec: _Options, args: Sequence[Word]) -> bool:
 
 
 def runs_outside_when_granted(
-    command: str, cwd: Path, root: Path, path_env: str | None = None
+    command: str,
+    cwd: Path,
+    root: Path,
+    parsed: ParsedCommand | None = None,
+    path_env: str | None = None,
 ) -> bool:
-    """Whether a granted ``command`` in ``cwd`` runs outside the sandbox (see module doc)."""
-    parsed = parse_command(command)
+    """Whether a granted ``command`` in ``cwd`` runs outside the sandbox (see module
+    doc); ``parsed`` is the policy's parse of the same line, when it has one."""
+    if parsed is None:
+        parsed = parse_command(command)
     if not parsed.commands or parsed.issues or parsed.functions or parsed.redirects:
         return False
     real_root = Path(os.path.realpath(root))

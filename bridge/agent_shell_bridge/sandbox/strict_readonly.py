@@ -31,7 +31,7 @@ from ..policy.commands import effective_name
 from ..policy.options import SPECS, normalise, positional
 from ..policy.repository import foreign_repository
 from ..policy.rules.shells import _WRAPPERS
-from ..policy.shell_parse import Word, parse_command
+from ..policy.shell_parse import ParsedCommand, Word, parse_command
 
 __all__ = ["RUNS_PROGRAMS", "STRICT_READERS", "strictly_read_only"]
 
@@ -247,13 +247,16 @@ def strictly_read_only(
     path_env: str | None = None,
     *,
     cwd: Path | None = None,
+    parsed: ParsedCommand | None = None,
 ) -> bool:
     """Whether every part of ``command`` is a plain system reader (see module doc).
 
     ``roots[0]`` is the project root; ``cwd`` (the root by default) is where the
     command starts, which decides the repository a ``git`` there would use.
+    ``parsed`` is the policy's parse of the same line, when it has one.
     """
-    parsed = parse_command(command)
+    if parsed is None:
+        parsed = parse_command(command)
     # The policy judged the command already; what the parser itself could not vouch
     # for is refused here too. Otherwise only what would run counts, substitutions
     # included.

@@ -12,6 +12,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
@@ -22,11 +23,10 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import BridgeError, Forbidden, PayloadTooLarge, Unauthorized
-from ..runtime import Runtime
-from .events import encode_events
-from .rpc import IncomingResponse, error_response, parse_message
+from .events import EventHub, encode_events
+from .rpc import Dispatcher, IncomingResponse, error_response, parse_message
 
-__all__ = ["ServerSettings", "create_app"]
+__all__ = ["Served", "ServerSettings", "create_app"]
 
 log = logging.getLogger(__name__)
 
@@ -118,8 +118,21 @@ class _BodyTooLarge(Exception):
     """Raised inside the receive channel when a chunked body passes the limit."""
 
 
-def create_app(settings: ServerSettings, runtime: Runtime) -> Starlette:
-    """Build the Starlette app; ``runtime`` holds sessions, the event hub and config."""
+class Served(Protocol):
+    """What the transport serves: an event hub, a method table whose handlers get
+    the served object itself, and a way to close it all. The transport knows no
+    session; the runtime is one of these."""
+
+    hub: EventHub
+
+    @property
+    def dispatcher(self) -> Dispatcher[Any]: ...
+
+    async def aclose(self) -> None: ...
+
+
+def create_app(settings: ServerSettings, runtime: Served) -> Starlette:
+    """Build the Starlette app over ``runtime`` (see :class:`Served`)."""
 
     async def rpc(request: Request) -> Response:
         try:

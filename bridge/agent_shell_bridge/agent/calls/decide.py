@@ -8,19 +8,19 @@ later steps need (resolved paths, the command and its directory, the diff).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import PathNotAllowed, ToolFailed
 from ...process.test_summary import detect_test_command
-from ...sandbox.strict_readonly import strictly_read_only
+from ...sandbox import placement
 from ...tools import catalogue as cat
 from ...tools.catalogue import ToolSpec
 from ...types import Decision, Risk, Verdict
 from ..session.grants import grant_key
 from ..session.turnstate import TurnState
-from .handlers.files import plan_edit
+from .edit_plan import plan_edit
+from .prepared import Prepared
 
 if TYPE_CHECKING:
     from ..session.live import LiveSession
@@ -32,33 +32,6 @@ _NO_TEST_COMMAND = (
     "target, pytest files, go.mod, Cargo.toml or npm test script); pass one "
     "in `command`"
 )
-
-
-@dataclass
-class Prepared:
-    spec: ToolSpec[Any]
-    args: cat.Args
-    verdict: Verdict
-    paths: list[tuple[Path, str]]  # resolved, display (relative to root)
-    command: str | None = None
-    cwd: Path | None = None
-    diff: str | None = None
-    # The user said yes to this command (now, or by a grant for this session).
-    by_user: bool = False
-    # The yes came from a grant: the user never saw this run, and the project may
-    # have changed since (a Makefile, a script), so it is sandboxed where possible.
-    granted: bool = False
-    # What a grant for this call is bound to besides its tool (an MCP server's setup).
-    grant_scope: str | None = None
-
-    @property
-    def cwd_text(self) -> str | None:
-        return str(self.cwd) if self.command is not None and self.cwd is not None else None
-
-    @property
-    def acts(self) -> bool:
-        """Runs a process or writes: what a dry run leaves out."""
-        return self.command is not None or self.spec.risk is Risk.WRITE
 
 
 def _denied(
@@ -153,20 +126,15 @@ def _decide_external(live: LiveSession, spec: ToolSpec[Any], args: cat.Args) -> 
 def _decide_command(
     live: LiveSession, spec: ToolSpec[Any], args: cat.Args, command: str, cwd: Path
 ) -> Prepared:
-    verdict = live.policy.check_command(command, cwd=cwd)
-    if (
-        verdict.decision is Decision.ALLOW
-        and not live.sandbox.available
-        and not strictly_read_only(command, live.writable_roots, cwd=cwd)
-    ):
-        # Nothing would limit it: project code (tests, builds, allowlisted
-        # commands) runs only with the user's yes.
-        verdict = Verdict(
-            Decision.CONFIRM,
-            Risk.WRITE,
-            f"no sandbox ({live.sandbox.detail}), so only strictly read-only commands "
-            f"run without asking; the policy said: {verdict.reason}",
-        )
+    judged = live.policy.judge_command(command, cwd=cwd)
+    verdict = placement.unasked_verdict(
+        judged.verdict,
+        command,
+        parsed=judged.parsed,
+        roots=live.writable_roots,
+        cwd=cwd,
+        sandbox=live.sandbox,
+    )
     granted = (
         verdict.decision is Decision.CONFIRM
         and verdict.risk is Risk.WRITE
@@ -175,7 +143,15 @@ def _decide_command(
     if granted:
         verdict = Verdict(Decision.ALLOW, verdict.risk, "allowed for this session by the user")
     return Prepared(
-        spec, args, verdict, [], command=command, cwd=cwd, by_user=granted, granted=granted
+        spec,
+        args,
+        verdict,
+        [],
+        command=command,
+        cwd=cwd,
+        by_user=granted,
+        granted=granted,
+        parsed=judged.parsed,
     )
 
 
@@ -183,11 +159,6 @@ def approval_note(live: LiveSession, p: Prepared) -> str | None:
     """Where an approved command will run, said before the user decides."""
     if p.command is None:
         return None
-    if not live.sandbox.available:
-        return "No sandbox here: if you approve, it runs with your full permissions."
-    if live.config.sandbox_approved_commands:
-        return "If you approve, it runs in the sandbox, with network access."
-    return (
-        "If you approve, it runs outside the sandbox, with your full permissions "
-        "and network access."
+    return placement.approval_note(
+        sandbox=live.sandbox, sandbox_approved=live.config.sandbox_approved_commands
     )

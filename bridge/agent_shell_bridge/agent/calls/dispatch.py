@@ -8,38 +8,40 @@ records of it (log entry, client update) happens in :mod:`.record`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
 
 from ...errors import ToolFailed
 from ...model.types import ToolCall
 from ...tools.catalogue import Side
 from ...tools.results import ToolResult
 from ...types import JSONObject
+from ..session.live import LiveSession
 from ..session.turnstate import TurnState
-from .decide import Prepared
-from .handlers import Run, handler_for
-
-if TYPE_CHECKING:
-    from ..session.live import LiveSession
-    from .executor import ToolExecutor
+from .handlers import Binding, Run, RunTool
+from .prepared import Prepared
 
 __all__ = ["execute"]
 
 
 async def execute(
-    executor: ToolExecutor, call: ToolCall, turn: TurnState, p: Prepared
+    live: LiveSession,
+    handlers: Mapping[str, Binding],
+    call: ToolCall,
+    turn: TurnState,
+    p: Prepared,
+    run_tool: RunTool,
 ) -> ToolResult:
-    live = executor.live
+    """Run the call ``p`` prepared: an MCP server's, Emacs's, or its bound handler's."""
     spec = p.spec
     if spec.external is not None:
         return await spec.external.call(p.args.model_dump())
     if spec.side is Side.EMACS and spec.name in live.client_tools:
         result = ToolResult(await _client_call(live, call, turn, p))
     else:
-        handler = handler_for(spec)
-        if handler is None:
+        binding = handlers.get(spec.name)
+        if binding is None or binding.spec is not spec:
             raise ToolFailed(f"{spec.name} needs Emacs; no Emacs client is connected")
-        result = await handler(Run(executor, call, turn, p), p.args)
+        result = await binding.handler(Run(live, call, turn, p, run_tool), p.args)
     if spec.edits:
         _note_edit(live, turn, p, result.payload)
     return result
@@ -74,7 +76,7 @@ async def _client_call(
             "extra_roots": [str(x) for x in live.config.extra_allowed_paths],
         },
     }
-    result = await live.runtime.hub.request(
+    result = await live.client.hub.request(
         "tool/call", params, timeout_s=max(p.spec.timeout_s, live.config.client_tool_timeout_s)
     )
     if not isinstance(result, dict):

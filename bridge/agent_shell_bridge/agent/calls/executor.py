@@ -15,8 +15,9 @@ import asyncio
 import functools
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -28,14 +29,14 @@ from ...tools.results import Outcome, ToolResult
 from ...types import Decision, JSONObject
 from ..session.approval import PermissionRequest
 from ..session.grants import add_grant, grant_record
+from ..session.live import LiveSession
 from ..session.roles import role_refusal
 from ..session.turnstate import TurnState, call_signature
-from .decide import Prepared, approval_note, confine_role_writes, decide
+from .decide import approval_note, confine_role_writes, decide
 from .dispatch import execute
+from .handlers import HANDLERS, Binding
+from .prepared import Prepared
 from .record import CallRecord, refuse_early
-
-if TYPE_CHECKING:
-    from ..session.live import LiveSession
 
 __all__ = ["Outcome", "ToolExecutor", "describe_call", "signature_of"]
 
@@ -70,8 +71,12 @@ def _problems(exc: ValidationError) -> str:
 
 
 class ToolExecutor:
-    def __init__(self, live: LiveSession) -> None:
+    """Runs the model's tool calls for one session through the pipeline; ``handlers``
+    are the bridge-side ones (the calls layer's, with the turn layer's own)."""
+
+    def __init__(self, live: LiveSession, handlers: Mapping[str, Binding] = HANDLERS) -> None:
         self.live = live
+        self.handlers = handlers
 
     async def run(self, call: ToolCall, turn: TurnState) -> Outcome:
         checked = await self._check(call, turn)
@@ -124,7 +129,7 @@ class ToolExecutor:
             args = spec.args.model_validate(raw)
         except ValidationError as exc:
             return await refuse(f"Invalid arguments: {_problems(exc)}")
-        refusal = role_refusal(turn, spec.name)
+        refusal = role_refusal(turn.role, spec.name)
         if refusal:
             return await refuse(refusal)
         return _Checked(raw, title, spec, args)
@@ -186,7 +191,7 @@ class ToolExecutor:
         await record.running()
         started = time.monotonic()
         try:
-            result = await execute(self, call, turn, p)
+            result = await execute(self.live, self.handlers, call, turn, p, self.run)
         except Cancelled:
             raise
         except BridgeError as exc:  # ToolFailed, ClientError and the rest

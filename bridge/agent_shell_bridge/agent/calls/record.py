@@ -17,7 +17,7 @@ from ...tools.outputs import clip_lines
 from ...tools.results import Outcome, ToolResult
 from ...types import Decision, JSONObject, Verdict
 from ..session.reporter import Reporter, src, text
-from .decide import Prepared
+from .prepared import Prepared
 
 if TYPE_CHECKING:
     from ..session.turnstate import TurnState

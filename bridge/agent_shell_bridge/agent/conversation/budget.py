@@ -33,6 +33,7 @@ from ...model.overflow import requested_tokens_of
 from ...model.types import Completion
 from ...types import JSONObject
 from ..session.reporter import src, text
+from .messages import Conversation
 from .system_prompt import TOOL_RESULT_CLOSE, frame_tool_result
 
 if TYPE_CHECKING:
@@ -262,7 +263,7 @@ def _verbatim_reads(messages: Sequence[JSONObject]) -> set[str]:
 
 def forget_removed_reads(live: LiveSession) -> None:
     """After compaction: re-reads resend text, and no stub points at removed text."""
-    conversation = live.conversation
+    conversation = Conversation(live.state)
     messages = conversation.messages
     present = _verbatim_reads(messages)
     live.read_cache = {k: v for k, v in live.read_cache.items() if v[1] in present}
@@ -379,7 +380,7 @@ async def compact(
     """Shrink the history so the request fits ``share`` of the window; True if it did."""
     window = window_of(live)
     ratio = live.chars_per_token
-    conversation = live.conversation
+    conversation = Conversation(live.state)
     target = int(window.tokens * share * ratio)
     failures_budget = int(window.tokens * FAILURES_SHARE * ratio)
     previous, carried = _split_summary(conversation.summary)

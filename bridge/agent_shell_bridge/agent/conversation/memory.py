@@ -23,6 +23,7 @@ from ...model.types import Completion
 from ...types import JSONObject
 from ..session.reporter import src, text
 from .budget import transcript_budget, transcript_text
+from .messages import Conversation
 
 if TYPE_CHECKING:
     from ..session.live import LiveSession
@@ -131,7 +132,7 @@ async def save_on_request(live: LiveSession) -> Path:
     """``memory/save``: extract an experience from the whole session now."""
     if live.busy:
         raise SessionBusy("A turn is running; save the memory when it has ended")
-    messages = live.conversation.messages
+    messages = Conversation(live.state).messages
     if not messages:
         raise MemoryError_("Nothing to remember yet: this session has no conversation")
     parent = await live.reporter.entry(
@@ -179,7 +180,7 @@ async def finish_task_memory(live: LiveSession, turn: TurnState, start_index: in
             live,
             trigger=reason,
             parent=turn.task_entry,
-            messages=live.conversation.since(start_index),
+            messages=Conversation(live.state).since(start_index),
             turn=turn,
         )
     except BridgeError as exc:

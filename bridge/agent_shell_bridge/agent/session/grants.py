@@ -12,16 +12,11 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-from ...errors import InvalidParams
 from ...mcp.naming import is_mcp_name
 from ...types import JSONObject
-from .reporter import text
 from .store import SessionState
-
-if TYPE_CHECKING:
-    from .live import LiveSession
 
 __all__ = [
     "Grant",
@@ -174,19 +169,3 @@ def revoke_grant(state: SessionState, grant_id: str) -> Grant | None:
             state.grant_details.pop(grant.key, None)
             return grant
     return None
-
-
-async def revoke_by_user(live: LiveSession, grant_id: str) -> Grant:
-    """``session/revoke_grant``: the next such step asks again, even within this turn."""
-    grant = revoke_grant(live.state, grant_id)
-    if grant is None:
-        raise InvalidParams(f"no grant {grant_id!r} in this session (session/grants lists them)")
-    await live.checkpoint()
-    await live.reporter.entry(
-        "Grant revoked by the user",
-        source="user",
-        parent=None,
-        properties={"GRANT": grant.id},
-        body=[text(f"No longer allowed without asking: {grant.description}.")],
-    )
-    return grant

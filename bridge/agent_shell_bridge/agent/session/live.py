@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...config import BridgeConfig
-from ...errors import SessionBusy
+from ...errors import InvalidParams, SessionBusy
 from ...model.openai import ModelClient
 from ...model.types import ModelSettings, Prices, Usage
 from ...orglog.writer import OrgLogWriter, log_path_for
@@ -29,9 +29,10 @@ from ...sandbox.safe_git import safe_git_argv
 from ...tools.catalogue import CATALOGUE, ReadFileArgs, ToolSource, ToolSpec
 from ...tools.outputs import OutputStore
 from ...types import JSONObject
-from ..conversation.messages import Conversation
 from .approval import Approver, ClientApprover
-from .reporter import Reporter, finish_even_if_cancelled
+from .client import ClientLink
+from .grants import Grant, revoke_grant
+from .reporter import Reporter, finish_even_if_cancelled, text
 from .roles import BUILTIN_ROLES, Role, RoleConfig, merge_roles
 from .store import SessionState, SessionStore
 
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
     # tree-sitter and the memory index sqlite-utils.
     from ...memory.index import MemoryIndex
     from ...policy.engine import PolicyEngine
-    from ...runtime import Runtime
     from .turnstate import TurnState
 
 __all__ = ["LiveSession", "open_session"]
@@ -53,7 +53,7 @@ class LiveSession:
     state: SessionState
     root: Path
     config: BridgeConfig
-    runtime: Runtime
+    client: ClientLink
     store: SessionStore
     model: ModelClient
     policy: PolicyEngine
@@ -103,11 +103,6 @@ class LiveSession:
     tool_sources: list[ToolSource] = field(default_factory=list)
 
     @property
-    def conversation(self) -> Conversation:
-        """The one way to change the session's messages and visible history."""
-        return Conversation(self.state)
-
-    @property
     def review(self) -> bool:
         return self.state.review
 
@@ -117,7 +112,7 @@ class LiveSession:
 
     @property
     def client_tools(self) -> frozenset[str]:
-        return self.runtime.client_tools
+        return self.client.tools
 
     @property
     def writable_roots(self) -> tuple[Path, ...]:
@@ -295,6 +290,23 @@ class LiveSession:
             await asyncio.to_thread(result.log_path.unlink, missing_ok=True)
         return result
 
+    async def revoke_grant(self, grant_id: str) -> Grant:
+        """``session/revoke_grant``: the next such step asks again, even within this turn."""
+        grant = revoke_grant(self.state, grant_id)
+        if grant is None:
+            raise InvalidParams(
+                f"no grant {grant_id!r} in this session (session/grants lists them)"
+            )
+        await self.checkpoint()
+        await self.reporter.entry(
+            "Grant revoked by the user",
+            source="user",
+            parent=None,
+            properties={"GRANT": grant.id},
+            body=[text(f"No longer allowed without asking: {grant.description}.")],
+        )
+        return grant
+
     async def current_branch(self) -> str | None:
         res = await self.quiet_run(safe_git_argv("rev-parse", "--abbrev-ref", "HEAD"), timeout_s=10)
         return res.stdout.strip() if res.exit_code == 0 else None
@@ -331,7 +343,8 @@ def _ignore_records(base: Path) -> None:
 
 
 def open_session(
-    runtime: Runtime,
+    client: ClientLink,
+    detected: SandboxStatus,
     state: SessionState,
     config: BridgeConfig,
     *,
@@ -365,12 +378,12 @@ def open_session(
     roles, project_roles = _session_roles(root, state, memory_dir)
     instructions = load_instructions(root, config.user_config_dir)
     instructions.restore(state.active_instructions)
-    sandbox = project_sandbox(root, runtime.sandbox, config_trust(memory_dir))
+    sandbox = project_sandbox(root, detected, config_trust(memory_dir))
     return LiveSession(
         state=state,
         root=root,
         config=config,
-        runtime=runtime,
+        client=client,
         store=SessionStore(root),
         model=model,
         policy=PolicyEngine.for_project(
@@ -381,8 +394,8 @@ def open_session(
         ),
         runner=ProcessRunner(base / "outputs" / state.id / "raw", secrets=secrets),
         outputs=OutputStore(base / "outputs" / state.id),
-        reporter=Reporter(runtime.hub, state.id, writer),
-        approver=approver or ClientApprover(runtime.hub),
+        reporter=Reporter(client.hub, state.id, writer),
+        approver=approver or ClientApprover(client.hub),
         memory=MemoryIndex(memory_dir) if memory_dir is not None else None,
         dry_run=state.dry_run,
         max_steps=state.max_steps,

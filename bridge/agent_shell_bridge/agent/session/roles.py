@@ -11,12 +11,9 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-if TYPE_CHECKING:
-    from .turnstate import TurnState
+from ...project.roles import RoleConfig
 
 __all__ = [
     "BUILTIN_ROLES",
@@ -139,20 +136,6 @@ LEAD_ONLY = frozenset({"delegate", "propose_plan", "complete_step"})
 ROLE_ONLY_TOOLS = frozenset({"review_verdict"})
 
 
-class RoleConfig(BaseModel):
-    """A user's role definition or override, as sent in ``session/new``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$")
-    description: str | None = Field(None, max_length=300)
-    prompt: str | None = Field(None, max_length=8000)
-    tools: list[str] | None = None
-    max_steps: int | None = Field(None, ge=1, le=100)
-    model: str | None = Field(None, max_length=200)
-    write_globs: list[str] | None = None
-
-
 @dataclass(frozen=True)
 class RoleSet:
     roles: Mapping[str, Role] = field(default_factory=lambda: dict(BUILTIN_ROLES))
@@ -197,9 +180,8 @@ def merge_roles(configs: Iterable[RoleConfig], known_tools: Iterable[str]) -> di
     return roles
 
 
-def role_refusal(turn: TurnState, tool: str) -> str | None:
-    """Why ``tool`` may not be used in this (sub-)turn, or None."""
-    role = turn.role
+def role_refusal(role: Role | None, tool: str) -> str | None:
+    """Why ``tool`` may not be used by ``role`` (None: the lead), or None."""
     if role is None:
         if tool == "review_verdict":
             return "review_verdict is the reviewer's tool; finish with task_complete"

@@ -5,13 +5,10 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from ...model.types import UsageCounts
 from ...types import JSONObject
-
-if TYPE_CHECKING:
-    from .roles import Role
+from .roles import Role
 
 __all__ = ["DEPENDENCY_FILES", "TurnState", "call_signature"]
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from ...errors import ToolFailed
 from ...model.openai import ModelClient
@@ -19,6 +18,7 @@ from ...model.types import Completion, Prices, UsageCounts
 from ...orglog.writer import SrcBlock, TextBlock
 from ...tools.catalogue import CATALOGUE, DelegateArgs, tool_schemas
 from ...types import JSONObject, Risk
+from ..calls.handlers import RunTool
 from ..conversation.budget import (
     KEEP_SHARE,
     STUB_OVER_CHARS,
@@ -30,13 +30,10 @@ from ..conversation.budget import (
 from ..conversation.instructions import activate_nested_instructions, session_instructions
 from ..conversation.messages import Conversation
 from ..conversation.system_prompt import frame_instructions
+from ..session.live import LiveSession
 from ..session.reporter import src, text
 from ..session.roles import REPORT_LIMIT, Role
 from ..session.turnstate import TurnState
-
-if TYPE_CHECKING:
-    from ..calls.executor import ToolExecutor
-    from ..session.live import LiveSession
 
 __all__ = ["RoleRun", "run_delegate", "run_role"]
 
@@ -73,9 +70,11 @@ def _system(live: LiveSession, role: Role, mode: str) -> str:
     return "\n\n".join(parts)
 
 
-async def run_role(executor: ToolExecutor, role: Role, task: str, parent: TurnState) -> RoleRun:
-    """Run ``role`` on ``task`` to its report, within its step limit."""
-    live = executor.live
+async def run_role(
+    live: LiveSession, run_tool: RunTool, role: Role, task: str, parent: TurnState
+) -> RoleRun:
+    """Run ``role`` on ``task`` to its report, within its step limit; its calls go
+    through ``run_tool`` (the lead's pipeline: policy, sandbox, approvals, log)."""
     first = task.strip().splitlines()[0][:100] if task.strip() else role.name
     entry = await live.reporter.entry(
         f"Role {role.name}: {first}",
@@ -116,7 +115,7 @@ async def run_role(executor: ToolExecutor, role: Role, task: str, parent: TurnSt
                 stopped = "done" if report.strip() else "no_answer"
                 break
             for call in completion.tool_calls:
-                outcome = await executor.run(call, sub)
+                outcome = await run_tool(call, sub)
                 await activate_nested_instructions(live, call, sub.task_entry)
                 sub.usage.tool_calls += 1
                 conversation.add_tool_result(call, outcome.status, outcome.payload)
@@ -225,16 +224,17 @@ async def _step(
     return completion
 
 
-async def run_delegate(executor: ToolExecutor, args: DelegateArgs, turn: TurnState) -> JSONObject:
+async def run_delegate(
+    live: LiveSession, run_tool: RunTool, args: DelegateArgs, turn: TurnState
+) -> JSONObject:
     """The ``delegate`` tool: run a role for the lead and return its bounded report."""
-    live = executor.live
     if turn.role is not None:
         raise ToolFailed("roles cannot delegate further")
     role = live.roles.get(args.role)
     if role is None or role.name == "reviewer":
         names = ", ".join(sorted(n for n in live.roles if n != "reviewer"))
         raise ToolFailed(f"unknown role {args.role!r}; roles you can delegate to: {names}")
-    run = await run_role(executor, role, args.task, turn)
+    run = await run_role(live, run_tool, role, args.task, turn)
     result: JSONObject = {
         "role": run.role,
         "steps": run.steps,

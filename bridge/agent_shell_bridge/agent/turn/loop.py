@@ -26,6 +26,7 @@ from ..calls.executor import Outcome, ToolExecutor, describe_call, signature_of
 from ..conversation.budget import after_provider_refusal, calibrate, fit_request, request_chars
 from ..conversation.instructions import activate_nested_instructions, session_instructions
 from ..conversation.memory import finish_task_memory, inject_memories
+from ..conversation.messages import Conversation
 from ..conversation.system_prompt import summary_messages, system_prompt
 from ..session.model_help import explain_model_error
 from ..session.reporter import src, text
@@ -33,6 +34,7 @@ from ..session.roles import ROLE_ONLY_TOOLS
 from ..session.turnstate import TurnState
 from .notify import NotifyEvent, post_webhook
 from .review import review_turn
+from .tools import ALL_HANDLERS
 
 if TYPE_CHECKING:
     from ..session.live import LiveSession
@@ -68,15 +70,15 @@ def _request_messages(live: LiveSession, memories: str) -> list[JSONObject]:
                 instructions=session_instructions(live),
             ),
         },
-        *summary_messages(live.conversation.summary),
-        *live.conversation.messages,
+        *summary_messages(Conversation(live.state).summary),
+        *Conversation(live.state).messages,
     ]
 
 
 async def _fitted_model_step(live: LiveSession, turn: TurnState, memories: str) -> Completion:
     """One model step whose request fits the window; a provider's refusal as too
     long gets one emergency compaction and one retry."""
-    live.conversation.deliver_notes()
+    Conversation(live.state).deliver_notes()
     tools = _tools_for(live.state.mode, live.external_tools())
 
     def build() -> list[JSONObject]:
@@ -183,7 +185,7 @@ async def _reviewed_back(live: LiveSession, executor: ToolExecutor, turn: TurnSt
     note = await review_turn(executor, turn)
     if note is None:
         return False
-    live.conversation.add_feedback(note, shown="The reviewer asked for changes.")
+    Conversation(live.state).add_feedback(note, shown="The reviewer asked for changes.")
     await live.checkpoint()
     return True
 
@@ -219,8 +221,8 @@ async def run_turn(
     prelude = asyncio.ensure_future(_prelude(live, turn))
     stop_reason = "end_turn"
     error: JSONObject | None = None
-    executor = ToolExecutor(live)
-    conversation = live.conversation
+    executor = ToolExecutor(live, ALL_HANDLERS)
+    conversation = Conversation(live.state)
     try:
         memories = "" if quiet_memory else await inject_memories(live, prompt, task_entry)
         while True:
@@ -334,7 +336,7 @@ async def _begin_turn(
     turn = TurnState(turn_id=turn_id, task_entry=task_entry, prompt=prompt, started=started)
     turn.restore_mode = restore_mode
     turn.mode = state.mode
-    start_index = live.conversation.add_user(prompt, turn_id=turn_id)
+    start_index = Conversation(live.state).add_user(prompt, turn_id=turn_id)
     state.turns += 1
     state.title = state.title or first_line[:80]
     state.turn_in_progress = turn_id
@@ -395,7 +397,7 @@ async def _finish(
         state.turn_in_progress = None
         if stop_reason != "end_turn":
             why = f": {error['message']}" if error is not None else ""
-            live.conversation.show(f"[turn ended: {stop_reason}{why}]")
+            Conversation(live.state).show(f"[turn ended: {stop_reason}{why}]")
         if turn.restore_mode is not None and state.mode == turn.mode:
             state.mode = turn.restore_mode  # unless session/set_mode changed it meanwhile
         await live.checkpoint()

@@ -280,7 +280,7 @@ async def _ask_client(live: LiveSession, call: ToolCall, plan: Plan) -> PlanAnsw
         **plan.shape(),
     }
     try:
-        result = await live.runtime.hub.request("session/request_plan", params, timeout_s=None)
+        result = await live.client.hub.request("session/request_plan", params, timeout_s=None)
     except ClientError as exc:
         if exc.client_code != _METHOD_NOT_FOUND:
             return PlanAnswer(False, None, f"the client failed to show the plan: {exc.message}")

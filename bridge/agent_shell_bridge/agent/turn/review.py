@@ -8,14 +8,10 @@ turn ends and the open comments are shown to the user.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from ..calls.executor import ToolExecutor
 from ..session.reporter import text
 from ..session.turnstate import TurnState
 from .delegate import run_role
-
-if TYPE_CHECKING:
-    from ..calls.executor import ToolExecutor
 
 __all__ = [
     "DATA_CLOSE",
@@ -70,7 +66,7 @@ async def review_turn(executor: ToolExecutor, turn: TurnState) -> str | None:
     if turn.review_rounds >= MAX_REVIEW_ROUNDS:
         return None
     turn.review_rounds += 1
-    run = await run_role(executor, reviewer, review_task(turn), turn)
+    run = await run_role(live, executor.run, reviewer, review_task(turn), turn)
     verdict = run.verdict or {}
     comments = str(verdict.get("comments", "")).strip() or run.report.strip()
     if verdict.get("verdict") == "approve":

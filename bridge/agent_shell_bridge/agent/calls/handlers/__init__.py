@@ -1,7 +1,9 @@
 """What runs each catalogue tool on the bridge's side, bound to its entry.
 
 Bridge-side tools have a handler here; Emacs-side tools have their headless
-fallback here, or none when they need Emacs (``buffer_overview``). The binding is
+fallback here, or none when they need Emacs (``buffer_overview``). The tools that
+act on the turn itself (``delegate``, plans) are bound by the turn layer, which
+hands them to the executor with these. The binding is
 typed: each handler takes its own tool's arguments. A new tool is one entry in
 :mod:`...tools.catalogue` and one handler bound below.
 """
@@ -10,13 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
 
 from ....tools import catalogue as cat
 from . import fallbacks, files, process, turn
-from .base import Binding, Handler, Run, bind
+from .base import Binding, Handler, Run, RunTool, bind
 
-__all__ = ["HANDLERS", "Binding", "Handler", "Run", "handler_for"]
+__all__ = ["HANDLERS", "Binding", "Handler", "Run", "RunTool", "bind"]
 
 HANDLERS: Mapping[str, Binding] = MappingProxyType(
     {
@@ -40,16 +41,7 @@ HANDLERS: Mapping[str, Binding] = MappingProxyType(
             bind(cat.RUN_COMMAND, process.run_command),
             bind(cat.RUN_TEST, process.run_test),
             bind(cat.TASK_COMPLETE, turn.task_complete),
-            bind(cat.DELEGATE, turn.delegate),
             bind(cat.REVIEW_VERDICT, turn.review_verdict),
-            bind(cat.PROPOSE_PLAN, turn.propose_plan),
-            bind(cat.COMPLETE_STEP, turn.complete_step),
         )
     }
 )
-
-
-def handler_for(spec: cat.ToolSpec[Any]) -> Handler[Any] | None:
-    """The bridge-side handler of ``spec``, or None when only Emacs can run it."""
-    binding = HANDLERS.get(spec.name)
-    return binding.handler if binding is not None and binding.spec is spec else None

@@ -12,33 +12,32 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ....model.types import ToolCall
 from ....tools.catalogue import ArgsT, Side, ToolSpec
-from ....tools.results import ToolResult
+from ....tools.results import Outcome, ToolResult
+from ...session.live import LiveSession
+from ...session.turnstate import TurnState
+from ..prepared import Prepared
 
-if TYPE_CHECKING:
-    from ....model.types import ToolCall
-    from ...session.live import LiveSession
-    from ...session.turnstate import TurnState
-    from ..decide import Prepared
-    from ..executor import ToolExecutor
+__all__ = ["Binding", "Handler", "Run", "RunTool", "bind"]
 
-__all__ = ["Binding", "Handler", "Run", "bind"]
+# Another call through the whole pipeline (refuse, approve, place, run, record): a
+# plan step's verification, a role's own calls.
+RunTool = Callable[[ToolCall, TurnState], Awaitable[Outcome]]
 
 
 @dataclass(frozen=True, slots=True)
 class Run:
-    """One call on its way to its handler: who runs it and what the policy prepared."""
+    """One call on its way to its handler: the session, the call, what the policy
+    prepared, and how to run further calls the same way."""
 
-    executor: ToolExecutor
+    live: LiveSession
     call: ToolCall
     turn: TurnState
     prepared: Prepared
-
-    @property
-    def live(self) -> LiveSession:
-        return self.executor.live
+    run_tool: RunTool
 
     @property
     def paths(self) -> list[tuple[Path, str]]:

@@ -8,25 +8,25 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ....errors import ToolFailed
 from ....tools import files
 from ....tools.catalogue import EditArgs, GrepArgs, ListDirectoryArgs, ReadFileArgs
 from ....tools.results import ToolResult
+from ..edit_plan import plan_edit
 from .base import Run
 
 if TYPE_CHECKING:
-    from ...session.live import LiveSession
+    pass
 
-__all__ = ["edit", "grep", "list_directory", "plan_edit", "read_file"]
+__all__ = ["edit", "grep", "list_directory", "read_file"]
 
 
 async def read_file(run: Run, args: ReadFileArgs) -> ToolResult:
     live = run.live
     resolved, display = run.paths[0]
-    client = live.runtime.client_files
+    client = live.client.files
     if client is not None:
         text = await client.read(live.state.id, resolved)
         if text is None:
@@ -81,7 +81,7 @@ async def edit(run: Run, args: EditArgs) -> ToolResult:
         session_id=live.state.id,
         expected_sha256=live.state.read_hashes.get(display),
     )
-    client = live.runtime.client_files
+    client = live.client.files
     if client is not None:
         # Planned on the client's text, written back to it.
         plan = await plan_edit(live, args, resolved, display, ctx.expected_sha256)
@@ -89,15 +89,3 @@ async def edit(run: Run, args: EditArgs) -> ToolResult:
         await client.write(live.state.id, resolved, plan.new)
         return ToolResult(files.edit_result(plan))
     return ToolResult(await asyncio.to_thread(files.apply_edit, args, resolved, display, ctx))
-
-
-async def plan_edit(
-    live: LiveSession, args: EditArgs, resolved: Path, display: str, expected: str | None
-) -> files.PlannedEdit:
-    """The edit against the file as the client has it, else as the disk has it."""
-    client = live.runtime.client_files
-    if client is None:
-        return await asyncio.to_thread(files.plan_edit, args, resolved, display, expected)
-    text = await client.read(live.state.id, resolved)
-    current = text.encode("utf-8") if text is not None else None
-    return files.plan_edit(args, resolved, display, expected, current=current)

@@ -1,9 +1,8 @@
 """``run_command`` and ``run_test``: the command the policy prepared, as a process.
 
-Without the user's yes a command runs in the sandbox (network off; read-only
-project for a role confined to some files); an approved one runs as the user would
-run it, unless approved commands are sandboxed too. Test-like runs are summarised
-and count as the turn's verification.
+Where it runs is :mod:`...sandbox.placement`'s to say; this runs it there, sets
+aside git metadata a sandboxed run planted, and summarises test-like runs, which
+count as the turn's verification.
 """
 
 from __future__ import annotations
@@ -14,10 +13,7 @@ import time
 from ....errors import ToolFailed
 from ....process.runner import timeout_for
 from ....process.test_summary import summarize_test_output
-from ....sandbox import protected_git, set_aside_after_run
-from ....sandbox.granted_git import runs_outside_when_granted
-from ....sandbox.safe_git import safe_git_environment
-from ....sandbox.strict_readonly import strictly_read_only
+from ....sandbox import placement, protected_git, set_aside_after_run
 from ....tools.catalogue import RunCommandArgs, RunTestArgs
 from ....tools.results import ToolResult
 from ....types import Decision, JSONObject, Risk
@@ -43,37 +39,31 @@ async def _run_process(run: Run, kind: str, timeout_s: float | None) -> ToolResu
     if p.by_user and not p.granted:
         _still_as_approved(run)
     timeout = timeout_s or timeout_for(kind, p.command)
-    confined = turn.role is not None and turn.role.write_globs is not None
-    settings: dict[str, str] | None = None
-    if p.granted and (confined or not runs_outside_when_granted(p.command, p.cwd, live.root)):
-        # A later run of a granted command: nobody looked at this one, and what it
-        # runs (a Makefile, a script) may have changed since the yes. The sandbox
-        # holds it where there is one, with the network the yes gave it.
-        network = True
-        spec = live.sandbox_spec(network=True, writable=not confined)
-    elif p.granted:
-        # Plain git on the project's own repository runs nothing the agent could
-        # change, and needs the .git the sandbox keeps read-only: it runs as
-        # approved, with nothing the repository's configuration could make it run.
-        network, settings = True, safe_git_environment()
-        spec = live.sandbox_spec(network=True) if live.config.sandbox_approved_commands else None
-    elif p.by_user:
-        # Approved: as the user would run it, unless they sandbox approved ones too.
-        network = True
-        spec = live.sandbox_spec(network=True) if live.config.sandbox_approved_commands else None
-    else:
-        network = False
-        spec = live.sandbox_spec(network=False, writable=not confined)
-        if spec is None and not strictly_read_only(p.command, live.writable_roots, cwd=p.cwd):
-            # Never project code with neither the sandbox nor the user's yes.
-            raise ToolFailed("refused: no sandbox, and the user did not approve this command")
+    where = placement.place(
+        p.command,
+        parsed=p.parsed,
+        cwd=p.cwd,
+        root=live.root,
+        roots=live.writable_roots,
+        sandbox=live.sandbox,
+        asked=placement.Asked(by_user=p.by_user, granted=p.granted),
+        confined=turn.role is not None and turn.role.write_globs is not None,
+        sandbox_approved=live.config.sandbox_approved_commands,
+    )
+    if where.refused is not None:
+        raise ToolFailed(where.refused)
+    spec = (
+        live.sandbox_spec(network=where.network, writable=where.writable)
+        if where.sandboxed
+        else None
+    )
     watched = spec is not None and not spec.roots_read_only
     protected = protected_git(spec.roots) if spec is not None else []
     since = time.time_ns()
     set_aside: list[str] = []
     try:
         result = await live.runner.run_shell(
-            p.command, cwd=p.cwd, timeout_s=timeout, sandbox=spec, settings=settings
+            p.command, cwd=p.cwd, timeout_s=timeout, sandbox=spec, settings=where.settings
         )
     finally:
         if watched and spec is not None:
@@ -94,7 +84,7 @@ async def _run_process(run: Run, kind: str, timeout_s: float | None) -> ToolResu
         "duration_ms": result.duration_ms,
         "truncated": result.truncated,
         "timed_out": result.timed_out,
-        "sandbox": "none" if spec is None else ("bubblewrap+net" if network else "bubblewrap"),
+        "sandbox": "none" if spec is None else where.label,
     }
     if set_aside:
         payload["warning"] = "; ".join(set_aside)

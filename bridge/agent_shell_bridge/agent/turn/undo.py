@@ -11,10 +11,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ...types import JSONObject
-from .reporter import src, text
+from ..conversation.messages import Conversation
+from ..session.reporter import src, text
 
 if TYPE_CHECKING:
-    from .live import LiveSession
+    from ..session.live import LiveSession
 
 __all__ = ["record_undo"]
 
@@ -32,7 +33,7 @@ def _prompt_of(visible: Sequence[JSONObject], turn_id: str) -> str | None:
 async def record_undo(live: LiveSession, turn_id: str, paths: list[str]) -> None:
     """Forget the reads of ``paths``, queue the note, log the undo and checkpoint."""
     state = live.state
-    conversation = live.conversation
+    conversation = Conversation(live.state)
     prompt = _prompt_of(conversation.visible, turn_id)
     label = f"turn {turn_id}" + (f" ({prompt!r})" if prompt else "")
     listed = ", ".join(paths[:_MAX_LISTED]) + (
