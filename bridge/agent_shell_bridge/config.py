@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .types import Prices
+
 if TYPE_CHECKING:
     from .wire import ModelConfig
 
@@ -101,6 +103,11 @@ class BridgeConfig:
                 p for p in env.get("AGENT_SHELL_SANDBOX_PATHS", "").split(os.pathsep) if p
             ),
         )
+
+    @property
+    def price_list(self) -> Prices | None:
+        """The prices to charge tokens at (input, output, cached input per million)."""
+        return Prices(*self.prices) if self.prices is not None else None
 
     def with_model(self, wire: ModelConfig | None) -> BridgeConfig:
         """Overlay the fields the client set; absent ones keep their value."""

@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["JSON", "Decision", "JSONObject", "Risk", "Verdict"]
+__all__ = ["JSON", "Decision", "JSONObject", "Prices", "Risk", "Verdict"]
 
 JSON = Any
 JSONObject = dict[str, Any]
@@ -45,3 +45,32 @@ class Verdict:
     decision: Decision
     risk: Risk
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Prices:
+    """Prices per million tokens, in one currency; the one cost formula.
+
+    The header line (a session's running cost) and the action log's summaries
+    (a task's, a role's) all price tokens here, so they cannot disagree.
+    """
+
+    input_per_million: float
+    output_per_million: float
+    cached_input_per_million: float | None = None
+    currency: str = "USD"
+
+    def cost(self, input_tokens: int, cached_tokens: int, output_tokens: int) -> float:
+        """Price of these tokens; cached input falls back to the input price."""
+        cached = min(cached_tokens, input_tokens)
+        cached_price = (
+            self.cached_input_per_million
+            if self.cached_input_per_million is not None
+            else self.input_per_million
+        )
+        total = (
+            (input_tokens - cached) * self.input_per_million
+            + cached * cached_price
+            + output_tokens * self.output_per_million
+        )
+        return round(total / 1_000_000, 6)

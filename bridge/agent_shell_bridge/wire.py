@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ModelConfig", "Params"]
+__all__ = ["ModelConfig", "Params", "TrustParams"]
 
 
 class Params(BaseModel):
@@ -37,3 +37,11 @@ class ModelConfig(BaseModel):
     price_input_per_mtok: float | None = None
     price_output_per_mtok: float | None = None
     price_cached_input_per_mtok: float | None = None
+
+
+class TrustParams(Params):
+    """Trusting a file a project ships: its root, and the hash of what the user read."""
+
+    cwd: str
+    # The sha256 of the bytes the user reviewed; trust is refused if the file differs.
+    sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")

@@ -12,6 +12,7 @@ from typing import Protocol
 
 from ..config import BridgeConfig
 from ..errors import InvalidParams
+from ..project.trust import TRUSTED_KINDS
 from ..sandbox import SandboxStatus
 from .conversation.instructions import announce_instructions
 from .conversation.memory import recent_memories
@@ -96,7 +97,7 @@ async def _announce(live: LiveSession) -> None:
                 text(
                     "This project's .agent-shell/roles.el defines roles (prompts, tools, "
                     "models) and arrives with the repository. Review it and run "
-                    "M-x agent-shell-trust-roles to use it."
+                    f"M-x {TRUSTED_KINDS['roles'].command} to use it."
                     if untrusted
                     else f"{live.project_roles.error}"
                 )
@@ -136,7 +137,8 @@ async def _announce(live: LiveSession) -> None:
                 text(
                     "This project's .agent-shell/config.el sets agent-shell-sandbox to "
                     "nil, but you have not trusted the file in its current form, so the "
-                    "sandbox stays on. Review it and run M-x agent-shell-trust-config."
+                    "sandbox stays on. Review it and run "
+                    f"M-x {TRUSTED_KINDS['config'].command}."
                 )
             ],
         )
@@ -150,7 +152,7 @@ async def _announce(live: LiveSession) -> None:
                 text(
                     "This project's .agent-shell/allowlist.el has not been trusted in its "
                     "current form, so every command in it is judged like any other. "
-                    "Review it and run M-x agent-shell-trust-allowlist to apply it."
+                    f"Review it and run M-x {TRUSTED_KINDS['allowlist'].command} to apply it."
                 )
             ],
         )

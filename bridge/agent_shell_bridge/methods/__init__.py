@@ -17,7 +17,8 @@ from ..transport.rpc import Dispatcher
 
 __all__ = ["AREAS", "DEBUG_AREA", "build_dispatcher"]
 
-# Module (under this package) → the methods its ``register`` adds.
+# Module (under this package, named for the methods' namespace) → the methods its
+# ``register`` adds.
 AREAS: dict[str, tuple[str, ...]] = {
     "core": ("initialize", "ping", "shutdown"),
     "session": (
@@ -29,11 +30,11 @@ AREAS: dict[str, tuple[str, ...]] = {
         "session/resume",
         "session/revoke_grant",
         "session/set_mode",
+        "session/undo_turn_done",
     ),
-    "undo": ("session/undo_turn_done",),
-    "memory": ("memory/save", "memory/search", "policy/check", "policy/trust_allowlist"),
+    "memory": ("memory/save", "memory/search"),
+    "policy": ("policy/check", "policy/trust_allowlist", "policy/trust_config"),
     "commands": ("commands/list",),
-    "sandbox": ("policy/trust_config",),
     "mcp": ("mcp/trust",),
     "roles": ("roles/trust",),
 }

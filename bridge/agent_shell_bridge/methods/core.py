@@ -11,6 +11,7 @@ from pydantic import Field, field_validator
 
 from .. import __version__
 from ..policy.secrets import BUILTIN, check_entry
+from ..project.trust import TRUSTED_KINDS
 from ..runtime import Runtime
 from ..tools.catalogue import CATALOGUE
 from ..transport.rpc import Dispatcher
@@ -110,6 +111,8 @@ def register(d: Dispatcher[Runtime]) -> None:
                 "approved_commands": rt.config.sandbox_approved_commands,
                 "visible_paths": list(rt.config.sandbox_visible_paths),
             },
+            # The files a project ships that need the user's trust (one table, both sides).
+            "trusted_files": [kind.to_json() for kind in TRUSTED_KINDS.values()],
             # What the policy, the sandbox and Emacs's own tools hold as secrets.
             "secret_paths": list(BUILTIN.with_extra(rt.config.extra_secrets).entries),
         }

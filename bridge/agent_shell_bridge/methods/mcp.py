@@ -5,32 +5,25 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from pydantic import Field
-
 from ..mcp.config import from_claude_json
 from ..project.files import reviewed_bytes
 from ..runtime import Runtime
 from ..transport.rpc import Dispatcher
-from ..wire import Params
+from ..wire import TrustParams
 from .session import project_root
 
 
-class TrustMcpParams(Params):
-    cwd: str
-    # The sha256 of the bytes the user reviewed; trust is refused if the file differs.
-    sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
-
-
 def register(d: Dispatcher[Runtime]) -> None:
-    @d.method("mcp/trust", TrustMcpParams)
-    async def trust(rt: Runtime, p: TrustMcpParams) -> dict[str, Any]:
+    @d.method("mcp/trust", TrustParams)
+    async def trust(rt: Runtime, p: TrustParams) -> dict[str, Any]:
         """Trust the project's .mcp.json as the user reviewed it (new sessions use it)."""
         # Loaded here, not at server start: the trust record pulls in the policy.
-        from ..agent.session.mcp_servers import mcp_trust, project_config_path
+        from ..agent.session.mcp_servers import project_config_path
+        from ..project.trust import project_trust
 
         root = project_root(p.cwd)
         path = project_config_path(root)
         content, digest = await reviewed_bytes(path, p.sha256)  # hash and parse agree
         servers = from_claude_json(content, str(path))  # malformed: -32602, nothing trusted
-        await asyncio.to_thread(mcp_trust(rt.config.memory_dir).trust, root, content)
+        await asyncio.to_thread(project_trust("mcp", rt.config.memory_dir).trust, root, content)
         return {"sha256": digest, "servers": [s.name for s in servers]}

@@ -1,19 +1,18 @@
-"""Memory and policy methods: ``memory/save``, ``memory/search``, ``policy/check``."""
+"""Memory methods: ``memory/save``, ``memory/search``."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
-from ..errors import InvalidParams, MemoryError_
+from ..errors import MemoryError_
 from ..memory.experience import parse_experience
-from ..project.files import reviewed_bytes
 from ..runtime import Runtime
 from ..transport.rpc import Dispatcher
 from ..wire import Params
-from .session import project_root, session_of
+from .session import session_of
 
 
 class SaveParams(Params):
@@ -24,19 +23,6 @@ class SearchParams(Params):
     query: str = Field(max_length=2000)
     project: str | None = None
     limit: int = Field(5, ge=1, le=50)
-
-
-class TrustParams(Params):
-    cwd: str
-    # The sha256 of the bytes the user reviewed; trust is refused if the file differs.
-    sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
-
-
-class PolicyParams(Params):
-    cwd: str
-    command: str | None = Field(None, max_length=100_000)
-    path: str | None = Field(None, max_length=10_000)
-    op: Literal["read", "write"] = "read"
 
 
 def register(d: Dispatcher[Runtime]) -> None:
@@ -77,54 +63,3 @@ def register(d: Dispatcher[Runtime]) -> None:
             ]
 
         return {"hits": await asyncio.to_thread(run)}
-
-    @d.method("policy/check", PolicyParams)
-    async def policy_check(rt: Runtime, p: PolicyParams) -> dict[str, Any]:
-        from ..policy.engine import PolicyEngine  # tree-sitter: loaded on first use
-        from ..project.trust import AllowlistTrust, default_trust_file
-
-        root = project_root(p.cwd)
-        if (p.command is None) == (p.path is None):
-            raise InvalidParams("give exactly one of command or path")
-        engine = await asyncio.to_thread(
-            PolicyEngine.for_project,
-            root,
-            extra_paths=rt.config.extra_allowed_paths,
-            trust=AllowlistTrust(default_trust_file(rt.config.memory_dir)),
-        )
-        if p.command is not None:
-            verdict = engine.check_command(p.command, cwd=root)
-        else:
-            assert p.path is not None
-            verdict = engine.check_path(p.path, p.op)
-        return {
-            "decision": verdict.decision.value,
-            "risk": verdict.risk.value,
-            "reason": verdict.reason,
-        }
-
-    @d.method("policy/trust_allowlist", TrustParams)
-    async def trust_allowlist(rt: Runtime, p: TrustParams) -> dict[str, Any]:
-        """Trust the project's allowlist as the user reviewed it; live sessions pick it up."""
-        from ..policy.allowlist import parse_allowlist
-        from ..policy.engine import PolicyEngine
-        from ..project.trust import AllowlistTrust, allowlist_path, default_trust_file
-
-        root = project_root(p.cwd)
-        path = allowlist_path(root)
-        content, digest = await reviewed_bytes(path, p.sha256)  # hash and parse agree
-        try:
-            allowlist = parse_allowlist(content.decode("utf-8"))  # malformed: -32602
-        except UnicodeDecodeError as exc:
-            raise InvalidParams(f"{path} is not UTF-8 text") from exc
-        trust = AllowlistTrust(default_trust_file(rt.config.memory_dir))
-        await asyncio.to_thread(trust.trust, root, content)
-        for live in rt.sessions.values():
-            if live.root == root:
-                live.policy = await asyncio.to_thread(
-                    PolicyEngine.for_project,
-                    root,
-                    extra_paths=live.config.extra_allowed_paths,
-                    trust=trust,
-                )
-        return {"sha256": digest, "commands": [entry.command for entry in allowlist.entries]}

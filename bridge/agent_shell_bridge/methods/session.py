@@ -211,6 +211,12 @@ def _describe(live: LiveSession) -> dict[str, Any]:
     }
 
 
+class UndoParams(Params):
+    sessionId: str
+    turnId: str = Field(min_length=1, max_length=120)
+    paths: list[str] = Field(default_factory=list, max_length=10_000)
+
+
 def register(d: Dispatcher[Runtime]) -> None:
     @d.method("session/new", NewParams)
     async def new(rt: Runtime, p: NewParams) -> dict[str, Any]:
@@ -310,3 +316,13 @@ def register(d: Dispatcher[Runtime]) -> None:
         else:
             mcp = _mcp_status(live)
         return {**_describe(live), "history": list(Conversation(live.state).visible), "mcp": mcp}
+
+    @d.method("session/undo_turn_done", UndoParams)
+    async def undo_turn_done(rt: Runtime, p: UndoParams) -> dict[str, Any]:
+        """The user undid a turn's edits in Emacs: the log records it, and the model's
+        next request says the changes are gone (read again)."""
+        from ..agent.turn.undo import record_undo
+
+        live = session_of(rt, p.sessionId)
+        await record_undo(live, p.turnId, [x[:500] for x in p.paths])
+        return {"recorded": True, "noteQueued": True}

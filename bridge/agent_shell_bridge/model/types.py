@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 
 from ..errors import InvalidParams
-from ..types import JSONObject
+from ..types import JSONObject, Prices
 
 __all__ = [
     "Completion",
@@ -39,35 +39,6 @@ class InvalidToolArguments(InvalidParams):
         super().__init__(message, data={"tool": tool, "call_id": call_id})
         self.tool = tool
         self.call_id = call_id
-
-
-@dataclass(frozen=True, slots=True)
-class Prices:
-    """Prices per million tokens, in one currency; the one cost formula.
-
-    The header line (a session's running cost) and the action log's summaries
-    (a task's, a role's) all price tokens here, so they cannot disagree.
-    """
-
-    input_per_million: float
-    output_per_million: float
-    cached_input_per_million: float | None = None
-    currency: str = "USD"
-
-    def cost(self, input_tokens: int, cached_tokens: int, output_tokens: int) -> float:
-        """Price of these tokens; cached input falls back to the input price."""
-        cached = min(cached_tokens, input_tokens)
-        cached_price = (
-            self.cached_input_per_million
-            if self.cached_input_per_million is not None
-            else self.input_per_million
-        )
-        total = (
-            (input_tokens - cached) * self.input_per_million
-            + cached * cached_price
-            + output_tokens * self.output_per_million
-        )
-        return round(total / 1_000_000, 6)
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,8 @@ from typing import Annotated, Any, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..limits import HEAD_LINES, TAIL_LINES
-from ..model.types import Prices, UsageCounts
+from ..model.types import UsageCounts
+from ..types import Prices
 
 __all__ = [
     "HEADER_NO_EVAL",

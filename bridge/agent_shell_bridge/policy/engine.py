@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import PathNotAllowed
-from ..project.trust import AllowlistTrust, allowlist_path
+from ..project.trust import TrustRecord, allowlist_path
 from ..types import Decision, Risk, Verdict
 from .allowlist import Allowlist, AllowlistError, parse_allowlist
 from .commands import (
@@ -107,7 +107,7 @@ class PolicyEngine:
         root: Path,
         *,
         extra_paths: Sequence[Path] = (),
-        trust: AllowlistTrust | None = None,
+        trust: TrustRecord | None = None,
         home: Path | None = None,
         extra_secrets: Sequence[str] = (),
     ) -> PolicyEngine:

@@ -21,30 +21,44 @@ import signal
 import sys
 import time
 
-_RUN_MARK = "AGENT_SHELL_RUN"
+RUN_MARK = "AGENT_SHELL_RUN"
+
+
+def kill_marked(run_id: str) -> int:
+    """SIGKILL every process whose environment carries this run's mark.
+
+    Catches descendants that left the process group with ``setsid``; reads
+    ``/proc``, so it is a no-op where there is none. The runner calls it too (this
+    module imports nothing of the package, so it can be both). Returns how many
+    were signalled.
+    """
+    if not run_id:
+        return 0
+    needle = f"{RUN_MARK}={run_id}".encode()
+    me = os.getpid()
+    killed = 0
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return 0
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                environ = fh.read()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            with contextlib.suppress(OSError):
+                os.kill(int(entry), signal.SIGKILL)
+                killed += 1
+    return killed
 
 
 def _kill_run() -> None:
     """SIGKILL the run: marked processes first (they may have left the group)."""
-    mark = os.environ.get(_RUN_MARK, "")
-    me = os.getpid()
-    if mark:
-        needle = f"{_RUN_MARK}={mark}".encode()
-        try:
-            entries = os.listdir("/proc")
-        except OSError:
-            entries = []
-        for entry in entries:
-            if not entry.isdigit() or int(entry) == me:
-                continue
-            try:
-                with open(f"/proc/{entry}/environ", "rb") as fh:
-                    environ = fh.read()
-            except OSError:
-                continue
-            if needle in environ.split(b"\0"):
-                with contextlib.suppress(OSError):
-                    os.kill(int(entry), signal.SIGKILL)
+    kill_marked(os.environ.get(RUN_MARK, ""))
     with contextlib.suppress(OSError):
         os.killpg(os.getpgrp(), signal.SIGKILL)  # the watchdog goes with its group
     os._exit(137)

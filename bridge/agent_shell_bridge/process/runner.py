@@ -35,6 +35,7 @@ from typing import Literal
 from ..limits import HEAD_LINES, TAIL_LINES
 from ..sandbox import SandboxSpec
 from .capture import OutputPump
+from .guard import RUN_MARK, kill_marked
 
 __all__ = [
     "HEAD_LINES",
@@ -227,38 +228,6 @@ def _limits_preexec(
     return apply
 
 
-_RUN_MARK = "AGENT_SHELL_RUN"
-
-
-def _kill_marked(run_id: str) -> int:
-    """SIGKILL every process of ours whose environment carries this run's mark.
-
-    Catches descendants that left the process group with setsid; reads /proc, so it
-    is a no-op where there is none. Returns how many were signalled.
-    """
-    if not run_id:
-        return 0
-    needle = f"{_RUN_MARK}={run_id}".encode()
-    killed = 0
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return 0
-    for entry in entries:
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as fh:
-                environ = fh.read()
-        except OSError:
-            continue
-        if needle in environ.split(b"\0"):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(int(entry), signal.SIGKILL)
-                killed += 1
-    return killed
-
-
 def _signal_group(pgid: int, sig: int) -> bool:
     """Send ``sig`` to a group; False when the group no longer exists."""
     try:
@@ -374,7 +343,7 @@ class ProcessRunner:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proc.wait(), _TERM_GRACE_S)
         _signal_group(pgid, signal.SIGKILL)
-        await asyncio.to_thread(_kill_marked, self._marks.get(pgid, ""))
+        await asyncio.to_thread(kill_marked, self._marks.get(pgid, ""))
         if proc is not None:
             await proc.wait()
 
@@ -411,7 +380,7 @@ class ProcessRunner:
         env = dict(environment)
         # Descendants inherit this mark even when they leave the process group (setsid),
         # so a kill can still find them.
-        env[_RUN_MARK] = run_id
+        env[RUN_MARK] = run_id
         stdout_fd, stderr_fd = pump.child_fds
         spawn = asyncio.ensure_future(
             asyncio.create_subprocess_exec(
@@ -516,10 +485,10 @@ class ProcessRunner:
         _done, pending = await asyncio.wait(pump.readers, timeout=_DRAIN_AFTER_EXIT_S)
         if pending:
             _signal_group(pgid, signal.SIGKILL)
-            await asyncio.to_thread(_kill_marked, run_id)
+            await asyncio.to_thread(kill_marked, run_id)
             await self._drain(pump)
         _signal_group(pgid, signal.SIGKILL)
-        await asyncio.to_thread(_kill_marked, run_id)  # nothing of the run outlives it
+        await asyncio.to_thread(kill_marked, run_id)  # nothing of the run outlives it
         await proc.wait()
 
     async def _terminate(
@@ -529,7 +498,7 @@ class ProcessRunner:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(proc.wait(), _TERM_GRACE_S)
         _signal_group(pgid, signal.SIGKILL)
-        await asyncio.to_thread(_kill_marked, self._marks.get(pgid, ""))
+        await asyncio.to_thread(kill_marked, self._marks.get(pgid, ""))
         await proc.wait()
         await self._drain(pump)
 

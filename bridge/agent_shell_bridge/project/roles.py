@@ -3,7 +3,7 @@
 The file arrives with the repository, so whoever wrote the repository wrote its
 roles (their prompts, tools and models). It is data, read with the allowlist's
 reader and never evaluated, and it takes effect only after the user trusted its
-exact bytes (``M-x agent-shell-trust-roles``); any change needs trust again. The
+exact bytes (``M-x agent-shell-project-trust-roles``); any change needs trust again. The
 user's own roles (``agent-shell-roles``) win on a name.
 
 The shape is the option's own::
@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .files import read_project_file
 from .sexp import SexpError, Symbol, read_all
-from .trust import AllowlistTrust, default_trust_file
+from .trust import TrustRecord
 
 __all__ = [
     "ProjectRoles",
@@ -31,7 +31,6 @@ __all__ = [
     "load_project_roles",
     "parse_roles",
     "roles_path",
-    "roles_trust",
 ]
 
 Status = Literal["none", "trusted", "untrusted", "invalid"]
@@ -55,11 +54,6 @@ class RoleConfig(BaseModel):
 
 def roles_path(root: Path) -> Path:
     return root / ".agent-shell" / "roles.el"
-
-
-def roles_trust(memory_dir: Path | None) -> AllowlistTrust:
-    """The record of trusted roles files (kept with the user's data, not the project)."""
-    return AllowlistTrust(default_trust_file(memory_dir).with_name("trusted-roles.json"))
 
 
 def read_roles(root: Path) -> bytes | None:
@@ -119,7 +113,7 @@ class ProjectRoles:
     error: str | None = None
 
 
-def load_project_roles(root: Path, trust: AllowlistTrust) -> ProjectRoles:
+def load_project_roles(root: Path, trust: TrustRecord) -> ProjectRoles:
     """The project's roles when its file is trusted as it is now."""
     content = read_roles(root)
     if content is None:

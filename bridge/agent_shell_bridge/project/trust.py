@@ -1,11 +1,14 @@
-"""Which project allowlists the user has reviewed and trusted.
+"""Files a project ships that take effect only once the user trusts their exact bytes.
 
-A project's ``.agent-shell/allowlist.el`` can let dangerous commands run without
-asking, and it arrives with the repository: a cloned project must not be able to
-grant itself ``rm -rf ~``. So an allowlist takes effect in agent sessions only
-after the user has trusted it (``M-x agent-shell-trust-allowlist``), and only while
-its content is byte-for-byte what they trusted; any change needs trust again.
-The record lives with the user's data, never inside the project.
+A cloned repository controls its files, so the four that could change what the
+agent may do — an allowlist letting commands run unasked, a ``config.el`` turning
+the sandbox off, roles with their own prompts and tools, MCP servers to start —
+count only after the user has reviewed and trusted them, and only while their
+content is byte-for-byte what was trusted: any change needs trust again. The
+records (the sha256 per project root) live with the user's data, never in the
+project. One mechanism for all four: :data:`TRUSTED_KINDS` says what each kind is,
+where it lives, which method trusts it and which Emacs command shows it; the
+bridge sends the table in ``initialize``.
 """
 
 from __future__ import annotations
@@ -15,26 +18,106 @@ import json
 import logging
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
-__all__ = ["AllowlistTrust", "allowlist_path", "default_trust_file"]
+from .files import read_project_file
+
+__all__ = [
+    "TRUSTED_KINDS",
+    "AllowlistTrust",
+    "ProjectTrust",
+    "TrustRecord",
+    "TrustedKind",
+    "allowlist_path",
+    "default_trust_file",
+    "project_trust",
+]
 
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True, slots=True)
+class TrustedKind:
+    """One kind of file a project ships that needs the user's trust."""
+
+    name: str
+    # Where it lives, relative to the project root.
+    path: str
+    # The record of trusted contents, in the user's data directory.
+    record: str
+    # The bridge method that trusts it, and the Emacs command that shows it first.
+    method: str
+    command: str
+    # What it does once trusted (in the log's "not applied yet" notices).
+    effect: str
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "kind": self.name,
+            "path": self.path,
+            "method": self.method,
+            "command": self.command,
+            "effect": self.effect,
+        }
+
+
+TRUSTED_KINDS = MappingProxyType(
+    {
+        kind.name: kind
+        for kind in (
+            TrustedKind(
+                "allowlist",
+                ".agent-shell/allowlist.el",
+                "trusted-allowlists.json",
+                "policy/trust_allowlist",
+                "agent-shell-project-trust-allowlist",
+                "lets the commands it names run without asking",
+            ),
+            TrustedKind(
+                "config",
+                ".agent-shell/config.el",
+                "trusted-configs.json",
+                "policy/trust_config",
+                "agent-shell-project-trust-config",
+                "applies the project's settings, such as turning the sandbox off",
+            ),
+            TrustedKind(
+                "roles",
+                ".agent-shell/roles.el",
+                "trusted-roles.json",
+                "roles/trust",
+                "agent-shell-project-trust-roles",
+                "adds or changes the roles the agent can delegate to",
+            ),
+            TrustedKind(
+                "mcp",
+                ".mcp.json",
+                "trusted-mcp-configs.json",
+                "mcp/trust",
+                "agent-shell-project-trust-mcp",
+                "starts the MCP servers it names",
+            ),
+        )
+    }
+)
+
+
 def allowlist_path(root: Path) -> Path:
-    return root / ".agent-shell" / "allowlist.el"
+    return root / TRUSTED_KINDS["allowlist"].path
 
 
 def default_trust_file(memory_dir: Path | None) -> Path:
+    """The allowlists' record; the other kinds' records lie beside it."""
     if memory_dir is not None:
-        return memory_dir / "trusted-allowlists.json"
+        return memory_dir / TRUSTED_KINDS["allowlist"].record
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "agent-shell" / "trusted-allowlists.json"
+    return Path(base) / "agent-shell" / TRUSTED_KINDS["allowlist"].record
 
 
-class AllowlistTrust:
-    """A small JSON map from project root to the sha256 of its trusted allowlist."""
+class TrustRecord:
+    """A small JSON map from project root to the sha256 of its trusted content."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -51,27 +134,16 @@ class AllowlistTrust:
             return {}
         return {str(k): str(v) for k, v in data.items()}
 
-    def is_trusted(self, root: Path) -> bool:
-        """Whether the allowlist now on disk for ``root`` is the one the user trusted."""
-        path = allowlist_path(root)
-        if not path.is_file() or path.is_symlink():
-            return False
-        try:
-            content = path.read_bytes()
-        except OSError:
-            return False
-        return self.is_trusted_content(root, content)
-
     def is_trusted_content(self, root: Path, content: bytes) -> bool:
-        """Whether ``content`` (allowlist bytes already read) is what the user trusted.
+        """Whether ``content`` (bytes already read) is what the user trusted.
 
-        Callers that parse the allowlist hash the very bytes they parsed, so the file
+        Callers that parse the file hash the very bytes they parsed, so the file
         cannot be swapped between the check and its use.
         """
         return self._load().get(str(root.resolve())) == hashlib.sha256(content).hexdigest()
 
     def trust(self, root: Path, content: bytes) -> str:
-        """Record CONTENT (the allowlist bytes the user reviewed) as trusted for ROOT."""
+        """Record ``content`` (the bytes the user reviewed) as trusted for ``root``."""
         digest = hashlib.sha256(content).hexdigest()
         records = self._load()
         records[str(root.resolve())] = digest
@@ -83,3 +155,39 @@ class AllowlistTrust:
             os.fsync(fh.fileno())
         os.replace(tmp, self.path)
         return digest
+
+
+class ProjectTrust(TrustRecord):
+    """The record of one :class:`TrustedKind`, which also knows where its file is."""
+
+    def __init__(self, kind: TrustedKind, memory_dir: Path | None) -> None:
+        super().__init__(default_trust_file(memory_dir).with_name(kind.record))
+        self.kind = kind
+
+    def file(self, root: Path) -> Path:
+        return root / self.kind.path
+
+    def read(self, root: Path) -> bytes | None:
+        """The file's bytes; None if absent, a symlink or not a regular file."""
+        return read_project_file(self.file(root))
+
+    def is_trusted(self, root: Path) -> bool:
+        """Whether the file now on disk for ``root`` is the one the user trusted."""
+        try:
+            content = self.read(root)
+        except OSError:
+            return False
+        return content is not None and self.is_trusted_content(root, content)
+
+
+class AllowlistTrust(ProjectTrust):
+    """The allowlist's record at ``path`` (tests and old callers name the file)."""
+
+    def __init__(self, path: Path) -> None:
+        TrustRecord.__init__(self, path)
+        self.kind = TRUSTED_KINDS["allowlist"]
+
+
+def project_trust(kind: str, memory_dir: Path | None) -> ProjectTrust:
+    """The trust record of the kind named ``kind`` (a key of :data:`TRUSTED_KINDS`)."""
+    return ProjectTrust(TRUSTED_KINDS[kind], memory_dir)

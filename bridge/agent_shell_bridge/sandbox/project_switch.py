@@ -2,7 +2,7 @@
 
 A project's ``.agent-shell/config.el`` may say ``(setq agent-shell-sandbox nil)``.
 That file arrives with the repository, so the setting takes effect only after the
-user has trusted the file's exact bytes (``M-x agent-shell-trust-config``); any
+user has trusted the file's exact bytes (``M-x agent-shell-project-trust-config``); any
 change needs trust again. The trust record lives with the user's data (next to the
 allowlist's), never in the project, and the sandbox itself keeps ``config.el``
 read-only, so sandboxed code cannot write its own way out either.
@@ -19,13 +19,12 @@ from typing import Literal
 
 from ..project.files import read_project_file
 from ..project.sexp import SexpError, Symbol, read_all
-from ..project.trust import AllowlistTrust, default_trust_file
+from ..project.trust import TrustRecord
 from . import SandboxStatus
 
 __all__ = [
     "ProjectSandbox",
     "config_path",
-    "config_trust",
     "project_sandbox",
     "wants_sandbox_off",
 ]
@@ -38,11 +37,6 @@ Setting = Literal["default", "off", "untrusted"]
 
 def config_path(root: Path) -> Path:
     return root / ".agent-shell" / "config.el"
-
-
-def config_trust(memory_dir: Path | None) -> AllowlistTrust:
-    """The record of trusted config files (same shape as the allowlists')."""
-    return AllowlistTrust(default_trust_file(memory_dir).with_name("trusted-configs.json"))
 
 
 def read_config(root: Path) -> bytes | None:
@@ -76,7 +70,7 @@ class ProjectSandbox:
     sha256: str | None = None
 
 
-def project_sandbox(root: Path, detected: SandboxStatus, trust: AllowlistTrust) -> ProjectSandbox:
+def project_sandbox(root: Path, detected: SandboxStatus, trust: TrustRecord) -> ProjectSandbox:
     """Apply ``config.el``'s ``agent-shell-sandbox`` to the sandbox found at start."""
     try:
         content = read_config(root)

@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING, Any
 from ...config import BridgeConfig
 from ...errors import InvalidParams, SessionBusy
 from ...model.openai import ModelClient
-from ...model.types import ModelSettings, Prices, Usage
+from ...model.types import ModelSettings, Usage
 from ...orglog.writer import OrgLogWriter, log_path_for
 from ...process.runner import ProcessResult, ProcessRunner
 from ...project.instructions import Instructions, load_instructions
-from ...project.roles import ProjectRoles, load_project_roles, roles_trust
+from ...project.roles import ProjectRoles, load_project_roles
+from ...project.trust import project_trust
 from ...sandbox import SandboxSpec, SandboxStatus, SpecialFileIndex
-from ...sandbox.project_switch import config_trust, project_sandbox
+from ...sandbox.project_switch import project_sandbox
 from ...sandbox.safe_git import safe_git_argv
 from ...tools.catalogue import CATALOGUE, ReadFileArgs, ToolSource, ToolSpec
 from ...tools.outputs import OutputStore
@@ -312,12 +313,6 @@ class LiveSession:
         return res.stdout.strip() if res.exit_code == 0 else None
 
 
-def _prices(config: BridgeConfig) -> Prices | None:
-    if config.prices is None:
-        return None
-    return Prices(*config.prices)
-
-
 _GITIGNORE = """\
 # agent-shell's own records stay out of the repository; memory/, config.el and
 # allowlist.el are yours to commit (or not).
@@ -353,7 +348,6 @@ def open_session(
     """Assemble the parts of a session (new or resumed) from its state."""
     from ...memory.index import MemoryIndex
     from ...policy.engine import PolicyEngine
-    from ...project.trust import AllowlistTrust, default_trust_file
 
     root = Path(state.root)
     config = replace(config, extra_allowed_paths=tuple(Path(x) for x in state.extra_allowed_paths))
@@ -370,7 +364,7 @@ def open_session(
             api_key=config.api_key,
             context_window=config.context_window,
             trust_env=config.trust_env,
-            prices=_prices(config),
+            prices=config.price_list,
             echo_reasoning=config.echo_reasoning,
         )
     )
@@ -378,7 +372,7 @@ def open_session(
     roles, project_roles = _session_roles(root, state, memory_dir)
     instructions = load_instructions(root, config.user_config_dir)
     instructions.restore(state.active_instructions)
-    sandbox = project_sandbox(root, detected, config_trust(memory_dir))
+    sandbox = project_sandbox(root, detected, project_trust("config", memory_dir))
     return LiveSession(
         state=state,
         root=root,
@@ -389,7 +383,7 @@ def open_session(
         policy=PolicyEngine.for_project(
             root,
             extra_paths=config.extra_allowed_paths,
-            trust=AllowlistTrust(default_trust_file(config.memory_dir)),
+            trust=project_trust("allowlist", config.memory_dir),
             extra_secrets=config.extra_secrets,
         ),
         runner=ProcessRunner(base / "outputs" / state.id / "raw", secrets=secrets),
@@ -412,7 +406,7 @@ def _session_roles(
 ) -> tuple[dict[str, Role], ProjectRoles]:
     """Built-in roles, then the project's trusted roles.el, then the user's own."""
     user = [RoleConfig.model_validate(c) for c in state.role_configs]
-    project = load_project_roles(root, roles_trust(memory_dir))
+    project = load_project_roles(root, project_trust("roles", memory_dir))
     try:
         return merge_roles([*project.roles, *user], CATALOGUE.keys()), project
     except ValueError as exc:  # a trusted file can still name a tool roles cannot have

@@ -18,32 +18,20 @@ from typing import TYPE_CHECKING
 from ...errors import InvalidParams
 from ...mcp.config import PROJECT_CONFIG, ServerConfig, ServerPolicy, from_claude_json, merge
 from ...mcp.hub import McpHub
-from ...project.trust import AllowlistTrust, default_trust_file
+from ...project.trust import TRUSTED_KINDS, project_trust
 from ...types import JSONObject
 from .reporter import text
 
 if TYPE_CHECKING:
     from .live import LiveSession
 
-__all__ = ["McpTrust", "attach_mcp", "mcp_trust", "project_config_path"]
+__all__ = ["attach_mcp", "project_config_path"]
 
 log = logging.getLogger(__name__)
 
 
 def project_config_path(root: Path) -> Path:
     return root / PROJECT_CONFIG
-
-
-class McpTrust(AllowlistTrust):
-    """Which projects' ``.mcp.json`` bytes the user reviewed and trusted.
-
-    The allowlist's mechanism (sha256 of the reviewed bytes per project root, kept
-    with the user's data) in a file of its own.
-    """
-
-
-def mcp_trust(memory_dir: Path | None) -> McpTrust:
-    return McpTrust(default_trust_file(memory_dir).with_name("trusted-mcp-configs.json"))
 
 
 def _project_servers(live: LiveSession) -> tuple[str, list[ServerConfig], list[str]]:
@@ -62,14 +50,14 @@ def _project_servers(live: LiveSession) -> tuple[str, list[ServerConfig], list[s
     except InvalidParams as exc:
         return "invalid", [], [f"{exc.message}; the file was ignored"]
     names = ", ".join(s.name for s in servers) or "none"
-    if not mcp_trust(live.config.memory_dir).is_trusted_content(live.root, content):
+    if not project_trust("mcp", live.config.memory_dir).is_trusted_content(live.root, content):
         return (
             "untrusted",
             [],
             [
                 f"This project's {PROJECT_CONFIG} (servers: {names}) was found and ignored: "
                 "it is not trusted in its current form. Review it and run "
-                "M-x agent-shell-trust-mcp to use it."
+                f"M-x {TRUSTED_KINDS['mcp'].command} to use it."
             ],
         )
     return "trusted", [_from_project(s) for s in servers], []

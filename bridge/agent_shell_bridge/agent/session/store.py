@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import SessionNotFound
-from ...model.types import Prices, Usage, UsageCounts
-from ...types import JSONObject
+from ...model.types import Usage, UsageCounts
+from ...types import JSONObject, Prices
 
 __all__ = ["SessionState", "SessionStore", "TokenTotals", "new_session_id"]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from ...errors import ToolFailed
 from ...model.openai import ModelClient
-from ...model.types import Completion, Prices, UsageCounts
+from ...model.types import Completion, UsageCounts
 from ...orglog.writer import SrcBlock, TextBlock
 from ...tools.catalogue import CATALOGUE, DelegateArgs, tool_schemas
 from ...types import JSONObject, Risk
@@ -188,10 +188,10 @@ async def _fit(
 
 
 def _cost(live: LiveSession, sub: TurnState) -> dict[str, str | int | float]:
-    prices = live.config.prices
+    prices = live.config.price_list
     if prices is None:
         return {}
-    return {"COST": sub.usage.cost_at(Prices(*prices))}
+    return {"COST": sub.usage.cost_at(prices)}
 
 
 async def _step(

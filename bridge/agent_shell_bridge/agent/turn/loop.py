@@ -18,7 +18,6 @@ import httpx
 
 from ...errors import BridgeError, Cancelled, ModelContextLimit
 from ...model.types import Completion, ReasoningDelta, RefusalDelta, StreamRestart, TextDelta
-from ...model.types import Prices as LogPrices
 from ...orglog.writer import SrcBlock, TaskUsage, TextBlock, summary_drawer_entry
 from ...tools.catalogue import CATALOGUE, ToolSpec, tool_schemas
 from ...types import JSONObject, Risk
@@ -375,7 +374,6 @@ async def _finish(
     live.finishing_task = this_task
     try:
         duration = int((time.monotonic() - turn.started) * 1000)
-        prices = live.config.prices
         await live.reporter.add(
             summary_drawer_entry(
                 entry_id=live.reporter.next_id(),
@@ -383,7 +381,7 @@ async def _finish(
                 task_id=turn.task_entry,
                 usage=TaskUsage.of(turn.usage, duration),
                 timestamp=datetime.now().astimezone(),
-                prices=LogPrices(*prices) if prices else None,
+                prices=live.config.price_list,
                 model=live.config.model,
                 by_role=turn.usage_by_role(),
             )
