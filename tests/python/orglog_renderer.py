@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from agent_shell_bridge.orglog.writer import (
+from agent_shell_bridge.orglog import (
     LogEntry,
     LogUpdate,
     OrgLogWriter,

@@ -19,7 +19,7 @@ from agent_shell_bridge.agent.conversation.messages import Conversation, repaire
 from agent_shell_bridge.agent.session.store import SessionState, SessionStore, TokenTotals
 from agent_shell_bridge.agent.session.turnstate import TurnState
 from agent_shell_bridge.model.types import Completion, Prices, ToolCall, Usage, UsageCounts
-from agent_shell_bridge.orglog.writer import TaskUsage
+from agent_shell_bridge.orglog import TaskUsage
 
 PROMPT = "修复登录页面的错误"
 

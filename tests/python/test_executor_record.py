@@ -20,7 +20,7 @@ from agent_shell_bridge.agent.calls.prepared import Prepared
 from agent_shell_bridge.agent.calls.record import CallRecord
 from agent_shell_bridge.agent.session.reporter import Reporter
 from agent_shell_bridge.agent.session.turnstate import TurnState
-from agent_shell_bridge.orglog.writer import OrgLogWriter
+from agent_shell_bridge.orglog import OrgLogWriter
 from agent_shell_bridge.tools import catalogue as cat
 from agent_shell_bridge.tools.results import ToolResult
 from agent_shell_bridge.transport.events import EventHub

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from agent_shell_bridge.orglog.writer import LogEntry, LogUpdate, OrgLogWriter
+from agent_shell_bridge.orglog import LogEntry, LogUpdate, OrgLogWriter
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "orglog"
 TITLE = "agent-shell fixture 测试"

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from agent_rig import make_project, running_rig
-from agent_shell_bridge.orglog.writer import (
+from agent_shell_bridge.orglog import (
     LogEntry,
     LogUpdate,
     OrgLogWriter,

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from agent_shell_bridge.orglog.writer import LogEntry, OrgLogWriter
+from agent_shell_bridge.orglog import LogEntry, OrgLogWriter
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "orglog"
 EMACS = "/usr/bin/emacs"
@@ -85,7 +85,7 @@ WRITER_CHILD = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from agent_shell_bridge.orglog.writer import LogEntry, LogUpdate, OrgLogWriter
+    from agent_shell_bridge.orglog import LogEntry, LogUpdate, OrgLogWriter
     path = Path(sys.argv[1])
     w = OrgLogWriter(path, title="crash")
     ts = "2026-11-30T10:00:00+08:00"

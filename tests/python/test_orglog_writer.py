@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from agent_shell_bridge.orglog.writer import (
+from agent_shell_bridge.orglog import (
     HEADER_NO_EVAL,
     HEADER_TODO,
     LogEntry,

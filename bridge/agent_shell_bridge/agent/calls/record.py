@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ...orglog.writer import SrcBlock, TextBlock
+from ...orglog import SrcBlock, TextBlock
 from ...tools.outputs import clip_lines
 from ...tools.results import Outcome, ToolResult
 from ...types import Decision, JSONObject, Verdict

@@ -19,7 +19,7 @@ from ...config import BridgeConfig
 from ...errors import InvalidParams, SessionBusy
 from ...model.openai import ModelClient
 from ...model.types import ModelSettings, Usage
-from ...orglog.writer import OrgLogWriter, log_path_for
+from ...orglog import OrgLogWriter, log_path_for
 from ...process.runner import ProcessResult, ProcessRunner
 from ...project.instructions import Instructions, load_instructions
 from ...project.roles import ProjectRoles, load_project_roles

@@ -15,7 +15,7 @@ from collections.abc import Coroutine
 from datetime import datetime
 from typing import Any, TypeVar
 
-from ...orglog.writer import (
+from ...orglog import (
     LogEntry,
     LogUpdate,
     OrgLogWriter,

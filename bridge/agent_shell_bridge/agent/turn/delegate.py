@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from ...errors import ToolFailed
 from ...model.openai import ModelClient
 from ...model.types import Completion, UsageCounts
-from ...orglog.writer import SrcBlock, TextBlock
+from ...orglog import SrcBlock, TextBlock
 from ...tools.catalogue import CATALOGUE, DelegateArgs, tool_schemas
 from ...types import JSONObject, Risk
 from ..calls.handlers import RunTool

@@ -18,7 +18,7 @@ import httpx
 
 from ...errors import BridgeError, Cancelled, ModelContextLimit
 from ...model.types import Completion, ReasoningDelta, RefusalDelta, StreamRestart, TextDelta
-from ...orglog.writer import SrcBlock, TaskUsage, TextBlock, summary_drawer_entry
+from ...orglog import SrcBlock, TaskUsage, TextBlock, summary_drawer_entry
 from ...tools.catalogue import CATALOGUE, ToolSpec, tool_schemas
 from ...types import JSONObject, Risk
 from ..calls.executor import Outcome, ToolExecutor, describe_call, signature_of
