@@ -39,7 +39,7 @@ LAYERS = (
     "frontends",
     "cli",
 )
-BASE = frozenset({"", "config", "errors", "types", "limits", "wire"})
+BASE = frozenset({"", "_face", "config", "errors", "types", "limits", "wire"})
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
