@@ -46,18 +46,11 @@ system-deps:
 # System packages first: Debian's python3 needs python3-venv to make the venv.
 deps: system-deps venv
 
-# The tests whose path depends on the sandbox run a second time with it forced off
-# (the fallback: only strictly read-only commands run without asking).
-SANDBOX_SENSITIVE := tests/python/test_sandbox.py tests/python/test_sandbox_hostile.py \
-  tests/python/test_sandbox_lifetime.py tests/python/test_agent_loop.py \
-  tests/python/test_plan_flow.py tests/python/test_headless.py \
-  tests/python/test_serve_children.py tests/python/test_policy_cli.py \
-  tests/python/test_sandbox_config.py tests/python/test_agent_grants.py \
-  tests/e2e/test_e2e_batch.py
-
+# The tests whose path depends on the sandbox (marked sandbox_sensitive) run a second
+# time with it forced off (the fallback: only strictly read-only commands run unasked).
 test-python: deps
 	$(PY) -m pytest -q
-	AGENT_SHELL_SANDBOX=off $(PY) -m pytest -q $(SANDBOX_SENSITIVE)
+	AGENT_SHELL_SANDBOX=off $(PY) -m pytest -q -m sandbox_sensitive
 
 # The whole Python suite with the sandbox forced off.
 test-no-sandbox: deps

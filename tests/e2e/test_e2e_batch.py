@@ -26,7 +26,7 @@ from e2e_rig import (
     write_init,
 )
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.sandbox_sensitive]
 
 DRIVER = Path(__file__).resolve().parent / "drive-batch.el"
 

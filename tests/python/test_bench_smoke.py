@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+# Selectable alone (pytest -m bench_smoke); make test runs it with the rest.
+pytestmark = pytest.mark.bench_smoke
+
 ROOT = Path(__file__).resolve().parents[2]
 
 EXPECTED = {

@@ -3,7 +3,7 @@
 The file arrives with the repository, so whoever wrote the repository wrote its
 roles (their prompts, tools and models). It is data, read with the allowlist's
 reader and never evaluated, and it takes effect only after the user trusted its
-exact bytes (``M-x agent-shell-project-trust-roles``); any change needs trust again. The
+exact bytes (``M-x agent-shell-trust-roles``); any change needs trust again. The
 user's own roles (``agent-shell-roles``) win on a name.
 
 The shape is the option's own::

@@ -72,7 +72,7 @@ TRUSTED_KINDS = MappingProxyType(
                 ".agent-shell/allowlist.el",
                 "trusted-allowlists.json",
                 "policy/trust_allowlist",
-                "agent-shell-project-trust-allowlist",
+                "agent-shell-trust-allowlist",
                 "lets the commands it names run without asking",
             ),
             TrustedKind(
@@ -80,7 +80,7 @@ TRUSTED_KINDS = MappingProxyType(
                 ".agent-shell/config.el",
                 "trusted-configs.json",
                 "policy/trust_config",
-                "agent-shell-project-trust-config",
+                "agent-shell-trust-config",
                 "applies the project's settings, such as turning the sandbox off",
             ),
             TrustedKind(
@@ -88,7 +88,7 @@ TRUSTED_KINDS = MappingProxyType(
                 ".agent-shell/roles.el",
                 "trusted-roles.json",
                 "roles/trust",
-                "agent-shell-project-trust-roles",
+                "agent-shell-trust-roles",
                 "adds or changes the roles the agent can delegate to",
             ),
             TrustedKind(
@@ -96,7 +96,7 @@ TRUSTED_KINDS = MappingProxyType(
                 ".mcp.json",
                 "trusted-mcp-configs.json",
                 "mcp/trust",
-                "agent-shell-project-trust-mcp",
+                "agent-shell-trust-mcp",
                 "starts the MCP servers it names",
             ),
         )

@@ -2,7 +2,7 @@
 
 A project's ``.agent-shell/config.el`` may say ``(setq agent-shell-sandbox nil)``.
 That file arrives with the repository, so the setting takes effect only after the
-user has trusted the file's exact bytes (``M-x agent-shell-project-trust-config``); any
+user has trusted the file's exact bytes (``M-x agent-shell-trust-config``); any
 change needs trust again. The trust record lives with the user's data (next to the
 allowlist's), never in the project, and the sandbox itself keeps ``config.el``
 read-only, so sandboxed code cannot write its own way out either.
