@@ -56,7 +56,8 @@ The experiences recalled for a turn are also named in its shell buffer."
                                        (error-message-string err)))))))
     (if (eq (car outcome) 'ok)
         (agent-shell-rpc-respond conn id (cdr outcome))
-      (agent-shell-rpc-respond-error conn id -32005 (cdr outcome)))))
+      (agent-shell-rpc-respond-error conn id agent-shell-rpc-code-tool-failed
+                                    (cdr outcome)))))
 
 (cl-defmethod agent-shell-rpc-handle (conn (_m (eql tool/call)) params id)
   "Answer the `tool/call' request ID with PARAMS on CONN."

@@ -37,8 +37,8 @@
 ;; Client-side failures use codes of the JSON-RPC server range:
 ;; `agent-shell-rpc-code-timeout' (no answer in time),
 ;; `agent-shell-rpc-code-disconnected' (the bridge exited or the
-;; connection failed) and `agent-shell-rpc-code-http' (an HTTP error
-;; without a JSON-RPC body).
+;; connection failed) and `agent-shell-rpc-code-transport' (the transport refused a
+;; message without a JSON-RPC answer).
 
 ;;; Code:
 
@@ -49,14 +49,43 @@
 
 ;;; Error codes
 
+;; The codes of JSON-RPC errors, named once.  Those the bridge sends and
+;; Emacs sends back carry the bridge's meaning (its errors.py and the
+;; table in doc/protocol.org); the last three are given by Emacs alone,
+;; from the server range, to requests that never got the bridge's answer.
+
+(defconst agent-shell-rpc-code-parse-error -32700
+  "Error code of a message that is not JSON.")
+
+(defconst agent-shell-rpc-code-invalid-request -32600
+  "Error code of a message that is not a JSON-RPC 2.0 request.")
+
+(defconst agent-shell-rpc-code-method-not-found -32601
+  "Error code of a request for a method the receiver does not have.")
+
+(defconst agent-shell-rpc-code-invalid-params -32602
+  "Error code of a request whose params the receiver refuses.")
+
+(defconst agent-shell-rpc-code-internal-error -32603
+  "Error code of a request whose handler failed.")
+
+(defconst agent-shell-rpc-code-tool-failed -32005
+  "Error code of a tool that ran and failed, such as an Emacs-side tool.")
+
+(defconst agent-shell-rpc-code-unauthorized -32040
+  "Error code the bridge gives a message without its bearer token.")
+
+(define-obsolete-variable-alias 'agent-shell-rpc-code-http
+  'agent-shell-rpc-code-transport "0.2")
+
+(defconst agent-shell-rpc-code-transport -32097
+  "Error code given to a request its transport refused without a JSON-RPC answer.")
+
 (defconst agent-shell-rpc-code-timeout -32098
   "Error code given to a request the bridge did not answer in time.")
 
 (defconst agent-shell-rpc-code-disconnected -32099
   "Error code given to a request lost because the bridge went away.")
-
-(defconst agent-shell-rpc-code-http -32097
-  "Error code for an HTTP error status without a JSON-RPC error body.")
 
 ;;; Options
 
@@ -361,7 +390,7 @@ STATUS nil means the connection failed; BODY is then the reason."
        (t
         (agent-shell-rpc--finish
          conn id :error
-         `((code . ,agent-shell-rpc-code-http)
+         `((code . ,agent-shell-rpc-code-transport)
            (message . ,(format "The bridge answered %s with HTTP %s and no JSON-RPC response"
                                (agent-shell-rpc--pending-method pending) status)))))))))
 
@@ -473,7 +502,8 @@ bridge accepted the answer, or with nil when it could not be sent."
 ID is nil for a notification; for a request the method answers with
 `agent-shell-rpc-respond' or `agent-shell-rpc-respond-error'.
 Define methods with (eql \\='METHOD) specialisers.  The default
-warns once per unknown method and answers requests with -32601."
+warns once per unknown method and answers requests with
+`agent-shell-rpc-code-method-not-found'."
   (:method (conn method _params id)
            (unless (memq method (agent-shell-rpc-conn-warned conn))
              (push method (agent-shell-rpc-conn-warned conn))
@@ -481,7 +511,7 @@ warns once per unknown method and answers requests with -32601."
                               (format "No handler for bridge message %s" method)))
            (when id
              (agent-shell-rpc-respond-error
-              conn id -32601 (format "Method not found in Emacs: %s" method)))))
+              conn id agent-shell-rpc-code-method-not-found (format "Method not found in Emacs: %s" method)))))
 
 (defun agent-shell-rpc--dispatch (conn message)
   "Run the hook for MESSAGE from CONN, then hand it to its handler."
@@ -499,7 +529,7 @@ warns once per unknown method and answers requests with -32601."
            (agent-shell-rpc--log conn "!!" text)
            (message "agent-shell: %s" text)
            (when (and id (agent-shell-rpc-live-p conn))
-             (agent-shell-rpc-respond-error conn id -32603 text))))))))
+             (agent-shell-rpc-respond-error conn id agent-shell-rpc-code-internal-error text))))))))
 
 (defun agent-shell-rpc--dispatch-quittably (conn message)
   "Dispatch MESSAGE from CONN with quitting allowed.
@@ -515,7 +545,7 @@ answered with an error, so the bridge does not wait for it."
        (agent-shell-rpc--log conn "!!" text)
        (message "agent-shell: %s" text)
        (when (and id (agent-shell-rpc-live-p conn))
-         (agent-shell-rpc-respond-error conn id -32603 text))))))
+         (agent-shell-rpc-respond-error conn id agent-shell-rpc-code-internal-error text))))))
 
 (defun agent-shell-rpc--enqueue (conn messages)
   "Queue MESSAGES from CONN; a timer dispatches them, in order.

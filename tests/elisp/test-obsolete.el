@@ -28,7 +28,8 @@
 
 (defconst test-obsolete--variables
   '((agent-shell-debug-bridge . agent-shell-bridge-debug)
-    (agent-shell-tools-catalogue . agent-shell-tools-handlers))
+    (agent-shell-tools-catalogue . agent-shell-tools-handlers)
+    (agent-shell-rpc-code-http . agent-shell-rpc-code-transport))
   "Old variable names and the names they became.")
 
 (ert-deftest test-obsolete/old-function-names-call-the-new-ones ()

@@ -319,6 +319,48 @@ Regression guard: each read rescanned the unfinished line from its start."
       (with-current-buffer "*agent-shell events*"
         (should-not (string-match-p "not logged" (buffer-string)))))))
 
+;;; Error codes
+
+(defconst test-rpc--bridge-errors
+  (expand-file-name "../../bridge/agent_shell_bridge/errors.py" test-rpc--dir)
+  "The module of the bridge that gives each error its code.")
+
+(defun test-rpc--bridge-codes ()
+  "Return the bridge's error classes and codes, an alist (CLASS . CODE)."
+  (with-temp-buffer
+    (insert-file-contents test-rpc--bridge-errors)
+    (let ((codes nil))
+      (while (re-search-forward "^class \\([A-Za-z_]+\\)(" nil t)
+        (let ((class (match-string 1))
+              (end (save-excursion
+                     (if (re-search-forward "^class " nil t) (match-beginning 0)
+                       (point-max)))))
+          (when (re-search-forward "^    code\\(?:: ClassVar\\[int\\]\\)? = \\(-[0-9]+\\)$"
+                                   end t)
+            (push (cons class (string-to-number (match-string 1))) codes))
+          (goto-char end)))
+      (nreverse codes))))
+
+(ert-deftest test-rpc/error-codes-are-the-bridges ()
+  "Each named error code is the code of the bridge's error of that meaning.
+The codes Emacs alone gives are none of the bridge's."
+  (let ((bridge (test-rpc--bridge-codes)))
+    (should (> (length bridge) 20))
+    (pcase-dolist (`(,name . ,class)
+                   '((agent-shell-rpc-code-parse-error . "RpcParseError")
+                     (agent-shell-rpc-code-invalid-request . "InvalidRequest")
+                     (agent-shell-rpc-code-method-not-found . "MethodNotFound")
+                     (agent-shell-rpc-code-invalid-params . "InvalidParams")
+                     (agent-shell-rpc-code-internal-error . "BridgeError")
+                     (agent-shell-rpc-code-tool-failed . "ToolFailed")
+                     (agent-shell-rpc-code-unauthorized . "Unauthorized")))
+      (should (equal (list name (symbol-value name))
+                     (list name (cdr (assoc class bridge))))))
+    (dolist (name '(agent-shell-rpc-code-transport agent-shell-rpc-code-timeout
+                    agent-shell-rpc-code-disconnected))
+      (should (<= -32099 (symbol-value name) -32000))
+      (should-not (rassq (symbol-value name) bridge)))))
+
 ;;; The real bridge
 
 (ert-deftest test-rpc/start-initialize-ping ()
@@ -353,11 +395,11 @@ Regression guard: each read rescanned the unfinished line from its start."
     (let ((err nil))
       (agent-shell-rpc-request conn "no/such/method" nil :on-error (lambda (e) (setq err e)))
       (should (test-rpc--wait (lambda () err)))
-      (should (= (alist-get 'code err) -32601)))
+      (should (= (alist-get 'code err) agent-shell-rpc-code-method-not-found)))
     (let ((sig (should-error (agent-shell-rpc-request-sync conn "no/such/method" nil)
                              :type 'agent-shell-rpc-error)))
       (should (string-match-p "no/such/method" (cadr sig)))
-      (should (= (alist-get 'code (nth 2 sig)) -32601)))
+      (should (= (alist-get 'code (nth 2 sig)) agent-shell-rpc-code-method-not-found)))
     ;; Same bridge, wrong token: the bridge refuses with 401 and -32040.
     (let ((impostor (agent-shell-rpc--make-conn
                      :name "impostor" :port (agent-shell-rpc-conn-port conn) :token "wrong"
@@ -365,7 +407,7 @@ Regression guard: each read rescanned the unfinished line from its start."
           (err nil))
       (agent-shell-rpc-request impostor "ping" nil :on-error (lambda (e) (setq err e)))
       (should (test-rpc--wait (lambda () err)))
-      (should (= (alist-get 'code err) -32040)))))
+      (should (= (alist-get 'code err) agent-shell-rpc-code-unauthorized)))))
 
 (ert-deftest test-rpc/chinese-round-trip ()
   "Chinese, emoji and combining marks come back over SSE unchanged."
@@ -451,7 +493,8 @@ Regression guard: each read rescanned the unfinished line from its start."
                   conn "debug/client_request"
                   `((method . "test-rpc/echo") (params (text . ,test-rpc--chinese))))))
       (should (string= (alist-get 'echo (alist-get 'result reply)) test-rpc--chinese)))
-    ;; No handler: the default method answers -32601 so the bridge does not hang.
+    ;; No handler: the default method answers "method not found" so the bridge
+    ;; does not hang.
     (let ((sig (should-error (agent-shell-rpc-request-sync
                               conn "debug/client_request" '((method . "test-rpc/nobody")))
                              :type 'agent-shell-rpc-error)))

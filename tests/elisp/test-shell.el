@@ -447,8 +447,8 @@ The turn_end is the recorded turn's."
       (should (equal (alist-get 'branch result) "main"))
       (should (string-search "a.txt" (format "%S" result))))))
 
-(ert-deftest test-shell/tool-error-is-32005 ()
-  "A tool that fails answers `tool/call' with JSON-RPC error -32005 and its message.
+(ert-deftest test-shell/tool-error-is-tool-failed ()
+  "A tool that fails answers `tool/call' with the error code of a failed tool.
 The bridge reports the client's failure to the debug caller; the code
 Emacs put on the wire is checked in the events log."
   (agent-shell-test-with-project (root nil)
@@ -468,7 +468,8 @@ Emacs put on the wire is checked in the events log."
       (with-current-buffer "*agent-shell events*"
         (goto-char (point-min))
         (should (re-search-forward
-                 "--> .*\"error\":{\"code\":-32005,\"message\":\"Path `../../etc/passwd' is outside"
+                 (format "--> .*\"error\":{\"code\":%d,\"message\":\"Path `../../etc/passwd' is outside"
+                         agent-shell-rpc-code-tool-failed)
                  nil t))))))
 
 (ert-deftest test-shell/permission-approved-with-y-in-log ()
