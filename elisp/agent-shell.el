@@ -58,6 +58,7 @@
 (require 'agent-shell-commands)
 (require 'agent-shell-lifecycle)
 (require 'agent-shell-roles)
+(require 'agent-shell-trust)
 (require 'agent-shell-permissions)
 
 ;;; Internals: buffer setup
@@ -166,16 +167,10 @@ buffers take the same name."
       (when (equal (alist-get 'projectSetting
                               (agent-shell-session-sandbox
                                agent-shell--session)) "untrusted")
-        (agent-shell-transcript--notice
-         (substitute-command-keys
-          "This project's config.el turns the sandbox off only once you trust it: \
-\\[agent-shell-project-trust-config]")))
+        (agent-shell-transcript--notice (agent-shell-trust-notice 'config)))
       (agent-shell-mcp-on-status (alist-get 'mcp result) t)
       (when (equal (alist-get 'allowlist result) "untrusted")
-        (agent-shell-transcript--notice
-         (substitute-command-keys
-          "This project's allowlist is not applied until you trust it: \
-\\[agent-shell-project-trust-allowlist]")))
+        (agent-shell-transcript--notice (agent-shell-trust-notice 'allowlist)))
       (when-let ((roles (agent-shell-roles-notice result)))
         (agent-shell-transcript--notice roles))
       (when-let ((loaded (agent-shell-commands--on-session result)))

@@ -251,20 +251,5 @@ names the server's URL without its query and never the header."
     (agent-shell-mcp-on-status '((servers . []) (connected . 0) (configured . 0)))
     (should-not (string-search "MCP" (agent-shell-header--line)))))
 
-(ert-deftest test-mcp/review-names-the-environment-a-project-file-reads ()
-  "Trusting a project's `.mcp.json' hands it the variables it names: the question says so."
-  (let ((asked nil)
-        (text "{\"mcpServers\": {\"备忘\": {\"command\": \"${TOOL_BIN:-uvx}\",
- \"args\": [\"--key\", \"${DEEPSEEK_API_KEY}\"], \"env\": {\"K\": \"${DEEPSEEK_API_KEY}\"}}}}"))
-    (cl-letf (((symbol-function 'yes-or-no-p) (lambda (prompt) (setq asked prompt) nil)))
-      (should-not (agent-shell-mcp--review "/tmp/项目/.mcp.json" (encode-coding-string text 'utf-8))))
-    (should (string-search "(they get $DEEPSEEK_API_KEY, $TOOL_BIN from your environment)" asked))
-    (should (string-search "/tmp/项目/.mcp.json" asked))
-    (should-not (get-buffer agent-shell-mcp--review-buffer))
-    (setq asked nil)
-    (cl-letf (((symbol-function 'yes-or-no-p) (lambda (prompt) (setq asked prompt) t)))
-      (should (agent-shell-mcp--review "/tmp/.mcp.json" "{\"mcpServers\": {}}")))
-    (should-not (string-search "environment" asked))))
-
 (provide 'test-mcp)
 ;;; test-mcp.el ends here

@@ -81,7 +81,7 @@
                                                  (setq done (apply #'format args)))))
           (agent-shell-trust-roles root)
           (test-shell--wait "the trust answer" (lambda () done) 20))
-        (should (string-search "roles.el trusted: docs" done)))
+        (should (string-match-p "\\`Trusted .*/\\.agent-shell/roles\\.el: roles docs\\'" done)))
       (let ((after (test-shell--sync "session/new" params)))
         (should-not (agent-shell-roles-notice after))
         (should (cl-find "docs" (append (alist-get 'roles after) nil)

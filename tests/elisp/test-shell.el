@@ -617,46 +617,6 @@ Only the user's own `agent-shell-extra-allowed-paths' may widen them."
                                 (agent-shell--session-new-params root))
                      ["/srv/shared"])))))
 
-(ert-deftest test-shell/trust-allowlist-lets-its-commands-run ()
-  "An allowlist applies only after `agent-shell-project-trust-allowlist', checked by the bridge."
-  (agent-shell-test-with-project (root nil)
-    (make-directory (expand-file-name ".agent-shell" root) t)
-    (agent-shell-test-write
-     root ".agent-shell/allowlist.el"
-     "(setq agent-shell-allowlist '((command . \"git push --force origin 主分支\")))\n")
-    (let* ((cwd (directory-file-name root))
-           (check (lambda ()
-                    (alist-get 'decision
-                               (test-shell--sync
-                                "policy/check"
-                                `((cwd . ,cwd)
-                                  (command . "git push --force origin 主分支")))))))
-      (should (equal (funcall check) "deny"))
-      (agent-shell-project-trust-allowlist root)
-      (test-shell--wait "the allowlist to be trusted"
-                        (lambda () (equal (funcall check) "allow"))))))
-
-(ert-deftest test-shell/allowlist-review-buffer-goes-away ()
-  "Regression: the *agent-shell allowlist review* buffer stayed after answering.
-It is shown while the question is asked and killed after the answer,
-also when the question is quit."
-  (let ((file "/tmp/项目/.agent-shell/allowlist.el")
-        (bytes (encode-coding-string "((command . \"make 测试\"))\n" 'utf-8))
-        (seen nil))
-    (cl-letf (((symbol-function 'yes-or-no-p)
-               (lambda (_prompt)
-                 (setq seen (with-current-buffer agent-shell-project--allowlist-review-buffer
-                              (buffer-string)))
-                 t)))
-      (should (agent-shell-project--review-allowlist file bytes)))
-    (should (string-search "make 测试" seen))
-    (should-not (get-buffer agent-shell-project--allowlist-review-buffer))
-    (cl-letf (((symbol-function 'yes-or-no-p) (lambda (_prompt) (signal 'quit nil))))
-      (should (condition-case nil
-                  (progn (agent-shell-project--review-allowlist file bytes) nil)
-                (quit t))))
-    (should-not (get-buffer agent-shell-project--allowlist-review-buffer))))
-
 (ert-deftest test-shell/scaffold-keeps-existing-files ()
   "The scaffold fills in what is missing and leaves existing files alone."
   (agent-shell-test-with-project (root nil)
@@ -1082,7 +1042,7 @@ Every command the README names is a command right after
   (princ (cl-remove-if #'commandp
    '(agent-shell-start agent-shell-resume agent-shell-log agent-shell-save-memory
      agent-shell-memory-browse agent-shell-undo-turn agent-shell-toggle-mode
-     agent-shell-project-trust-allowlist agent-shell-stop-bridge agent-shell-restart))))")
+     agent-shell-trust-allowlist agent-shell-stop-bridge agent-shell-restart))))")
            (buffer-string))))
     (should (equal (string-trim output) "nil"))))
 
