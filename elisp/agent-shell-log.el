@@ -32,9 +32,9 @@
 ;; with the buffer, and the buffer's entries stay equal to the file's.
 ;;
 ;; agent-shell-permissions.el wires `agent-shell-log-decision-function' to
-;; the bridge and calls `agent-shell-log-buffer',
-;; `agent-shell-log-insert-entry', `agent-shell-log-apply-update' and
-;; `agent-shell-log-set-file'.
+;; the bridge; agent-shell-handlers.el calls `agent-shell-log-buffer',
+;; `agent-shell-log-insert-entry' and `agent-shell-log-apply-update',
+;; agent-shell.el `agent-shell-log-set-file'.
 
 ;;; Code:
 

@@ -5,7 +5,8 @@
 ;;; Commentary:
 
 ;; Before multi-step work the agent proposes a plan; the bridge sends it
-;; with the request `session/request_plan' and waits.  This file shows
+;; with the request `session/request_plan' and waits (agent-shell-handlers.el
+;; hands it to `agent-shell-plan-review').  This file shows
 ;; the plan as an org checklist in a `*agent-shell-plan: NAME*' buffer
 ;; (`agent-shell-plan-mode', derived from `org-mode'): one `- [ ]' item
 ;; per step, with its files, expected result and verification command as
@@ -279,8 +280,9 @@ The value is an alist of `goal', `steps' (a vector of alists with
          (agent-shell-header--set-state
           (if (agent-shell-session-turn-id agent-shell--session) 'thinking 'idle)))))))
 
-(cl-defmethod agent-shell-rpc-handle (conn (_m (eql session/request_plan)) params id)
-  "Show the plan of request ID (PARAMS from CONN) for review."
+(defun agent-shell-plan-review (conn params id)
+  "Show the plan of the `session/request_plan' ID (PARAMS from CONN) for review.
+The answer goes out once the user approves or rejects it."
   (let* ((session (alist-get 'sessionId params))
          (name (agent-shell-plan--session-name session))
          (buffer (agent-shell-plan--buffer name session)))
@@ -306,8 +308,7 @@ The value is an alist of `goal', `steps' (a vector of alists with
          (agent-shell-header--set-state 'waiting))))
     (if agent-shell-plan-select-window
         (pop-to-buffer buffer)
-      (display-buffer buffer)))
-  nil)
+      (display-buffer buffer))))
 
 (defun agent-shell-plan-on-update (name update)
   "Show the `plan' UPDATE of session NAME in its plan buffer.

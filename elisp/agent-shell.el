@@ -60,6 +60,7 @@
 (require 'agent-shell-roles)
 (require 'agent-shell-trust)
 (require 'agent-shell-permissions)
+(require 'agent-shell-handlers)
 
 ;;; Internals: buffer setup
 
@@ -461,49 +462,23 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
                        (message "agent-shell: %s mode"
                                 (agent-shell-session-mode agent-shell--session))))))))
 
-(defun agent-shell--chosen-permission (verb)
-  "Return this session's waiting permission request the user means.
-With one step waiting, that one; with several, ask which (VERB starts
-the question), so no decision falls on a step the user did not name."
-  (let ((waiting (cl-remove-if-not
-                  (lambda (p) (and
-                               (equal (agent-shell-bridge-permission-session p)
-                                      (agent-shell-session-id agent-shell--session))
-                               (not (agent-shell-bridge-permission-sending p))))
-                  (agent-shell-bridge-permissions agent-shell-bridge--current))))
-    (cond
-     ((null waiting) (user-error "No step is waiting for a decision"))
-     ((null (cdr waiting)) (car waiting))
-     (t (let* ((n 0)
-               (table (mapcar (lambda (p)
-                                (cons (format "%d. %s" (cl-incf n)
-                                              (or (alist-get 'title (alist-get 'toolCall
-                                                                               (agent-shell-bridge-permission-params p)))
-                                                  "a step"))
-                                      p))
-                              waiting)))
-          (or (cdr (assoc (completing-read (format "%s which waiting step? " verb)
-                                           table nil t)
-                          table))
-              (user-error "No step chosen")))))))
-
 (defun agent-shell-approve (&optional permission)
   "Approve this session's waiting step; with several, ask which.
 PERMISSION, when given, is the request to approve."
   (interactive)
   (agent-shell--ensure-shell)
-  (agent-shell-permissions--answer
-   (or permission (agent-shell--chosen-permission "Approve")) 'approve nil))
+  (agent-shell-permissions-answer
+   (or permission (agent-shell-permissions-choose "Approve")) 'approve nil))
 
 (defun agent-shell-reject (reason &optional permission)
   "Reject this session's waiting step, telling the model REASON.
 With several steps waiting, ask which; PERMISSION, when given, is it."
   (interactive
    (progn (agent-shell--ensure-shell)
-          (let ((permission (agent-shell--chosen-permission "Reject")))
+          (let ((permission (agent-shell-permissions-choose "Reject")))
             (list (read-string "Reason (optional): ") permission))))
   (agent-shell--ensure-shell)
-  (agent-shell-permissions--answer (or permission (agent-shell--chosen-permission "Reject"))
+  (agent-shell-permissions-answer (or permission (agent-shell-permissions-choose "Reject"))
                                    'reject (agent-shell-project--nonempty reason)))
 
 (defun agent-shell-toggle-entry ()
