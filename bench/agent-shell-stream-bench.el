@@ -224,7 +224,7 @@ over all of them."
   (setq agent-shell-stream-bench--expected chars)
   (advice-add 'agent-shell-transcript--append-message :after #'agent-shell-stream-bench--on-message)
   ;; Emacs's share of the work: the event stream's filter and the dispatch.
-  (advice-add 'agent-shell-rpc--http-filter :around #'agent-shell-stream-bench--timed)
+  (advice-add 'agent-shell-rpc-http--filter :around #'agent-shell-stream-bench--timed)
   (advice-add 'agent-shell-rpc--drain :around #'agent-shell-stream-bench--timed)
   (let ((direct nil) (empty nil) (long nil) (history-chars 0)
         (roots (list roots))

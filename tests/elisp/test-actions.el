@@ -18,7 +18,7 @@
 (require 'agent-shell-tools)
 (require 'agent-shell-actions)
 (require 'agent-shell-undo)
-(require 'agent-shell-rpc-protocol)
+(require 'agent-shell-rpc-http)
 
 (defconst test-actions--lines "第一行\nline two\nline three\nline four\n最后一行\n"
   "Five lines, some Chinese.")
@@ -339,7 +339,7 @@ as on Emacs 30 (where it gives bytes)."
                         (match-string 1 sent)))
            (context (agent-shell-test-context root))
            (op (alist-get 'op_id context)))
-      (agent-shell-tools-call "write_file" (agent-shell-rpc--decode sent) context)
+      (agent-shell-tools-call "write_file" (agent-shell-rpc-http--decode sent) context)
       (should (equal (agent-shell-test-read root "文档/笔记 🚀.txt") "新内容 e\u0301\n"))
       (let ((line (car (last (split-string
                               (agent-shell-test-read-bytes

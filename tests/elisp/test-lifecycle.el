@@ -30,7 +30,7 @@ first."
 
 (defun test-lifecycle--kill-bridge ()
   "Kill the bridge process with SIGKILL and wait until Emacs noticed."
-  (let ((proc (agent-shell-rpc-conn-process (agent-shell-bridge-connection agent-shell-bridge--current))))
+  (let ((proc (agent-shell-rpc-bridge-conn-process (agent-shell-bridge-connection agent-shell-bridge--current))))
     (signal-process proc 'SIGKILL)
     (test-shell--wait "the dead bridge" (lambda () (eq (agent-shell-session-state agent-shell--session) 'dead)))))
 

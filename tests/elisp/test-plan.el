@@ -331,7 +331,7 @@ connection.  Now the request is dropped and the buffer says why."
          (buffer (test-plan--pending-buffer sid)))
     (unwind-protect
         (progn
-          (signal-process (agent-shell-rpc-conn-process (agent-shell-bridge-connection agent-shell-bridge--current)) 'SIGKILL)
+          (signal-process (agent-shell-rpc-bridge-conn-process (agent-shell-bridge-connection agent-shell-bridge--current)) 'SIGKILL)
           (test-plan--wait "the request to be dropped"
                            (lambda () (not (buffer-local-value 'agent-shell-plan--request
                                                                buffer))))

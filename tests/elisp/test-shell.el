@@ -108,7 +108,7 @@ from the values in the event the bridge sent over SSE.  The events
 log shows received JSON as text too."
   (test-shell--with-shell (sid)
     (let* ((agent-shell-log-events t)
-           (events (agent-shell-rpc-conn-events-process (test-shell--bridge)))
+           (events (agent-shell-rpc-http-events-process (agent-shell-rpc-bridge-conn-http (test-shell--bridge))))
            (chunks nil)
            (record (lambda (_proc bytes) (push bytes chunks))))
       (add-function :before (process-filter events) record)
@@ -798,17 +798,17 @@ stays pending until the bridge accepts the answer."
     (let* ((entry (concat sid "-e1"))
            (box (test-shell--ask-permission sid entry))
            (conn (agent-shell-bridge-connection agent-shell-bridge--current))
-           (port (agent-shell-rpc-conn-port conn))
+           (port (agent-shell-rpc-http-port (agent-shell-rpc-bridge-conn-http conn)))
            (closed (let ((server (make-network-process
                                   :name "test-shell-closed" :server t :host "127.0.0.1"
                                   :service t :noquery t)))
                      (prog1 (process-contact server :service) (delete-process server)))))
-      (setf (agent-shell-rpc-conn-port conn) closed)
+      (setf (agent-shell-rpc-http-port (agent-shell-rpc-bridge-conn-http conn)) closed)
       (unwind-protect
           (let ((inhibit-message t)
                 (warning-minimum-log-level :emergency))
             (execute-kbd-macro (kbd "C-c C-y")))
-        (setf (agent-shell-rpc-conn-port conn) port))
+        (setf (agent-shell-rpc-http-port (agent-shell-rpc-bridge-conn-http conn)) port))
       (should (agent-shell-permissions--waiting-p entry))
       (should-not (agent-shell-bridge-permission-sending (agent-shell-permissions--waiting-p entry)))
       (should (eq (agent-shell-session-state agent-shell--session) 'waiting))
@@ -833,7 +833,7 @@ end marks its waiting steps FAILED, and `y' skips steps nobody waits for."
           (progn
             (test-shell--ask-permission sid first t)
             (test-shell--wait "the WAIT step" (lambda () (agent-shell-log-pending log)))
-            (signal-process (agent-shell-rpc-conn-process (agent-shell-bridge-connection agent-shell-bridge--current)) 'SIGKILL)
+            (signal-process (agent-shell-rpc-bridge-conn-process (agent-shell-bridge-connection agent-shell-bridge--current)) 'SIGKILL)
             (test-shell--wait "the bridge's end" (lambda () (eq (agent-shell-session-state agent-shell--session) 'dead)))
             (should-not (agent-shell-log-pending log))
             (with-current-buffer log
@@ -1549,7 +1549,7 @@ recorded, leaving a running bridge nobody could reach or stop."
 (ert-deftest test-shell/bridge-death-is-reported ()
   "When the bridge dies the shell buffer says so and how to restart."
   (test-shell--with-shell (sid)
-    (let ((proc (agent-shell-rpc-conn-process (agent-shell-bridge-connection agent-shell-bridge--current))))
+    (let ((proc (agent-shell-rpc-bridge-conn-process (agent-shell-bridge-connection agent-shell-bridge--current))))
       (signal-process proc 'SIGKILL)
       (test-shell--wait "the notice" (lambda () (eq (agent-shell-session-state agent-shell--session) 'dead)))
       (should (string-search "C-c C-r restarts it" (test-shell--transcript)))
