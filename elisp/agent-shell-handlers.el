@@ -36,22 +36,22 @@
 
 (cl-defmethod agent-shell-rpc-handle (_conn (_m (eql session/update)) params _id)
   "Render the `session/update' notification PARAMS in its shell buffer."
-  (when-let ((buffer (agent-shell-bridge--session-buffer (alist-get 'sessionId params))))
+  (when-let ((buffer (agent-shell-bridge-session-buffer (alist-get 'sessionId params))))
     (with-current-buffer buffer
-      (agent-shell-transcript--apply-update (alist-get 'update params))))
+      (agent-shell-transcript-apply-update (alist-get 'update params))))
   nil)
 
 (cl-defmethod agent-shell-rpc-handle (_conn (_m (eql log/entry)) params _id)
   "Add the `log/entry' PARAMS to the session's action log.
 The experiences recalled for a turn are also named in its shell buffer."
-  (when-let ((log (agent-shell-bridge--log-buffer-for (alist-get 'session_id params))))
+  (when-let ((log (agent-shell-bridge-log-buffer-for (alist-get 'session_id params))))
     (agent-shell-log-insert-entry log params))
-  (agent-shell-lifecycle--show-recalled params)
+  (agent-shell-lifecycle-show-recalled params)
   nil)
 
 (cl-defmethod agent-shell-rpc-handle (_conn (_m (eql log/update)) params _id)
   "Apply the `log/update' PARAMS to the session's action log."
-  (when-let ((log (agent-shell-bridge--log-buffer-for (alist-get 'session_id params))))
+  (when-let ((log (agent-shell-bridge-log-buffer-for (alist-get 'session_id params))))
     (agent-shell-log-apply-update log params))
   nil)
 

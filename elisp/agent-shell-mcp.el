@@ -21,14 +21,14 @@
 ;;   `agent-shell-mcp--status' for the header line.
 ;;
 ;; agent-shell.el requires this file; notices go through
-;; `agent-shell-transcript--notice'.
+;; `agent-shell-transcript-notice'.
 
 ;;; Code:
 
 (require 'cl-lib)
 (require 'subr-x)
 
-(declare-function agent-shell-transcript--notice "agent-shell-transcript" (text))
+(declare-function agent-shell-transcript-notice "agent-shell-transcript" (text))
 
 ;;; Options
 
@@ -177,14 +177,14 @@ An alist with `mcpServers' (a vector of ACP server objects),
     (when show-notices
       (let ((notices (alist-get 'notices status)))
         (dolist (notice (if (vectorp notices) (append notices nil) notices))
-          (agent-shell-transcript--notice notice))))
+          (agent-shell-transcript-notice notice))))
     (force-mode-line-update)))
 
 (defun agent-shell-mcp-on-update (update)
   "Apply an `mcp_servers' session UPDATE: new status, and its notice if any."
   (setq agent-shell-mcp--status update)
   (when-let ((notice (alist-get 'notice update)))
-    (agent-shell-transcript--notice notice))
+    (agent-shell-transcript-notice notice))
   (force-mode-line-update))
 
 (defun agent-shell-mcp-header ()

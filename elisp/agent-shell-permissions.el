@@ -39,16 +39,16 @@ Its shell buffer says what waits and where to answer."
                   (list (agent-shell-bridge-permission-create
                          :key key :conn conn :id id :session session
                          :params params))))
-    (when-let ((buffer (agent-shell-bridge--session-buffer session)))
+    (when-let ((buffer (agent-shell-bridge-session-buffer session)))
       (with-current-buffer buffer
-        (agent-shell-transcript--note-waiting
+        (agent-shell-transcript-note-waiting
          (alist-get 'toolCallId (alist-get 'toolCall params))
-         (agent-shell-transcript--notice
+         (agent-shell-transcript-notice
           (format "Waiting for you: %s — y/n in the log (C-c C-l), \
 or C-c C-y / C-c C-n here%s" title
                   (if-let ((note (alist-get 'note params))) (concat "\n" note) "")))
          title)
-        (agent-shell-header--set-state 'waiting)))))
+        (agent-shell-header-set-state 'waiting)))))
 
 (defun agent-shell-permissions-choose (verb)
   "Return this session's waiting permission request the user means.
@@ -104,7 +104,7 @@ The waiting notice becomes the decision; REASON goes with a rejection.
 An `approve-session' decision is remembered as a grant."
   (let* ((params (agent-shell-bridge-permission-params permission))
          (call-id (alist-get 'toolCallId (alist-get 'toolCall params))))
-    (agent-shell-transcript--resolve-waiting
+    (agent-shell-transcript-resolve-waiting
      call-id
      (pcase decision
        ('approve "Approved: %s")
@@ -114,7 +114,7 @@ An `approve-session' decision is remembered as a grant."
     (when (eq decision 'approve-session)
       (let ((what (agent-shell-permissions--grant-text params)))
         (push what (agent-shell-session-grants agent-shell--session))
-        (agent-shell-transcript--notice (format "Allowed for this session: %s" what))
+        (agent-shell-transcript-notice (format "Allowed for this session: %s" what))
         (force-mode-line-update)))))
 
 (defun agent-shell-permissions--option-id (decision)
@@ -149,11 +149,11 @@ so a decision that could not be delivered can be given again."
 (defun agent-shell-permissions--answered (permission ok)
   "Finish answering PERMISSION; OK is nil when the answer was not delivered."
   (setf (agent-shell-bridge-permission-sending permission) nil)
-  (let ((buffer (agent-shell-bridge--session-buffer
+  (let ((buffer (agent-shell-bridge-session-buffer
                  (agent-shell-bridge-permission-session permission))))
     (if (not ok)
         (progn
-          (agent-shell-log-unsend (agent-shell-bridge--log-buffer-for
+          (agent-shell-log-unsend (agent-shell-bridge-log-buffer-for
                                    (agent-shell-bridge-permission-session permission))
                                   (agent-shell-bridge-permission-key permission))
           (message "agent-shell: the decision did not reach the bridge; give it again"))
@@ -167,7 +167,7 @@ so a decision that could not be delivered can be given again."
           (unless (cl-find (agent-shell-session-id agent-shell--session)
                            (agent-shell-bridge-permissions agent-shell-bridge--current)
                            :key #'agent-shell-bridge-permission-session :test #'equal)
-            (agent-shell-header--set-state
+            (agent-shell-header-set-state
              (if (agent-shell-session-turn-id agent-shell--session) 'thinking 'idle))))))))
 
 (defun agent-shell-permissions--waiting-p (entry-id)

@@ -30,11 +30,11 @@
 (require 'org)
 (require 'agent-shell-rpc)
 
-(declare-function agent-shell-bridge--session-buffer "agent-shell-bridge" (session-id))
-(declare-function agent-shell-transcript--notice "agent-shell-transcript" (text))
-(declare-function agent-shell-header--set-state "agent-shell-header"
+(declare-function agent-shell-bridge-session-buffer "agent-shell-bridge" (session-id))
+(declare-function agent-shell-transcript-notice "agent-shell-transcript" (text))
+(declare-function agent-shell-header-set-state "agent-shell-header"
                   (state &optional detail))
-(declare-function agent-shell-lifecycle--resolve-plan-notice "agent-shell-lifecycle" (text))
+(declare-function agent-shell-lifecycle-resolve-plan-notice "agent-shell-lifecycle" (text))
 
 ;;; Options
 
@@ -245,15 +245,15 @@ The value is an alist of `goal', `steps' (a vector of alists with
 
 (defun agent-shell-plan--session-name (session)
   "Return the name of SESSION's shell, or SESSION when it has none."
-  (let ((shell (and (fboundp 'agent-shell-bridge--session-buffer)
-                    (agent-shell-bridge--session-buffer session))))
+  (let ((shell (and (fboundp 'agent-shell-bridge-session-buffer)
+                    (agent-shell-bridge-session-buffer session))))
     (if shell (agent-shell-session-name (buffer-local-value 'agent-shell--session shell))
       session)))
 
 (defun agent-shell-plan--in-shell (session fn)
   "Call FN in the shell buffer of SESSION, when there is one."
-  (when-let ((shell (and (fboundp 'agent-shell-bridge--session-buffer)
-                         (agent-shell-bridge--session-buffer session))))
+  (when-let ((shell (and (fboundp 'agent-shell-bridge-session-buffer)
+                         (agent-shell-bridge-session-buffer session))))
     (with-current-buffer shell (funcall fn))))
 
 (defun agent-shell-plan--answer (result)
@@ -268,16 +268,16 @@ The value is an alist of `goal', `steps' (a vector of alists with
     (agent-shell-plan--in-shell
      (plist-get request :session)
      (lambda ()
-       (when (fboundp 'agent-shell-lifecycle--resolve-plan-notice)
-         (agent-shell-lifecycle--resolve-plan-notice
+       (when (fboundp 'agent-shell-lifecycle-resolve-plan-notice)
+         (agent-shell-lifecycle-resolve-plan-notice
           (if (equal (alist-get 'outcome result) "approved")
               "Plan approved"
             (concat "Plan rejected"
                     (if-let ((reason (alist-get 'reason result)))
                         (concat ": " reason)
                       "")))))
-       (when (fboundp 'agent-shell-header--set-state)
-         (agent-shell-header--set-state
+       (when (fboundp 'agent-shell-header-set-state)
+         (agent-shell-header-set-state
           (if (agent-shell-session-turn-id agent-shell--session) 'thinking 'idle)))))))
 
 (defun agent-shell-plan-review (conn params id)
@@ -299,13 +299,13 @@ The answer goes out once the user approves or rejects it."
     (agent-shell-plan--in-shell
      session
      (lambda ()
-       (when (fboundp 'agent-shell-transcript--notice)
-         (let ((range (agent-shell-transcript--notice
+       (when (fboundp 'agent-shell-transcript-notice)
+         (let ((range (agent-shell-transcript-notice
                        (format "Plan waiting for you in %s: C-c C-c approves, C-c C-k rejects"
                                (buffer-name buffer)))))
            (when agent-shell--session
              (setf (agent-shell-session-plan-notice agent-shell--session) range)))
-         (agent-shell-header--set-state 'waiting))))
+         (agent-shell-header-set-state 'waiting))))
     (if agent-shell-plan-select-window
         (pop-to-buffer buffer)
       (display-buffer buffer))))

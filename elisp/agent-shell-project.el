@@ -8,7 +8,7 @@
 ;;
 ;; - the model API key, from `agent-shell-api-key', `auth-source' or
 ;;   the environment (`agent-shell-project-api-key');
-;; - the project root (`agent-shell-project--root');
+;; - the project root (`agent-shell-project-root');
 ;; - the `.agent-shell/' directory and its files (`agent-shell-project-scaffold');
 ;; - `.agent-shell/config.el' and `.agent-shell/allowlist.el', which are
 ;;   data: `agent-shell-project-read-data-file' reads them with `read' and
@@ -33,9 +33,9 @@
 (defvar agent-shell-api-key)
 (defvar agent-shell-workspace-root)
 
-;;; Internals: key and project files
+;;; The key and the project's files
 
-(defun agent-shell-project--nonempty (value)
+(defun agent-shell-project-nonempty (value)
   "Return VALUE when it is a non-empty string, else nil."
   (and (stringp value) (not (string-empty-p value)) value))
 
@@ -49,25 +49,25 @@
               (found (car (auth-source-search :host host :require '(:secret)
                                               :max 1)))
               (secret (plist-get found :secret)))
-    (agent-shell-project--nonempty (if (functionp secret) (funcall secret) secret))))
+    (agent-shell-project-nonempty (if (functionp secret) (funcall secret) secret))))
 
-(defun agent-shell-project--api-key-and-source ()
+(defun agent-shell-project-api-key-and-source ()
   "Return (KEY . SOURCE) for the model API key.
 SOURCE says where KEY was found, never what it is: \"option\",
 \"auth-source\", \"env:NAME\", or \"none\" with KEY nil.  The
 order is `agent-shell-api-key', `auth-source' for the host of
 `agent-shell-api-base', then the environment variables
 AGENT_SHELL_API_KEY, DEEPSEEK_API_KEY and OPENAI_API_KEY."
-  (let ((option (agent-shell-project--nonempty (if (functionp agent-shell-api-key)
-                                                   (funcall agent-shell-api-key)
-                                                 agent-shell-api-key))))
+  (let ((option (agent-shell-project-nonempty (if (functionp agent-shell-api-key)
+                                                  (funcall agent-shell-api-key)
+                                                agent-shell-api-key))))
     (if option
         (cons option "option")
       (let ((stored (agent-shell-project--auth-source-key)))
         (if stored
             (cons stored "auth-source")
           (or (cl-some (lambda (var)
-                         (let ((value (agent-shell-project--nonempty (getenv var))))
+                         (let ((value (agent-shell-project-nonempty (getenv var))))
                            (and value (cons value (concat "env:" var)))))
                        '("AGENT_SHELL_API_KEY" "DEEPSEEK_API_KEY" "OPENAI_API_KEY"))
               (cons nil "none")))))))
@@ -77,7 +77,7 @@ AGENT_SHELL_API_KEY, DEEPSEEK_API_KEY and OPENAI_API_KEY."
 The order is `agent-shell-api-key', `auth-source' for the host of
 `agent-shell-api-base', then the environment variables
 AGENT_SHELL_API_KEY, DEEPSEEK_API_KEY and OPENAI_API_KEY."
-  (car (agent-shell-project--api-key-and-source)))
+  (car (agent-shell-project-api-key-and-source)))
 
 (defconst agent-shell-project--config-variables
   '(agent-shell-model agent-shell-context-window agent-shell-max-steps
@@ -200,7 +200,7 @@ warning.  Nothing in the file is evaluated."
 (defun agent-shell-project--config-value-ok-p (var value)
   "Return non-nil when VALUE has the type project settings allow for VAR."
   (pcase var
-    ('agent-shell-model (and (agent-shell-project--nonempty value) t))
+    ('agent-shell-model (and (agent-shell-project-nonempty value) t))
     ('agent-shell-context-window (or (null value) (and (integerp value) (> value 0))))
     ('agent-shell-max-steps (and (integerp value) (> value 0)))
     ('agent-shell-default-mode (memq value '(act ask)))
@@ -215,12 +215,12 @@ warning.  Nothing in the file is evaluated."
     ('agent-shell-default-mode "the symbol act or ask (quoted: 'ask)")
     ('agent-shell-sandbox "nil or t")))
 
-(defun agent-shell-project--setting (settings var)
+(defun agent-shell-project-setting (settings var)
   "Return VAR's value from SETTINGS, else its global value."
   (let ((cell (assq var settings)))
     (if cell (cdr cell) (symbol-value var))))
 
-(defun agent-shell-project--root (&optional ask)
+(defun agent-shell-project-root (&optional ask)
   "Return the project root for a new session.
 With ASK non-nil, read a directory."
   (file-name-as-directory
@@ -245,7 +245,7 @@ and change everything below it."
                 (equal true (file-name-as-directory (file-truename home))))
            (format "your home directory %s" (directory-file-name home))))))
 
-(defun agent-shell-project--confirmed-root (root)
+(defun agent-shell-project-confirmed-root (root)
   "Return (ROOT . WIDE-CONFIRMED) for a new session, asking when ROOT is too wide.
 When ROOT is $HOME or /, read a project directory instead, saying
 why.  Choosing $HOME or / again needs an explicit `yes-or-no-p';

@@ -29,8 +29,8 @@
 (require 'subr-x)
 (require 'agent-shell-session)
 
-(declare-function agent-shell-bridge--request "agent-shell-bridge" (method params &rest args))
-(declare-function agent-shell-project--root "agent-shell-project" (&optional ask))
+(declare-function agent-shell-bridge-request "agent-shell-bridge" (method params &rest args))
+(declare-function agent-shell-project-root "agent-shell-project" (&optional ask))
 
 ;;; The trusted kinds
 
@@ -132,7 +132,7 @@ model's API key: trusting the file also hands these to its servers."
   (file-name-as-directory (or root
                               (and agent-shell--session
                                    (agent-shell-session-root agent-shell--session))
-                              (agent-shell-project--root))))
+                              (agent-shell-project-root))))
 
 (defun agent-shell-trust--file-bytes (file)
   "Return the exact bytes of the project's FILE, to review and hash.
@@ -210,7 +210,7 @@ else the current project."
          (file (expand-file-name (plist-get plist :file) root))
          (bytes (agent-shell-trust--file-bytes file)))
     (when (or (not review) (agent-shell-trust--review kind file bytes))
-      (agent-shell-bridge--request
+      (agent-shell-bridge-request
        (plist-get plist :method) `((cwd . ,(directory-file-name root))
                                    (sha256 . ,(secure-hash 'sha256 bytes)))
        :on-success

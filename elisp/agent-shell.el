@@ -62,7 +62,7 @@
 (require 'agent-shell-permissions)
 (require 'agent-shell-handlers)
 
-;;; Internals: buffer setup
+;;; Buffer setup
 
 (defun agent-shell--insert-prompt ()
   "Insert the prompt at the end of the buffer and put the input marker after it."
@@ -93,7 +93,7 @@
   ;; Created after the prompt, so that it stays before it.
   (setf (agent-shell-session-output-marker agent-shell--session)
         (copy-marker (point-min) t))
-  (agent-shell-transcript--update-prompt-gap)
+  (agent-shell-transcript-update-prompt-gap)
   (goto-char (point-max))
   (when session-id
     (agent-shell--attach session-id)))
@@ -106,7 +106,7 @@
   (setf (agent-shell-session-id agent-shell--session) session-id)
   (puthash session-id (current-buffer)
            (agent-shell-bridge-sessions agent-shell-bridge--current))
-  (agent-shell-header--set-state 'idle))
+  (agent-shell-header-set-state 'idle))
 
 (defun agent-shell--buffer-name (name)
   "Return the shell buffer name of session NAME."
@@ -149,43 +149,43 @@ buffers take the same name."
             (cl-incf n))
           name))))
 
-(defun agent-shell--on-session (buffer result)
+(defun agent-shell-on-session (buffer result)
   "Attach BUFFER to the session RESULT of `session/new' or `session/resume'."
   (when (buffer-live-p buffer)
     (with-current-buffer buffer
       (agent-shell--attach (alist-get 'sessionId result))
       (when-let ((mode (alist-get 'mode result)))
         (setf (agent-shell-session-mode agent-shell--session) (intern mode)))
-      (when-let ((model (agent-shell-project--nonempty (alist-get 'model result))))
+      (when-let ((model (agent-shell-project-nonempty (alist-get 'model result))))
         (setf (agent-shell-session-model agent-shell--session) model)
         (force-mode-line-update))
       (when-let ((path (alist-get 'logPath result)))
         (setf (agent-shell-session-log-path agent-shell--session) path)
         (agent-shell-log-set-file
          (agent-shell-log-buffer (agent-shell-session-name agent-shell--session)) path))
-      (mapc #'agent-shell-transcript--notice (alist-get 'notices result))
+      (mapc #'agent-shell-transcript-notice (alist-get 'notices result))
       (setf (agent-shell-session-sandbox agent-shell--session) (alist-get 'sandbox result))
       (when (equal (alist-get 'projectSetting
                               (agent-shell-session-sandbox
                                agent-shell--session)) "untrusted")
-        (agent-shell-transcript--notice (agent-shell-trust-notice 'config)))
+        (agent-shell-transcript-notice (agent-shell-trust-notice 'config)))
       (agent-shell-mcp-on-status (alist-get 'mcp result) t)
       (when (equal (alist-get 'allowlist result) "untrusted")
-        (agent-shell-transcript--notice (agent-shell-trust-notice 'allowlist)))
+        (agent-shell-transcript-notice (agent-shell-trust-notice 'allowlist)))
       (when-let ((roles (agent-shell-roles-notice result)))
-        (agent-shell-transcript--notice roles))
-      (when-let ((loaded (agent-shell-commands--on-session result)))
-        (agent-shell-transcript--notice loaded))
+        (agent-shell-transcript-notice roles))
+      (when-let ((loaded (agent-shell-commands-on-session result)))
+        (agent-shell-transcript-notice loaded))
       (let ((memories (alist-get 'memories result)))
         (when memories
-          (agent-shell-transcript--notice
+          (agent-shell-transcript-notice
            (format "Recalled %d experience%s: %s" (length memories)
                    (if (cdr memories) "s" "")
                    (mapconcat (lambda (m) (or (alist-get 'title m) "?"))
                               memories "; ")))))
-      (agent-shell-lifecycle--send-queued))))
+      (agent-shell-lifecycle-send-queued))))
 
-(defun agent-shell--session-new-params (root &optional settings wide-confirmed)
+(defun agent-shell-new-session-params (root &optional settings wide-confirmed)
   "Return the params of `session/new' for ROOT.
 SETTINGS are ROOT's project settings, read when not given.
 WIDE-CONFIRMED non-nil means the user explicitly confirmed ROOT
@@ -194,27 +194,27 @@ although it is $HOME or /; only then is `allow_wide_root' sent."
     `((cwd . ,(directory-file-name root))
       ,@(and wide-confirmed '((allow_wide_root . t)))
       (mode . ,(symbol-name
-                (agent-shell-project--setting settings 'agent-shell-default-mode)))
-      (model . ((model . ,(agent-shell-project--setting settings 'agent-shell-model))
-                ,@(when-let ((window (agent-shell-project--setting
+                (agent-shell-project-setting settings 'agent-shell-default-mode)))
+      (model . ((model . ,(agent-shell-project-setting settings 'agent-shell-model))
+                ,@(when-let ((window (agent-shell-project-setting
                                       settings 'agent-shell-context-window)))
                     `((context_window . ,window)))))
-      (max_steps . ,(agent-shell-project--setting settings 'agent-shell-max-steps))
+      (max_steps . ,(agent-shell-project-setting settings 'agent-shell-max-steps))
       ;; Only the user's own setting: never one from the project's files.
       (extra_allowed_paths
        . ,(vconcat (mapcar #'expand-file-name agent-shell-extra-allowed-paths)))
       ,@(agent-shell-roles-params)
       ,@(agent-shell-mcp-session-params))))
 
-(defun agent-shell--session-error (buffer what)
+(defun agent-shell-failure-reporter (buffer what)
   "Return an error callback reporting WHAT failed in BUFFER."
   (lambda (err)
     (when (buffer-live-p buffer)
       (with-current-buffer buffer
-        (agent-shell-lifecycle--unqueue)
-        (agent-shell-transcript--notice
+        (agent-shell-lifecycle-unqueue)
+        (agent-shell-transcript-notice
          (format "%s failed: %s" what (alist-get 'message err)))
-        (agent-shell-header--set-state 'dead)))))
+        (agent-shell-header-set-state 'dead)))))
 
 ;;; Commands
 
@@ -233,7 +233,7 @@ is.  One whose bridge stopped is never erased: its session is resumed
 in place with `agent-shell-restart', keeping the transcript and the
 unsent input."
   (interactive "P")
-  (let* ((chosen (agent-shell-project--confirmed-root (agent-shell-project--root ask)))
+  (let* ((chosen (agent-shell-project-confirmed-root (agent-shell-project-root ask)))
          (root (car chosen))
          (name (agent-shell--name-for-root root))
          (buffer (get-buffer-create (agent-shell--buffer-name name))))
@@ -243,7 +243,7 @@ unsent input."
        ((not (derived-mode-p 'agent-shell-mode)) nil)
        ((eq (agent-shell-session-state agent-shell--session) 'starting) (setq root nil))
        ((and (agent-shell-session-id agent-shell--session)
-             (agent-shell-bridge--live-connection)
+             (agent-shell-bridge-live-connection)
              (not (eq (agent-shell-session-state agent-shell--session) 'dead)))
         (setq root nil))
        ((agent-shell--has-content-p)
@@ -253,15 +253,15 @@ unsent input."
         (agent-shell--setup name root nil)
         (let ((settings (agent-shell-project-read-config root)))
           (setf (agent-shell-session-mode agent-shell--session)
-                (agent-shell-project--setting settings 'agent-shell-default-mode))
-          (agent-shell-header--set-state 'starting)
-          (agent-shell-bridge--with-connection
+                (agent-shell-project-setting settings 'agent-shell-default-mode))
+          (agent-shell-header-set-state 'starting)
+          (agent-shell-bridge-with-connection
            (lambda (conn)
              (agent-shell-rpc-request
               conn "session/new"
-              (agent-shell--session-new-params root settings (cdr chosen))
-              :on-success (lambda (result) (agent-shell--on-session buffer result))
-              :on-error (agent-shell--session-error buffer "Starting the session")))))))
+              (agent-shell-new-session-params root settings (cdr chosen))
+              :on-success (lambda (result) (agent-shell-on-session buffer result))
+              :on-error (agent-shell-failure-reporter buffer "Starting the session")))))))
     (pop-to-buffer buffer)
     buffer))
 
@@ -269,7 +269,7 @@ unsent input."
   "Return non-nil when this shell buffer has a transcript or input."
   (and (markerp (agent-shell-session-output-marker agent-shell--session))
        (or (> (agent-shell-session-output-marker agent-shell--session) (point-min))
-           (not (string-empty-p (agent-shell--input))))))
+           (not (string-empty-p (agent-shell-input))))))
 
 (defun agent-shell--ensure-shell ()
   "Signal a `user-error' unless in a shell buffer with a session."
@@ -278,12 +278,12 @@ unsent input."
   (unless (agent-shell-session-id agent-shell--session)
     (user-error "This buffer has no session yet")))
 
-(defun agent-shell--input ()
+(defun agent-shell-input ()
   "Return the current input text."
   (buffer-substring-no-properties (agent-shell-session-input-marker agent-shell--session)
                                   (point-max)))
 
-(defun agent-shell--set-input (text)
+(defun agent-shell-set-input (text)
   "Replace the current input with TEXT."
   (delete-region (agent-shell-session-input-marker agent-shell--session) (point-max))
   (goto-char (point-max))
@@ -295,17 +295,17 @@ On an entry header in the transcript, toggle the entry instead."
   (interactive)
   (cond
    ((< (point) (agent-shell-session-input-marker agent-shell--session))
-    (if (agent-shell-transcript--entry-at (point))
+    (if (agent-shell-transcript-entry-at (point))
         (agent-shell-toggle-entry)
       (goto-char (point-max))))
    (t
     (unless (derived-mode-p 'agent-shell-mode)
       (user-error "Not in an agent-shell buffer"))
-    (let ((text (string-trim (agent-shell--input))))
+    (let ((text (string-trim (agent-shell-input))))
       (when (string-empty-p text)
         (user-error "Nothing to send"))
       (if (eq (agent-shell-session-state agent-shell--session) 'starting)
-          (agent-shell-lifecycle--queue-prompt text)
+          (agent-shell-lifecycle-queue-prompt text)
         (agent-shell--ensure-shell)
         (when (agent-shell-session-turn-id agent-shell--session)
           (user-error "A turn is running; C-c C-k cancels it"))
@@ -315,14 +315,14 @@ On an entry header in the transcript, toggle the entry instead."
   "Send TEXT as a prompt in the current shell buffer's session.
 When the prompt cannot be sent at all, nothing changes: no turn
 starts and TEXT stays (or is put back) in the input."
-  (unless (agent-shell-bridge--live-connection)
+  (unless (agent-shell-bridge-live-connection)
     (user-error (substitute-command-keys
                  "The bridge is not running; \\<agent-shell-mode-map>\\[agent-shell-restart] \
 restarts it and resumes this session (the transcript and input stay)")))
-  (agent-shell--show-prompt text)
-  (agent-shell--dispatch-prompt text))
+  (agent-shell-show-prompt text)
+  (agent-shell-dispatch-prompt text))
 
-(defun agent-shell--show-prompt (text)
+(defun agent-shell-show-prompt (text)
   "Move TEXT from the input to the transcript as the user's prompt."
   (unless (equal text (car (agent-shell-session-history agent-shell--session)))
     (push text (agent-shell-session-history agent-shell--session)))
@@ -331,35 +331,35 @@ restarts it and resumes this session (the transcript and input stay)")))
   (let ((inhibit-read-only t))
     (delete-region (agent-shell-session-input-marker agent-shell--session) (point-max)))
   (setq buffer-undo-list nil)
-  (agent-shell-transcript--editing
-    (agent-shell-transcript--close-block)
-    (unless (bobp) (agent-shell-transcript--insert "\n"))
-    (agent-shell-transcript--insert (concat "> " text "\n\n") 'face 'agent-shell-user-face
+  (agent-shell-transcript-editing
+    (agent-shell-transcript-close-block)
+    (unless (bobp) (agent-shell-transcript-insert "\n"))
+    (agent-shell-transcript-insert (concat "> " text "\n\n") 'face 'agent-shell-user-face
                                     'agent-shell-role 'user))
   (agent-shell-citations-mark (agent-shell-session-output-marker agent-shell--session)))
 
-(defun agent-shell--dispatch-prompt (text)
+(defun agent-shell-dispatch-prompt (text)
   "Start a turn with TEXT, already shown in the transcript.
 When it cannot be sent, no turn runs and TEXT goes back to the input."
   (let ((buffer (current-buffer)))
-    (agent-shell-transcript--start-turn-entries)
+    (agent-shell-transcript-start-turn-entries)
     (setf (agent-shell-session-turn-id agent-shell--session) 'pending
           (agent-shell-session-turn-start agent-shell--session) (current-time))
-    (agent-shell-header--set-state 'thinking)
+    (agent-shell-header-set-state 'thinking)
     (condition-case err
         (agent-shell--send-prompt buffer text)
       (error
        (setf (agent-shell-session-turn-id agent-shell--session) nil
              (agent-shell-session-turn-start agent-shell--session) nil)
-       (agent-shell-header--set-state 'idle)
-       (agent-shell--set-input text)
-       (agent-shell-transcript--notice (format "The prompt was not sent: %s"
-                                               (error-message-string err)))
+       (agent-shell-header-set-state 'idle)
+       (agent-shell-set-input text)
+       (agent-shell-transcript-notice (format "The prompt was not sent: %s"
+                                              (error-message-string err)))
        (signal (car err) (cdr err))))))
 
 (defun agent-shell--send-prompt (buffer text)
   "Send TEXT as `session/prompt' for the shell BUFFER (the current buffer)."
-  (agent-shell-bridge--request
+  (agent-shell-bridge-request
    "session/prompt"
    `((sessionId . ,(agent-shell-session-id agent-shell--session))
      (prompt . [((type . "text") (text . ,text))])
@@ -378,13 +378,13 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
                (when (buffer-live-p buffer)
                  (with-current-buffer buffer
                    (setf (agent-shell-session-turn-id agent-shell--session) nil)
-                   (agent-shell-transcript--notice (format "The prompt failed: %s"
-                                                           (alist-get 'message err)))
+                   (agent-shell-transcript-notice (format "The prompt failed: %s"
+                                                          (alist-get 'message err)))
                    ;; Refused prompts (an unknown /command, say) come back to
                    ;; be fixed, unless the user already typed something new.
-                   (when (string-empty-p (agent-shell--input))
-                     (agent-shell--set-input text))
-                   (agent-shell-header--set-state 'idle))))))
+                   (when (string-empty-p (agent-shell-input))
+                     (agent-shell-set-input text))
+                   (agent-shell-header-set-state 'idle))))))
 
 (defun agent-shell-newline ()
   "Insert a newline in the input without sending it."
@@ -399,13 +399,13 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
   (unless (and agent-shell--session (agent-shell-session-history agent-shell--session))
     (user-error "No input history"))
   (when (= (agent-shell-session-history-index agent-shell--session) -1)
-    (setf (agent-shell-session-history-draft agent-shell--session) (agent-shell--input)))
+    (setf (agent-shell-session-history-draft agent-shell--session) (agent-shell-input)))
   (let ((index (+ (agent-shell-session-history-index agent-shell--session) n)))
     (cond ((>= index (length (agent-shell-session-history agent-shell--session)))
            (user-error "Beginning of history"))
           ((< index -1) (user-error "End of history"))
           (t (setf (agent-shell-session-history-index agent-shell--session) index)
-             (agent-shell--set-input
+             (agent-shell-set-input
               (if (= index -1)
                   (or (agent-shell-session-history-draft agent-shell--session) "")
                 (nth index (agent-shell-session-history agent-shell--session))))))))
@@ -420,7 +420,7 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
   (interactive)
   (agent-shell--ensure-shell)
   (let ((buffer (current-buffer)))
-    (agent-shell-bridge--request
+    (agent-shell-bridge-request
      "session/cancel" `((sessionId . ,(agent-shell-session-id agent-shell--session)))
      :on-success (lambda (result)
                    (message "agent-shell: %s"
@@ -449,7 +449,7 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
   (agent-shell--ensure-shell)
   (let ((buffer (current-buffer))
         (mode (if (eq (agent-shell-session-mode agent-shell--session) 'ask) 'act 'ask)))
-    (agent-shell-bridge--request
+    (agent-shell-bridge-request
      "session/set_mode" `((sessionId . ,(agent-shell-session-id agent-shell--session))
                           (mode . ,(symbol-name mode)))
      :on-success (lambda (result)
@@ -479,27 +479,27 @@ With several steps waiting, ask which; PERMISSION, when given, is it."
             (list (read-string "Reason (optional): ") permission))))
   (agent-shell--ensure-shell)
   (agent-shell-permissions-answer (or permission (agent-shell-permissions-choose "Reject"))
-                                   'reject (agent-shell-project--nonempty reason)))
+                                   'reject (agent-shell-project-nonempty reason)))
 
 (defun agent-shell-toggle-entry ()
   "Show or hide the body of the thought, tool or plan entry at point.
 Anywhere on an entry's line counts, its end too.  On a /command
 name at the prompt, complete it; elsewhere, indent as TAB would."
   (interactive)
-  (let ((id (agent-shell-transcript--entry-at (point))))
+  (let ((id (agent-shell-transcript-entry-at (point))))
     (if (not id)
         (if (agent-shell-commands-completion-at-point)
             (completion-at-point)
           (indent-for-tab-command))
-      (let ((plist (agent-shell-transcript--entry id)))
-        (agent-shell-transcript--set-folded id (not (plist-get plist :folded)))))))
+      (let ((plist (agent-shell-transcript-entry id)))
+        (agent-shell-transcript-set-folded id (not (plist-get plist :folded)))))))
 
 (defun agent-shell--kill-buffer ()
   "End this buffer's session when the buffer is killed."
   (when (agent-shell-session-id agent-shell--session)
     (remhash (agent-shell-session-id agent-shell--session)
              (agent-shell-bridge-sessions agent-shell-bridge--current))
-    (when-let ((conn (agent-shell-bridge--live-connection)))
+    (when-let ((conn (agent-shell-bridge-live-connection)))
       (ignore-errors
         (agent-shell-rpc-notify conn "session/cancel"
                                 `((sessionId . ,(agent-shell-session-id
@@ -513,8 +513,8 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
 (defun agent-shell-resume ()
   "Reopen a past session of the current project with its visible history."
   (interactive)
-  (let ((root (agent-shell-project--root)))
-    (agent-shell-bridge--with-connection
+  (let ((root (agent-shell-project-root)))
+    (agent-shell-bridge-with-connection
      (lambda (conn)
        (agent-shell-rpc-request
         conn "session/list" `((cwd . ,(directory-file-name root)))
@@ -565,11 +565,11 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
         (agent-shell--kill-buffer))
       (let ((typed (and (derived-mode-p 'agent-shell-mode)
                         (markerp (agent-shell-session-input-marker agent-shell--session))
-                        (agent-shell--input))))
+                        (agent-shell-input))))
         (agent-shell--setup name root nil)
         ;; Unsent input survives: only the transcript is redrawn.
-        (when typed (agent-shell--set-input typed)))
-      (agent-shell-header--set-state 'starting))
+        (when typed (agent-shell-set-input typed)))
+      (agent-shell-header-set-state 'starting))
     (agent-shell-rpc-request
      conn "session/resume" `((sessionId . ,session-id)
                              (cwd . ,(directory-file-name root))
@@ -577,19 +577,19 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
      :on-success (lambda (result)
                    (when (buffer-live-p buffer)
                      (with-current-buffer buffer
-                       (agent-shell-lifecycle--before-queued
+                       (agent-shell-lifecycle-before-queued
                         (lambda ()
-                          (agent-shell-transcript--insert-history
+                          (agent-shell-transcript-insert-history
                            (alist-get 'history result))))
-                       (agent-shell--on-session buffer result))))
-     :on-error (agent-shell--session-error buffer "Resuming the session"))
+                       (agent-shell-on-session buffer result))))
+     :on-error (agent-shell-failure-reporter buffer "Resuming the session"))
     (pop-to-buffer buffer)
     buffer))
 
 (defun agent-shell-stop-bridge ()
   "Stop the bridge process; every session's turn ends."
   (interactive)
-  (when-let ((conn (agent-shell-bridge--live-connection)))
+  (when-let ((conn (agent-shell-bridge-live-connection)))
     (agent-shell-rpc-stop conn)))
 
 (defun agent-shell-notify-default (text)
@@ -642,7 +642,7 @@ resumes the session in place, keeping the transcript and the input.
 
 \\{agent-shell-mode-map}"
   (setq agent-shell--session (agent-shell-session-create))
-  (setq-local header-line-format '(:eval (agent-shell-header--line)))
+  (setq-local header-line-format '(:eval (agent-shell-header-line)))
   (setq-local truncate-lines nil)
   (setq-local word-wrap t)
   (add-hook 'completion-at-point-functions

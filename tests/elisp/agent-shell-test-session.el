@@ -103,15 +103,15 @@
 
 (defun test-shell--bridge ()
   "Return an initialised connection to the real bridge, starting it if needed."
-  (unless (and (agent-shell-bridge--live-connection)
+  (unless (and (agent-shell-bridge-live-connection)
                (eq (agent-shell-bridge-initialized agent-shell-bridge--current) (agent-shell-bridge-connection agent-shell-bridge--current)))
     (setq agent-shell-bridge-debug t
           agent-shell-memory-dir test-shell--memory-dir
           agent-shell-api-base (test-shell--start-mock)
           agent-shell-api-key "sk-test-shell-secret")
-    (agent-shell-bridge--with-connection #'ignore)
+    (agent-shell-bridge-with-connection #'ignore)
     (test-shell--wait "the bridge to initialise"
-                      (lambda () (and (agent-shell-bridge--live-connection)
+                      (lambda () (and (agent-shell-bridge-live-connection)
                                       (eq (agent-shell-bridge-initialized agent-shell-bridge--current)
                                           (agent-shell-bridge-connection agent-shell-bridge--current))))
                       30))
@@ -198,8 +198,8 @@ FIELDS are alist pairs added to the update."
   "Return the text of the entry whose header contains TITLE, unfolded."
   (goto-char (point-min))
   (search-forward title)
-  (let* ((id (agent-shell-transcript--entry-at (point)))
-         (start (plist-get (agent-shell-transcript--entry id) :start))
+  (let* ((id (agent-shell-transcript-entry-at (point)))
+         (start (plist-get (agent-shell-transcript-entry id) :start))
          (bounds (agent-shell-transcript--entry-body-bounds id)))
     (buffer-substring-no-properties start (if bounds (cdr bounds)
                                             (agent-shell-transcript--header-end id)))))

@@ -343,7 +343,7 @@ as on Emacs 30 (where it gives bytes)."
       (should (equal (agent-shell-test-read root "文档/笔记 🚀.txt") "新内容 e\u0301\n"))
       (let ((line (car (last (split-string
                               (agent-shell-test-read-bytes
-                               (agent-shell-actions--index-file root))
+                               (agent-shell-actions-index-file root))
                               "\n" t)))))
         (should (string-search (concat "\"path\":\"" path "\"") line))
         (should (string-search (concat "\"snapshot\":\"" op "/" path "\"") line))

@@ -96,7 +96,7 @@ usage in the header line and the summary at the end."
       (should (string-search
                (format "context %d%%" (round (* 100.0 (/ (float (alist-get 'contextUsed usage))
                                                         (alist-get 'contextWindow usage)))))
-               (agent-shell-header--line))))))
+               (agent-shell-header-line))))))
 
 
 (ert-deftest test-shell/tool-arguments-read-as-the-bridge-sent-them ()
@@ -164,7 +164,7 @@ The user's half-typed input and point stay where they were."
                                                      (stopReason . "end_turn"))))))
       (test-shell--wait "turn_end" (lambda () (eq (agent-shell-session-state agent-shell--session) 'idle)))
       (should (string-search text (test-shell--transcript)))
-      (should (equal (agent-shell--input) "draft 草稿"))
+      (should (equal (agent-shell-input) "draft 草稿"))
       (should (= (point) (point-max)))
       ;; The transcript is read-only; the input is not.
       (goto-char (point-min))
@@ -287,19 +287,19 @@ depends on timing, so the thought is cut here into several chunks."
 (ert-deftest test-shell/header-line-usage-and-states ()
   "The header line shows tokens and context fill from usage, and the state."
   (test-shell--with-shell (sid)
-    (should (string-search "idle" (agent-shell-header--line)))
+    (should (string-search "idle" (agent-shell-header-line)))
     (test-shell--emit
      (test-shell--update sid '((sessionUpdate . "usage") (inputTokens . 1200)
                                (outputTokens . 300) (cachedTokens . 0)
                                (totalTokens . 1500) (contextWindow . 64000)
                                (contextUsed . 16000))))
     (test-shell--wait "usage" (lambda () (agent-shell-session-usage agent-shell--session)))
-    (should (string-search "1.5k tokens" (agent-shell-header--line)))
-    (should (string-search "context 25%" (agent-shell-header--line)))
-    (should (string-search agent-shell-model (agent-shell-header--line)))
+    (should (string-search "1.5k tokens" (agent-shell-header-line)))
+    (should (string-search "context 25%" (agent-shell-header-line)))
+    (should (string-search agent-shell-model (agent-shell-header-line)))
     (test-shell--emit (test-shell--chunk sid "x"))
     (test-shell--wait "thinking" (lambda () (eq (agent-shell-session-state agent-shell--session) 'thinking)))
-    (should (string-search "thinking" (agent-shell-header--line)))
+    (should (string-search "thinking" (agent-shell-header-line)))
     (test-shell--emit
      (test-shell--update sid '((sessionUpdate . "turn_end") (turnId . "t")
                                (stopReason . "max_turn_requests"))))
@@ -331,7 +331,7 @@ The turn_end is the recorded turn's."
       (should (file-exists-p (expand-file-name (concat ".agent-shell/" sub) root))))
     (should (string-prefix-p (file-truename root)
                              (file-truename (agent-shell-session-log-path agent-shell--session))))
-    (should (eq (agent-shell-bridge--session-buffer (agent-shell-session-id agent-shell--session)) (current-buffer)))))
+    (should (eq (agent-shell-bridge-session-buffer (agent-shell-session-id agent-shell--session)) (current-buffer)))))
 
 (ert-deftest test-shell/header-line-says-no-sandbox ()
   "The session reports its sandbox; the header line says when there is none."
@@ -342,13 +342,13 @@ The turn_end is the recorded turn's."
       (when (equal (getenv "AGENT_SHELL_SANDBOX") "off")
         (should (eq available :json-false)))
       (should (eq (eq available :json-false)
-                  (and (string-search "no sandbox" (agent-shell-header--line)) t))))
+                  (and (string-search "no sandbox" (agent-shell-header-line)) t))))
     (setf (agent-shell-session-sandbox agent-shell--session)
           '((available . :json-false) (label . "no sandbox")))
-    (should (string-search " │ no sandbox" (agent-shell-header--line)))
+    (should (string-search " │ no sandbox" (agent-shell-header-line)))
     (setf (agent-shell-session-sandbox agent-shell--session)
           '((available . t) (label . "bubblewrap")))
-    (should-not (string-search "sandbox" (agent-shell-header--line)))))
+    (should-not (string-search "sandbox" (agent-shell-header-line)))))
 
 (ert-deftest test-shell/ret-sends-prompt-and-streams-answer ()
   "RET sends the input as `session/prompt'; the mock model's answer streams back."
@@ -356,7 +356,7 @@ The turn_end is the recorded turn's."
     (goto-char (point-max))
     (insert "hello 你好")
     (execute-kbd-macro (kbd "RET"))
-    (should (equal (agent-shell--input) ""))
+    (should (equal (agent-shell-input) ""))
     (should (string-search "> hello 你好" (test-shell--transcript)))
     (test-shell--wait "the answer" (lambda () (string-search "Streaming works."
                                                              (test-shell--transcript)))
@@ -388,15 +388,15 @@ The turn_end is the recorded turn's."
     (goto-char (point-max))
     (insert "draft")
     (execute-kbd-macro (kbd "M-p"))
-    (should (equal (agent-shell--input) "third"))
+    (should (equal (agent-shell-input) "third"))
     (execute-kbd-macro (kbd "M-p M-p"))
-    (should (equal (agent-shell--input) "first"))
+    (should (equal (agent-shell-input) "first"))
     (should-error (agent-shell-previous-input 1) :type 'user-error)
     (execute-kbd-macro (kbd "M-n M-n M-n"))
-    (should (equal (agent-shell--input) "draft"))
+    (should (equal (agent-shell-input) "draft"))
     (execute-kbd-macro (kbd "C-j"))
     (insert "line two")
-    (should (equal (agent-shell--input) "draft\nline two"))))
+    (should (equal (agent-shell-input) "draft\nline two"))))
 
 (ert-deftest test-shell/toggle-mode-asks-bridge ()
   "C-c C-t switches the session between act and ask through `session/set_mode'."
@@ -404,7 +404,7 @@ The turn_end is the recorded turn's."
     (should (eq (agent-shell-session-mode agent-shell--session) 'act))
     (execute-kbd-macro (kbd "C-c C-t"))
     (test-shell--wait "ask mode" (lambda () (eq (agent-shell-session-mode agent-shell--session) 'ask)))
-    (should (string-search "│ ask │" (agent-shell-header--line)))
+    (should (string-search "│ ask │" (agent-shell-header-line)))
     (execute-kbd-macro (kbd "C-c C-t"))
     (test-shell--wait "act mode" (lambda () (eq (agent-shell-session-mode agent-shell--session) 'act)))))
 
@@ -502,7 +502,7 @@ Emacs put on the wire is checked in the events log."
                                             :key #'agent-shell-bridge-permission-session
                                             :test #'equal)))
       (should (eq (agent-shell-session-state agent-shell--session) 'waiting))
-      (should (string-search "waiting for you" (agent-shell-header--line)))
+      (should (string-search "waiting for you" (agent-shell-header-line)))
       (should (string-search "y/n in the log (C-c C-l)" (test-shell--transcript)))
       (let ((log (agent-shell-log-buffer sid)))
         (test-shell--wait "the WAIT entry" (lambda () (agent-shell-log-pending log)))
@@ -587,7 +587,7 @@ Emacs put on the wire is checked in the events log."
         (should (equal settings '((agent-shell-max-steps . 7)
                                   (agent-shell-default-mode . ask)
                                   (agent-shell-model . "deepseek-reasoner")))))
-      (let ((params (agent-shell--session-new-params root)))
+      (let ((params (agent-shell-new-session-params root)))
         (should (equal (alist-get 'max_steps params) 7))
         (should (equal (alist-get 'model (alist-get 'model params)) "deepseek-reasoner"))
         (should-not (alist-get 'api_base (alist-get 'model params))))
@@ -614,7 +614,7 @@ Only the user's own `agent-shell-extra-allowed-paths' may widen them."
       (should-not (alist-get 'agent-shell-extra-allowed-paths
                              (agent-shell-project-read-config root)))
       (should (equal (alist-get 'extra_allowed_paths
-                                (agent-shell--session-new-params root))
+                                (agent-shell-new-session-params root))
                      ["/srv/shared"])))))
 
 (ert-deftest test-shell/scaffold-keeps-existing-files ()
@@ -646,23 +646,23 @@ Only the user's own `agent-shell-extra-allowed-paths' may widen them."
           (let ((agent-shell-api-key (lambda () "fn-key")))
             (should (equal (agent-shell-project-api-key) "fn-key")))
           (let ((agent-shell-api-key (lambda () "fn-key")))
-            (should (equal (cdr (agent-shell-project--api-key-and-source)) "option")))
+            (should (equal (cdr (agent-shell-project-api-key-and-source)) "option")))
           (let ((agent-shell-api-key nil))
             (should (equal (agent-shell-project-api-key) "auth-key"))
-            (should (equal (agent-shell-project--api-key-and-source) '("auth-key" . "auth-source")))
+            (should (equal (agent-shell-project-api-key-and-source) '("auth-key" . "auth-source")))
             (with-temp-file netrc (insert ""))
             (auth-source-forget-all-cached)
             (should (equal (agent-shell-project-api-key) "env-key"))
-            (should (equal (agent-shell-project--api-key-and-source)
+            (should (equal (agent-shell-project-api-key-and-source)
                            '("env-key" . "env:DEEPSEEK_API_KEY")))
             (let ((process-environment (cons "DEEPSEEK_API_KEY=" process-environment)))
-              (should (equal (agent-shell-project--api-key-and-source) '(nil . "none"))))))
+              (should (equal (agent-shell-project-api-key-and-source) '(nil . "none"))))))
       (delete-file netrc)
       (auth-source-forget-all-cached))))
 
 (ert-deftest test-shell/api-key-reaches-bridge-not-events-buffer ()
   "`initialize' gives the bridge the key, but the events buffer never shows it."
-  (when (agent-shell-bridge--live-connection)
+  (when (agent-shell-bridge-live-connection)
     (agent-shell-rpc-stop (agent-shell-bridge-connection agent-shell-bridge--current)))
   (when (get-buffer "*agent-shell events*") (kill-buffer "*agent-shell events*"))
   (let ((agent-shell-log-events t))
@@ -678,7 +678,7 @@ Only the user's own `agent-shell-extra-allowed-paths' may widen them."
 (ert-deftest test-shell/session-notices-are-shown ()
   "The bridge's session notices (no API key found, and how to set one) show at start."
   (test-shell--with-shell (sid)
-    (agent-shell--on-session
+    (agent-shell-on-session
      (current-buffer)
      `((sessionId . ,sid)
        (notices . ["No API key found for https://api.deepseek.com/v1: set agent-shell-api-key"])))
@@ -867,7 +867,7 @@ request failed, so RET then refused every later prompt."
     (insert "你好 again")
     (should-error (execute-kbd-macro (kbd "RET")) :type 'user-error)
     (should-not (agent-shell-session-turn-id agent-shell--session))
-    (should (equal (agent-shell--input) "你好 again"))
+    (should (equal (agent-shell-input) "你好 again"))
     (should-not (eq (agent-shell-session-state agent-shell--session) 'thinking))))
 
 (ert-deftest test-shell/late-turn-end-of-cancelled-turn-is-ignored ()
@@ -875,7 +875,7 @@ request failed, so RET then refused every later prompt."
 A `turn_end' whose turnId is not the running turn's is now ignored."
   (test-shell--with-shell (sid)
     (setf (agent-shell-session-turn-id agent-shell--session) "t-new")
-    (agent-shell-header--set-state 'thinking)
+    (agent-shell-header-set-state 'thinking)
     (test-shell--emit (test-shell--update sid '((sessionUpdate . "turn_end")
                                                 (turnId . "t-old")
                                                 (stopReason . "cancelled")))
@@ -948,7 +948,7 @@ The plan updates are the recorded turn's first and last."
                      1))
       (should (string-match-p "\\`▸ ≡ Plan (1/1 done)\n\\[x\\] 改 calc\\.py 里的 add\n中间的话 end\\'"
                               (test-shell--transcript)))
-      (should (equal (agent-shell--input) "草稿"))
+      (should (equal (agent-shell-input) "草稿"))
       ;; TAB still folds the redrawn entry.
       (goto-char (point-min))
       (agent-shell-toggle-entry)
@@ -1010,7 +1010,7 @@ session reported, not the global `agent-shell-model'."
           (with-current-buffer shell
             (should (eq (agent-shell-session-mode agent-shell--session) agent-shell-default-mode))
             (should-not (equal agent-shell-model "deepseek-reasoner"))
-            (should (string-prefix-p " deepseek-reasoner │" (agent-shell-header--line))))
+            (should (string-prefix-p " deepseek-reasoner │" (agent-shell-header-line))))
         (kill-buffer shell)))))
 
 (ert-deftest test-shell/resume-asks-before-cancelling-a-running-turn ()
@@ -1135,12 +1135,12 @@ new planId, starts a new entry."
                    sid `((sessionUpdate . "plan") (planId . ,plan-id)
                          (entries . [((content . ,content) (status . "pending"))]))))))
       (test-shell--emit (funcall plan "p1" "第一个计划"))
-      (test-shell--wait "plan 1" (lambda () (agent-shell-transcript--entry (agent-shell-session-plan-entry agent-shell--session))))
+      (test-shell--wait "plan 1" (lambda () (agent-shell-transcript-entry (agent-shell-session-plan-entry agent-shell--session))))
       (test-shell--emit (funcall plan "p2" "第二个计划"))
       (test-shell--wait "plan 2" (lambda () (string-search "第二个计划" (test-shell--transcript))))
       (should (string-search "第一个计划" (test-shell--transcript)))
       ;; A new turn also starts a new entry, even for a plan without planId.
-      (agent-shell-transcript--start-turn-entries)
+      (agent-shell-transcript-start-turn-entries)
       (test-shell--emit (test-shell--update
                          sid '((sessionUpdate . "plan")
                                (entries . [((content . "third") (status . "pending"))]))))
@@ -1158,7 +1158,7 @@ The :eval result is a mode line construct; every % is now doubled."
           (agent-shell-session-model agent-shell--session) "model-100%")
     ;; `format-mode-line' shows nothing in batch; check the construct:
     ;; every % doubled, so each pair shows as one %.
-    (let ((construct (agent-shell-header--line)))
+    (let ((construct (agent-shell-header-line)))
       (should-not (string-search "%" (replace-regexp-in-string "%%" "" construct)))
       (let ((shown (replace-regexp-in-string "%%" "%" construct)))
         (should (string-search "context 12%" shown))
@@ -1174,17 +1174,17 @@ The entry is now found from the line, not only from point."
     (goto-char (point-min))
     (execute-kbd-macro (kbd "C-e"))
     (execute-kbd-macro (kbd "TAB"))
-    (should-not (plist-get (agent-shell-transcript--entry (agent-shell-transcript--entry-at (point-min))) :folded))
+    (should-not (plist-get (agent-shell-transcript-entry (agent-shell-transcript-entry-at (point-min))) :folded))
     (goto-char (point-min))
     (end-of-line)
     (execute-kbd-macro (kbd "RET"))
-    (should (plist-get (agent-shell-transcript--entry (agent-shell-transcript--entry-at (point-min))) :folded))))
+    (should (plist-get (agent-shell-transcript-entry (agent-shell-transcript-entry-at (point-min))) :folded))))
 
 (ert-deftest test-shell/resumed-history-renders-cleanly ()
   "Regression: a resumed session glued the prompt to the last answer.
 Failed and rejected tools showed `·', and two answers ran together."
   (test-shell--with-shell (sid)
-    (agent-shell-transcript--insert-history
+    (agent-shell-transcript-insert-history
      '(((role . "user") (text . "修一下"))
        ((role . "tool") (toolCallId . "h1") (title . "run_test pytest -q")
         (status . "failed") (text . ""))
@@ -1337,7 +1337,7 @@ The shell now says what was allowed and the header counts grants."
       (test-shell--wait "the grant" (lambda () (agent-shell-session-grants agent-shell--session)))
       (should (string-search "Allowed for this session: write_file on any file"
                              (test-shell--transcript)))
-      (should (string-search "│ 1 grant" (agent-shell-header--line))))))
+      (should (string-search "│ 1 grant" (agent-shell-header-line))))))
 
 (ert-deftest test-shell/grants-are-said-listed-and-revoked ()
   "`a' says exactly what it grants and asks; `agent-shell-grants' lists and revokes.
@@ -1358,7 +1358,7 @@ takes it back in the bridge."
                                     (car (agent-shell-log-pending log)))))
       (with-current-buffer log
         (switch-to-buffer log)
-        (goto-char (agent-shell-log--node-marker
+        (goto-char (agent-shell-log-node-marker
                     (gethash (car (agent-shell-log-pending log)) agent-shell-log--nodes)))
         (cl-letf (((symbol-function 'y-or-n-p)
                    (lambda (prompt) (push prompt prompts) t)))
@@ -1383,7 +1383,7 @@ takes it back in the bridge."
                                                  "session/grants" `((sessionId . ,sid)))))
                              1))
               (should (string-search "│ 1 grant" (with-current-buffer shell
-                                                   (agent-shell-header--line))))
+                                                   (agent-shell-header-line))))
               (beginning-of-line)
               (execute-kbd-macro (kbd "k"))
               (test-shell--wait "the revocation" (lambda () (null tabulated-list-entries)))
@@ -1517,14 +1517,14 @@ start runs a fresh one."
   (agent-shell-rpc-stop (agent-shell-bridge-connection agent-shell-bridge--current))
   (let ((failed nil) (called nil))
     (let ((agent-shell-notify-webhook "http://"))
-      (agent-shell-bridge--with-connection (lambda (_) (setq failed 'called)))
+      (agent-shell-bridge-with-connection (lambda (_) (setq failed 'called)))
       (let ((conn (agent-shell-bridge-connection agent-shell-bridge--current)))
         (should conn)
         (test-shell--wait "the refused bridge to end"
                           (lambda () (not (agent-shell-rpc-live-p conn))))))
     (should-not failed)
     (should-not (agent-shell-bridge-ready-queue agent-shell-bridge--current))
-    (agent-shell-bridge--with-connection (lambda (conn) (setq called conn)))
+    (agent-shell-bridge-with-connection (lambda (conn) (setq called conn)))
     (test-shell--wait "a fresh, initialised bridge" (lambda () called) 30)
     (should (eq called (agent-shell-bridge-initialized agent-shell-bridge--current)))
     (should (= (length (test-shell--live-bridges)) 1))))
@@ -1538,11 +1538,11 @@ recorded, leaving a running bridge nobody could reach or stop."
   (should-not (test-shell--live-bridges))
   (let ((agent-shell-api-key (lambda () (signal 'quit nil))))
     (should (condition-case nil
-                (progn (agent-shell-bridge--with-connection #'ignore) nil)
+                (progn (agent-shell-bridge-with-connection #'ignore) nil)
               (quit t))))
   (should-not (test-shell--live-bridges))
   (should-not (agent-shell-bridge-ready-queue agent-shell-bridge--current))
-  (should-not (agent-shell-bridge--live-connection)))
+  (should-not (agent-shell-bridge-live-connection)))
 
 ;;; Bridge death
 
@@ -1553,8 +1553,8 @@ recorded, leaving a running bridge nobody could reach or stop."
       (signal-process proc 'SIGKILL)
       (test-shell--wait "the notice" (lambda () (eq (agent-shell-session-state agent-shell--session) 'dead)))
       (should (string-search "C-c C-r restarts it" (test-shell--transcript)))
-      (should (string-search "bridge stopped" (agent-shell-header--line)))
-      (should-not (agent-shell-bridge--live-connection)))))
+      (should (string-search "bridge stopped" (agent-shell-header-line)))
+      (should-not (agent-shell-bridge-live-connection)))))
 
 (provide 'test-shell)
 ;;; test-shell.el ends here
