@@ -9,29 +9,47 @@
 ;;; Commentary:
 
 ;; agent-shell runs a coding agent in a Python bridge and gives it eyes
-;; and hands inside Emacs.  This file ties the areas together:
+;; and hands inside Emacs.  This file ties the areas together: the
+;; command `agent-shell-start' (find the project root, prepare
+;; `.agent-shell/', start or reuse the one bridge, open a session in a
+;; shell buffer) and `agent-shell-mode', the shell buffer, a read-only
+;; transcript with the input, its history and the commands at the end.
 ;;
-;; - options (model, key, limits, modes) and `agent-shell-start', which
-;;   finds the project root, prepares `.agent-shell/' (both in
-;;   agent-shell-project.el), starts or reuses the one bridge process
-;;   (agent-shell-rpc.el), initialises it and opens a session in a
-;;   shell buffer;
-;; - `agent-shell-mode', the shell buffer: a read-only transcript with a
-;;   prompt at the end.  Assistant text streams in at a marker; thoughts,
-;;   tool calls and plans are one-line entries that fold with TAB; the
-;;   header line shows model, state, tokens and context fill.  The
-;;   rendering lives in agent-shell-transcript.el; this file keeps the
-;;   input, its history and the commands;
-;; - the wiring of bridge requests: `session/update' is rendered in its
-;;   shell buffer, `tool/call' runs an Emacs-side tool
-;;   (agent-shell-tools.el), `session/request_permission' waits for the
-;;   user's key in the action log (agent-shell-log.el), `log/entry' and
-;;   `log/update' feed that log.
+;; The files, each after those it needs:
+;;
+;; agent-shell-coexist.el       refuse to load over xenodium's agent-shell
+;; agent-shell-custom.el        the options, their groups, `agent-shell-error'
+;; agent-shell-json.el          JSON as text and as bytes, alike on every Emacs
+;; agent-shell-session.el       the record of one shell buffer's session
+;; agent-shell-rpc-protocol.el  JSON-RPC: ids, waiting requests, dispatch
+;; agent-shell-rpc-http.el      the HTTP/1.1 client and the event stream
+;; agent-shell-rpc.el           the bridge process, joining the two above
+;; agent-shell-project.el       project root, API key, `.agent-shell/' files
+;; agent-shell-trust.el         trusting the files a project ships
+;; agent-shell-tools.el         the Emacs-side tools' dispatcher and checks
+;; agent-shell-perception.el    read-only tools: buffers, project, symbols
+;; agent-shell-actions.el       write tools: edits with snapshots, staging
+;; agent-shell-tool-text.el     how a tool call reads in the transcript
+;; agent-shell-citations.el     clickable path:START-END citations
+;; agent-shell-plan.el          plans the user edits in org, then approves
+;; agent-shell-log.el           the live org action log of a session
+;; agent-shell-log-keys.el      decisions on waiting steps from the log
+;; agent-shell-mcp.el           the user's MCP servers for sessions
+;; agent-shell-header.el        the header line of a shell buffer
+;; agent-shell-roles.el         the reviewer and the user's own roles
+;; agent-shell-commands.el      /commands and the project's instructions
+;; agent-shell-transcript.el    the transcript: streaming, foldable entries
+;; agent-shell-lifecycle.el     starting, losing and restarting a session
+;; agent-shell-bridge.el        the one bridge of this Emacs, initialised
+;; agent-shell-grants.el        list and revoke a session's grants
+;; agent-shell-permissions.el   steps waiting for the user's decision
+;; agent-shell-handlers.el      what Emacs does with each bridge message
+;; agent-shell.el               this file
+;; agent-shell-undo.el          undo a turn (loaded when first used)
+;; agent-shell-memory.el        save and browse experiences (the same)
 ;;
 ;; Project files `.agent-shell/config.el' and `.agent-shell/allowlist.el'
 ;; are data: they are read with `read' and never evaluated.
-;;
-;; Memory commands live in agent-shell-memory.el.
 
 ;;; Code:
 

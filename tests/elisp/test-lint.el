@@ -12,6 +12,7 @@
 ;;; Code:
 
 (require 'ert)
+(require 'cl-lib)
 (require 'agent-shell-test-helpers)
 
 (defconst test-lint--script
@@ -120,6 +121,31 @@ Calling its own internals, or another file's public functions, does not."
 an internal of agent-shell-transcript\\.el"
                (cdr result)))
       (should-not (string-search "uses agent-shell-plan--" (cdr result))))))
+
+;; The main file's Commentary is where a newcomer meets the layout.
+(ert-deftest test-lint/main-commentary-lists-every-file ()
+  "agent-shell.el's Commentary names each package file once, after those it requires."
+  (let ((listed nil) (required nil))
+    (with-temp-buffer
+      (insert-file-contents (expand-file-name "agent-shell.el" test-lint--elisp))
+      (let ((end (save-excursion (search-forward ";;; Code:"))))
+        (while (re-search-forward "^;; \\(agent-shell[a-z0-9-]*\\.el\\)  +[a-z`(/]" end t)
+          (push (match-string 1) listed))))
+    (setq listed (nreverse listed))
+    (should (equal (sort (copy-sequence listed) #'string<)
+                   (sort (directory-files test-lint--elisp nil "\\`agent-shell.*\\.el\\'")
+                         #'string<)))
+    (dolist (file listed)
+      (with-temp-buffer
+        (insert-file-contents (expand-file-name file test-lint--elisp))
+        (while (re-search-forward "^(require '\\(agent-shell[a-z0-9-]*\\))" nil t)
+          (push (list file (concat (match-string 1) ".el")) required))))
+    (should (> (length required) 40))
+    (should (equal (cl-remove-if (lambda (pair)
+                                   (< (cl-position (cadr pair) listed :test #'equal)
+                                      (cl-position (car pair) listed :test #'equal)))
+                                 required)
+                   nil))))
 
 (provide 'test-lint)
 ;;; test-lint.el ends here
