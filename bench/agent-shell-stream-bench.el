@@ -224,7 +224,7 @@ over all of them."
   (setq agent-shell-stream-bench--expected chars)
   (advice-add 'agent-shell-transcript--append-message :after #'agent-shell-stream-bench--on-message)
   ;; Emacs's share of the work: the event stream's filter and the dispatch.
-  (advice-add 'agent-shell-rpc--http-filter :around #'agent-shell-stream-bench--timed)
+  (advice-add 'agent-shell-rpc-http--filter :around #'agent-shell-stream-bench--timed)
   (advice-add 'agent-shell-rpc--drain :around #'agent-shell-stream-bench--timed)
   (let ((direct nil) (empty nil) (long nil) (history-chars 0)
         (roots (list roots))
@@ -262,7 +262,7 @@ over all of them."
                                  (history . ,(vconcat (mapcar #'car long)))))
                         (gcs . ,gcs-done)))
                      "\n")))
-    (when (agent-shell-bridge--live-connection)
+    (when (agent-shell-bridge-live-connection)
       (agent-shell-rpc-stop (agent-shell-bridge-connection agent-shell-bridge--current)))))
 
 ;;; Interactive: how late a timer runs while the reply streams
@@ -332,7 +332,7 @@ OUT receives a JSON object; Emacs then exits."
     (cl-labels
         ((finish ()
            (with-temp-file out (insert (json-serialize result)))
-           (when (agent-shell-bridge--live-connection)
+           (when (agent-shell-bridge-live-connection)
              (agent-shell-rpc-stop (agent-shell-bridge-connection agent-shell-bridge--current)))
            (kill-emacs 0))
          (direct ()

@@ -36,7 +36,7 @@
 (require 'agent-shell)
 (require 'agent-shell-memory)
 
-(declare-function agent-shell-transcript--notice "agent-shell-transcript" (text))
+(declare-function agent-shell-transcript-notice "agent-shell-transcript" (text))
 
 (defconst agent-shell-demo-task
   "Fix the failing test: glossary.export_json turns 智能体 into \\u escapes. \
@@ -111,8 +111,8 @@ tools, action log, memory — is the real thing."
                     agent-shell-api-base))))
     (delete-other-windows)
     (with-current-buffer buffer
-      (agent-shell-transcript--notice banner)
-      (agent-shell-transcript--notice
+      (agent-shell-transcript-notice banner)
+      (agent-shell-transcript-notice
        (concat "Press RET to send the task below.  When a step waits for you, "
                "C-c C-l shows the action log; C-x o, then y approves, n rejects."
                (if scripted

@@ -32,7 +32,7 @@
 
 (defvar magit-git-global-arguments)
 (declare-function magit-stage-file "ext:magit-apply" (file))
-(declare-function agent-shell-transcript--notice "agent-shell-transcript" (text))
+(declare-function agent-shell-transcript-notice "agent-shell-transcript" (text))
 
 ;;; Options
 
@@ -64,7 +64,7 @@
           (write-region "*\n" nil ignore nil 'silent))))
     dir))
 
-(defun agent-shell-actions--index-file (root)
+(defun agent-shell-actions-index-file (root)
   "Return the snapshot index file of ROOT."
   (expand-file-name "index.jsonl" (expand-file-name agent-shell-actions--snapshot-dir root)))
 
@@ -93,21 +93,21 @@ Return the snapshot file name relative to the snapshot directory."
     (copy-file file target t t t)
     name))
 
-(defun agent-shell-actions--append-index (root entry)
+(defun agent-shell-actions-append-index (root entry)
   "Append ENTRY, an alist, as one JSON line to the snapshot index of ROOT.
 The line is UTF-8, written as bytes."
   (agent-shell-actions--snapshot-root root)
   (let ((coding-system-for-write 'no-conversion)
         (line (concat (agent-shell-json-bytes entry) "\n")))
-    (write-region line nil (agent-shell-actions--index-file root) t 'silent)))
+    (write-region line nil (agent-shell-actions-index-file root) t 'silent)))
 
-(defun agent-shell-actions--now ()
+(defun agent-shell-actions-now ()
   "Return the current time as an ISO 8601 string."
   (format-time-string "%FT%T%z"))
 
 (defun agent-shell-actions-read-index (root)
   "Return the entries of ROOT's snapshot index, oldest first, as alists."
-  (let ((file (agent-shell-actions--index-file root)))
+  (let ((file (agent-shell-actions-index-file root)))
     (when (file-exists-p file)
       (with-temp-buffer
         (let ((coding-system-for-read 'utf-8-unix))
@@ -279,7 +279,7 @@ directories are created.  Return the tool result."
                (diff (agent-shell-actions--diff
                       old file rel
                       (buffer-local-value 'buffer-file-coding-system buffer))))
-          (agent-shell-actions--append-index
+          (agent-shell-actions-append-index
            root
            `((op_id . ,(alist-get 'op_id context))
              (turn_id . ,(or (alist-get 'turn_id context) :null))
@@ -289,7 +289,7 @@ directories are created.  Return the tool result."
              (snapshot . ,(or snapshot :null))
              (sha256_before . ,(or sha-before :null))
              (sha256_after . ,sha-after)
-             (time . ,(agent-shell-actions--now))))
+             (time . ,(agent-shell-actions-now))))
           `((path . ,rel)
             (created . ,(agent-shell-tools-bool (not existed)))
             (sha256_before . ,(or sha-before :null))

@@ -58,11 +58,11 @@ Oldest first."))
 (defvar agent-shell-bridge-debug nil
   "When non-nil, start the bridge with its debug methods (for tests).")
 
-;;; Internals: the bridge
+;;; The bridge
 
 (defun agent-shell-bridge--model-params ()
   "Return the `model' object of `initialize', with the key resolved."
-  (let* ((found (agent-shell-project--api-key-and-source))
+  (let* ((found (agent-shell-project-api-key-and-source))
          (key (car found)))
     `((api_base . ,agent-shell-api-base)
       (model . ,agent-shell-model)
@@ -94,7 +94,7 @@ Oldest first."))
     (secret_paths . ,(vconcat agent-shell-secret-paths))
     (model . ,(agent-shell-bridge--model-params))))
 
-(defun agent-shell-bridge--live-connection ()
+(defun agent-shell-bridge-live-connection ()
   "Return the bridge connection when its process is alive."
   (and (agent-shell-bridge-connection agent-shell-bridge--current)
        (agent-shell-rpc-live-p (agent-shell-bridge-connection agent-shell-bridge--current))
@@ -113,9 +113,9 @@ Oldest first."))
   (agent-shell-bridge--each-shell
    (lambda ()
      (when (eq (agent-shell-session-state agent-shell--session) 'starting)
-       (agent-shell-lifecycle--unqueue)
-       (agent-shell-transcript--notice message)
-       (agent-shell-header--set-state 'dead)))))
+       (agent-shell-lifecycle-unqueue)
+       (agent-shell-transcript-notice message)
+       (agent-shell-header-set-state 'dead)))))
 
 (defun agent-shell-bridge--initialize-failed (conn message)
   "Give up on CONN, whose initialisation failed with MESSAGE.
@@ -183,9 +183,9 @@ the environment form of its --memory-dir option."
          :on-ready #'agent-shell-bridge--initialize
          :on-exit #'agent-shell-bridge--exited)))
 
-(defun agent-shell-bridge--with-connection (fn)
+(defun agent-shell-bridge-with-connection (fn)
   "Call FN with an initialised bridge connection, starting one if needed."
-  (let ((conn (agent-shell-bridge--live-connection)))
+  (let ((conn (agent-shell-bridge-live-connection)))
     (if (and conn (eq (agent-shell-bridge-initialized agent-shell-bridge--current) conn))
         (funcall fn conn)
       (push fn (agent-shell-bridge-ready-queue agent-shell-bridge--current))
@@ -214,10 +214,10 @@ the environment form of its --memory-dir option."
         (agent-shell-log-abandon-pending
          buffer "The bridge stopped before this step was decided")))
     (agent-shell-plan-abandon conn)
-    (let ((text (agent-shell-lifecycle--dead-bridge-text reason)))
+    (let ((text (agent-shell-lifecycle-dead-bridge-text reason)))
       (agent-shell-bridge--fail-ready-queue text)
       (agent-shell-bridge--each-shell
-       (lambda () (agent-shell-lifecycle--connection-lost text)))
+       (lambda () (agent-shell-lifecycle-connection-lost text)))
       (message "%s" text))))
 
 (defun agent-shell-bridge--each-shell (fn)
@@ -228,22 +228,22 @@ the environment form of its --memory-dir option."
         (when (derived-mode-p 'agent-shell-mode)
           (funcall fn))))))
 
-(defun agent-shell-bridge--request (method params &rest args)
+(defun agent-shell-bridge-request (method params &rest args)
   "Send METHOD with PARAMS on the bridge; ARGS as `agent-shell-rpc-request'.
 Signal a `user-error' when the bridge is not running."
-  (let ((conn (agent-shell-bridge--live-connection)))
+  (let ((conn (agent-shell-bridge-live-connection)))
     (unless conn
       (user-error (substitute-command-keys
                    "The bridge is not running; \\<agent-shell-mode-map>\\[agent-shell-restart] \
 in the shell buffer restarts it and resumes the session")))
     (apply #'agent-shell-rpc-request conn method params args)))
 
-(defun agent-shell-bridge--report-undo (turn-id paths)
+(defun agent-shell-bridge-report-undo (turn-id paths)
   "Tell the bridge that the user undid TURN-ID, restoring PATHS.
 The bridge records it in the action log and tells the model in its
 next request.  Call it in the shell buffer; without a live session
 there is nobody to tell."
-  (let ((conn (agent-shell-bridge--live-connection)))
+  (let ((conn (agent-shell-bridge-live-connection)))
     (when (and conn agent-shell--session
                (stringp (agent-shell-session-id agent-shell--session)))
       (agent-shell-rpc-request
@@ -254,7 +254,7 @@ there is nobody to tell."
                    (message "agent-shell: the bridge did not record the undo: %s"
                             (alist-get 'message err)))))))
 
-(defun agent-shell-bridge--session-buffer (session-id)
+(defun agent-shell-bridge-session-buffer (session-id)
   "Return the live shell buffer of SESSION-ID, or nil."
   (let ((buffer (gethash session-id
                          (agent-shell-bridge-sessions agent-shell-bridge--current))))
@@ -263,11 +263,11 @@ there is nobody to tell."
       (remhash session-id (agent-shell-bridge-sessions agent-shell-bridge--current))
       nil)))
 
-(defun agent-shell-bridge--log-buffer-for (session-id)
+(defun agent-shell-bridge-log-buffer-for (session-id)
   "Return the action log buffer of SESSION-ID, or nil when it has no shell.
 Events of a session whose shell buffer is gone are dropped rather
 than shown in a stray buffer."
-  (let ((shell (agent-shell-bridge--session-buffer session-id)))
+  (let ((shell (agent-shell-bridge-session-buffer session-id)))
     (and shell
          (agent-shell-log-buffer
           (agent-shell-session-name (buffer-local-value 'agent-shell--session shell))))))

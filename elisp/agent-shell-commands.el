@@ -91,7 +91,7 @@ Each candidate is annotated with its description."
                         (concat "  " description)
                       "")))))))))
 
-(defun agent-shell-commands--on-session (result)
+(defun agent-shell-commands-on-session (result)
   "Remember the instruction files in session RESULT; return a notice or nil."
   (let ((files (append (alist-get 'instructions result) nil)))
     (setf (agent-shell-session-instructions agent-shell--session) files)

@@ -24,6 +24,11 @@
   :group 'tools
   :prefix "agent-shell-")
 
+(defgroup agent-shell-rpc nil
+  "Connection between Emacs and the agent-shell bridge."
+  :group 'agent-shell
+  :prefix "agent-shell-rpc-")
+
 (defcustom agent-shell-api-base
   (or (getenv "AGENT_SHELL_API_BASE") "https://api.deepseek.com/v1")
   "Base URL of the OpenAI-compatible model API.

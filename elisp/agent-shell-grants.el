@@ -12,7 +12,7 @@
 ;; `d' marks one and `x' revokes the marked ones, `g' asks again.
 ;;
 ;; agent-shell.el requires this file; requests go through its
-;; `agent-shell-bridge--request'.
+;; `agent-shell-bridge-request'.
 
 ;;; Code:
 
@@ -37,7 +37,7 @@
   "Return the live shell buffers that have a session."
   (let (shells)
     (maphash (lambda (id _)
-               (when-let ((buffer (agent-shell-bridge--session-buffer id)))
+               (when-let ((buffer (agent-shell-bridge-session-buffer id)))
                  (push buffer shells)))
              (agent-shell-bridge-sessions agent-shell-bridge--current))
     (nreverse shells)))
@@ -91,7 +91,7 @@ The shell's header line count follows."
       (setq agent-shell-grants--list grants
             tabulated-list-entries (agent-shell-grants--entries grants))
       (tabulated-list-print t)
-      (when-let ((shell (agent-shell-bridge--session-buffer agent-shell-grants--session)))
+      (when-let ((shell (agent-shell-bridge-session-buffer agent-shell-grants--session)))
         (with-current-buffer shell
           (setf (agent-shell-session-grants agent-shell--session)
                 (mapcar (lambda (g) (alist-get 'description g)) grants))
@@ -100,7 +100,7 @@ The shell's header line count follows."
 (defun agent-shell-grants--fetch (buffer)
   "Ask the bridge for the grants of BUFFER's session and show them."
   (let ((session (buffer-local-value 'agent-shell-grants--session buffer)))
-    (agent-shell-bridge--request
+    (agent-shell-bridge-request
      "session/grants" `((sessionId . ,session))
      :on-success (lambda (result)
                    (agent-shell-grants--show buffer
@@ -113,7 +113,7 @@ The shell's header line count follows."
   "Revoke the grants with IDS of BUFFER's session, one after the other."
   (when ids
     (let ((session (buffer-local-value 'agent-shell-grants--session buffer)))
-      (agent-shell-bridge--request
+      (agent-shell-bridge-request
        "session/revoke_grant" `((sessionId . ,session) (grantId . ,(car ids)))
        :on-success
        (lambda (result)

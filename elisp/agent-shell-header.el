@@ -7,7 +7,7 @@
 ;; The header line of a shell buffer of `agent-shell-mode': the model,
 ;; the mode (act or ask), what the agent is doing, tokens, context fill,
 ;; cost, grants, a missing sandbox and the MCP servers.  It reads the
-;; buffer's `agent-shell-session'; `agent-shell-header--set-state' is
+;; buffer's `agent-shell-session'; `agent-shell-header-set-state' is
 ;; how the other parts change what the agent is said to be doing.
 
 ;;; Code:
@@ -17,9 +17,9 @@
 (require 'agent-shell-session)
 (require 'agent-shell-mcp)
 
-;;; Internals
+;;; The header line
 
-(defun agent-shell-header--set-state (state &optional detail)
+(defun agent-shell-header-set-state (state &optional detail)
   "Set this buffer's STATE, with DETAIL (a tool name) for `running'."
   (unless (and (eq state (agent-shell-session-state agent-shell--session))
                (equal detail (agent-shell-session-state-detail agent-shell--session)))
@@ -45,7 +45,7 @@
         ((>= n 1000) (format "%.1fk" (/ n 1e3)))
         (t (format "%d" n))))
 
-(defun agent-shell-header--line ()
+(defun agent-shell-header-line ()
   "Return the header line of a shell buffer.
 It is the value of a `header-line-format' :eval form, hence a mode
 line construct: every % in it is doubled, so that the one of the

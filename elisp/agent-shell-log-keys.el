@@ -28,14 +28,14 @@
   "Return the waiting nodes that can be answered and are not yet, oldest first."
   (cl-loop for id in agent-shell-log--pending
            for node = (gethash id agent-shell-log--nodes)
-           when (and (not (agent-shell-log--node-sent node))
-                     (agent-shell-log--answerable-p node))
+           when (and (not (agent-shell-log-node-sent node))
+                     (agent-shell-log-answerable-p node))
            collect node))
 
 (defun agent-shell-log--no-waiting-error ()
   "Signal the `user-error' for a decision key with nothing to decide."
   (user-error (if (cl-some (lambda (id)
-                             (agent-shell-log--node-sent
+                             (agent-shell-log-node-sent
                               (gethash id agent-shell-log--nodes)))
                            agent-shell-log--pending)
                   "Decisions sent; waiting for the bridge to answer"
@@ -45,7 +45,7 @@
   "Return an alist (LABEL . NODE) naming NODES uniquely, oldest first."
   (let ((seen (make-hash-table :test #'equal)))
     (mapcar (lambda (node)
-              (let* ((risk (cdr (assoc "RISK" (agent-shell-log--node-props node))))
+              (let* ((risk (cdr (assoc "RISK" (agent-shell-log-node-props node))))
                      (base (format "%s%s" (agent-shell-log--title node)
                                    (if risk (format " [%s]" risk) "")))
                      (n (cl-incf (gethash base seen 0))))
@@ -58,10 +58,10 @@ VERB (\"Approve\", \"Reject\", ...) starts the question.  A decision
 never falls on a step the user did not point at or name: with point
 off the waiting steps, `completing-read' offers them (the only one as
 the default), and point moves to the chosen step."
-  (agent-shell-log--ensure-mode)
-  (let ((here (agent-shell-log--node-at-point)))
-    (if (and here (agent-shell-log--answerable-p here)
-             (not (agent-shell-log--node-sent here)))
+  (agent-shell-log-ensure-mode)
+  (let ((here (agent-shell-log-node-at-point)))
+    (if (and here (agent-shell-log-answerable-p here)
+             (not (agent-shell-log-node-sent here)))
         here
       (let* ((table (or (agent-shell-log--choice-labels (agent-shell-log--waiting-nodes))
                         (agent-shell-log--no-waiting-error)))
@@ -69,7 +69,7 @@ the default), and point moves to the chosen step."
                       (format "%s which waiting step? " (or verb "Decide"))
                       table nil t nil nil (and (null (cdr table)) (caar table))))
              (node (or (cdr (assoc choice table)) (user-error "No step chosen"))))
-        (goto-char (agent-shell-log--node-marker node))
+        (goto-char (agent-shell-log-node-marker node))
         node))))
 
 (defun agent-shell-log--oldest-waiting ()
@@ -78,8 +78,8 @@ the default), and point moves to the chosen step."
 
 (defun agent-shell-log--title (node)
   "Return NODE's display title."
-  (agent-shell-log--one-line
-   (alist-get 'title (agent-shell-log--node-entry node))))
+  (agent-shell-log-one-line
+   (alist-get 'title (agent-shell-log-node-entry node))))
 
 (defun agent-shell-log--decide (node decision reason)
   "Send DECISION with REASON about NODE through the decision function."
@@ -87,13 +87,13 @@ the default), and point moves to the chosen step."
     (user-error "No bridge is connected to receive the decision"))
   ;; Marked first: a failure to deliver, even one reported at once,
   ;; clears the mark again through `agent-shell-log-unsend'.
-  (setf (agent-shell-log--node-sent node) decision)
+  (setf (agent-shell-log-node-sent node) decision)
   (let ((done nil))
     (unwind-protect
         (progn (funcall agent-shell-log-decision-function
-                        (agent-shell-log--node-id node) decision reason)
+                        (agent-shell-log-node-id node) decision reason)
                (setq done t))
-      (unless done (setf (agent-shell-log--node-sent node) nil))))
+      (unless done (setf (agent-shell-log-node-sent node) nil))))
   (message "Sent %s for: %s" decision (agent-shell-log--title node)))
 
 (defun agent-shell-log-approve ()
@@ -117,7 +117,7 @@ is the step to reject."
 (defun agent-shell-log--grant-text (node)
   "Return what approving NODE for the session would grant, as a sentence."
   (or (and (functionp agent-shell-log-grant-function)
-           (funcall agent-shell-log-grant-function (agent-shell-log--node-id node)))
+           (funcall agent-shell-log-grant-function (agent-shell-log-node-id node)))
       (format "approve steps like \"%s\" without asking for the rest of this session"
               (agent-shell-log--title node))))
 
@@ -129,7 +129,7 @@ than on a waiting step, ask which one.  Refused for a dangerous step.
 \[agent-shell-grants] lists the session's grants and revokes them."
   (interactive)
   (let* ((node (agent-shell-log--target "Allow for the session"))
-         (risk (cdr (assoc "RISK" (agent-shell-log--node-props node)))))
+         (risk (cdr (assoc "RISK" (agent-shell-log-node-props node)))))
     (when (and (stringp risk) (string= (downcase risk) "dangerous"))
       (user-error "A dangerous step can only be approved one at a time"))
     (if (y-or-n-p (format "Grant: %s.  Allow? " (agent-shell-log--grant-text node)))
@@ -141,13 +141,13 @@ than on a waiting step, ask which one.  Refused for a dangerous step.
   (cl-find-if (lambda (block)
                 (and (equal (alist-get 'kind block) "src")
                      (equal (alist-get 'lang block) "diff")))
-              (agent-shell-log--node-body node)))
+              (agent-shell-log-node-body node)))
 
 (defun agent-shell-log-show-diff ()
   "Show the full diff of the step at point, else of the oldest waiting step."
   (interactive)
-  (agent-shell-log--ensure-mode)
-  (let* ((here (agent-shell-log--node-at-point))
+  (agent-shell-log-ensure-mode)
+  (let* ((here (agent-shell-log-node-at-point))
          (node (if (and here (agent-shell-log--diff-block here))
                    here
                  (agent-shell-log--oldest-waiting)))
@@ -159,7 +159,7 @@ than on a waiting step, ask which one.  Refused for a dangerous step.
                                                 (file-name-directory
                                                  agent-shell-log--file)))))
          (buffer (get-buffer-create
-                  (format "*agent-shell-diff: %s*" (agent-shell-log--node-id node)))))
+                  (format "*agent-shell-diff: %s*" (agent-shell-log-node-id node)))))
     (require 'diff-mode)
     (with-current-buffer buffer
       (let ((inhibit-read-only t))

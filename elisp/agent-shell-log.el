@@ -32,9 +32,9 @@
 ;; with the buffer, and the buffer's entries stay equal to the file's.
 ;;
 ;; agent-shell-permissions.el wires `agent-shell-log-decision-function' to
-;; the bridge and calls `agent-shell-log-buffer',
-;; `agent-shell-log-insert-entry', `agent-shell-log-apply-update' and
-;; `agent-shell-log-set-file'.
+;; the bridge; agent-shell-handlers.el calls `agent-shell-log-buffer',
+;; `agent-shell-log-insert-entry' and `agent-shell-log-apply-update',
+;; agent-shell.el `agent-shell-log-set-file'.
 
 ;;; Code:
 
@@ -78,7 +78,7 @@ bridge that has gone) are skipped by the decision keys.")
 It is called with ENTRY-ID and returns a sentence such as \"run exactly
 `make' in /proj without asking ...\", or nil when it does not know.")
 
-;;; Internals: text (the bridge renders the entries)
+;;; Text (the bridge renders the entries)
 
 (defconst agent-shell-log--todo-line
   "#+TODO: WAIT | APPROVED REJECTED DONE FAILED"
@@ -93,7 +93,7 @@ there would otherwise run when the log is exported.")
   (rx (+ (any " \t\n\r\v\f" #x85 #x2028 #x2029)))
   "Whitespace collapsed to one space in single-line fields.")
 
-(defun agent-shell-log--one-line (text &optional cap)
+(defun agent-shell-log-one-line (text &optional cap)
   "Return TEXT on one line, without control characters.
 With CAP, at most CAP characters are kept (default 300)."
   (let* ((case-fold-search nil)
@@ -127,16 +127,16 @@ of the drawer, for looking values up (RISK, PATH, LINE)."
               (setq result (append result (list (cons key value)))))))))
     result))
 
-;;; Internals: buffer state
+;;; Buffer state
 
-(cl-defstruct (agent-shell-log--node
+(cl-defstruct (agent-shell-log-node
                (:constructor agent-shell-log--make-node)
                (:copier nil))
   "One entry shown in a log buffer."
   id parent marker head-length entry todo props body last-descendant sent)
 
 (defvar-local agent-shell-log--nodes nil
-  "Hash table from entry id to `agent-shell-log--node'.")
+  "Hash table from entry id to `agent-shell-log-node'.")
 (defvar-local agent-shell-log--pending nil
   "Ids of entries in the WAIT state, oldest first.")
 (defvar-local agent-shell-log--file nil
@@ -148,7 +148,7 @@ of the drawer, for looking values up (RISK, PATH, LINE)."
 
 (defun agent-shell-log--entry-end (node)
   "Return the position just after NODE's text."
-  (or (next-single-property-change (agent-shell-log--node-marker node)
+  (or (next-single-property-change (agent-shell-log-node-marker node)
                                    'agent-shell-log-id)
       (point-max)))
 
@@ -171,9 +171,9 @@ of the drawer, for looking values up (RISK, PATH, LINE)."
 
 (defun agent-shell-log--set-pending (node todo)
   "Record NODE's new TODO and keep the pending list in step."
-  (let ((id (agent-shell-log--node-id node)))
-    (setf (agent-shell-log--node-todo node) todo
-          (agent-shell-log--node-sent node) nil)
+  (let ((id (agent-shell-log-node-id node)))
+    (setf (agent-shell-log-node-todo node) todo
+          (agent-shell-log-node-sent node) nil)
     (if (equal todo "WAIT")
         (unless (member id agent-shell-log--pending)
           (setq agent-shell-log--pending
@@ -196,7 +196,7 @@ of the drawer, for looking values up (RISK, PATH, LINE)."
   (let ((inhibit-read-only t))
     (erase-buffer)
     (insert "#+TITLE: agent-shell log: "
-            (agent-shell-log--one-line name)
+            (agent-shell-log-one-line name)
             "\n#+STARTUP: overview\n" agent-shell-log--todo-line
             "\n" agent-shell-log--no-eval-line "\n\n"))
   (setq agent-shell-log--nodes (make-hash-table :test #'equal)
@@ -275,7 +275,7 @@ text is reported and left to the file."
           (let* ((todo (agent-shell-log--todo (alist-get 'todo entry)))
                  (pos (if parent
                           (agent-shell-log--entry-end
-                           (gethash (agent-shell-log--node-last-descendant parent)
+                           (gethash (agent-shell-log-node-last-descendant parent)
                                     agent-shell-log--nodes))
                         (point-max))))
             (setq node (agent-shell-log--make-node
@@ -293,19 +293,19 @@ text is reported and left to the file."
             (agent-shell-log--insert pos text id)
             (agent-shell-log--unfold-before pos)
             (agent-shell-log--fold-drawer pos)
-            (setf (agent-shell-log--node-marker node) (copy-marker pos t))
+            (setf (agent-shell-log-node-marker node) (copy-marker pos t))
             (puthash id node agent-shell-log--nodes)
             ;; Ancestors whose subtree ended where the entry went now end with it.
             (let ((ancestor parent)
-                  (after (and parent (agent-shell-log--node-last-descendant parent))))
+                  (after (and parent (agent-shell-log-node-last-descendant parent))))
               (while (and ancestor
-                          (equal (agent-shell-log--node-last-descendant ancestor) after))
-                (setf (agent-shell-log--node-last-descendant ancestor) id)
+                          (equal (agent-shell-log-node-last-descendant ancestor) after))
+                (setf (agent-shell-log-node-last-descendant ancestor) id)
                 (setq ancestor
-                      (let ((pid (agent-shell-log--node-parent ancestor)))
+                      (let ((pid (agent-shell-log-node-parent ancestor)))
                         (and pid (gethash pid agent-shell-log--nodes))))))
             (agent-shell-log--set-pending node todo))))))
-    (when (and node (equal (agent-shell-log--node-todo node) "WAIT"))
+    (when (and node (equal (agent-shell-log-node-todo node) "WAIT"))
       (agent-shell-log-notify buffer entry))
     node))
 
@@ -317,11 +317,11 @@ text is reported and left to the file."
 
 (defun agent-shell-log--replace-head (node head)
   "Replace the heading line and drawer of NODE with HEAD."
-  (let* ((marker (agent-shell-log--node-marker node))
+  (let* ((marker (agent-shell-log-node-marker node))
          (start (marker-position marker)))
-    (delete-region start (+ start (agent-shell-log--node-head-length node)))
-    (agent-shell-log--insert start head (agent-shell-log--node-id node))
-    (setf (agent-shell-log--node-head-length node) (length head))
+    (delete-region start (+ start (agent-shell-log-node-head-length node)))
+    (agent-shell-log--insert start head (agent-shell-log-node-id node))
+    (setf (agent-shell-log-node-head-length node) (length head))
     (set-marker marker start)
     (agent-shell-log--fold-drawer start)))
 
@@ -342,32 +342,32 @@ in the buffer is touched."
                (more (agent-shell-log--org-text update 'org_body_append)))
           (when todo
             (setq became-wait (and (equal todo "WAIT")
-                                   (not (equal todo (agent-shell-log--node-todo node)))))
+                                   (not (equal todo (agent-shell-log-node-todo node)))))
             (agent-shell-log--set-pending node todo))
           (when new-props
-            (setf (agent-shell-log--node-props node)
+            (setf (agent-shell-log-node-props node)
                   (agent-shell-log--merge-props
-                   (agent-shell-log--node-props node) new-props)))
+                   (agent-shell-log-node-props node) new-props)))
           (when head
             (agent-shell-log--replace-head node head))
           (when append-blocks
-            (setf (agent-shell-log--node-body node)
-                  (append (agent-shell-log--node-body node) append-blocks)))
+            (setf (agent-shell-log-node-body node)
+                  (append (agent-shell-log-node-body node) append-blocks)))
           (when more
             (agent-shell-log--insert (agent-shell-log--entry-end node) more
-                                     (agent-shell-log--node-id node))))))
+                                     (agent-shell-log-node-id node))))))
     (when became-wait
-      (agent-shell-log-notify buffer (agent-shell-log--node-entry node)))
+      (agent-shell-log-notify buffer (agent-shell-log-node-entry node)))
     node))
 
 (defun agent-shell-log--abandon (node reason)
   "Mark NODE FAILED in the buffer with a NOTE of REASON.
 The bridge that would render the change is gone, so the heading's
 keyword and the drawer are edited here; the file keeps WAIT."
-  (let* ((start (marker-position (agent-shell-log--node-marker node)))
-         (end (+ start (agent-shell-log--node-head-length node)))
+  (let* ((start (marker-position (agent-shell-log-node-marker node)))
+         (end (+ start (agent-shell-log-node-head-length node)))
          (head (buffer-substring-no-properties start end))
-         (note (concat ":NOTE: " (agent-shell-log--one-line reason) "\n"))
+         (note (concat ":NOTE: " (agent-shell-log-one-line reason) "\n"))
          (case-fold-search nil))
     (setq head (replace-regexp-in-string "\\`\\(\\*+ \\)WAIT " "\\1FAILED " head t))
     (setq head (replace-regexp-in-string "^:NOTE: .*\n" "" head t t))
@@ -375,8 +375,8 @@ keyword and the drawer are edited here; the file keeps WAIT."
       (setq head (concat (substring head 0 (match-beginning 0)) note
                          (substring head (match-beginning 0)))))
     (agent-shell-log--set-pending node "FAILED")
-    (setf (agent-shell-log--node-props node)
-          (agent-shell-log--merge-props (agent-shell-log--node-props node)
+    (setf (agent-shell-log-node-props node)
+          (agent-shell-log--merge-props (agent-shell-log-node-props node)
                                         `((NOTE . ,reason))))
     (agent-shell-log--replace-head node head)))
 
@@ -389,12 +389,12 @@ be answered, and must not hold the decision keys."
       (dolist (id (copy-sequence agent-shell-log--pending))
         (agent-shell-log--abandon (gethash id agent-shell-log--nodes) reason)))))
 
-(defun agent-shell-log--answerable-p (node)
+(defun agent-shell-log-answerable-p (node)
   "Return non-nil when NODE waits for a decision that can still be sent."
-  (and (equal (agent-shell-log--node-todo node) "WAIT")
+  (and (equal (agent-shell-log-node-todo node) "WAIT")
        (or (null agent-shell-log-answerable-function)
            (funcall agent-shell-log-answerable-function
-                    (agent-shell-log--node-id node)))))
+                    (agent-shell-log-node-id node)))))
 
 (defun agent-shell-log-unsend (buffer id)
   "Forget that a decision was sent for entry ID in BUFFER (it failed)."
@@ -402,7 +402,7 @@ be answered, and must not hold the decision keys."
     (with-current-buffer buffer
       (when-let ((node (and agent-shell-log--nodes
                             (gethash id agent-shell-log--nodes))))
-        (setf (agent-shell-log--node-sent node) nil)))))
+        (setf (agent-shell-log-node-sent node) nil)))))
 
 (defun agent-shell-log-pending (buffer)
   "Return the ids of BUFFER's entries waiting for a decision, oldest first."
@@ -445,10 +445,10 @@ notification when D-Bus is available, else shows a message."
                        (gethash (alist-get 'id entry) agent-shell-log--nodes)))))
       ;; Show the waiting step itself, not the top of a long log.
       (when (and window node)
-        (set-window-start window (agent-shell-log--node-marker node))
-        (set-window-point window (agent-shell-log--node-marker node))))
+        (set-window-start window (agent-shell-log-node-marker node))
+        (set-window-point window (agent-shell-log-node-marker node))))
     (let ((text (format "Waiting for approval: %s"
-                        (agent-shell-log--one-line (alist-get 'title entry)))))
+                        (agent-shell-log-one-line (alist-get 'title entry)))))
       (unless (agent-shell-log--desktop-notify text)
         (message "agent-shell: %s" text)))))
 
@@ -465,14 +465,14 @@ notification when D-Bus is available, else shows a message."
 
 ;;; Commands
 
-(defun agent-shell-log--node-at-point ()
+(defun agent-shell-log-node-at-point ()
   "Return the node of the entry at point, or nil."
   (let ((id (or (get-text-property (point) 'agent-shell-log-id)
                 (and (> (point) (point-min))
                      (get-text-property (1- (point)) 'agent-shell-log-id)))))
     (and id agent-shell-log--nodes (gethash id agent-shell-log--nodes))))
 
-(defun agent-shell-log--ensure-mode ()
+(defun agent-shell-log-ensure-mode ()
   "Signal a `user-error' unless in an action log buffer."
   (unless (and (derived-mode-p 'agent-shell-log-mode) agent-shell-log--nodes)
     (user-error "Not in a live agent-shell log buffer")))
@@ -503,10 +503,10 @@ notification when D-Bus is available, else shows a message."
 (defun agent-shell-log-next-wait ()
   "Move to the next step waiting for a decision, wrapping around."
   (interactive)
-  (agent-shell-log--ensure-mode)
+  (agent-shell-log-ensure-mode)
   (let ((here (line-end-position)) after first)
     (dolist (id agent-shell-log--pending)
-      (let ((pos (marker-position (agent-shell-log--node-marker
+      (let ((pos (marker-position (agent-shell-log-node-marker
                                   (gethash id agent-shell-log--nodes)))))
         (when (or (null first) (< pos first)) (setq first pos))
         (when (and (> pos here) (or (null after) (< pos after)))
@@ -528,17 +528,17 @@ notification when D-Bus is available, else shows a message."
   "Visit the file and line the step at point touched (PATH and LINE).
 On a link, such as the one to a full output, follow the link instead."
   (interactive)
-  (agent-shell-log--ensure-mode)
+  (agent-shell-log-ensure-mode)
   (if (org-in-regexp org-link-bracket-re 1)
       (org-open-at-point)
     (agent-shell-log--visit-step)))
 
 (defun agent-shell-log--visit-step ()
   "Visit the PATH and LINE of the step at point."
-  (let* ((node (agent-shell-log--node-at-point))
+  (let* ((node (agent-shell-log-node-at-point))
          ;; A past log opened from its file has no nodes: read the drawer.
          (props (if node
-                    (agent-shell-log--node-props node)
+                    (agent-shell-log-node-props node)
                   (unless (org-before-first-heading-p)
                     (list (cons "PATH" (org-entry-get nil "PATH"))
                           (cons "LINE" (org-entry-get nil "LINE"))))))

@@ -15,23 +15,20 @@
 ;;   headers as lists of name/value objects);
 ;; - `agent-shell-mcp-server-policy' marks servers trusted (every tool
 ;;   runs unasked) or denied (never started);
-;; - `agent-shell-trust-mcp' shows the project's own `.mcp.json' and asks
-;;   the bridge to use exactly those bytes from the next session on;
+;; - a project's own `.mcp.json' is used once the user trusts it
+;;   (`agent-shell-trust-mcp', in agent-shell-trust.el);
 ;; - the session's MCP status (servers connected, notices) is kept in
 ;;   `agent-shell-mcp--status' for the header line.
 ;;
-;; agent-shell.el requires this file; requests go through its
-;; `agent-shell-bridge--request' and notices through `agent-shell-transcript--notice'.
+;; agent-shell.el requires this file; notices go through
+;; `agent-shell-transcript-notice'.
 
 ;;; Code:
 
 (require 'cl-lib)
 (require 'subr-x)
 
-(declare-function agent-shell-bridge--request "agent-shell-bridge" (method params &rest args))
-(declare-function agent-shell-transcript--notice "agent-shell-transcript" (text))
-(declare-function agent-shell-project--trust-root "agent-shell-project" (root))
-(declare-function agent-shell-project--file-bytes "agent-shell-project" (file))
+(declare-function agent-shell-transcript-notice "agent-shell-transcript" (text))
 
 ;;; Options
 
@@ -180,14 +177,14 @@ An alist with `mcpServers' (a vector of ACP server objects),
     (when show-notices
       (let ((notices (alist-get 'notices status)))
         (dolist (notice (if (vectorp notices) (append notices nil) notices))
-          (agent-shell-transcript--notice notice))))
+          (agent-shell-transcript-notice notice))))
     (force-mode-line-update)))
 
 (defun agent-shell-mcp-on-update (update)
   "Apply an `mcp_servers' session UPDATE: new status, and its notice if any."
   (setq agent-shell-mcp--status update)
   (when-let ((notice (alist-get 'notice update)))
-    (agent-shell-transcript--notice notice))
+    (agent-shell-transcript-notice notice))
   (force-mode-line-update))
 
 (defun agent-shell-mcp-header ()
@@ -197,76 +194,6 @@ An alist with `mcpServers' (a vector of ACP server objects),
         (format " │ MCP %d/%d" (or (alist-get 'connected agent-shell-mcp--status) 0)
                 configured)
       "")))
-
-;;; Commands
-
-(defconst agent-shell-mcp--review-buffer "*agent-shell MCP review*"
-  "Name of the buffer showing a project's `.mcp.json' while the user decides.")
-
-(defun agent-shell-mcp--env-names (text)
-  "Return the sorted names of the variables in TEXT: ${NAME}, ${NAME:-x}.
-The bridge fills them in from its own environment, which holds your
-model's API key: trusting the file also hands these to its servers."
-  (let ((names nil) (start 0))
-    (while (string-match "\\${\\([A-Za-z_][A-Za-z0-9_]*\\)\\(?::-[^}]*\\)?}" text start)
-      (push (match-string 1 text) names)
-      (setq start (match-end 0)))
-    (sort (delete-dups names) #'string<)))
-
-(defun agent-shell-mcp--review-prompt (file text)
-  "Return the question asked before trusting FILE, whose content is TEXT."
-  (let ((names (agent-shell-mcp--env-names text)))
-    (format "Start the MCP servers of %s as shown%s, in new sessions? "
-            (abbreviate-file-name file)
-            (if names
-                (format " (they get %s from your environment)"
-                        (mapconcat (lambda (name) (concat "$" name)) names ", "))
-              ""))))
-
-(defun agent-shell-mcp--review (file bytes)
-  "Show BYTES, the content of FILE, and ask whether to trust it."
-  (let ((review (get-buffer-create agent-shell-mcp--review-buffer))
-        (text (decode-coding-string bytes 'utf-8)))
-    (unwind-protect
-        (progn
-          (with-current-buffer review
-            (let ((inhibit-read-only t))
-              (erase-buffer)
-              (insert text)
-              (js-mode)
-              (setq buffer-read-only t)))
-          (display-buffer review)
-          (yes-or-no-p (agent-shell-mcp--review-prompt file text)))
-      (when (buffer-live-p review)
-        (dolist (window (get-buffer-window-list review nil t))
-          (quit-window nil window))
-        (kill-buffer review)))))
-
-;;;###autoload
-(defun agent-shell-trust-mcp (&optional root)
-  "Review ROOT's `.mcp.json' and let new sessions start its servers.
-A project's own MCP configuration arrives with the repository, and its
-servers are programs that run on your machine, so the bridge starts
-them only after you trust the file's current content; any change
-needs trust again.  What is trusted is exactly the bytes shown.  ROOT
-defaults to this session's project, else the current project."
-  (interactive)
-  (let* ((root (agent-shell-project--trust-root root))
-         (file (expand-file-name ".mcp.json" root))
-         (bytes (agent-shell-project--file-bytes file)))
-    (when (or (not (called-interactively-p 'interactive))
-              (agent-shell-mcp--review file bytes))
-      (agent-shell-bridge--request
-       "mcp/trust" `((cwd . ,(directory-file-name root))
-                     (sha256 . ,(secure-hash 'sha256 bytes)))
-       :on-success
-       (lambda (result)
-         (let ((servers (append (alist-get 'servers result) nil)))
-           (message "Trusted %s: %s (used from the next session on)"
-                    (abbreviate-file-name file)
-                    (if servers (string-join servers ", ") "no servers"))))
-       :on-error
-       (lambda (err) (message "Trusting .mcp.json failed: %s" (alist-get 'message err)))))))
 
 (provide 'agent-shell-mcp)
 ;;; agent-shell-mcp.el ends here

@@ -43,7 +43,7 @@
   "Return the shell buffer to save from: the current one, else the project's."
   (if (and (derived-mode-p 'agent-shell-mode) (agent-shell-session-id agent-shell--session))
       (current-buffer)
-    (let ((root (agent-shell-project--root)))
+    (let ((root (agent-shell-project-root)))
       (or (cl-find-if (lambda (b)
                         (with-current-buffer b
                           (and (derived-mode-p 'agent-shell-mode)
@@ -134,7 +134,7 @@ Only regular `*.md' files not starting with a dot count."
   (interactive)
   (let* ((buffer (agent-shell-memory--shell-buffer))
          (session (agent-shell-session-id (buffer-local-value 'agent-shell--session buffer)))
-         (conn (or (agent-shell-bridge--live-connection)
+         (conn (or (agent-shell-bridge-live-connection)
                    (user-error "The bridge is not running"))))
     (message "agent-shell: saving an experience…")
     (agent-shell-rpc-request
@@ -185,7 +185,7 @@ Only regular `*.md' files not starting with a dot count."
   "List the experiences of project ROOT (default: the current project)."
   (interactive)
   (let* ((root (file-name-as-directory
-                (expand-file-name (or root (agent-shell-project--root)))))
+                (expand-file-name (or root (agent-shell-project-root)))))
          (buffer (get-buffer-create
                   (format "*agent-shell memory: %s*"
                           (file-name-nondirectory (directory-file-name root))))))

@@ -257,7 +257,7 @@ Return a plist with :staged, :changed and :untracked lists."
     (cl-find-if (lambda (buffer)
                   (and (agent-shell-perception--user-buffer-p buffer)
                        (not (agent-shell-tools-remote-p (buffer-file-name buffer)))
-                       (agent-shell-tools--containing-root
+                       (agent-shell-tools-containing-root
                         (agent-shell-tools-truename (buffer-file-name buffer)) roots)))
                 (if preferred (cons preferred (buffer-list)) (buffer-list)))))
 
@@ -310,7 +310,7 @@ CONTEXT are dropped."
                                  (let ((file-name-handler-alist nil))
                                    (file-exists-p group))
                                  (agent-shell-tools-truename group))))
-                 (when (and file (agent-shell-tools--containing-root file roots)
+                 (when (and file (agent-shell-tools-containing-root file roots)
                             (not (agent-shell-tools-secret-reason group file)))
                    (let ((marker (ignore-errors
                                    (agent-shell-perception--without-prompts
@@ -446,7 +446,7 @@ ripgrep is not installed."
                     (and (agent-shell-perception--user-buffer-p buffer)
                          (eq (buffer-local-value 'major-mode buffer) 'org-mode)
                          (not (agent-shell-tools-remote-p (buffer-file-name buffer)))
-                         (agent-shell-tools--containing-root
+                         (agent-shell-tools-containing-root
                           (agent-shell-tools-truename (buffer-file-name buffer)) roots)))
                   (buffer-list))))
     (or (and buffer (buffer-file-name buffer))
@@ -495,7 +495,7 @@ ripgrep is not installed."
                  (agent-shell-tools-truename
                   (agent-shell-perception--default-org-file context))))
          (visiting (find-buffer-visiting file)))
-    (agent-shell-tools--check-secret (or name file) file)
+    (agent-shell-tools-check-secret (or name file) file)
     (unless (file-regular-p file)
       (agent-shell-tools-error "No such org file: %s" (or name file)))
     (require 'org)

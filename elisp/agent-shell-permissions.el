@@ -1,71 +1,36 @@
-;;; agent-shell-permissions.el --- Requests from the bridge: tools and permissions  -*- lexical-binding: t; -*-
+;;; agent-shell-permissions.el --- Steps waiting for the user's decision  -*- lexical-binding: t; -*-
 
 ;; SPDX-License-Identifier: GPL-3.0-or-later
 
 ;;; Commentary:
 
-;; The handlers of what the bridge sends: session updates and action-log
-;; entries go to their buffers, `tool/call' runs an Emacs-side tool, and
-;; `session/request_permission' waits in the action log for the user's key.
+;; The bridge asks before a risky step with `session/request_permission'
+;; (agent-shell-handlers.el hands it to `agent-shell-permissions-wait').
+;; The request waits, one `agent-shell-bridge-permission' record in the
+;; bridge's list, until the user answers: with y, n or a in the action log
+;; (agent-shell-log-keys.el calls `agent-shell-permissions-log-decide'),
+;; or with C-c C-y and C-c C-n in the shell buffer (agent-shell.el, which
+;; asks which step with `agent-shell-permissions-choose' when several
+;; wait).  The request stays until the bridge has accepted the answer, so
+;; a decision that did not reach it can be given again; the shell then
+;; shows the decision, and an "allow for this session" as a grant.
 
 ;;; Code:
 
 (require 'cl-lib)
-(require 'agent-shell-session)
 (require 'subr-x)
-(require 'agent-shell-custom)
+(require 'agent-shell-session)
 (require 'agent-shell-rpc)
 (require 'agent-shell-log)
 (require 'agent-shell-log-keys)
-(require 'agent-shell-tools)
 (require 'agent-shell-bridge)
 (require 'agent-shell-grants)
 
-;;; Internals: handlers of bridge messages
+;;; Waiting
 
-(cl-defmethod agent-shell-rpc-handle (_conn (_m (eql session/update)) params _id)
-  "Render the `session/update' notification PARAMS in its shell buffer."
-  (when-let ((buffer (agent-shell-bridge--session-buffer (alist-get 'sessionId params))))
-    (with-current-buffer buffer
-      (agent-shell-transcript--apply-update (alist-get 'update params))))
-  nil)
-
-(cl-defmethod agent-shell-rpc-handle (_conn (_m (eql log/entry)) params _id)
-  "Add the `log/entry' PARAMS to the session's action log.
-The experiences recalled for a turn are also named in its shell buffer."
-  (when-let ((log (agent-shell-bridge--log-buffer-for (alist-get 'session_id params))))
-    (agent-shell-log-insert-entry log params))
-  (agent-shell-lifecycle--show-recalled params)
-  nil)
-
-(cl-defmethod agent-shell-rpc-handle (_conn (_m (eql log/update)) params _id)
-  "Apply the `log/update' PARAMS to the session's action log."
-  (when-let ((log (agent-shell-bridge--log-buffer-for (alist-get 'session_id params))))
-    (agent-shell-log-apply-update log params))
-  nil)
-
-(defun agent-shell-permissions--run-tool (conn id params)
-  "Run the tool of `tool/call' PARAMS and answer request ID on CONN."
-  (let ((outcome
-         (condition-case err
-             (cons 'ok (agent-shell-tools-call (alist-get 'name params)
-                                               (alist-get 'arguments params)
-                                               (alist-get 'context params)))
-           (agent-shell-tool-error (cons 'error (format "%s" (cadr err))))
-           (error (cons 'error (format "%s failed: %s" (alist-get 'name params)
-                                       (error-message-string err)))))))
-    (if (eq (car outcome) 'ok)
-        (agent-shell-rpc-respond conn id (cdr outcome))
-      (agent-shell-rpc-respond-error conn id -32005 (cdr outcome)))))
-
-(cl-defmethod agent-shell-rpc-handle (conn (_m (eql tool/call)) params id)
-  "Answer the `tool/call' request ID with PARAMS on CONN."
-  (agent-shell-permissions--run-tool conn id params)
-  nil)
-
-(cl-defmethod agent-shell-rpc-handle (conn (_m (eql session/request_permission))
-                                           params id)
-  "Keep the permission request ID with PARAMS on CONN until the user decides."
+(defun agent-shell-permissions-wait (conn id params)
+  "Keep the permission request ID with PARAMS from CONN until the user decides.
+Its shell buffer says what waits and where to answer."
   (let* ((key (format "%s" (or (alist-get 'logEntryId params) id)))
          (session (alist-get 'sessionId params))
          (title (or (alist-get 'title (alist-get 'toolCall params)) "a step")))
@@ -74,17 +39,44 @@ The experiences recalled for a turn are also named in its shell buffer."
                   (list (agent-shell-bridge-permission-create
                          :key key :conn conn :id id :session session
                          :params params))))
-    (when-let ((buffer (agent-shell-bridge--session-buffer session)))
+    (when-let ((buffer (agent-shell-bridge-session-buffer session)))
       (with-current-buffer buffer
-        (agent-shell-transcript--note-waiting
+        (agent-shell-transcript-note-waiting
          (alist-get 'toolCallId (alist-get 'toolCall params))
-         (agent-shell-transcript--notice
+         (agent-shell-transcript-notice
           (format "Waiting for you: %s — y/n in the log (C-c C-l), \
 or C-c C-y / C-c C-n here%s" title
                   (if-let ((note (alist-get 'note params))) (concat "\n" note) "")))
          title)
-        (agent-shell-header--set-state 'waiting))))
-  nil)
+        (agent-shell-header-set-state 'waiting)))))
+
+(defun agent-shell-permissions-choose (verb)
+  "Return this session's waiting permission request the user means.
+With one step waiting, that one; with several, ask which (VERB starts
+the question), so no decision falls on a step the user did not name."
+  (let ((waiting (cl-remove-if-not
+                  (lambda (p) (and
+                               (equal (agent-shell-bridge-permission-session p)
+                                      (agent-shell-session-id agent-shell--session))
+                               (not (agent-shell-bridge-permission-sending p))))
+                  (agent-shell-bridge-permissions agent-shell-bridge--current))))
+    (cond
+     ((null waiting) (user-error "No step is waiting for a decision"))
+     ((null (cdr waiting)) (car waiting))
+     (t (let* ((n 0)
+               (table (mapcar (lambda (p)
+                                (cons (format "%d. %s" (cl-incf n)
+                                              (or (alist-get 'title (alist-get 'toolCall
+                                                                               (agent-shell-bridge-permission-params p)))
+                                                  "a step"))
+                                      p))
+                              waiting)))
+          (or (cdr (assoc (completing-read (format "%s which waiting step? " verb)
+                                           table nil t)
+                          table))
+              (user-error "No step chosen")))))))
+
+;;; Answering
 
 (defun agent-shell-permissions--grant-text (params)
   "Return the scope of an `allow_session' answer to permission PARAMS.
@@ -112,7 +104,7 @@ The waiting notice becomes the decision; REASON goes with a rejection.
 An `approve-session' decision is remembered as a grant."
   (let* ((params (agent-shell-bridge-permission-params permission))
          (call-id (alist-get 'toolCallId (alist-get 'toolCall params))))
-    (agent-shell-transcript--resolve-waiting
+    (agent-shell-transcript-resolve-waiting
      call-id
      (pcase decision
        ('approve "Approved: %s")
@@ -122,7 +114,7 @@ An `approve-session' decision is remembered as a grant."
     (when (eq decision 'approve-session)
       (let ((what (agent-shell-permissions--grant-text params)))
         (push what (agent-shell-session-grants agent-shell--session))
-        (agent-shell-transcript--notice (format "Allowed for this session: %s" what))
+        (agent-shell-transcript-notice (format "Allowed for this session: %s" what))
         (force-mode-line-update)))))
 
 (defun agent-shell-permissions--option-id (decision)
@@ -132,7 +124,7 @@ An `approve-session' decision is remembered as a grant."
     ('approve-session "allow_session")
     (_ "reject_once")))
 
-(defun agent-shell-permissions--answer (permission decision reason)
+(defun agent-shell-permissions-answer (permission decision reason)
   "Answer PERMISSION (an `agent-shell-bridge-permission') with DECISION and REASON.
 The request stays pending until the bridge has accepted the answer,
 so a decision that could not be delivered can be given again."
@@ -157,11 +149,11 @@ so a decision that could not be delivered can be given again."
 (defun agent-shell-permissions--answered (permission ok)
   "Finish answering PERMISSION; OK is nil when the answer was not delivered."
   (setf (agent-shell-bridge-permission-sending permission) nil)
-  (let ((buffer (agent-shell-bridge--session-buffer
+  (let ((buffer (agent-shell-bridge-session-buffer
                  (agent-shell-bridge-permission-session permission))))
     (if (not ok)
         (progn
-          (agent-shell-log-unsend (agent-shell-bridge--log-buffer-for
+          (agent-shell-log-unsend (agent-shell-bridge-log-buffer-for
                                    (agent-shell-bridge-permission-session permission))
                                   (agent-shell-bridge-permission-key permission))
           (message "agent-shell: the decision did not reach the bridge; give it again"))
@@ -175,7 +167,7 @@ so a decision that could not be delivered can be given again."
           (unless (cl-find (agent-shell-session-id agent-shell--session)
                            (agent-shell-bridge-permissions agent-shell-bridge--current)
                            :key #'agent-shell-bridge-permission-session :test #'equal)
-            (agent-shell-header--set-state
+            (agent-shell-header-set-state
              (if (agent-shell-session-turn-id agent-shell--session) 'thinking 'idle))))))))
 
 (defun agent-shell-permissions--waiting-p (entry-id)
@@ -195,7 +187,9 @@ string or nil.  This is `agent-shell-log-decision-function'."
                   :test #'equal)))
     (unless permission
       (user-error "No permission request waits for that step"))
-    (agent-shell-permissions--answer permission decision reason)))
+    (agent-shell-permissions-answer permission decision reason)))
+
+;;; The action log's keys
 
 (setq agent-shell-log-decision-function #'agent-shell-permissions-log-decide)
 (setq agent-shell-log-answerable-function #'agent-shell-permissions--waiting-p)

@@ -5,7 +5,8 @@
 ;;; Commentary:
 
 ;; Before multi-step work the agent proposes a plan; the bridge sends it
-;; with the request `session/request_plan' and waits.  This file shows
+;; with the request `session/request_plan' and waits (agent-shell-handlers.el
+;; hands it to `agent-shell-plan-review').  This file shows
 ;; the plan as an org checklist in a `*agent-shell-plan: NAME*' buffer
 ;; (`agent-shell-plan-mode', derived from `org-mode'): one `- [ ]' item
 ;; per step, with its files, expected result and verification command as
@@ -29,11 +30,11 @@
 (require 'org)
 (require 'agent-shell-rpc)
 
-(declare-function agent-shell-bridge--session-buffer "agent-shell-bridge" (session-id))
-(declare-function agent-shell-transcript--notice "agent-shell-transcript" (text))
-(declare-function agent-shell-header--set-state "agent-shell-header"
+(declare-function agent-shell-bridge-session-buffer "agent-shell-bridge" (session-id))
+(declare-function agent-shell-transcript-notice "agent-shell-transcript" (text))
+(declare-function agent-shell-header-set-state "agent-shell-header"
                   (state &optional detail))
-(declare-function agent-shell-lifecycle--resolve-plan-notice "agent-shell-lifecycle" (text))
+(declare-function agent-shell-lifecycle-resolve-plan-notice "agent-shell-lifecycle" (text))
 
 ;;; Options
 
@@ -244,15 +245,15 @@ The value is an alist of `goal', `steps' (a vector of alists with
 
 (defun agent-shell-plan--session-name (session)
   "Return the name of SESSION's shell, or SESSION when it has none."
-  (let ((shell (and (fboundp 'agent-shell-bridge--session-buffer)
-                    (agent-shell-bridge--session-buffer session))))
+  (let ((shell (and (fboundp 'agent-shell-bridge-session-buffer)
+                    (agent-shell-bridge-session-buffer session))))
     (if shell (agent-shell-session-name (buffer-local-value 'agent-shell--session shell))
       session)))
 
 (defun agent-shell-plan--in-shell (session fn)
   "Call FN in the shell buffer of SESSION, when there is one."
-  (when-let ((shell (and (fboundp 'agent-shell-bridge--session-buffer)
-                         (agent-shell-bridge--session-buffer session))))
+  (when-let ((shell (and (fboundp 'agent-shell-bridge-session-buffer)
+                         (agent-shell-bridge-session-buffer session))))
     (with-current-buffer shell (funcall fn))))
 
 (defun agent-shell-plan--answer (result)
@@ -267,20 +268,21 @@ The value is an alist of `goal', `steps' (a vector of alists with
     (agent-shell-plan--in-shell
      (plist-get request :session)
      (lambda ()
-       (when (fboundp 'agent-shell-lifecycle--resolve-plan-notice)
-         (agent-shell-lifecycle--resolve-plan-notice
+       (when (fboundp 'agent-shell-lifecycle-resolve-plan-notice)
+         (agent-shell-lifecycle-resolve-plan-notice
           (if (equal (alist-get 'outcome result) "approved")
               "Plan approved"
             (concat "Plan rejected"
                     (if-let ((reason (alist-get 'reason result)))
                         (concat ": " reason)
                       "")))))
-       (when (fboundp 'agent-shell-header--set-state)
-         (agent-shell-header--set-state
+       (when (fboundp 'agent-shell-header-set-state)
+         (agent-shell-header-set-state
           (if (agent-shell-session-turn-id agent-shell--session) 'thinking 'idle)))))))
 
-(cl-defmethod agent-shell-rpc-handle (conn (_m (eql session/request_plan)) params id)
-  "Show the plan of request ID (PARAMS from CONN) for review."
+(defun agent-shell-plan-review (conn params id)
+  "Show the plan of the `session/request_plan' ID (PARAMS from CONN) for review.
+The answer goes out once the user approves or rejects it."
   (let* ((session (alist-get 'sessionId params))
          (name (agent-shell-plan--session-name session))
          (buffer (agent-shell-plan--buffer name session)))
@@ -297,17 +299,16 @@ The value is an alist of `goal', `steps' (a vector of alists with
     (agent-shell-plan--in-shell
      session
      (lambda ()
-       (when (fboundp 'agent-shell-transcript--notice)
-         (let ((range (agent-shell-transcript--notice
+       (when (fboundp 'agent-shell-transcript-notice)
+         (let ((range (agent-shell-transcript-notice
                        (format "Plan waiting for you in %s: C-c C-c approves, C-c C-k rejects"
                                (buffer-name buffer)))))
            (when agent-shell--session
              (setf (agent-shell-session-plan-notice agent-shell--session) range)))
-         (agent-shell-header--set-state 'waiting))))
+         (agent-shell-header-set-state 'waiting))))
     (if agent-shell-plan-select-window
         (pop-to-buffer buffer)
-      (display-buffer buffer)))
-  nil)
+      (display-buffer buffer))))
 
 (defun agent-shell-plan-on-update (name update)
   "Show the `plan' UPDATE of session NAME in its plan buffer.

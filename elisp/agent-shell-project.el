@@ -8,18 +8,16 @@
 ;;
 ;; - the model API key, from `agent-shell-api-key', `auth-source' or
 ;;   the environment (`agent-shell-project-api-key');
-;; - the project root (`agent-shell-project--root');
+;; - the project root (`agent-shell-project-root');
 ;; - the `.agent-shell/' directory and its files (`agent-shell-project-scaffold');
 ;; - `.agent-shell/config.el' and `.agent-shell/allowlist.el', which are
 ;;   data: `agent-shell-project-read-data-file' reads them with `read' and
 ;;   evaluates nothing, and `agent-shell-project-read-config' keeps only literal
-;;   settings of `agent-shell-project--config-variables' with the right type;
-;; - `agent-shell-project-trust-allowlist', which shows the allowlist and asks
-;;   the bridge to trust exactly those bytes, and `agent-shell-project-trust-config',
-;;   the same for a `config.el' that turns the sandbox off.
+;;   settings of `agent-shell-project--config-variables' with the right type.
 ;;
-;; agent-shell.el requires this file and defines the options read
-;; here; the trust request goes through its `agent-shell-bridge--request'.
+;; Whether the bridge applies these files is the user's choice, made in
+;; agent-shell-trust.el.  The options read here are defined in
+;; agent-shell-custom.el.
 
 ;;; Code:
 
@@ -30,15 +28,14 @@
 (require 'auth-source)
 (require 'url-parse)
 
-;; Defined in agent-shell.el.
+;; Defined in agent-shell-custom.el.
 (defvar agent-shell-api-base)
 (defvar agent-shell-api-key)
 (defvar agent-shell-workspace-root)
-(declare-function agent-shell-bridge--request "agent-shell-bridge" (method params &rest args))
 
-;;; Internals: key and project files
+;;; The key and the project's files
 
-(defun agent-shell-project--nonempty (value)
+(defun agent-shell-project-nonempty (value)
   "Return VALUE when it is a non-empty string, else nil."
   (and (stringp value) (not (string-empty-p value)) value))
 
@@ -52,25 +49,25 @@
               (found (car (auth-source-search :host host :require '(:secret)
                                               :max 1)))
               (secret (plist-get found :secret)))
-    (agent-shell-project--nonempty (if (functionp secret) (funcall secret) secret))))
+    (agent-shell-project-nonempty (if (functionp secret) (funcall secret) secret))))
 
-(defun agent-shell-project--api-key-and-source ()
+(defun agent-shell-project-api-key-and-source ()
   "Return (KEY . SOURCE) for the model API key.
 SOURCE says where KEY was found, never what it is: \"option\",
 \"auth-source\", \"env:NAME\", or \"none\" with KEY nil.  The
 order is `agent-shell-api-key', `auth-source' for the host of
 `agent-shell-api-base', then the environment variables
 AGENT_SHELL_API_KEY, DEEPSEEK_API_KEY and OPENAI_API_KEY."
-  (let ((option (agent-shell-project--nonempty (if (functionp agent-shell-api-key)
-                                                   (funcall agent-shell-api-key)
-                                                 agent-shell-api-key))))
+  (let ((option (agent-shell-project-nonempty (if (functionp agent-shell-api-key)
+                                                  (funcall agent-shell-api-key)
+                                                agent-shell-api-key))))
     (if option
         (cons option "option")
       (let ((stored (agent-shell-project--auth-source-key)))
         (if stored
             (cons stored "auth-source")
           (or (cl-some (lambda (var)
-                         (let ((value (agent-shell-project--nonempty (getenv var))))
+                         (let ((value (agent-shell-project-nonempty (getenv var))))
                            (and value (cons value (concat "env:" var)))))
                        '("AGENT_SHELL_API_KEY" "DEEPSEEK_API_KEY" "OPENAI_API_KEY"))
               (cons nil "none")))))))
@@ -80,7 +77,7 @@ AGENT_SHELL_API_KEY, DEEPSEEK_API_KEY and OPENAI_API_KEY."
 The order is `agent-shell-api-key', `auth-source' for the host of
 `agent-shell-api-base', then the environment variables
 AGENT_SHELL_API_KEY, DEEPSEEK_API_KEY and OPENAI_API_KEY."
-  (car (agent-shell-project--api-key-and-source)))
+  (car (agent-shell-project-api-key-and-source)))
 
 (defconst agent-shell-project--config-variables
   '(agent-shell-model agent-shell-context-window agent-shell-max-steps
@@ -91,7 +88,7 @@ a cloned repository must not be able to send the user's key to a host
 of its choosing, nor widen what the agent may read and write.
 `agent-shell-sandbox' is read by the bridge itself, and a nil value
 takes effect only once the user trusts the file
-\=(`agent-shell-project-trust-config').")
+\=(`agent-shell-trust-config').")
 
 (defconst agent-shell-project--config-template
   ";; agent-shell project settings.  This file is DATA: it is read, never
@@ -103,7 +100,7 @@ takes effect only once the user trusts the file
 ;; (setq agent-shell-max-steps 40)
 ;;
 ;; No sandbox for this project's commands (takes effect only after
-;; M-x agent-shell-project-trust-config):
+;; M-x agent-shell-trust-config):
 ;; (setq agent-shell-sandbox nil)
 "
   "Initial content of `.agent-shell/config.el'.")
@@ -203,7 +200,7 @@ warning.  Nothing in the file is evaluated."
 (defun agent-shell-project--config-value-ok-p (var value)
   "Return non-nil when VALUE has the type project settings allow for VAR."
   (pcase var
-    ('agent-shell-model (and (agent-shell-project--nonempty value) t))
+    ('agent-shell-model (and (agent-shell-project-nonempty value) t))
     ('agent-shell-context-window (or (null value) (and (integerp value) (> value 0))))
     ('agent-shell-max-steps (and (integerp value) (> value 0)))
     ('agent-shell-default-mode (memq value '(act ask)))
@@ -218,12 +215,12 @@ warning.  Nothing in the file is evaluated."
     ('agent-shell-default-mode "the symbol act or ask (quoted: 'ask)")
     ('agent-shell-sandbox "nil or t")))
 
-(defun agent-shell-project--setting (settings var)
+(defun agent-shell-project-setting (settings var)
   "Return VAR's value from SETTINGS, else its global value."
   (let ((cell (assq var settings)))
     (if cell (cdr cell) (symbol-value var))))
 
-(defun agent-shell-project--root (&optional ask)
+(defun agent-shell-project-root (&optional ask)
   "Return the project root for a new session.
 With ASK non-nil, read a directory."
   (file-name-as-directory
@@ -248,7 +245,7 @@ and change everything below it."
                 (equal true (file-name-as-directory (file-truename home))))
            (format "your home directory %s" (directory-file-name home))))))
 
-(defun agent-shell-project--confirmed-root (root)
+(defun agent-shell-project-confirmed-root (root)
   "Return (ROOT . WIDE-CONFIRMED) for a new session, asking when ROOT is too wide.
 When ROOT is $HOME or /, read a project directory instead, saying
 why.  Choosing $HOME or / again needs an explicit `yes-or-no-p';
@@ -269,102 +266,6 @@ read and change everything in it).  Project directory: " wide)
                t)))
     (cons (file-name-as-directory (expand-file-name root)) confirmed)))
 
-;;; Commands
-
-(defconst agent-shell-project--allowlist-review-buffer "*agent-shell allowlist review*"
-  "Name of the buffer showing an allowlist while the user decides.")
-
-(defun agent-shell-project--review-allowlist (file bytes &optional question)
-  "Show BYTES, the content of allowlist FILE, and ask whether to trust it.
-QUESTION is the prompt, a format string for FILE.  The review buffer
-goes away once the question is answered (or quit)."
-  (let ((review (get-buffer-create agent-shell-project--allowlist-review-buffer)))
-    (unwind-protect
-        (progn
-          (with-current-buffer review
-            (let ((inhibit-read-only t))
-              (erase-buffer)
-              (insert (decode-coding-string bytes 'utf-8))
-              (emacs-lisp-mode)
-              (setq buffer-read-only t)))
-          (display-buffer review)
-          (yes-or-no-p (format (or question
-                                   "Trust %s as shown, letting its commands run unasked? ")
-                               (abbreviate-file-name file))))
-      (when (buffer-live-p review)
-        (dolist (window (get-buffer-window-list review nil t))
-          (quit-window nil window))
-        (kill-buffer review)))))
-
-(defun agent-shell-project--trust-root (root)
-  "Return ROOT, else this session's project, else the current project."
-  (file-name-as-directory (or root
-                              (and agent-shell--session
-                                   (agent-shell-session-root agent-shell--session))
-                              (agent-shell-project--root))))
-
-(defun agent-shell-project--file-bytes (file)
-  "Return the exact bytes of the project's settings FILE, to review and hash.
-Signal a `user-error' when it is missing or a symlink."
-  (unless (and (file-regular-p file) (not (file-symlink-p file)))
-    (user-error "No %s (or a symlink) at %s"
-                (file-name-nondirectory file) (file-name-directory file)))
-  (with-temp-buffer
-    (set-buffer-multibyte nil)
-    (insert-file-contents-literally file)
-    (buffer-string)))
-
-(defun agent-shell-project-trust-allowlist (&optional root)
-  "Review ROOT's `.agent-shell/allowlist.el' and let its commands run unasked.
-The bridge applies a project's allowlist only after you trust its
-current content, so a cloned repository cannot allow itself dangerous
-commands; any later change to the file needs trust again.  What is
-trusted is exactly the bytes shown: if the file changes before the
-bridge reads it, trust is refused.  ROOT defaults to this session's
-project, else the current project."
-  (interactive)
-  (let* ((root (agent-shell-project--trust-root root))
-         (file (expand-file-name ".agent-shell/allowlist.el" root))
-         (bytes (agent-shell-project--file-bytes file))
-         (interactive (called-interactively-p 'interactive)))
-    (when (or (not interactive)
-              (agent-shell-project--review-allowlist file bytes))
-      (agent-shell-bridge--request
-       "policy/trust_allowlist" `((cwd . ,(directory-file-name root))
-                                  (sha256 . ,(secure-hash 'sha256 bytes)))
-       :on-success
-       (lambda (result)
-         (let ((n (length (alist-get 'commands result))))
-           (message "Allowlist trusted: %d command%s" n (if (= n 1) "" "s"))))
-       :on-error
-       (lambda (err) (message "Trusting the allowlist failed: %s" (alist-get 'message err)))))))
-
-(defun agent-shell-project-trust-config (&optional root)
-  "Review ROOT's `.agent-shell/config.el' and let it turn the sandbox off.
-A project's config.el may set `agent-shell-sandbox' to nil, so that
-the commands that run without your yes run outside the bridge's
-sandbox.  The file arrives with the repository, so the bridge applies
-that only after you trust the file's current content; any change needs
-trust again.  ROOT defaults to this session's project, else the
-current project."
-  (interactive)
-  (let* ((root (agent-shell-project--trust-root root))
-         (file (expand-file-name ".agent-shell/config.el" root))
-         (bytes (agent-shell-project--file-bytes file))
-         (interactive (called-interactively-p 'interactive)))
-    (when (or (not interactive)
-              (agent-shell-project--review-allowlist
-               file bytes "Trust %s as shown, letting it turn the sandbox off? "))
-      (agent-shell-bridge--request
-       "policy/trust_config" `((cwd . ,(directory-file-name root))
-                               (sha256 . ,(secure-hash 'sha256 bytes)))
-       :on-success
-       (lambda (result)
-         (message "config.el trusted: %s"
-                  (or (alist-get 'label (alist-get 'sandbox result)) "?")))
-       :on-error
-       (lambda (err) (message "Trusting config.el failed: %s" (alist-get 'message err)))))))
-
 ;;; Obsolete names
 
 (define-obsolete-function-alias 'agent-shell-api-key
@@ -375,10 +276,6 @@ current project."
   #'agent-shell-project-read-data-file "0.2")
 (define-obsolete-function-alias 'agent-shell-read-config
   #'agent-shell-project-read-config "0.2")
-(define-obsolete-function-alias 'agent-shell-trust-allowlist
-  #'agent-shell-project-trust-allowlist "0.2")
-(define-obsolete-function-alias 'agent-shell-trust-config
-  #'agent-shell-project-trust-config "0.2")
 
 (provide 'agent-shell-project)
 ;;; agent-shell-project.el ends here

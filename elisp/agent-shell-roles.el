@@ -7,14 +7,12 @@
 ;; The bridge runs roles as sub-sessions with their own context: the lead
 ;; delegates to the explorer or the tester, and the reviewer looks at
 ;; every turn that changed files.  These options go to the bridge with
-;; each new session.
+;; each new session.  A project's own .agent-shell/roles.el applies once
+;; the user trusts it (agent-shell-trust.el).
 
 ;;; Code:
 
-(declare-function agent-shell-project--review-allowlist "agent-shell-project" (file bytes &optional question))
-(declare-function agent-shell-bridge--request "agent-shell-bridge" (method params &rest args))
-(declare-function agent-shell-project--trust-root "agent-shell-project" (root))
-(declare-function agent-shell-project--file-bytes "agent-shell-project" (file))
+(declare-function agent-shell-trust-notice "agent-shell-trust" (kind))
 
 (defcustom agent-shell-review-changes t
   "Whether the reviewer role checks every turn that changed files.
@@ -61,36 +59,10 @@ Each element is a plist with :name (lower case) and any of
   (let* ((project (alist-get 'projectRoles result))
          (status (alist-get 'status project)))
     (cond
-     ((equal status "untrusted")
-      (substitute-command-keys
-       "This project's .agent-shell/roles.el is used only once you trust it: \
-\\[agent-shell-trust-roles]"))
+     ((equal status "untrusted") (agent-shell-trust-notice 'roles))
      ((equal status "invalid")
       (format "This project's .agent-shell/roles.el is not used: %s"
               (alist-get 'error project))))))
-
-(defun agent-shell-trust-roles (&optional root)
-  "Review ROOT's `.agent-shell/roles.el' and let new sessions use its roles.
-The file arrives with the repository, so its roles (prompts, tools and
-models) apply only after you trust its current content; any change
-needs trust again.  Your own `agent-shell-roles' win on a name.  ROOT
-defaults to this session's project, else the current project."
-  (interactive)
-  (let* ((root (agent-shell-project--trust-root root))
-         (file (expand-file-name ".agent-shell/roles.el" root))
-         (bytes (agent-shell-project--file-bytes file)))
-    (when (or (not (called-interactively-p 'interactive))
-              (agent-shell-project--review-allowlist
-               file bytes "Trust %s as shown, letting its roles run in new sessions? "))
-      (agent-shell-bridge--request
-       "roles/trust" `((cwd . ,(directory-file-name root))
-                       (sha256 . ,(secure-hash 'sha256 bytes)))
-       :on-success
-       (lambda (result)
-         (message "roles.el trusted: %s"
-                  (mapconcat #'identity (append (alist-get 'roles result) nil) ", ")))
-       :on-error
-       (lambda (err) (message "Trusting roles.el failed: %s" (alist-get 'message err)))))))
 
 (provide 'agent-shell-roles)
 ;;; agent-shell-roles.el ends here

@@ -4,29 +4,35 @@
 
 ;;; Commentary:
 
-;; JSON-RPC 2.0 with the agent-shell bridge (see doc/protocol.org),
-;; over the transport of agent-shell-rpc-http.el.  This file knows
-;; nothing of the UI, nor of how the bridge process is run (that is
-;; agent-shell-rpc.el).
+;; JSON-RPC 2.0 with the agent-shell bridge (see doc/protocol.org), in
+;; the way of jsonrpc.el's `jsonrpc-connection': ids, the requests
+;; waiting for their answers (each with success, error and timeout
+;; callbacks), and the dispatch of incoming messages.  It knows nothing
+;; of the transport carrying the messages, nor of the UI.
 ;;
-;; - Requests, notifications and responses go out as "POST /rpc".
-;;   url.el is avoided on purpose: it routes loopback traffic through
-;;   proxy settings, and curl would be one more dependency.
-;; - Messages from the bridge arrive on a persistent "GET /events"
-;;   Server-Sent Events stream (chunked transfer coding).  When that
-;;   stream drops, it is reopened with Last-Event-ID after a short delay,
-;;   and events already seen are dropped, so none is lost or doubled.
-;;   Each event's JSON is parsed once, in the stream's buffer.
-;; - Every incoming message runs `agent-shell-rpc-message-functions' and
-;;   is then dispatched, from a timer and never inside the process
+;; An `agent-shell-rpc-conn' is abstract: a connection type that
+;; includes it implements `agent-shell-rpc-deliver' (send one encoded
+;; message, report the peer's immediate answer) and
+;; `agent-shell-rpc-running-p', and hands what arrives to
+;; `agent-shell-rpc-receive'.  agent-shell-rpc.el makes such a type for
+;; the bridge process and its HTTP endpoint (agent-shell-rpc-http.el).
+;;
+;; - `agent-shell-rpc-request' (and `agent-shell-rpc-request-sync'),
+;;   `agent-shell-rpc-notify', `agent-shell-rpc-respond' and
+;;   `agent-shell-rpc-respond-error' send.  A request's answer may come
+;;   back from the delivery itself or among the received messages.
+;; - Every received message runs `agent-shell-rpc-message-functions' and
+;;   is then dispatched, from a timer and never inside a process
 ;;   filter, to the generic function `agent-shell-rpc-handle', on which
-;;   UI files define methods such as
+;;   agent-shell-handlers.el defines one method per message:
 ;;
 ;;     (cl-defmethod agent-shell-rpc-handle
 ;;         (conn (_method (eql \\='session/update)) params _id) ...)
 ;;
 ;;   A handler for a request (ID non-nil) answers it, now or later, with
 ;;   `agent-shell-rpc-respond' or `agent-shell-rpc-respond-error'.
+;; - With `agent-shell-log-events', what is sent and received is logged
+;;   to *agent-shell events*, secrets masked (`agent-shell-rpc-log').
 ;;
 ;; JSON: incoming objects are alists, arrays lists, null nil and false
 ;; `:json-false'.  Outgoing values go through `json-serialize' (by way
@@ -37,17 +43,49 @@
 ;; Client-side failures use codes of the JSON-RPC server range:
 ;; `agent-shell-rpc-code-timeout' (no answer in time),
 ;; `agent-shell-rpc-code-disconnected' (the bridge exited or the
-;; connection failed) and `agent-shell-rpc-code-http' (an HTTP error
-;; without a JSON-RPC body).
+;; connection failed) and `agent-shell-rpc-code-transport' (the
+;; transport refused a message without a JSON-RPC answer).
 
 ;;; Code:
 
 (require 'cl-lib)
 (require 'subr-x)
+(require 'agent-shell-custom)
 (require 'agent-shell-json)
-(require 'agent-shell-rpc-http)
 
 ;;; Error codes
+
+;; The codes of JSON-RPC errors, named once.  Those the bridge sends and
+;; Emacs sends back carry the bridge's meaning (its errors.py and the
+;; table in doc/protocol.org); the last three are given by Emacs alone,
+;; from the server range, to requests that never got the bridge's answer.
+
+(defconst agent-shell-rpc-code-parse-error -32700
+  "Error code of a message that is not JSON.")
+
+(defconst agent-shell-rpc-code-invalid-request -32600
+  "Error code of a message that is not a JSON-RPC 2.0 request.")
+
+(defconst agent-shell-rpc-code-method-not-found -32601
+  "Error code of a request for a method the receiver does not have.")
+
+(defconst agent-shell-rpc-code-invalid-params -32602
+  "Error code of a request whose params the receiver refuses.")
+
+(defconst agent-shell-rpc-code-internal-error -32603
+  "Error code of a request whose handler failed.")
+
+(defconst agent-shell-rpc-code-tool-failed -32005
+  "Error code of a tool that ran and failed, such as an Emacs-side tool.")
+
+(defconst agent-shell-rpc-code-unauthorized -32040
+  "Error code the bridge gives a message without its bearer token.")
+
+(define-obsolete-variable-alias 'agent-shell-rpc-code-http
+  'agent-shell-rpc-code-transport "0.2")
+
+(defconst agent-shell-rpc-code-transport -32097
+  "Error code given to a request its transport refused without a JSON-RPC answer.")
 
 (defconst agent-shell-rpc-code-timeout -32098
   "Error code given to a request the bridge did not answer in time.")
@@ -55,27 +93,15 @@
 (defconst agent-shell-rpc-code-disconnected -32099
   "Error code given to a request lost because the bridge went away.")
 
-(defconst agent-shell-rpc-code-http -32097
-  "Error code for an HTTP error status without a JSON-RPC error body.")
+;;; Errors
+
+(define-error 'agent-shell-rpc-error "agent-shell bridge error" 'agent-shell-error)
 
 ;;; Options
-
-(defgroup agent-shell-rpc nil
-  "Connection between Emacs and the agent-shell bridge."
-  :group 'agent-shell
-  :prefix "agent-shell-rpc-")
 
 (defcustom agent-shell-rpc-request-timeout 30
   "Seconds to wait for the answer to a request before giving up."
   :type 'number
-  :group 'agent-shell-rpc
-  :package-version '(agent-shell . "0.1.0"))
-
-(defcustom agent-shell-rpc-reconnect-delays '(0.1 0.5 1 2 5)
-  "Seconds to wait before successive attempts to reopen the event stream.
-The last value repeats.  A stream that delivers data resets the
-sequence."
-  :type '(repeat number)
   :group 'agent-shell-rpc
   :package-version '(agent-shell . "0.1.0"))
 
@@ -95,35 +121,59 @@ info and query of URLs."
   :package-version '(agent-shell . "0.1.0"))
 
 (defvar agent-shell-rpc-message-functions nil
-  "Abnormal hook run for every message that arrives on the event stream.
+  "Abnormal hook run for every message that arrives from the bridge.
 Each function gets the connection and the decoded message alist,
 before the message is dispatched to `agent-shell-rpc-handle'.")
 
-;;; Connection object
+;;; Connections
 
 (cl-defstruct (agent-shell-rpc-conn
-               (:constructor agent-shell-rpc--make-conn)
+               (:constructor nil)
                (:copier nil))
-  "A running bridge and the state of the connection to it."
-  process stderr-process port token pid name
-  (next-id 0)
-  (pending (make-hash-table :test #'eql))
-  events-process
-  last-event-id
-  reconnect-timer
-  (reconnect-attempt 0)
-  on-exit on-ready
-  ready stopping dead exit-reason
-  inbox draining drain-timer
-  (warned nil)
-  (duplicates 0)
-  stdout-acc)
+  "A JSON-RPC connection, whatever carries its messages.
+A connection type includes this one and implements
+`agent-shell-rpc-deliver' and `agent-shell-rpc-running-p'."
+  (name nil :documentation "What the connection is called in the events log.")
+  (next-id 0 :documentation "The id of the last request sent.")
+  (pending (make-hash-table :test #'eql)
+           :documentation "Request id to its `agent-shell-rpc--pending'.")
+  (inbox nil :documentation "Received messages not dispatched yet, oldest first.")
+  (draining nil :documentation "Non-nil while the inbox is being dispatched.")
+  (drain-timer nil :documentation "Timer that will dispatch the inbox, or nil.")
+  (warned nil :documentation "Methods without a handler, warned about once.")
+  (dead nil :documentation "Non-nil once the connection ended.")
+  (exit-reason nil :documentation "Why it ended, or why it could not start."))
 
 (cl-defstruct (agent-shell-rpc--pending
                (:constructor agent-shell-rpc--make-pending)
                (:copier nil))
-  "A request waiting for its answer."
-  id method on-success on-error timer lost-timer process)
+  "A request waiting for its answer.
+ABORT is a function abandoning its delivery, or nil."
+  id method on-success on-error timer lost-timer abort)
+
+(cl-defgeneric agent-shell-rpc-deliver (conn bytes on-answer on-lost)
+  "Send BYTES, one encoded JSON-RPC message, over CONN's transport.
+Call ON-ANSWER once the peer took the message, as (ON-ANSWER ANSWER
+REFUSAL): ANSWER is the message the peer answered with at once (a
+response), or nil when its answer, if any, will reach
+`agent-shell-rpc-receive'; REFUSAL is nil, or a text saying how the
+peer refused the message.  Call ON-LOST with a reason instead when
+the message may not have arrived.  Return a function that abandons
+the delivery, or nil.")
+
+(cl-defgeneric agent-shell-rpc-running-p (conn)
+  "Return non-nil while the transport of CONN can carry messages.")
+
+(defun agent-shell-rpc-live-p (conn)
+  "Return non-nil when CONN can carry messages."
+  (and conn
+       (not (agent-shell-rpc-conn-dead conn))
+       (agent-shell-rpc-running-p conn)
+       t))
+
+(defun agent-shell-rpc-pending-count (conn)
+  "Return the number of requests of CONN waiting for an answer."
+  (hash-table-count (agent-shell-rpc-conn-pending conn)))
 
 ;;; Logging
 
@@ -163,8 +213,9 @@ UNDER is the key OBJECT was found under."
      object))
    (t object)))
 
-(defun agent-shell-rpc--log (conn direction text)
-  "Log TEXT under DIRECTION for CONN when `agent-shell-log-events' is set."
+(defun agent-shell-rpc-log (conn direction text)
+  "Log TEXT under DIRECTION for CONN when `agent-shell-log-events' is set.
+CONN may be nil."
   (when agent-shell-log-events
     (with-current-buffer (get-buffer-create "*agent-shell events*")
       (unless (eq buffer-undo-list t)
@@ -182,9 +233,18 @@ UNDER is the key OBJECT was found under."
             (forward-line 1)
             (delete-region (point-min) (point))))))))
 
+(defun agent-shell-rpc-log-message (conn direction message)
+  "Log MESSAGE, a received JSON value, on one line under DIRECTION for CONN.
+Nothing is formatted when `agent-shell-log-events' is nil."
+  (when agent-shell-log-events
+    (agent-shell-rpc-log conn direction
+                         (condition-case nil
+                             (agent-shell-json-text message :null-object nil)
+                           (error (format "%S" message))))))
+
 ;;; JSON
 
-(defun agent-shell-rpc--check-json ()
+(defun agent-shell-rpc-check-json ()
   "Signal an error unless this Emacs has native JSON support."
   (unless (and (fboundp 'json-serialize) (fboundp 'json-parse-string))
     (signal 'agent-shell-rpc-error
@@ -194,105 +254,41 @@ UNDER is the key OBJECT was found under."
   "Return OBJECT serialised as JSON, as a unibyte UTF-8 string."
   (agent-shell-json-bytes object))
 
-(defun agent-shell-rpc--decode (bytes)
-  "Parse the complete UTF-8 JSON text BYTES (a unibyte string)."
-  (json-parse-string (decode-coding-string bytes 'utf-8 t)
-                     :object-type 'alist :array-type 'list
-                     :null-object nil :false-object :json-false))
+;;; Sending
 
-;;; HTTP connections
-
-(defun agent-shell-rpc--request-head (conn verb path headers)
-  "Return the head of an HTTP request VERB PATH to CONN with HEADERS.
-HEADERS is an alist of extra header names and values."
-  (concat verb " " path " HTTP/1.1\r\n"
-          (format "Host: 127.0.0.1:%d\r\n" (agent-shell-rpc-conn-port conn))
-          "Authorization: Bearer " (agent-shell-rpc-conn-token conn) "\r\n"
-          (mapconcat (lambda (h) (concat (car h) ": " (cdr h) "\r\n")) headers "")
-          "Connection: close\r\n\r\n"))
-
-;;; Posting messages
-
-(defun agent-shell-rpc--post (conn message callback &optional shown)
-  "POST the JSON-RPC MESSAGE to CONN's bridge.
+(defun agent-shell-rpc--send (conn message on-answer on-lost &optional shown)
+  "Deliver the JSON-RPC MESSAGE over CONN; see `agent-shell-rpc-deliver'.
 MESSAGE is a Lisp object, or a unibyte string already encoded; SHOWN,
 when given, is what the events log shows instead (secrets masked).
-CALLBACK is called once as (CALLBACK STATUS BODY) with the HTTP
-status and the decoded JSON body (nil when empty), or as (CALLBACK
-nil REASON) when no complete response arrived.  Return the process,
-or nil when the connection could not be opened (CALLBACK has then
-been called already)."
-  (let* ((json (if (stringp message) message (agent-shell-rpc--encode message)))
-         (request (concat (agent-shell-rpc--request-head
-                           conn "POST" "/rpc"
-                           `(("Content-Type" . "application/json")
-                             ("Accept" . "application/json")
-                             ("Content-Length" . ,(number-to-string (length json)))))
-                          json))
-         (status nil)
-         (chunks nil))
+Return the function abandoning the delivery, or nil."
+  (let ((bytes (if (stringp message) message (agent-shell-rpc--encode message))))
     (when agent-shell-log-events
-      (agent-shell-rpc--log
+      (agent-shell-rpc-log
        conn "-->" (or shown
                       (decode-coding-string
                        (if (stringp message)
-                           json
+                           bytes
                          (agent-shell-rpc--encode (agent-shell-rpc--redact message)))
                        'utf-8 t))))
-    (condition-case err
-        (agent-shell-rpc--connect
-         (agent-shell-rpc-conn-port conn)
-         (format "%s rpc" (agent-shell-rpc-conn-name conn)) request
-         (lambda (proc kind arg)
-           (pcase kind
-             ('headers (setq status (agent-shell-rpc--http-status
-                                     (process-get proc 'agent-shell-rpc-http))))
-             ('body (push arg chunks))
-             ('done
-              (let* ((bytes (apply #'concat (nreverse chunks)))
-                     (body (and (> (length bytes) 0)
-                                (condition-case nil
-                                    (agent-shell-rpc--decode bytes)
-                                  (error nil)))))
-                (agent-shell-rpc--log conn (format "<-- %s" status)
-                                      (decode-coding-string bytes 'utf-8 t))
-                (funcall callback status body)))
-             ('closed (funcall callback nil arg)))))
-      (file-error
-       (funcall callback nil (error-message-string err))
-       nil))))
+    (agent-shell-rpc-deliver conn bytes on-answer on-lost)))
 
-(defun agent-shell-rpc--post-quietly (conn message what &optional on-done)
-  "POST MESSAGE to CONN expecting no answer; warn about failures of WHAT.
-ON-DONE, when given, is called with t when the bridge accepted the
+(defun agent-shell-rpc--send-quietly (conn message what &optional on-done)
+  "Send MESSAGE over CONN expecting no answer; warn about failures of WHAT.
+ON-DONE, when given, is called with t when the peer accepted the
 message and with nil when it did not (after the warning)."
-  (agent-shell-rpc--post
-   conn message
-   (lambda (status body)
-     (let ((ok (and status (< status 300))))
-       (unless ok
-         ;; BODY is the reason string when the connection itself failed.
-         (display-warning
-          'agent-shell
-          (format "Sending %s to the bridge failed: %s" what
-                  (or (and (consp body) (alist-get 'message (alist-get 'error body)))
-                      (and status (format "HTTP %s" status))
-                      body))))
-       (when on-done
-         (funcall on-done (and ok t)))))))
-
-;;; Public API
-
-(defun agent-shell-rpc-live-p (conn)
-  "Return non-nil when the bridge of CONN is running."
-  (and conn
-       (not (agent-shell-rpc-conn-dead conn))
-       (process-live-p (agent-shell-rpc-conn-process conn))
-       t))
-
-(defun agent-shell-rpc-pending-count (conn)
-  "Return the number of requests of CONN waiting for an answer."
-  (hash-table-count (agent-shell-rpc-conn-pending conn)))
+  (let ((failed (lambda (reason)
+                  (display-warning
+                   'agent-shell (format "Sending %s to the bridge failed: %s" what reason))
+                  (when on-done (funcall on-done nil)))))
+    (agent-shell-rpc--send
+     conn message
+     (lambda (answer refusal)
+       (if refusal
+           (funcall failed (or (and (consp answer)
+                                    (alist-get 'message (alist-get 'error answer)))
+                               refusal))
+         (when on-done (funcall on-done t))))
+     failed)))
 
 (defun agent-shell-rpc--ensure-live (conn)
   "Signal `agent-shell-rpc-error' unless CONN is live."
@@ -328,11 +324,12 @@ PARAMS is serialised by `json-serialize' (arrays must be vectors)."
     (puthash id pending (agent-shell-rpc-conn-pending conn))
     (setf (agent-shell-rpc--pending-timer pending)
           (run-at-time timeout nil #'agent-shell-rpc--request-timeout conn id timeout))
-    (setf (agent-shell-rpc--pending-process pending)
-          (agent-shell-rpc--post
+    (setf (agent-shell-rpc--pending-abort pending)
+          (agent-shell-rpc--send
            conn json
-           (lambda (status body)
-             (agent-shell-rpc--request-answered conn id status body))
+           (lambda (answer refusal)
+             (agent-shell-rpc--request-answered conn id answer refusal))
+           (lambda (reason) (agent-shell-rpc--request-lost conn id reason))
            (when agent-shell-log-events
              (decode-coding-string
               (agent-shell-rpc--encode
@@ -342,31 +339,42 @@ PARAMS is serialised by `json-serialize' (arrays must be vectors)."
               'utf-8 t))))
     id))
 
-(defun agent-shell-rpc--request-answered (conn id status body)
-  "Complete request ID of CONN from the HTTP STATUS and decoded BODY.
-STATUS nil means the connection failed; BODY is then the reason."
+(defun agent-shell-rpc--response-p (message)
+  "Return non-nil when MESSAGE is a JSON-RPC response (a result or an error)."
+  (and (consp message) (or (assq 'result message) (assq 'error message))))
+
+(defun agent-shell-rpc--request-answered (conn id answer refusal)
+  "Complete request ID of CONN with the peer's immediate ANSWER or REFUSAL.
+With neither, the answer is still to come."
   (let ((pending (gethash id (agent-shell-rpc-conn-pending conn))))
-    (when pending
-      (cond
-       ((null status)
-        ;; The bridge may be dying: give its sentinel a moment to report
-        ;; the real cause before blaming the connection.
-        (unless (agent-shell-rpc--pending-lost-timer pending)
-          (setf (agent-shell-rpc--pending-lost-timer pending)
-                (run-at-time 0.5 nil #'agent-shell-rpc--request-lost conn id body))))
-       ((and (consp body) (alist-get 'error body))
-        (agent-shell-rpc--finish conn id :error (alist-get 'error body)))
-       ((and (consp body) (assq 'result body))
-        (agent-shell-rpc--finish conn id :result (alist-get 'result body)))
-       (t
-        (agent-shell-rpc--finish
-         conn id :error
-         `((code . ,agent-shell-rpc-code-http)
-           (message . ,(format "The bridge answered %s with HTTP %s and no JSON-RPC response"
-                               (agent-shell-rpc--pending-method pending) status)))))))))
+    (cond
+     ((null pending))
+     ((agent-shell-rpc--response-p answer)
+      (agent-shell-rpc--complete conn id answer))
+     (refusal
+      (agent-shell-rpc--finish
+       conn id :error
+       `((code . ,agent-shell-rpc-code-transport)
+         (message . ,(format "The bridge answered %s with %s and no JSON-RPC response"
+                             (agent-shell-rpc--pending-method pending) refusal))))))))
+
+(defun agent-shell-rpc--complete (conn id response)
+  "Complete request ID of CONN with RESPONSE, its result or its error."
+  (if (alist-get 'error response)
+      (agent-shell-rpc--finish conn id :error (alist-get 'error response))
+    (agent-shell-rpc--finish conn id :result (alist-get 'result response))))
 
 (defun agent-shell-rpc--request-lost (conn id reason)
-  "Fail request ID of CONN whose connection closed early for REASON."
+  "Fail request ID of CONN, whose delivery was lost for REASON, in a moment.
+The connection may be ending: its teardown gets the chance to report
+the real cause first."
+  (let ((pending (gethash id (agent-shell-rpc-conn-pending conn))))
+    (when (and pending (not (agent-shell-rpc--pending-lost-timer pending)))
+      (setf (agent-shell-rpc--pending-lost-timer pending)
+            (run-at-time 0.5 nil #'agent-shell-rpc--request-gone conn id reason)))))
+
+(defun agent-shell-rpc--request-gone (conn id reason)
+  "Fail request ID of CONN whose delivery was lost for REASON."
   (let ((pending (gethash id (agent-shell-rpc-conn-pending conn))))
     (when pending
       (agent-shell-rpc--finish
@@ -399,23 +407,23 @@ KIND is :result or :error."
         (condition-case-unless-debug err
             (funcall fn value)
           (error
-           (agent-shell-rpc--log conn "!!" (format "callback of %s failed: %s"
-                                                   (agent-shell-rpc--pending-method pending)
-                                                   (error-message-string err)))
+           (agent-shell-rpc-log conn "!!" (format "callback of %s failed: %s"
+                                                  (agent-shell-rpc--pending-method pending)
+                                                  (error-message-string err)))
            (message "agent-shell: callback of %s failed: %s"
                     (agent-shell-rpc--pending-method pending)
                     (error-message-string err))))))))
 
 (defun agent-shell-rpc--pending-cancel (pending)
-  "Cancel the timers and the connection of PENDING."
+  "Cancel the timers and the delivery of PENDING."
   (dolist (timer (list (agent-shell-rpc--pending-timer pending)
                        (agent-shell-rpc--pending-lost-timer pending)))
     (when timer (cancel-timer timer)))
   (setf (agent-shell-rpc--pending-timer pending) nil
         (agent-shell-rpc--pending-lost-timer pending) nil)
-  (let ((proc (agent-shell-rpc--pending-process pending)))
-    (when (processp proc)
-      (agent-shell-rpc--http-close proc))))
+  (let ((abort (agent-shell-rpc--pending-abort pending)))
+    (setf (agent-shell-rpc--pending-abort pending) nil)
+    (when abort (funcall abort))))
 
 (defun agent-shell-rpc-request-sync (conn method params &optional timeout)
   "Send METHOD with PARAMS to CONN and wait for the result.
@@ -444,7 +452,7 @@ on failure, or when no answer comes within TIMEOUT seconds."
 (defun agent-shell-rpc-notify (conn method params)
   "Send the notification METHOD with PARAMS to CONN's bridge."
   (agent-shell-rpc--ensure-live conn)
-  (agent-shell-rpc--post-quietly
+  (agent-shell-rpc--send-quietly
    conn `(:jsonrpc "2.0" :method ,method :params ,(or params (make-hash-table)))
    method))
 
@@ -454,7 +462,7 @@ RESULT is serialised by `json-serialize'; nil is the empty object,
 `:null' is null.  ON-DONE, when given, is called with t once the
 bridge accepted the answer, or with nil when it could not be sent."
   (agent-shell-rpc--ensure-live conn)
-  (agent-shell-rpc--post-quietly
+  (agent-shell-rpc--send-quietly
    conn `(:jsonrpc "2.0" :id ,id :result ,result)
    (format "the answer to request %s" id)
    on-done))
@@ -462,18 +470,19 @@ bridge accepted the answer, or with nil when it could not be sent."
 (defun agent-shell-rpc-respond-error (conn id code message)
   "Answer the bridge's request ID on CONN with error CODE and MESSAGE."
   (agent-shell-rpc--ensure-live conn)
-  (agent-shell-rpc--post-quietly
+  (agent-shell-rpc--send-quietly
    conn `(:jsonrpc "2.0" :id ,id :error (:code ,code :message ,message))
    (format "the error answer to request %s" id)))
 
-;;; Dispatch of incoming messages
+;;; Receiving
 
 (cl-defgeneric agent-shell-rpc-handle (conn method params id)
   "Handle the message METHOD (a symbol) with PARAMS from CONN's bridge.
 ID is nil for a notification; for a request the method answers with
 `agent-shell-rpc-respond' or `agent-shell-rpc-respond-error'.
 Define methods with (eql \\='METHOD) specialisers.  The default
-warns once per unknown method and answers requests with -32601."
+warns once per unknown method and answers requests with
+`agent-shell-rpc-code-method-not-found'."
   (:method (conn method _params id)
            (unless (memq method (agent-shell-rpc-conn-warned conn))
              (push method (agent-shell-rpc-conn-warned conn))
@@ -481,25 +490,45 @@ warns once per unknown method and answers requests with -32601."
                               (format "No handler for bridge message %s" method)))
            (when id
              (agent-shell-rpc-respond-error
-              conn id -32601 (format "Method not found in Emacs: %s" method)))))
+              conn id agent-shell-rpc-code-method-not-found
+              (format "Method not found in Emacs: %s" method)))))
+
+(defun agent-shell-rpc-receive (conn messages)
+  "Take MESSAGES that arrived on CONN, oldest first; a timer dispatches them.
+Handlers never run inside a process filter: there a long handler
+\(an Emacs-side tool) would block reading and could not be quit."
+  (setf (agent-shell-rpc-conn-inbox conn)
+        (nconc (agent-shell-rpc-conn-inbox conn) messages))
+  (unless (or (agent-shell-rpc-conn-draining conn)
+              (agent-shell-rpc-conn-drain-timer conn))
+    (setf (agent-shell-rpc-conn-drain-timer conn)
+          (run-at-time 0 nil #'agent-shell-rpc--drain conn))))
 
 (defun agent-shell-rpc--dispatch (conn message)
-  "Run the hook for MESSAGE from CONN, then hand it to its handler."
+  "Run the hook for MESSAGE from CONN, then hand it to its handler.
+A response completes the request it answers."
   (condition-case-unless-debug err
       (run-hook-with-args 'agent-shell-rpc-message-functions conn message)
     (error (message "agent-shell: a message hook failed: %s" (error-message-string err))))
   (let ((method (alist-get 'method message))
         (id (alist-get 'id message)))
-    (if (not (and (stringp method) (not (string-empty-p method))))
-        (agent-shell-rpc--log conn "!!" "ignored an event that is not a request or notification")
+    (cond
+     ((and (stringp method) (not (string-empty-p method)))
       (condition-case-unless-debug err
           (agent-shell-rpc-handle conn (intern method) (alist-get 'params message) id)
         (error
-         (let ((text (format "Emacs failed to handle %s: %s" method (error-message-string err))))
-           (agent-shell-rpc--log conn "!!" text)
+         (let ((text (format "Emacs failed to handle %s: %s" method
+                             (error-message-string err))))
+           (agent-shell-rpc-log conn "!!" text)
            (message "agent-shell: %s" text)
            (when (and id (agent-shell-rpc-live-p conn))
-             (agent-shell-rpc-respond-error conn id -32603 text))))))))
+             (agent-shell-rpc-respond-error conn id agent-shell-rpc-code-internal-error
+                                            text))))))
+     ((and (integerp id) (agent-shell-rpc--response-p message)
+           (gethash id (agent-shell-rpc-conn-pending conn)))
+      (agent-shell-rpc--complete conn id message))
+     (t (agent-shell-rpc-log conn "!!" "ignored a message that is neither a request, \
+a notification nor the answer to a waiting request")))))
 
 (defun agent-shell-rpc--dispatch-quittably (conn message)
   "Dispatch MESSAGE from CONN with quitting allowed.
@@ -512,136 +541,48 @@ answered with an error, so the bridge does not wait for it."
      (let ((id (alist-get 'id message))
            (text (format "Cancelled by the user (C-g) while handling %s"
                          (alist-get 'method message))))
-       (agent-shell-rpc--log conn "!!" text)
+       (agent-shell-rpc-log conn "!!" text)
        (message "agent-shell: %s" text)
        (when (and id (agent-shell-rpc-live-p conn))
-         (agent-shell-rpc-respond-error conn id -32603 text))))))
+         (agent-shell-rpc-respond-error conn id agent-shell-rpc-code-internal-error
+                                        text))))))
 
-(defun agent-shell-rpc--enqueue (conn messages)
-  "Queue MESSAGES from CONN; a timer dispatches them, in order.
-Handlers never run inside the process filter: there a long handler
-\(an Emacs-side tool) would block reading and could not be quit."
-  (setf (agent-shell-rpc-conn-inbox conn)
-        (nconc (agent-shell-rpc-conn-inbox conn) messages))
-  (unless (or (agent-shell-rpc-conn-draining conn)
-              (agent-shell-rpc-conn-drain-timer conn))
-    (setf (agent-shell-rpc-conn-drain-timer conn)
-          (run-at-time 0 nil #'agent-shell-rpc--drain conn))))
-
-(defun agent-shell-rpc--drain (conn &optional notifications-only)
+(defun agent-shell-rpc--drain (conn)
   "Dispatch the queued messages of CONN, oldest first.
 A handler that waits (for example in `agent-shell-rpc-request-sync')
 lets new messages arrive; they are queued and dispatched after it,
-keeping the order.  With NOTIFICATIONS-ONLY, requests are dropped
-\(used once the bridge is gone and nobody could get their answers)."
+keeping the order.  Once CONN is dead, requests are dropped: nobody
+could get their answers."
   (setf (agent-shell-rpc-conn-drain-timer conn) nil)
   (unless (agent-shell-rpc-conn-draining conn)
     (setf (agent-shell-rpc-conn-draining conn) t)
     (unwind-protect
         (while (agent-shell-rpc-conn-inbox conn)
           (let ((message (pop (agent-shell-rpc-conn-inbox conn))))
-            (unless (and notifications-only (alist-get 'id message))
+            (unless (and (agent-shell-rpc-conn-dead conn)
+                         (alist-get 'method message) (alist-get 'id message))
               (agent-shell-rpc--dispatch-quittably conn message))))
       (setf (agent-shell-rpc-conn-draining conn) nil))))
 
-(defun agent-shell-rpc--event-id-number (id)
-  "Return the event ID string as a number, or nil when it is not one."
-  (and (stringp id) (string-match-p "\\`[0-9]+\\'" id) (string-to-number id)))
+;;; Ending
 
-(defun agent-shell-rpc--accept-events (conn events)
-  "Return the messages of the parsed SSE EVENTS of CONN, dropping repeats.
-EVENTS are plists from `agent-shell-rpc--sse-parse'; the messages
-come oldest first."
-  (let ((messages nil)
-        (last (agent-shell-rpc--event-id-number (agent-shell-rpc-conn-last-event-id conn))))
-    (dolist (ev events)
-      (let* ((id (plist-get ev :id))
-             (n (agent-shell-rpc--event-id-number id)))
-        (if (and n last (<= n last))
-            (progn
-              (cl-incf (agent-shell-rpc-conn-duplicates conn))
-              (agent-shell-rpc--log conn "!!" (format "dropped repeated event %s" id)))
-          (when id
-            (setf (agent-shell-rpc-conn-last-event-id conn) id)
-            (setq last (or n last)))
-          (if (plist-member ev :error)
-              (agent-shell-rpc--log conn "!!" (format "bad event data: %s: %s"
-                                                      (plist-get ev :error)
-                                                      (plist-get ev :text)))
-            (when agent-shell-log-events
-              (agent-shell-rpc--log conn (format "<== %s" (or id ""))
-                                    (agent-shell-rpc--compact (plist-get ev :data))))
-            (push (plist-get ev :data) messages)))))
-    (nreverse messages)))
-
-(defun agent-shell-rpc--compact (value)
-  "Return VALUE, a decoded message, as one line of JSON for the log."
-  (condition-case nil
-      (agent-shell-json-text value :null-object nil)
-    (error (format "%S" value))))
-
-;;; Event stream
-
-(defun agent-shell-rpc--open-events (conn)
-  "Open the SSE event stream of CONN, resuming after the last event seen."
-  (let* ((sse (agent-shell-rpc--sse-new))
-         (last (agent-shell-rpc-conn-last-event-id conn))
-         (ok nil)
-         (request (agent-shell-rpc--request-head
-                   conn "GET" "/events"
-                   `(("Accept" . "text/event-stream")
-                     ("Cache-Control" . "no-cache")
-                     ,@(and last (not (string-match-p "[\r\n]" last))
-                            `(("Last-Event-ID" . ,last)))))))
-    (agent-shell-rpc--log conn "==>" (format "GET /events%s"
-                                             (if last (format " after %s" last) "")))
-    (condition-case err
-        (setf (agent-shell-rpc-conn-events-process conn)
-              (agent-shell-rpc--connect
-               (agent-shell-rpc-conn-port conn)
-               (format "%s events" (agent-shell-rpc-conn-name conn)) request
-               (lambda (proc kind arg)
-                 (pcase kind
-                   ('headers
-                    (let ((status (agent-shell-rpc--http-status
-                                   (process-get proc 'agent-shell-rpc-http))))
-                      (if (eql status 200)
-                          (setq ok t)
-                        (agent-shell-rpc--log conn "!!" (format "GET /events: HTTP %s" status)))))
-                   ('body
-                    (when ok
-                      (setf (agent-shell-rpc-conn-reconnect-attempt conn) 0)
-                      (let ((messages (agent-shell-rpc--accept-events
-                                       conn (agent-shell-rpc--sse-parse sse))))
-                        (when messages
-                          (agent-shell-rpc--enqueue conn messages)))))
-                   (_ (agent-shell-rpc--events-closed conn proc (or arg "stream ended")))))
-               (agent-shell-rpc--sse-buffer sse)))
-      (file-error
-       (agent-shell-rpc--events-closed conn nil (error-message-string err))))))
-
-(defun agent-shell-rpc--events-closed (conn proc reason)
-  "Reconnect the event stream PROC of CONN that ended for REASON."
-  (when (or (null proc) (eq proc (agent-shell-rpc-conn-events-process conn)))
-    (setf (agent-shell-rpc-conn-events-process conn) nil)
-    (agent-shell-rpc--log conn "!!" (format "event stream closed: %s" reason))
-    (when (and (not (agent-shell-rpc-conn-stopping conn))
-               (agent-shell-rpc-live-p conn)
-               (null (agent-shell-rpc-conn-reconnect-timer conn)))
-      (let* ((n (agent-shell-rpc-conn-reconnect-attempt conn))
-             (delays (or agent-shell-rpc-reconnect-delays '(1)))
-             (delay (nth (min n (1- (length delays))) delays)))
-        (setf (agent-shell-rpc-conn-reconnect-attempt conn) (1+ n))
-        (setf (agent-shell-rpc-conn-reconnect-timer conn)
-              (run-at-time delay nil #'agent-shell-rpc--reconnect conn))))))
-
-(defun agent-shell-rpc--reconnect (conn)
-  "Reopen the event stream of CONN when it is still wanted."
-  (setf (agent-shell-rpc-conn-reconnect-timer conn) nil)
-  (when (and (not (agent-shell-rpc-conn-stopping conn))
-             (agent-shell-rpc-live-p conn)
-             (null (agent-shell-rpc-conn-events-process conn)))
-    (agent-shell-rpc--open-events conn)))
+(defun agent-shell-rpc-abandon (conn text)
+  "End the conversation on CONN, which its transport can no longer carry.
+CONN is marked dead.  What was received before is still dispatched,
+requests from the peer excepted (nobody could get their answers);
+every request waiting for its answer fails with
+`agent-shell-rpc-code-disconnected' and TEXT."
+  (setf (agent-shell-rpc-conn-dead conn) t)
+  (let ((timer (agent-shell-rpc-conn-drain-timer conn)))
+    (when timer
+      (cancel-timer timer)
+      (agent-shell-rpc--drain conn)))
+  (agent-shell-rpc-log conn "!!" text)
+  (let ((err `((code . ,agent-shell-rpc-code-disconnected) (message . ,text)))
+        (ids nil))
+    (maphash (lambda (id _) (push id ids)) (agent-shell-rpc-conn-pending conn))
+    (dolist (id (sort ids #'<))
+      (agent-shell-rpc--finish conn id :error err))))
 
 (provide 'agent-shell-rpc-protocol)
 ;;; agent-shell-rpc-protocol.el ends here

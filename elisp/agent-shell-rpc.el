@@ -5,14 +5,16 @@
 ;;; Commentary:
 
 ;; The connection between Emacs and the agent-shell bridge (a Python
-;; program, see doc/protocol.org), in three files:
+;; program, see doc/protocol.org), in three files, as jsonrpc.el splits
+;; `jsonrpc-connection' from `jsonrpc-process-connection':
 ;;
-;; - agent-shell-rpc-http.el: the HTTP/1.1 client and the Server-Sent
-;;   Events parser (the transport);
-;; - agent-shell-rpc-protocol.el: JSON-RPC requests, responses and
-;;   notifications, the event stream and the dispatch of incoming
-;;   messages to `agent-shell-rpc-handle';
-;; - this file: the bridge process.  `agent-shell-rpc-start' runs
+;; - agent-shell-rpc-protocol.el: JSON-RPC (ids, waiting requests,
+;;   dispatch of incoming messages to `agent-shell-rpc-handle'), over
+;;   any transport;
+;; - agent-shell-rpc-http.el: the transport, an HTTP/1.1 client and the
+;;   Server-Sent Events stream, knowing nothing of JSON-RPC;
+;; - this file: the bridge process, and the connection type joining the
+;;   two, `agent-shell-rpc-bridge-conn'.  `agent-shell-rpc-start' runs
 ;;   "agent-shell-bridge serve --port 0", reads its one-line JSON ready
 ;;   message (port, token) and opens the event stream;
 ;;   `agent-shell-rpc-stop' and `agent-shell-rpc-kill' end it, and the
@@ -54,6 +56,54 @@ this file was loaded from when it exists, else
 
 (defconst agent-shell-rpc--stderr-max-chars 100000
   "Size beyond which the oldest text of a bridge stderr buffer is deleted.")
+
+;;; The connection to a bridge
+
+(cl-defstruct (agent-shell-rpc-bridge-conn
+               (:include agent-shell-rpc-conn)
+               (:constructor agent-shell-rpc--make-bridge-conn)
+               (:copier nil))
+  "A JSON-RPC connection to a bridge process, over its HTTP endpoint."
+  (process nil :documentation "The bridge process.")
+  (stderr-process nil :documentation "The pipe collecting the bridge's stderr.")
+  (pid nil :documentation "The bridge's pid, from its ready line.")
+  (stdout-acc nil :documentation "Stdout received before the ready line was complete.")
+  (http nil :documentation "The bridge's `agent-shell-rpc-http' endpoint, once ready.")
+  (on-exit nil :documentation "Function called with the connection and a reason at the end.")
+  (on-ready nil :documentation "Function called with the connection once it is up.")
+  (ready nil :documentation "Non-nil once the bridge printed its ready line.")
+  (stopping nil :documentation "Non-nil once Emacs asked for the end."))
+
+(cl-defmethod agent-shell-rpc-running-p ((conn agent-shell-rpc-bridge-conn))
+  "Return non-nil while the bridge process of CONN is alive."
+  (process-live-p (agent-shell-rpc-bridge-conn-process conn)))
+
+(cl-defmethod agent-shell-rpc-deliver ((conn agent-shell-rpc-bridge-conn)
+                                       bytes on-answer on-lost)
+  "POST BYTES to the bridge of CONN; report its answer to ON-ANSWER or ON-LOST.
+A status of 300 or more is a refusal; the bridge's answer to a request
+is the body of the POST's response."
+  (let ((proc (agent-shell-rpc-http-post
+               (agent-shell-rpc-bridge-conn-http conn) bytes
+               (lambda (status answer)
+                 (cond ((null status) (funcall on-lost answer))
+                       ((< status 300) (funcall on-answer answer nil))
+                       (t (funcall on-answer answer (format "HTTP %s" status))))))))
+    (and proc (lambda () (agent-shell-rpc-http-cancel proc)))))
+
+(defun agent-shell-rpc--on-events (conn events)
+  "Hand the EVENTS of CONN's event stream, (ID . MESSAGE) pairs, to the protocol."
+  (when agent-shell-log-events
+    (dolist (event events)
+      (agent-shell-rpc-log-message conn (format "<== %s" (or (car event) "")) (cdr event))))
+  (agent-shell-rpc-receive conn (mapcar #'cdr events)))
+
+(defun agent-shell-rpc--make-endpoint (conn port token)
+  "Return the HTTP endpoint of CONN's bridge at PORT with TOKEN."
+  (agent-shell-rpc-http-create
+   :port port :token token :name (agent-shell-rpc-conn-name conn)
+   :on-events (lambda (events) (agent-shell-rpc--on-events conn events))
+   :log (lambda (direction text) (agent-shell-rpc-log conn direction text))))
 
 ;;; The bridge process
 
@@ -101,7 +151,7 @@ there is none."
 
 (defun agent-shell-rpc--stderr-tail (conn)
   "Return the last lines the bridge of CONN wrote to stderr."
-  (let* ((proc (agent-shell-rpc-conn-stderr-process conn))
+  (let* ((proc (agent-shell-rpc-bridge-conn-stderr-process conn))
          (buf (and proc (process-buffer proc))))
     (when (process-live-p proc)
       ;; Collect what is still in the pipe.
@@ -121,13 +171,13 @@ there is none."
   "Read the ready line the bridge PROC prints on stdout (TEXT)."
   (let ((conn (process-get proc 'agent-shell-rpc-conn)))
     (when conn
-      (if (agent-shell-rpc-conn-ready conn)
-          (agent-shell-rpc--log conn "stdout" text)
-        (let ((acc (concat (agent-shell-rpc-conn-stdout-acc conn) text)))
-          (setf (agent-shell-rpc-conn-stdout-acc conn) acc)
+      (if (agent-shell-rpc-bridge-conn-ready conn)
+          (agent-shell-rpc-log conn "stdout" text)
+        (let ((acc (concat (agent-shell-rpc-bridge-conn-stdout-acc conn) text)))
+          (setf (agent-shell-rpc-bridge-conn-stdout-acc conn) acc)
           (when (string-match "\n" acc)
             (let ((line (substring acc 0 (match-beginning 0))))
-              (setf (agent-shell-rpc-conn-stdout-acc conn) nil)
+              (setf (agent-shell-rpc-bridge-conn-stdout-acc conn) nil)
               (agent-shell-rpc--read-ready conn line))))))))
 
 (defun agent-shell-rpc--read-ready (conn line)
@@ -141,10 +191,10 @@ there is none."
     (if (and (eq (alist-get 'ready obj) t)
              (natnump port) (< 0 port 65536)
              (stringp token) (string-match-p "\\`[A-Za-z0-9_.~+/=-]+\\'" token))
-        (setf (agent-shell-rpc-conn-port conn) port
-              (agent-shell-rpc-conn-token conn) token
-              (agent-shell-rpc-conn-pid conn) (alist-get 'pid obj)
-              (agent-shell-rpc-conn-ready conn) t)
+        (setf (agent-shell-rpc-bridge-conn-http conn)
+              (agent-shell-rpc--make-endpoint conn port token)
+              (agent-shell-rpc-bridge-conn-pid conn) (alist-get 'pid obj)
+              (agent-shell-rpc-bridge-conn-ready conn) t)
       (setf (agent-shell-rpc-conn-exit-reason conn)
             (format "unexpected first line on stdout: %S"
                     (truncate-string-to-width line 200))))))
@@ -156,40 +206,27 @@ there is none."
       (agent-shell-rpc--teardown conn (string-trim event)))))
 
 (defun agent-shell-rpc--teardown (conn reason)
-  "Mark CONN dead for REASON: fail pending requests, stop timers, run :on-exit."
+  "Mark CONN dead for REASON: close its stream, fail its requests, run :on-exit."
   (unless (agent-shell-rpc-conn-dead conn)
     (setf (agent-shell-rpc-conn-dead conn) t)
     (setf (agent-shell-rpc-conn-exit-reason conn) reason)
-    (let ((timer (agent-shell-rpc-conn-reconnect-timer conn)))
-      (when timer (cancel-timer timer))
-      (setf (agent-shell-rpc-conn-reconnect-timer conn) nil))
-    (let ((events (agent-shell-rpc-conn-events-process conn)))
-      (setf (agent-shell-rpc-conn-events-process conn) nil)
-      (when (processp events) (agent-shell-rpc--http-close events)))
-    (let ((timer (agent-shell-rpc-conn-drain-timer conn)))
-      (when timer
-        (cancel-timer timer)
-        ;; What arrived before the end is still shown; requests are moot.
-        (agent-shell-rpc--drain conn t)))
-    (let* ((tail (agent-shell-rpc--stderr-tail conn))
-           (text (if (agent-shell-rpc-conn-stopping conn)
-                     "The bridge connection was stopped"
-                   (format "The bridge exited (%s); M-x agent-shell-start restarts it%s"
-                           reason
-                           (if (string-empty-p tail) ""
-                             (concat "\nLast lines of its stderr:\n" tail)))))
-           (err `((code . ,agent-shell-rpc-code-disconnected) (message . ,text)))
-           (ids nil))
-      (agent-shell-rpc--log conn "!!" text)
-      (maphash (lambda (id _) (push id ids)) (agent-shell-rpc-conn-pending conn))
-      (dolist (id (sort ids #'<))
-        (agent-shell-rpc--finish conn id :error err)))
-    (let ((stderr (agent-shell-rpc-conn-stderr-process conn)))
+    (when-let ((http (agent-shell-rpc-bridge-conn-http conn)))
+      (agent-shell-rpc-http-close http))
+    (let ((tail (agent-shell-rpc--stderr-tail conn)))
+      (agent-shell-rpc-abandon
+       conn
+       (if (agent-shell-rpc-bridge-conn-stopping conn)
+           "The bridge connection was stopped"
+         (format "The bridge exited (%s); M-x agent-shell-start restarts it%s"
+                 reason
+                 (if (string-empty-p tail) ""
+                   (concat "\nLast lines of its stderr:\n" tail))))))
+    (let ((stderr (agent-shell-rpc-bridge-conn-stderr-process conn)))
       (when (process-live-p stderr) (delete-process stderr)))
-    (let ((proc (agent-shell-rpc-conn-process conn)))
+    (let ((proc (agent-shell-rpc-bridge-conn-process conn)))
       (when (process-live-p proc) (delete-process proc)))
-    (let ((on-exit (agent-shell-rpc-conn-on-exit conn)))
-      (when (and on-exit (agent-shell-rpc-conn-ready conn))
+    (let ((on-exit (agent-shell-rpc-bridge-conn-on-exit conn)))
+      (when (and on-exit (agent-shell-rpc-bridge-conn-ready conn))
         (condition-case-unless-debug err
             (funcall on-exit conn reason)
           (error (message "agent-shell: :on-exit failed: %s" (error-message-string err))))))))
@@ -206,7 +243,7 @@ the connection and a reason when a bridge that was ready ends.  Wait up to
 READY-TIMEOUT seconds (default `agent-shell-rpc-ready-timeout') for
 the ready line; signal `agent-shell-rpc-error' with the tail of the
 bridge's stderr when it does not come."
-  (agent-shell-rpc--check-json)
+  (agent-shell-rpc-check-json)
   (let* ((name (or name "agent-shell-bridge"))
          (cmd (append (or command (agent-shell-rpc--default-command))
                       '("serve" "--port" "0")))
@@ -214,7 +251,8 @@ bridge's stderr when it does not come."
                                 (file-name-as-directory (expand-file-name directory))
                               default-directory))
          (process-environment (append environment process-environment))
-         (conn (agent-shell-rpc--make-conn :name name :on-exit on-exit :on-ready on-ready))
+         (conn (agent-shell-rpc--make-bridge-conn :name name :on-exit on-exit
+                                                  :on-ready on-ready))
          (stderr (make-pipe-process
                   :name (format "%s stderr" name)
                   :buffer (agent-shell-rpc--stderr-buffer name)
@@ -224,7 +262,7 @@ bridge's stderr when it does not come."
                   :sentinel #'ignore))
          (deadline (+ (float-time) (or ready-timeout agent-shell-rpc-ready-timeout)))
          proc)
-    (setf (agent-shell-rpc-conn-stderr-process conn) stderr)
+    (setf (agent-shell-rpc-bridge-conn-stderr-process conn) stderr)
     (condition-case err
         (setq proc (make-process :name name
                                  :command cmd
@@ -239,14 +277,14 @@ bridge's stderr when it does not come."
        (signal 'agent-shell-rpc-error
                (list (format "Cannot run the bridge %S: %s"
                              (car cmd) (error-message-string err))))))
-    (setf (agent-shell-rpc-conn-process conn) proc)
+    (setf (agent-shell-rpc-bridge-conn-process conn) proc)
     (process-put proc 'agent-shell-rpc-conn conn)
-    (while (and (not (agent-shell-rpc-conn-ready conn))
+    (while (and (not (agent-shell-rpc-bridge-conn-ready conn))
                 (not (agent-shell-rpc-conn-exit-reason conn))
                 (process-live-p proc)
                 (< (float-time) deadline))
       (accept-process-output proc 0.05))
-    (unless (agent-shell-rpc-conn-ready conn)
+    (unless (agent-shell-rpc-bridge-conn-ready conn)
       (let ((why (cond ((agent-shell-rpc-conn-exit-reason conn))
                        ((process-live-p proc)
                         (format "no ready line within %s s"
@@ -259,10 +297,11 @@ bridge's stderr when it does not come."
                   (list (format "The bridge %S did not start: %s%s" (car cmd) why
                                 (if (string-empty-p tail) ""
                                   (concat "\nLast lines of its stderr:\n" tail))))))))
-    (agent-shell-rpc--log conn "==" (format "bridge ready on port %d (pid %s)"
-                                            (agent-shell-rpc-conn-port conn)
-                                            (agent-shell-rpc-conn-pid conn)))
-    (agent-shell-rpc--open-events conn)
+    (agent-shell-rpc-log conn "==" (format "bridge ready on port %d (pid %s)"
+                                           (agent-shell-rpc-http-port
+                                            (agent-shell-rpc-bridge-conn-http conn))
+                                           (agent-shell-rpc-bridge-conn-pid conn)))
+    (agent-shell-rpc-http-open-events (agent-shell-rpc-bridge-conn-http conn))
     (when on-ready
       (let ((done nil))
         (unwind-protect
@@ -283,21 +322,17 @@ bridge's stderr when it does not come."
 For a bridge that never became usable.  Pending requests fail with
 REASON; the event stream is not reopened."
   (when (and conn (not (agent-shell-rpc-conn-dead conn)))
-    (setf (agent-shell-rpc-conn-stopping conn) t)
+    (setf (agent-shell-rpc-bridge-conn-stopping conn) t)
     (agent-shell-rpc--teardown conn (or reason "killed"))))
 
 (defun agent-shell-rpc-stop (conn)
   "Stop CONN's bridge: ask it to shut down, then kill it.
 Pending requests fail; the event stream is not reopened."
   (when (and conn (not (agent-shell-rpc-conn-dead conn)))
-    (setf (agent-shell-rpc-conn-stopping conn) t)
-    (let ((timer (agent-shell-rpc-conn-reconnect-timer conn)))
-      (when timer (cancel-timer timer))
-      (setf (agent-shell-rpc-conn-reconnect-timer conn) nil))
-    (let ((events (agent-shell-rpc-conn-events-process conn)))
-      (setf (agent-shell-rpc-conn-events-process conn) nil)
-      (when (processp events) (agent-shell-rpc--http-close events)))
-    (let ((proc (agent-shell-rpc-conn-process conn)))
+    (setf (agent-shell-rpc-bridge-conn-stopping conn) t)
+    (when-let ((http (agent-shell-rpc-bridge-conn-http conn)))
+      (agent-shell-rpc-http-close http))
+    (let ((proc (agent-shell-rpc-bridge-conn-process conn)))
       (when (process-live-p proc)
         (condition-case nil
             (agent-shell-rpc-request-sync conn "shutdown" nil 2)

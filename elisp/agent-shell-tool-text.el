@@ -18,9 +18,9 @@
 (require 'agent-shell-custom)
 (require 'agent-shell-json)
 
-;;; Internals
+;;; Text of tool calls
 
-(defun agent-shell-tool-text--content (content)
+(defun agent-shell-tool-text-content (content)
   "Return the displayable text of tool CONTENT items.
 A diff item shows its unified diff, under a line naming its file."
   (mapconcat
@@ -36,7 +36,7 @@ A diff item shows its unified diff, under a line naming its file."
    (if (vectorp content) (append content nil) content)
    "\n"))
 
-(defun agent-shell-tool-text--cap (text)
+(defun agent-shell-tool-text-cap (text)
   "Return TEXT cut to `agent-shell-tool-output-max-chars'."
   (if (> (length text) agent-shell-tool-output-max-chars)
       (concat (substring text 0 agent-shell-tool-output-max-chars)
@@ -78,7 +78,7 @@ Alists stay objects; other lists become vectors (JSON arrays)."
                 (substring text 0 agent-shell-tool-text--max-argument-chars) (length text))
       text)))
 
-(defun agent-shell-tool-text--arguments-line (input)
+(defun agent-shell-tool-text-arguments-line (input)
   "Return the tool arguments INPUT (an alist) as one short line."
   (if (and (consp input) (consp (car input)) (symbolp (caar input)))
       (mapconcat (lambda (cell)
@@ -86,7 +86,7 @@ Alists stay objects; other lists become vectors (JSON arrays)."
                  input "  ")
     (agent-shell-tool-text--short-value input)))
 
-(defun agent-shell-tool-text--first-line (text max)
+(defun agent-shell-tool-text-first-line (text max)
   "Return the first line of TEXT, at most MAX characters."
   (let ((line (car (split-string (format "%s" text) "\n" t "[ \t]+"))))
     (truncate-string-to-width (or line "") max nil nil "…")))
@@ -106,12 +106,12 @@ Output in a format the bridge does not know has no counts: that reads
      (if (and (numberp errors) (> errors 0)) (format ", %d errors" errors) "")
      (if (eq (alist-get 'ok summary) t) " — ok" " — not ok")
      (if failures
-         (concat "\n  " (mapconcat (lambda (f) (agent-shell-tool-text--first-line f 200))
+         (concat "\n  " (mapconcat (lambda (f) (agent-shell-tool-text-first-line f 200))
                                    (if (vectorp failures) (append failures nil) failures)
                                    "\n  "))
        ""))))
 
-(defun agent-shell-tool-text--outcome-lines (raw)
+(defun agent-shell-tool-text-outcome-lines (raw)
   "Return the lines describing a tool's RAW output summary, or nil."
   (let ((exit (alist-get 'exit_code raw))
         (timed-out (eq (alist-get 'timed_out raw) t))
@@ -127,7 +127,7 @@ Output in a format the bridge does not know has no counts: that reads
                 (format "Role %s, %s step%s" role (alist-get 'steps raw)
                         (if (eql (alist-get 'steps raw) 1) "" "s")))
            (and (stringp report) (not (string-empty-p report))
-                (concat "Report:\n" (agent-shell-tool-text--cap report)))
+                (concat "Report:\n" (agent-shell-tool-text-cap report)))
            (and err (format "Error: %s" err))
            (and reason (stringp reason) (format "Reason: %s" reason))
            (and (or exit timed-out)
@@ -143,14 +143,14 @@ Output in a format the bridge does not know has no counts: that reads
                 (concat "full output: "
                         (agent-shell-citations-output-button (alist-get 'log_ref raw))))))))
 
-(defun agent-shell-tool-text--failure-detail (status raw)
+(defun agent-shell-tool-text-failure-detail (status raw)
   "Return the short reason shown on a tool entry's line, or nil.
 STATUS is the tool's status and RAW its output summary."
   (let ((exit (alist-get 'exit_code raw))
         (summary (alist-get 'summary raw))
         (err (alist-get 'error raw)))
     (cond ((and err (member status '("failed" "denied" "rejected")))
-           (agent-shell-tool-text--first-line err 60))
+           (agent-shell-tool-text-first-line err 60))
           ((and (numberp exit) (/= exit 0)) (format "exit %d" exit))
           ((eq (alist-get 'timed_out raw) t) "timed out")
           ((and (consp summary) (numberp (alist-get 'failed summary))

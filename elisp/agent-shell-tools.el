@@ -173,7 +173,7 @@ or nil."
       (agent-shell-tools-error "Context has no absolute project root"))
     (when (agent-shell-tools-remote-p root)
       (agent-shell-tools-error "Remote project roots are not supported: %s" root))
-    (file-name-as-directory (agent-shell-tools--expand root))))
+    (file-name-as-directory (agent-shell-tools-expand root))))
 
 (defun agent-shell-tools-bool (value)
   "Return t when VALUE is non-nil, else `:json-false'."
@@ -198,7 +198,7 @@ or nil."
 Only the name is parsed; no connection is made."
   (and (stringp file) (file-remote-p file) t))
 
-(defun agent-shell-tools--expand (file &optional dir)
+(defun agent-shell-tools-expand (file &optional dir)
   "Return FILE expanded against DIR with no file name handler involved."
   (let ((file-name-handler-alist nil))
     (expand-file-name file dir)))
@@ -227,7 +227,7 @@ A symlink loop is a tool error."
   (let ((home (getenv "HOME")))
     (unless (and home (file-name-absolute-p home))
       (agent-shell-tools-error "$HOME is not set to an absolute directory"))
-    (file-name-as-directory (agent-shell-tools--expand home))))
+    (file-name-as-directory (agent-shell-tools-expand home))))
 
 (defun agent-shell-tools-expand-home (path)
   "Return PATH with a leading home reference replaced by $HOME.
@@ -346,7 +346,7 @@ One listing of HOME tells which names can be there at all."
                                     ((and (consp source) (stringp (plist-get source :source)))
                                      (plist-get source :source)))))
                     (and file (not (agent-shell-tools-remote-p file))
-                         (agent-shell-tools--expand file))))
+                         (agent-shell-tools-expand file))))
                 (and (boundp 'auth-sources) (listp auth-sources) auth-sources))))
 
 (defun agent-shell-tools--under-p (file dir)
@@ -394,7 +394,7 @@ directory slips through.  The secrets are `agent-shell-tools-secret-paths'."
                   return (format "%s (in `auth-sources')"
                                  (abbreviate-file-name source)))))))
 
-(defun agent-shell-tools--check-secret (path &rest files)
+(defun agent-shell-tools-check-secret (path &rest files)
   "Refuse PATH when one of FILES (its expansions) is a credential store."
   (when-let ((reason (apply #'agent-shell-tools-secret-reason files)))
     (agent-shell-tools-error
@@ -463,7 +463,7 @@ the bridge's rule (policy/paths.py), case for case."
   (or (string= (file-name-as-directory file) dir)
       (string-prefix-p dir file)))
 
-(defun agent-shell-tools--containing-root (file roots)
+(defun agent-shell-tools-containing-root (file roots)
   "Return the first of ROOTS holding FILE, or nil."
   (cl-find-if (lambda (dir) (agent-shell-tools--within file dir)) roots))
 
@@ -480,16 +480,16 @@ refuse `.git' internals and agent-shell's own protected files."
     (agent-shell-tools-error "Remote file names are not allowed: %s" path))
   (let* ((root (agent-shell-tools-context-root context))
          (roots (agent-shell-tools-roots context))
-         (expanded (agent-shell-tools--expand (agent-shell-tools-expand-home path) root))
+         (expanded (agent-shell-tools-expand (agent-shell-tools-expand-home path) root))
          (true (directory-file-name (agent-shell-tools-truename expanded)))
-         (home (agent-shell-tools--containing-root true roots)))
+         (home (agent-shell-tools-containing-root true roots)))
     (unless home
       (agent-shell-tools-error
        "Path `%s' is outside the project root; only files under %s may be used"
        path (abbreviate-file-name root)))
     (when (agent-shell-tools-remote-p true)
       (agent-shell-tools-error "Remote file names are not allowed: %s" path))
-    (agent-shell-tools--check-secret path expanded true)
+    (agent-shell-tools-check-secret path expanded true)
     (when for-write
       (agent-shell-tools--check-writable true expanded roots path))
     true))
@@ -501,13 +501,13 @@ credentials and non-strings."
   (when (and (stringp file) (file-name-absolute-p file)
              (not (agent-shell-tools-remote-p file)))
     (let ((true (directory-file-name (agent-shell-tools-truename file))))
-      (and (agent-shell-tools--containing-root true (agent-shell-tools-roots context))
-           (not (agent-shell-tools-secret-reason (agent-shell-tools--expand file) true))
+      (and (agent-shell-tools-containing-root true (agent-shell-tools-roots context))
+           (not (agent-shell-tools-secret-reason (agent-shell-tools-expand file) true))
            true))))
 
 (defun agent-shell-tools--parts-below (file roots)
   "Return FILE's names below the first of ROOTS holding it, else all its names."
-  (let ((base (agent-shell-tools--containing-root file roots)))
+  (let ((base (agent-shell-tools-containing-root file roots)))
     (split-string (if base (substring (file-name-as-directory file) (length base)) file)
                   "/" t)))
 

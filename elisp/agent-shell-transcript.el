@@ -13,11 +13,11 @@
 ;; agent-shell-header.el's; the text of a tool call's entry comes from
 ;; agent-shell-tool-text.el.
 ;;
-;; `agent-shell-transcript--apply-update' renders one `session/update'
+;; `agent-shell-transcript-apply-update' renders one `session/update'
 ;; of the bridge: message and thought chunks, tool calls and their
 ;; updates, usage, the plan (also handed to agent-shell-plan.el) and
 ;; the end of a turn (whose file citations agent-shell-citations.el
-;; links).  `agent-shell-transcript--insert-history' renders a resumed
+;; links).  `agent-shell-transcript-insert-history' renders a resumed
 ;; session's messages.
 ;;
 ;; The state read and written here is the buffer's `agent-shell-session'
@@ -36,9 +36,9 @@
 (require 'agent-shell-plan)
 (require 'agent-shell-mcp)
 
-(declare-function agent-shell-lifecycle--cancel-running-tools "agent-shell-lifecycle" (why))
+(declare-function agent-shell-lifecycle-cancel-running-tools "agent-shell-lifecycle" (why))
 
-;;; Internals: transcript
+;;; The transcript
 
 (defun agent-shell-transcript--shift-undo (list pos delta)
   "Shift buffer positions at or after POS in undo LIST by DELTA."
@@ -58,7 +58,7 @@
          (_ entry)))
      list)))
 
-(defun agent-shell-transcript--update-prompt-gap ()
+(defun agent-shell-transcript-update-prompt-gap ()
   "Keep the prompt off the end of the transcript's last line.
 While a tool runs, its line has no newline yet; a display-only line
 break (never text in the buffer) goes before the prompt until it has."
@@ -80,7 +80,7 @@ break (never text in the buffer) goes before the prompt until it has."
       (overlay-put (agent-shell-session-prompt-gap agent-shell--session) 'before-string
                    (and glued "\n")))))
 
-(defmacro agent-shell-transcript--editing (&rest body)
+(defmacro agent-shell-transcript-editing (&rest body)
   "Run BODY at the output marker with the transcript writable.
 Modification hooks are off and the insertion is kept out of the undo
 list, whose recorded input positions are shifted instead."
@@ -95,7 +95,7 @@ list, whose recorded input positions are shifted instead."
                 (save-excursion
                   (goto-char (agent-shell-session-output-marker agent-shell--session))
                   ,@body))
-         (agent-shell-transcript--update-prompt-gap)
+         (agent-shell-transcript-update-prompt-gap)
          (unless (eq ,undo t)
            (setq buffer-undo-list
                  (agent-shell-transcript--shift-undo
@@ -104,7 +104,7 @@ list, whose recorded input positions are shifted instead."
                       (agent-shell-session-output-marker
                        agent-shell--session)) ,start))))))))
 
-(defun agent-shell-transcript--insert (text &rest props)
+(defun agent-shell-transcript-insert (text &rest props)
   "Insert TEXT with PROPS at point as read-only transcript text.
 The properties go on the inserted region, so TEXT (a whole streamed
 frame) is not copied first."
@@ -120,47 +120,47 @@ would show glued to the entry's header."
   (unless (or (bobp)
               (and (eq (char-before) ?\n)
                    (not (get-text-property (1- (point)) 'invisible))))
-    (agent-shell-transcript--insert "\n")))
+    (agent-shell-transcript-insert "\n")))
 
-(defun agent-shell-transcript--close-block ()
+(defun agent-shell-transcript-close-block ()
   "End the open block, so that the next output begins on a new line."
   (when (agent-shell-session-block agent-shell--session)
     (agent-shell-transcript--fresh-line)
     (setf (agent-shell-session-block agent-shell--session) nil
           (agent-shell-session-body-open agent-shell--session) nil)))
 
-(defun agent-shell-transcript--notice (text)
+(defun agent-shell-transcript-notice (text)
   "Append TEXT to the transcript as a notice from agent-shell.
 Return (START . END), markers around TEXT."
-  (agent-shell-transcript--editing
-    (agent-shell-transcript--close-block)
+  (agent-shell-transcript-editing
+    (agent-shell-transcript-close-block)
     (let ((start (copy-marker (point))))
-      (agent-shell-transcript--insert text 'face 'agent-shell-notice-face)
+      (agent-shell-transcript-insert text 'face 'agent-shell-notice-face)
       (prog1 (cons start (copy-marker (point)))
-        (agent-shell-transcript--insert "\n" 'face 'agent-shell-notice-face)))))
+        (agent-shell-transcript-insert "\n" 'face 'agent-shell-notice-face)))))
 
-(defun agent-shell-transcript--replace-notice (range text)
+(defun agent-shell-transcript-replace-notice (range text)
   "Show TEXT instead of the notice between the markers of RANGE."
   (let ((start (car range)) (end (cdr range)))
     (when (and (markerp start) (marker-buffer start)
                (eq (marker-buffer start) (current-buffer))
                (<= start end))
-      (agent-shell-transcript--editing
+      (agent-shell-transcript-editing
         (goto-char end)
         ;; Inserted after the old text, then the old text deleted: markers
         ;; of later entries and the output marker move the right way.
-        (agent-shell-transcript--insert text 'face 'agent-shell-notice-face)
+        (agent-shell-transcript-insert text 'face 'agent-shell-notice-face)
         (delete-region start end)
         (set-marker end (+ start (length text)))))))
 
-(defun agent-shell-transcript--note-waiting (call-id range title)
+(defun agent-shell-transcript-note-waiting (call-id range title)
   "Remember RANGE, the waiting notice of tool CALL-ID showing TITLE."
   (when call-id
     (setf (alist-get call-id (agent-shell-session-waiting-notices agent-shell--session) nil
                      nil #'equal)
           (list (car range) (cdr range) title))))
 
-(defun agent-shell-transcript--resolve-waiting (call-id text)
+(defun agent-shell-transcript-resolve-waiting (call-id text)
   "Replace the waiting notice of tool CALL-ID with TEXT, if it is still shown.
 TEXT is a format string whose one %s is the step's title."
   (when-let ((cell
@@ -168,21 +168,21 @@ TEXT is a format string whose one %s is the step's title."
     (setf (agent-shell-session-waiting-notices agent-shell--session)
           (delq cell (agent-shell-session-waiting-notices agent-shell--session)))
     (pcase-let ((`(,start ,end ,title) (cdr cell)))
-      (agent-shell-transcript--replace-notice
+      (agent-shell-transcript-replace-notice
        (cons start end) (format text (or title "the step"))))))
 
 (defun agent-shell-transcript--append-message (text &optional refusal)
   "Append TEXT to the assistant's message.
 When REFUSAL is non-nil, TEXT is the model refusing the request and
 is shown in `agent-shell-refusal-face'."
-  (agent-shell-transcript--editing
+  (agent-shell-transcript-editing
     (unless (eq (agent-shell-session-block agent-shell--session) 'message)
-      (agent-shell-transcript--close-block)
+      (agent-shell-transcript-close-block)
       (setf (agent-shell-session-block agent-shell--session) 'message))
     (if refusal
-        (agent-shell-transcript--insert text 'agent-shell-role 'assistant
+        (agent-shell-transcript-insert text 'agent-shell-role 'assistant
                                         'agent-shell-refusal t 'face 'agent-shell-refusal-face)
-      (agent-shell-transcript--insert text 'agent-shell-role 'assistant))))
+      (agent-shell-transcript-insert text 'agent-shell-role 'assistant))))
 
 (defun agent-shell-transcript--fold-char (folded)
   "Return the arrow shown before an entry that is FOLDED or not."
@@ -190,13 +190,13 @@ is shown in `agent-shell-refusal-face'."
 
 (defun agent-shell-transcript--new-entry (kind glyph title)
   "Open a foldable entry of KIND with status GLYPH and TITLE; return its id.
-Call inside `agent-shell-transcript--editing'."
-  (agent-shell-transcript--close-block)
+Call inside `agent-shell-transcript-editing'."
+  (agent-shell-transcript-close-block)
   (let ((id (format "%s-%d" kind
                     (cl-incf (agent-shell-session-entry-counter agent-shell--session))))
         (start (point))
         (title (replace-regexp-in-string "[\n\r\t]+" " " (or title ""))))
-    (agent-shell-transcript--insert
+    (agent-shell-transcript-insert
      (concat (agent-shell-transcript--fold-char t) " " glyph " " title)
      'agent-shell-entry id 'agent-shell-header t
      'face 'agent-shell-entry-face
@@ -208,14 +208,14 @@ Call inside `agent-shell-transcript--editing'."
           (agent-shell-session-body-open agent-shell--session) nil)
     id))
 
-(defun agent-shell-transcript--entry (id)
+(defun agent-shell-transcript-entry (id)
   "Return entry ID's plist, or nil when it is gone."
   (let ((plist (cdr (assoc id (agent-shell-session-entries agent-shell--session)))))
     (and plist
          (equal (get-text-property (plist-get plist :start) 'agent-shell-entry) id)
          plist)))
 
-(defun agent-shell-transcript--entry-put (id prop value)
+(defun agent-shell-transcript-entry-put (id prop value)
   "Set PROP of entry ID's plist to VALUE."
   (setf (plist-get (cdr (assoc id (agent-shell-session-entries agent-shell--session)))
                    prop)
@@ -223,8 +223,8 @@ Call inside `agent-shell-transcript--editing'."
 
 (defun agent-shell-transcript--append-body (id text)
   "Append TEXT to the body of entry ID, which must be the open block.
-Call inside `agent-shell-transcript--editing'."
-  (let ((plist (agent-shell-transcript--entry id)))
+Call inside `agent-shell-transcript-editing'."
+  (let ((plist (agent-shell-transcript-entry id)))
     (insert (propertize
              (if (agent-shell-session-body-open agent-shell--session) text
                (concat "\n" text))
@@ -234,7 +234,7 @@ Call inside `agent-shell-transcript--editing'."
              'invisible (plist-get plist :folded)))
     (setf (agent-shell-session-body-open agent-shell--session) t)))
 
-(defun agent-shell-transcript--entry-at (pos)
+(defun agent-shell-transcript-entry-at (pos)
   "Return the id of the entry on the transcript line of POS, or nil.
 Point at the end of a header line (after \\[move-end-of-line]) sits on
 the newline that ends it, or just after a folded body: the entry is
@@ -250,23 +250,23 @@ found from the character before, then from the line start."
 
 (defun agent-shell-transcript--header-end (id)
   "Return the end of entry ID's header line."
-  (let ((start (plist-get (agent-shell-transcript--entry id) :start)))
+  (let ((start (plist-get (agent-shell-transcript-entry id) :start)))
     (or (next-single-property-change start 'agent-shell-header)
         (point-max))))
 
-(defun agent-shell-transcript--set-entry-title (id title)
+(defun agent-shell-transcript-set-entry-title (id title)
   "Show TITLE in entry ID's header, after the fold arrow and glyph."
-  (when-let ((plist (agent-shell-transcript--entry id)))
+  (when-let ((plist (agent-shell-transcript-entry id)))
     (let* ((title (replace-regexp-in-string "[\n\r\t]+" " " title))
            (start (+ 4 (plist-get plist :start)))
            (end (agent-shell-transcript--header-end id)))
       (when (<= start end)
         (let ((props (text-properties-at (plist-get plist :start))))
-          (agent-shell-transcript--editing
+          (agent-shell-transcript-editing
             (goto-char end)
             (insert (apply #'propertize title props))
             (delete-region start end)))
-        (agent-shell-transcript--entry-put id :title title)))))
+        (agent-shell-transcript-entry-put id :title title)))))
 
 (defun agent-shell-transcript--entry-add (id text)
   "Add TEXT as new lines at the end of entry ID's body, wherever it is.
@@ -274,8 +274,8 @@ Unlike `agent-shell-transcript--append-body', ID need not be the open block:
 an update that arrives after other output (a notice, a later entry)
 still lands in its own entry."
   (let ((text (string-trim-right text "[\n]+")))
-    (when-let ((plist (and (not (string-empty-p text)) (agent-shell-transcript--entry id))))
-      (agent-shell-transcript--editing
+    (when-let ((plist (and (not (string-empty-p text)) (agent-shell-transcript-entry id))))
+      (agent-shell-transcript-editing
         (let* ((bounds (agent-shell-transcript--entry-body-bounds id))
                (pos (if bounds (cdr bounds) (agent-shell-transcript--header-end id)))
                (open (equal (agent-shell-session-block agent-shell--session) id)))
@@ -307,31 +307,31 @@ still lands in its own entry."
 
 (defun agent-shell-transcript--entry-body-bounds (id)
   "Return (START . END) of entry ID's body, or nil when it has none."
-  (when-let* ((plist (agent-shell-transcript--entry id))
+  (when-let* ((plist (agent-shell-transcript-entry id))
               (start (next-single-property-change (plist-get plist :start)
                                                   'agent-shell-header)))
     (when (equal (get-text-property start 'agent-shell-body) id)
       (cons start (or (next-single-property-change start 'agent-shell-body)
                       (point-max))))))
 
-(defun agent-shell-transcript--set-folded (id folded)
+(defun agent-shell-transcript-set-folded (id folded)
   "Fold entry ID when FOLDED is non-nil, else unfold it."
-  (when-let ((plist (agent-shell-transcript--entry id)))
-    (agent-shell-transcript--entry-put id :folded folded)
+  (when-let ((plist (agent-shell-transcript-entry id)))
+    (agent-shell-transcript-entry-put id :folded folded)
     (agent-shell-transcript--replace-char (plist-get plist :start)
                                           (agent-shell-transcript--fold-char folded))
     (when-let ((bounds (agent-shell-transcript--entry-body-bounds id)))
       (let ((inhibit-read-only t) (inhibit-modification-hooks t)
             (buffer-undo-list t))
         (put-text-property (car bounds) (cdr bounds) 'invisible folded)))
-    (agent-shell-transcript--update-prompt-gap)))
+    (agent-shell-transcript-update-prompt-gap)))
 
-(defun agent-shell-transcript--set-entry-glyph (id glyph)
+(defun agent-shell-transcript-set-entry-glyph (id glyph)
   "Show status GLYPH (one character) in entry ID's header."
-  (when-let ((plist (agent-shell-transcript--entry id)))
+  (when-let ((plist (agent-shell-transcript-entry id)))
     (agent-shell-transcript--replace-char (+ 2 (plist-get plist :start)) glyph)))
 
-(defun agent-shell-transcript--status-glyph (status)
+(defun agent-shell-transcript-status-glyph (status)
   "Return the one-character glyph of a tool STATUS string."
   (pcase status
     ("pending" "○")
@@ -340,7 +340,7 @@ still lands in its own entry."
     ((or "failed" "denied" "rejected" "cancelled") "✗")
     (_ "·")))
 
-;;; Internals: session updates
+;;; Session updates
 
 (defun agent-shell-transcript--on-tool-call (update)
   "Render the tool call announced by UPDATE."
@@ -348,19 +348,19 @@ still lands in its own entry."
          (title (or (alist-get 'title update) (alist-get 'kind update) "tool"))
          (status (alist-get 'status update))
          (input (alist-get 'rawInput update)))
-    (agent-shell-transcript--editing
+    (agent-shell-transcript-editing
       (let ((id (agent-shell-transcript--new-entry "tool"
-                                                   (agent-shell-transcript--status-glyph
+                                                   (agent-shell-transcript-status-glyph
                                                     status)
                                                    title)))
         (push (cons call-id id) (agent-shell-session-tools agent-shell--session))
-        (agent-shell-transcript--entry-put id :status
+        (agent-shell-transcript-entry-put id :status
                                            (or status "pending"))
         (when input
           (agent-shell-transcript--append-body
-           id (concat "args: " (agent-shell-tool-text--arguments-line input))))))
+           id (concat "args: " (agent-shell-tool-text-arguments-line input))))))
     (unless (eq (agent-shell-session-state agent-shell--session) 'waiting)
-      (agent-shell-header--set-state 'running title))))
+      (agent-shell-header-set-state 'running title))))
 
 (defun agent-shell-transcript--on-tool-call-update (update)
   "Render UPDATE to an earlier tool call in the tool's own entry.
@@ -369,7 +369,7 @@ code, the test summary and the diff; a failure's reason also shows
 on the entry's line."
   (let* ((call-id (alist-get 'toolCallId update))
          (id (cdr (assoc call-id (agent-shell-session-tools agent-shell--session))))
-         (plist (and id (agent-shell-transcript--entry id)))
+         (plist (and id (agent-shell-transcript-entry id)))
          (status (alist-get 'status update))
          (raw (alist-get 'rawOutput update))
          (raw (and (consp raw) raw))
@@ -377,54 +377,54 @@ on the entry's line."
          (text (string-join
                 (delq nil
                       (append
-                       (agent-shell-tool-text--outcome-lines raw)
-                       (let ((c (and content (agent-shell-tool-text--content content))))
+                       (agent-shell-tool-text-outcome-lines raw)
+                       (let ((c (and content (agent-shell-tool-text-content content))))
                          (and c (not (string-empty-p c))
-                              (list (agent-shell-tool-text--cap c))))))
+                              (list (agent-shell-tool-text-cap c))))))
                 "\n"))
-         (detail (and status (agent-shell-tool-text--failure-detail status raw))))
+         (detail (and status (agent-shell-tool-text-failure-detail status raw))))
     (when status
       (pcase status
-        ("failed" (agent-shell-transcript--resolve-waiting
+        ("failed" (agent-shell-transcript-resolve-waiting
                    call-id (concat "Not run: %s"
                                    (if-let ((e (alist-get 'error raw)))
                                        (concat " — " (string-replace
                                                       "%" "%%"
-                                                      (agent-shell-tool-text--first-line e
-                                                                                         80)))
+                                                      (agent-shell-tool-text-first-line e
+                                                                                        80)))
                                      ""))))
-        (_ (agent-shell-transcript--resolve-waiting call-id "Approved: %s"))))
+        (_ (agent-shell-transcript-resolve-waiting call-id "Approved: %s"))))
     (when (and id status)
       (when plist
-        (agent-shell-transcript--entry-put id :status status))
-      (agent-shell-transcript--set-entry-glyph id
-                                               (agent-shell-transcript--status-glyph
-                                                status)))
+        (agent-shell-transcript-entry-put id :status status))
+      (agent-shell-transcript-set-entry-glyph id
+                                              (agent-shell-transcript-status-glyph
+                                               status)))
     (when (and plist detail)
       (let ((base (or (plist-get plist :base-title) (plist-get plist :title))))
-        (agent-shell-transcript--entry-put id :base-title base)
-        (agent-shell-transcript--set-entry-title id (concat base " — " detail))))
+        (agent-shell-transcript-entry-put id :base-title base)
+        (agent-shell-transcript-set-entry-title id (concat base " — " detail))))
     (unless (string-empty-p text)
       (if plist
           (agent-shell-transcript--entry-add id text)
         ;; An update for a call this buffer never saw (a resumed turn).
-        (agent-shell-transcript--editing
+        (agent-shell-transcript-editing
           (let ((new (agent-shell-transcript--new-entry
-                      "tool" (agent-shell-transcript--status-glyph status)
+                      "tool" (agent-shell-transcript-status-glyph status)
                       (concat (or call-id "tool") (if detail (concat " — " detail) "")))))
             (push (cons call-id new) (agent-shell-session-tools agent-shell--session))
             (agent-shell-transcript--append-body new text)))))
     (pcase status
       ("in_progress" (unless (eq (agent-shell-session-state agent-shell--session) 'waiting)
-                       (agent-shell-header--set-state
+                       (agent-shell-header-set-state
                         'running (or (plist-get plist :title) "tool"))))
       ((or "completed" "failed")
        (unless (eq (agent-shell-session-state agent-shell--session) 'waiting)
-         (agent-shell-header--set-state 'thinking))))))
+         (agent-shell-header-set-state 'thinking))))))
 
 (defun agent-shell-transcript--on-thought (text)
   "Append TEXT to the current thought entry, opening one if needed."
-  (agent-shell-transcript--editing
+  (agent-shell-transcript-editing
     (let ((id (if (and (stringp (agent-shell-session-block agent-shell--session))
                        (string-prefix-p "thought-"
                                         (agent-shell-session-block agent-shell--session)))
@@ -452,11 +452,11 @@ on the entry's line."
           (setf (agent-shell-session-plan-entry agent-shell--session) nil))
         (when plan-id (setf (agent-shell-session-plan-id agent-shell--session) plan-id)))
       (unless (and (agent-shell-session-plan-entry agent-shell--session)
-                   (agent-shell-transcript--entry
+                   (agent-shell-transcript-entry
                     (agent-shell-session-plan-entry agent-shell--session))
                    (agent-shell-transcript--replace-entry
                     (agent-shell-session-plan-entry agent-shell--session) title body))
-        (agent-shell-transcript--editing
+        (agent-shell-transcript-editing
           (let ((id (agent-shell-transcript--new-entry "plan" "≡" title)))
             (setf (agent-shell-session-plan-entry agent-shell--session) id)
             (agent-shell-transcript--append-body id body)))))
@@ -466,7 +466,7 @@ on the entry's line."
   "Show TITLE and BODY in the existing entry ID, in place; return non-nil.
 The entry keeps its place and folding; the transcript after it moves,
 and so do the undo positions of the user's input."
-  (when-let* ((plist (agent-shell-transcript--entry id))
+  (when-let* ((plist (agent-shell-transcript-entry id))
               (start (marker-position (plist-get plist :start)))
               (end (min (or (next-single-property-change start 'agent-shell-entry)
                             (point-max))
@@ -494,7 +494,7 @@ and so do the undo positions of the user's input."
       (unless (eq undo t)
         (setq buffer-undo-list
               (agent-shell-transcript--shift-undo undo start (- (buffer-size) size))))
-      (agent-shell-transcript--entry-put id :title title)
+      (agent-shell-transcript-entry-put id :title title)
       t)))
 
 (defun agent-shell-transcript--stale-turn-end-p (update)
@@ -527,31 +527,31 @@ began; that report must not end the new turn."
                                      agent-shell--session))))))
     (agent-shell-citations-link (agent-shell-session-output-marker agent-shell--session)
                                 (agent-shell-session-root agent-shell--session))
-    (cond (err (agent-shell-transcript--notice
+    (cond (err (agent-shell-transcript-notice
                 (format "[turn ended with an error: %s]" (alist-get 'message err))))
           ((and reason (not (equal reason "end_turn")))
-           (agent-shell-transcript--notice (format "[turn ended: %s]" reason)))
+           (agent-shell-transcript-notice (format "[turn ended: %s]" reason)))
           ((alist-get 'summary update)
-           (agent-shell-transcript--notice (format "Done: %s" (alist-get 'summary update))))
-          (t (agent-shell-transcript--editing (agent-shell-transcript--close-block))))
+           (agent-shell-transcript-notice (format "Done: %s" (alist-get 'summary update))))
+          (t (agent-shell-transcript-editing (agent-shell-transcript-close-block))))
     ;; A step the turn never finished (cancelled, stopped) has no spinner left.
-    (agent-shell-lifecycle--cancel-running-tools
+    (agent-shell-lifecycle-cancel-running-tools
      (if (equal reason "cancelled") "cancelled" "not finished"))
     (setf (agent-shell-session-turn-id agent-shell--session) nil
           (agent-shell-session-turn-start agent-shell--session) nil)
-    (agent-shell-header--set-state 'idle)
+    (agent-shell-header-set-state 'idle)
     (when (and elapsed (> elapsed agent-shell-notify-threshold))
       (funcall agent-shell-notify-function
                (format "agent-shell %s: turn finished after %d s (%s)"
                        (agent-shell-session-name agent-shell--session) (round elapsed) (or
                                                                                         reason "done"))))))
 
-(defun agent-shell-transcript--apply-update (update)
+(defun agent-shell-transcript-apply-update (update)
   "Render one session UPDATE in the current shell buffer."
   (pcase (alist-get 'sessionUpdate update)
     ("agent_message_chunk"
      (when (memq (agent-shell-session-state agent-shell--session) '(idle starting))
-       (agent-shell-header--set-state 'thinking))
+       (agent-shell-header-set-state 'thinking))
      (agent-shell-transcript--append-message
       (or (alist-get 'text (alist-get 'content update)) "")
       (eq (alist-get 'refusal update) t)))
@@ -567,13 +567,13 @@ began; that report must not end the new turn."
     ("mcp_servers" (agent-shell-mcp-on-update update))
     (kind (message "agent-shell: unknown session update %S" kind))))
 
-(defun agent-shell-transcript--start-turn-entries ()
+(defun agent-shell-transcript-start-turn-entries ()
   "Forget the plan entry of the turn before, for a new turn.
 Its plan keeps its entry; a plan of the new turn gets a new one."
   (setf (agent-shell-session-plan-entry agent-shell--session) nil
         (agent-shell-session-plan-id agent-shell--session) nil))
 
-(defun agent-shell-transcript--insert-history (history)
+(defun agent-shell-transcript-insert-history (history)
   "Render HISTORY, the list of past messages from `session/resume'.
 Each item is (role, text, toolCallId?, title?, status?).  Every message
 starts on its own line, and the transcript ends on a fresh line so
@@ -582,31 +582,31 @@ that the prompt does not stick to the last answer."
     (let ((text (or (alist-get 'text item) "")))
       (pcase (alist-get 'role item)
         ("user"
-         (agent-shell-transcript--editing
-           (agent-shell-transcript--close-block)
-           (unless (bobp) (agent-shell-transcript--insert "\n"))
-           (agent-shell-transcript--insert (concat "> " text "\n\n")
+         (agent-shell-transcript-editing
+           (agent-shell-transcript-close-block)
+           (unless (bobp) (agent-shell-transcript-insert "\n"))
+           (agent-shell-transcript-insert (concat "> " text "\n\n")
                                            'face 'agent-shell-user-face 'agent-shell-role 'user))
-         (agent-shell-transcript--start-turn-entries)
+         (agent-shell-transcript-start-turn-entries)
          (push text (agent-shell-session-history agent-shell--session)))
         ("assistant"
-         (agent-shell-transcript--editing (agent-shell-transcript--close-block))
+         (agent-shell-transcript-editing (agent-shell-transcript-close-block))
          (agent-shell-transcript--append-message text)
-         (agent-shell-transcript--editing (agent-shell-transcript--close-block)))
-        ("system" (agent-shell-transcript--notice text))
+         (agent-shell-transcript-editing (agent-shell-transcript-close-block)))
+        ("system" (agent-shell-transcript-notice text))
         ("tool"
-         (agent-shell-transcript--editing
+         (agent-shell-transcript-editing
            (let ((id (agent-shell-transcript--new-entry
-                      "tool" (agent-shell-transcript--status-glyph (alist-get 'status item))
+                      "tool" (agent-shell-transcript-status-glyph (alist-get 'status item))
                       (or (alist-get 'title item) "tool"))))
              (when-let ((call-id (alist-get 'toolCallId item)))
                (push (cons call-id id) (agent-shell-session-tools agent-shell--session)))
              (unless (string-empty-p text)
                (agent-shell-transcript--append-body id
-                                                    (agent-shell-tool-text--cap
+                                                    (agent-shell-tool-text-cap
                                                      text)))))))))
-  (agent-shell-transcript--editing
-    (agent-shell-transcript--close-block)
+  (agent-shell-transcript-editing
+    (agent-shell-transcript-close-block)
     (agent-shell-transcript--fresh-line)))
 
 (provide 'agent-shell-transcript)

@@ -21,8 +21,8 @@
 
 (declare-function project-current "project" (&optional maybe-prompt directory))
 (declare-function project-root "project" (project))
-(declare-function agent-shell-transcript--notice "agent-shell-transcript" (text))
-(declare-function agent-shell-bridge--report-undo "agent-shell-bridge" (turn-id paths))
+(declare-function agent-shell-transcript-notice "agent-shell-transcript" (text))
+(declare-function agent-shell-bridge-report-undo "agent-shell-bridge" (turn-id paths))
 
 ;;; Internals
 
@@ -117,7 +117,7 @@ It must lie inside ROOT's snapshot directory with no symlink on the way."
          (dir (file-name-as-directory
                (agent-shell-tools-truename agent-shell-actions--snapshot-dir root)))
          (file (and (stringp name) (not (file-name-absolute-p name))
-                    (agent-shell-tools--expand name dir))))
+                    (agent-shell-tools-expand name dir))))
     (unless (and file
                  (string-prefix-p dir file)
                  (equal (agent-shell-tools-truename file) file)
@@ -129,8 +129,8 @@ It must lie inside ROOT's snapshot directory with no symlink on the way."
   "Refuse to undo from ROOT's index unless agent-shell itself wrote it.
 The index and its directories must not be symlinks, and git must not
 track the index: a repository could otherwise ship one."
-  (let* ((index (agent-shell-actions--index-file root))
-         (expected (agent-shell-tools--expand
+  (let* ((index (agent-shell-actions-index-file root))
+         (expected (agent-shell-tools-expand
                     (concat agent-shell-actions--snapshot-dir "index.jsonl")
                     (agent-shell-tools-truename root))))
     (unless (file-exists-p index)
@@ -216,7 +216,7 @@ relative to ROOT."
   "Undo TURN-ID in ROOT, asking first when CONFIRM; see `agent-shell-undo-turn'."
   (when (agent-shell-tools-remote-p root)
     (agent-shell-tools-error "Remote project roots are not supported: %s" root))
-  (let* ((root (file-name-as-directory (agent-shell-tools--expand root)))
+  (let* ((root (file-name-as-directory (agent-shell-tools-expand root)))
          (_ (agent-shell-undo--check-index root))
          (turn-id (or turn-id (agent-shell-undo-last-turn root)
                       (agent-shell-tools-error "No agent turn to undo in %s" root)))
@@ -239,19 +239,19 @@ relative to ROOT."
                                      (string-join rels ", "))))
         (dolist (step (reverse plan))
           (agent-shell-undo--restore root (nth 0 step) (nth 1 step)))
-        (agent-shell-actions--append-index
+        (agent-shell-actions-append-index
          root `((undo_of . ,turn-id) (paths . ,(vconcat rels))
-                (time . ,(agent-shell-actions--now))))
+                (time . ,(agent-shell-actions-now))))
         (when confirm
           (message "Restored %d file(s) from turn %s" (length rels) label))
         (when-let ((shell (agent-shell-undo--shell-for-root root)))
           (with-current-buffer shell
-            (when (fboundp 'agent-shell-transcript--notice)
-              (agent-shell-transcript--notice
+            (when (fboundp 'agent-shell-transcript-notice)
+              (agent-shell-transcript-notice
                (format "Undid turn %s: restored %d file(s): %s"
                        label (length rels) (string-join rels ", "))))
-            (when (fboundp 'agent-shell-bridge--report-undo)
-              (agent-shell-bridge--report-undo turn-id rels))))
+            (when (fboundp 'agent-shell-bridge-report-undo)
+              (agent-shell-bridge-report-undo turn-id rels))))
         rels))))
 
 ;;; Obsolete names

@@ -9,29 +9,47 @@
 ;;; Commentary:
 
 ;; agent-shell runs a coding agent in a Python bridge and gives it eyes
-;; and hands inside Emacs.  This file ties the areas together:
+;; and hands inside Emacs.  This file ties the areas together: the
+;; command `agent-shell-start' (find the project root, prepare
+;; `.agent-shell/', start or reuse the one bridge, open a session in a
+;; shell buffer) and `agent-shell-mode', the shell buffer, a read-only
+;; transcript with the input, its history and the commands at the end.
 ;;
-;; - options (model, key, limits, modes) and `agent-shell-start', which
-;;   finds the project root, prepares `.agent-shell/' (both in
-;;   agent-shell-project.el), starts or reuses the one bridge process
-;;   (agent-shell-rpc.el), initialises it and opens a session in a
-;;   shell buffer;
-;; - `agent-shell-mode', the shell buffer: a read-only transcript with a
-;;   prompt at the end.  Assistant text streams in at a marker; thoughts,
-;;   tool calls and plans are one-line entries that fold with TAB; the
-;;   header line shows model, state, tokens and context fill.  The
-;;   rendering lives in agent-shell-transcript.el; this file keeps the
-;;   input, its history and the commands;
-;; - the wiring of bridge requests: `session/update' is rendered in its
-;;   shell buffer, `tool/call' runs an Emacs-side tool
-;;   (agent-shell-tools.el), `session/request_permission' waits for the
-;;   user's key in the action log (agent-shell-log.el), `log/entry' and
-;;   `log/update' feed that log.
+;; The files, each after those it needs:
+;;
+;; agent-shell-coexist.el       refuse to load over xenodium's agent-shell
+;; agent-shell-custom.el        the options, their groups, `agent-shell-error'
+;; agent-shell-json.el          JSON as text and as bytes, alike on every Emacs
+;; agent-shell-session.el       the record of one shell buffer's session
+;; agent-shell-rpc-protocol.el  JSON-RPC: ids, waiting requests, dispatch
+;; agent-shell-rpc-http.el      the HTTP/1.1 client and the event stream
+;; agent-shell-rpc.el           the bridge process, joining the two above
+;; agent-shell-project.el       project root, API key, `.agent-shell/' files
+;; agent-shell-trust.el         trusting the files a project ships
+;; agent-shell-tools.el         the Emacs-side tools' dispatcher and checks
+;; agent-shell-perception.el    read-only tools: buffers, project, symbols
+;; agent-shell-actions.el       write tools: edits with snapshots, staging
+;; agent-shell-tool-text.el     how a tool call reads in the transcript
+;; agent-shell-citations.el     clickable path:START-END citations
+;; agent-shell-plan.el          plans the user edits in org, then approves
+;; agent-shell-log.el           the live org action log of a session
+;; agent-shell-log-keys.el      decisions on waiting steps from the log
+;; agent-shell-mcp.el           the user's MCP servers for sessions
+;; agent-shell-header.el        the header line of a shell buffer
+;; agent-shell-roles.el         the reviewer and the user's own roles
+;; agent-shell-commands.el      /commands and the project's instructions
+;; agent-shell-transcript.el    the transcript: streaming, foldable entries
+;; agent-shell-lifecycle.el     starting, losing and restarting a session
+;; agent-shell-bridge.el        the one bridge of this Emacs, initialised
+;; agent-shell-grants.el        list and revoke a session's grants
+;; agent-shell-permissions.el   steps waiting for the user's decision
+;; agent-shell-handlers.el      what Emacs does with each bridge message
+;; agent-shell.el               this file
+;; agent-shell-undo.el          undo a turn (loaded when first used)
+;; agent-shell-memory.el        save and browse experiences (the same)
 ;;
 ;; Project files `.agent-shell/config.el' and `.agent-shell/allowlist.el'
 ;; are data: they are read with `read' and never evaluated.
-;;
-;; Memory commands live in agent-shell-memory.el.
 
 ;;; Code:
 
@@ -58,9 +76,11 @@
 (require 'agent-shell-commands)
 (require 'agent-shell-lifecycle)
 (require 'agent-shell-roles)
+(require 'agent-shell-trust)
 (require 'agent-shell-permissions)
+(require 'agent-shell-handlers)
 
-;;; Internals: buffer setup
+;;; Buffer setup
 
 (defun agent-shell--insert-prompt ()
   "Insert the prompt at the end of the buffer and put the input marker after it."
@@ -91,7 +111,7 @@
   ;; Created after the prompt, so that it stays before it.
   (setf (agent-shell-session-output-marker agent-shell--session)
         (copy-marker (point-min) t))
-  (agent-shell-transcript--update-prompt-gap)
+  (agent-shell-transcript-update-prompt-gap)
   (goto-char (point-max))
   (when session-id
     (agent-shell--attach session-id)))
@@ -104,7 +124,7 @@
   (setf (agent-shell-session-id agent-shell--session) session-id)
   (puthash session-id (current-buffer)
            (agent-shell-bridge-sessions agent-shell-bridge--current))
-  (agent-shell-header--set-state 'idle))
+  (agent-shell-header-set-state 'idle))
 
 (defun agent-shell--buffer-name (name)
   "Return the shell buffer name of session NAME."
@@ -147,49 +167,43 @@ buffers take the same name."
             (cl-incf n))
           name))))
 
-(defun agent-shell--on-session (buffer result)
+(defun agent-shell-on-session (buffer result)
   "Attach BUFFER to the session RESULT of `session/new' or `session/resume'."
   (when (buffer-live-p buffer)
     (with-current-buffer buffer
       (agent-shell--attach (alist-get 'sessionId result))
       (when-let ((mode (alist-get 'mode result)))
         (setf (agent-shell-session-mode agent-shell--session) (intern mode)))
-      (when-let ((model (agent-shell-project--nonempty (alist-get 'model result))))
+      (when-let ((model (agent-shell-project-nonempty (alist-get 'model result))))
         (setf (agent-shell-session-model agent-shell--session) model)
         (force-mode-line-update))
       (when-let ((path (alist-get 'logPath result)))
         (setf (agent-shell-session-log-path agent-shell--session) path)
         (agent-shell-log-set-file
          (agent-shell-log-buffer (agent-shell-session-name agent-shell--session)) path))
-      (mapc #'agent-shell-transcript--notice (alist-get 'notices result))
+      (mapc #'agent-shell-transcript-notice (alist-get 'notices result))
       (setf (agent-shell-session-sandbox agent-shell--session) (alist-get 'sandbox result))
       (when (equal (alist-get 'projectSetting
                               (agent-shell-session-sandbox
                                agent-shell--session)) "untrusted")
-        (agent-shell-transcript--notice
-         (substitute-command-keys
-          "This project's config.el turns the sandbox off only once you trust it: \
-\\[agent-shell-project-trust-config]")))
+        (agent-shell-transcript-notice (agent-shell-trust-notice 'config)))
       (agent-shell-mcp-on-status (alist-get 'mcp result) t)
       (when (equal (alist-get 'allowlist result) "untrusted")
-        (agent-shell-transcript--notice
-         (substitute-command-keys
-          "This project's allowlist is not applied until you trust it: \
-\\[agent-shell-project-trust-allowlist]")))
+        (agent-shell-transcript-notice (agent-shell-trust-notice 'allowlist)))
       (when-let ((roles (agent-shell-roles-notice result)))
-        (agent-shell-transcript--notice roles))
-      (when-let ((loaded (agent-shell-commands--on-session result)))
-        (agent-shell-transcript--notice loaded))
+        (agent-shell-transcript-notice roles))
+      (when-let ((loaded (agent-shell-commands-on-session result)))
+        (agent-shell-transcript-notice loaded))
       (let ((memories (alist-get 'memories result)))
         (when memories
-          (agent-shell-transcript--notice
+          (agent-shell-transcript-notice
            (format "Recalled %d experience%s: %s" (length memories)
                    (if (cdr memories) "s" "")
                    (mapconcat (lambda (m) (or (alist-get 'title m) "?"))
                               memories "; ")))))
-      (agent-shell-lifecycle--send-queued))))
+      (agent-shell-lifecycle-send-queued))))
 
-(defun agent-shell--session-new-params (root &optional settings wide-confirmed)
+(defun agent-shell-new-session-params (root &optional settings wide-confirmed)
   "Return the params of `session/new' for ROOT.
 SETTINGS are ROOT's project settings, read when not given.
 WIDE-CONFIRMED non-nil means the user explicitly confirmed ROOT
@@ -198,27 +212,27 @@ although it is $HOME or /; only then is `allow_wide_root' sent."
     `((cwd . ,(directory-file-name root))
       ,@(and wide-confirmed '((allow_wide_root . t)))
       (mode . ,(symbol-name
-                (agent-shell-project--setting settings 'agent-shell-default-mode)))
-      (model . ((model . ,(agent-shell-project--setting settings 'agent-shell-model))
-                ,@(when-let ((window (agent-shell-project--setting
+                (agent-shell-project-setting settings 'agent-shell-default-mode)))
+      (model . ((model . ,(agent-shell-project-setting settings 'agent-shell-model))
+                ,@(when-let ((window (agent-shell-project-setting
                                       settings 'agent-shell-context-window)))
                     `((context_window . ,window)))))
-      (max_steps . ,(agent-shell-project--setting settings 'agent-shell-max-steps))
+      (max_steps . ,(agent-shell-project-setting settings 'agent-shell-max-steps))
       ;; Only the user's own setting: never one from the project's files.
       (extra_allowed_paths
        . ,(vconcat (mapcar #'expand-file-name agent-shell-extra-allowed-paths)))
       ,@(agent-shell-roles-params)
       ,@(agent-shell-mcp-session-params))))
 
-(defun agent-shell--session-error (buffer what)
+(defun agent-shell-failure-reporter (buffer what)
   "Return an error callback reporting WHAT failed in BUFFER."
   (lambda (err)
     (when (buffer-live-p buffer)
       (with-current-buffer buffer
-        (agent-shell-lifecycle--unqueue)
-        (agent-shell-transcript--notice
+        (agent-shell-lifecycle-unqueue)
+        (agent-shell-transcript-notice
          (format "%s failed: %s" what (alist-get 'message err)))
-        (agent-shell-header--set-state 'dead)))))
+        (agent-shell-header-set-state 'dead)))))
 
 ;;; Commands
 
@@ -237,7 +251,7 @@ is.  One whose bridge stopped is never erased: its session is resumed
 in place with `agent-shell-restart', keeping the transcript and the
 unsent input."
   (interactive "P")
-  (let* ((chosen (agent-shell-project--confirmed-root (agent-shell-project--root ask)))
+  (let* ((chosen (agent-shell-project-confirmed-root (agent-shell-project-root ask)))
          (root (car chosen))
          (name (agent-shell--name-for-root root))
          (buffer (get-buffer-create (agent-shell--buffer-name name))))
@@ -247,7 +261,7 @@ unsent input."
        ((not (derived-mode-p 'agent-shell-mode)) nil)
        ((eq (agent-shell-session-state agent-shell--session) 'starting) (setq root nil))
        ((and (agent-shell-session-id agent-shell--session)
-             (agent-shell-bridge--live-connection)
+             (agent-shell-bridge-live-connection)
              (not (eq (agent-shell-session-state agent-shell--session) 'dead)))
         (setq root nil))
        ((agent-shell--has-content-p)
@@ -257,15 +271,15 @@ unsent input."
         (agent-shell--setup name root nil)
         (let ((settings (agent-shell-project-read-config root)))
           (setf (agent-shell-session-mode agent-shell--session)
-                (agent-shell-project--setting settings 'agent-shell-default-mode))
-          (agent-shell-header--set-state 'starting)
-          (agent-shell-bridge--with-connection
+                (agent-shell-project-setting settings 'agent-shell-default-mode))
+          (agent-shell-header-set-state 'starting)
+          (agent-shell-bridge-with-connection
            (lambda (conn)
              (agent-shell-rpc-request
               conn "session/new"
-              (agent-shell--session-new-params root settings (cdr chosen))
-              :on-success (lambda (result) (agent-shell--on-session buffer result))
-              :on-error (agent-shell--session-error buffer "Starting the session")))))))
+              (agent-shell-new-session-params root settings (cdr chosen))
+              :on-success (lambda (result) (agent-shell-on-session buffer result))
+              :on-error (agent-shell-failure-reporter buffer "Starting the session")))))))
     (pop-to-buffer buffer)
     buffer))
 
@@ -273,7 +287,7 @@ unsent input."
   "Return non-nil when this shell buffer has a transcript or input."
   (and (markerp (agent-shell-session-output-marker agent-shell--session))
        (or (> (agent-shell-session-output-marker agent-shell--session) (point-min))
-           (not (string-empty-p (agent-shell--input))))))
+           (not (string-empty-p (agent-shell-input))))))
 
 (defun agent-shell--ensure-shell ()
   "Signal a `user-error' unless in a shell buffer with a session."
@@ -282,12 +296,12 @@ unsent input."
   (unless (agent-shell-session-id agent-shell--session)
     (user-error "This buffer has no session yet")))
 
-(defun agent-shell--input ()
+(defun agent-shell-input ()
   "Return the current input text."
   (buffer-substring-no-properties (agent-shell-session-input-marker agent-shell--session)
                                   (point-max)))
 
-(defun agent-shell--set-input (text)
+(defun agent-shell-set-input (text)
   "Replace the current input with TEXT."
   (delete-region (agent-shell-session-input-marker agent-shell--session) (point-max))
   (goto-char (point-max))
@@ -299,17 +313,17 @@ On an entry header in the transcript, toggle the entry instead."
   (interactive)
   (cond
    ((< (point) (agent-shell-session-input-marker agent-shell--session))
-    (if (agent-shell-transcript--entry-at (point))
+    (if (agent-shell-transcript-entry-at (point))
         (agent-shell-toggle-entry)
       (goto-char (point-max))))
    (t
     (unless (derived-mode-p 'agent-shell-mode)
       (user-error "Not in an agent-shell buffer"))
-    (let ((text (string-trim (agent-shell--input))))
+    (let ((text (string-trim (agent-shell-input))))
       (when (string-empty-p text)
         (user-error "Nothing to send"))
       (if (eq (agent-shell-session-state agent-shell--session) 'starting)
-          (agent-shell-lifecycle--queue-prompt text)
+          (agent-shell-lifecycle-queue-prompt text)
         (agent-shell--ensure-shell)
         (when (agent-shell-session-turn-id agent-shell--session)
           (user-error "A turn is running; C-c C-k cancels it"))
@@ -319,14 +333,14 @@ On an entry header in the transcript, toggle the entry instead."
   "Send TEXT as a prompt in the current shell buffer's session.
 When the prompt cannot be sent at all, nothing changes: no turn
 starts and TEXT stays (or is put back) in the input."
-  (unless (agent-shell-bridge--live-connection)
+  (unless (agent-shell-bridge-live-connection)
     (user-error (substitute-command-keys
                  "The bridge is not running; \\<agent-shell-mode-map>\\[agent-shell-restart] \
 restarts it and resumes this session (the transcript and input stay)")))
-  (agent-shell--show-prompt text)
-  (agent-shell--dispatch-prompt text))
+  (agent-shell-show-prompt text)
+  (agent-shell-dispatch-prompt text))
 
-(defun agent-shell--show-prompt (text)
+(defun agent-shell-show-prompt (text)
   "Move TEXT from the input to the transcript as the user's prompt."
   (unless (equal text (car (agent-shell-session-history agent-shell--session)))
     (push text (agent-shell-session-history agent-shell--session)))
@@ -335,35 +349,35 @@ restarts it and resumes this session (the transcript and input stay)")))
   (let ((inhibit-read-only t))
     (delete-region (agent-shell-session-input-marker agent-shell--session) (point-max)))
   (setq buffer-undo-list nil)
-  (agent-shell-transcript--editing
-    (agent-shell-transcript--close-block)
-    (unless (bobp) (agent-shell-transcript--insert "\n"))
-    (agent-shell-transcript--insert (concat "> " text "\n\n") 'face 'agent-shell-user-face
+  (agent-shell-transcript-editing
+    (agent-shell-transcript-close-block)
+    (unless (bobp) (agent-shell-transcript-insert "\n"))
+    (agent-shell-transcript-insert (concat "> " text "\n\n") 'face 'agent-shell-user-face
                                     'agent-shell-role 'user))
   (agent-shell-citations-mark (agent-shell-session-output-marker agent-shell--session)))
 
-(defun agent-shell--dispatch-prompt (text)
+(defun agent-shell-dispatch-prompt (text)
   "Start a turn with TEXT, already shown in the transcript.
 When it cannot be sent, no turn runs and TEXT goes back to the input."
   (let ((buffer (current-buffer)))
-    (agent-shell-transcript--start-turn-entries)
+    (agent-shell-transcript-start-turn-entries)
     (setf (agent-shell-session-turn-id agent-shell--session) 'pending
           (agent-shell-session-turn-start agent-shell--session) (current-time))
-    (agent-shell-header--set-state 'thinking)
+    (agent-shell-header-set-state 'thinking)
     (condition-case err
         (agent-shell--send-prompt buffer text)
       (error
        (setf (agent-shell-session-turn-id agent-shell--session) nil
              (agent-shell-session-turn-start agent-shell--session) nil)
-       (agent-shell-header--set-state 'idle)
-       (agent-shell--set-input text)
-       (agent-shell-transcript--notice (format "The prompt was not sent: %s"
-                                               (error-message-string err)))
+       (agent-shell-header-set-state 'idle)
+       (agent-shell-set-input text)
+       (agent-shell-transcript-notice (format "The prompt was not sent: %s"
+                                              (error-message-string err)))
        (signal (car err) (cdr err))))))
 
 (defun agent-shell--send-prompt (buffer text)
   "Send TEXT as `session/prompt' for the shell BUFFER (the current buffer)."
-  (agent-shell-bridge--request
+  (agent-shell-bridge-request
    "session/prompt"
    `((sessionId . ,(agent-shell-session-id agent-shell--session))
      (prompt . [((type . "text") (text . ,text))])
@@ -382,13 +396,13 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
                (when (buffer-live-p buffer)
                  (with-current-buffer buffer
                    (setf (agent-shell-session-turn-id agent-shell--session) nil)
-                   (agent-shell-transcript--notice (format "The prompt failed: %s"
-                                                           (alist-get 'message err)))
+                   (agent-shell-transcript-notice (format "The prompt failed: %s"
+                                                          (alist-get 'message err)))
                    ;; Refused prompts (an unknown /command, say) come back to
                    ;; be fixed, unless the user already typed something new.
-                   (when (string-empty-p (agent-shell--input))
-                     (agent-shell--set-input text))
-                   (agent-shell-header--set-state 'idle))))))
+                   (when (string-empty-p (agent-shell-input))
+                     (agent-shell-set-input text))
+                   (agent-shell-header-set-state 'idle))))))
 
 (defun agent-shell-newline ()
   "Insert a newline in the input without sending it."
@@ -403,13 +417,13 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
   (unless (and agent-shell--session (agent-shell-session-history agent-shell--session))
     (user-error "No input history"))
   (when (= (agent-shell-session-history-index agent-shell--session) -1)
-    (setf (agent-shell-session-history-draft agent-shell--session) (agent-shell--input)))
+    (setf (agent-shell-session-history-draft agent-shell--session) (agent-shell-input)))
   (let ((index (+ (agent-shell-session-history-index agent-shell--session) n)))
     (cond ((>= index (length (agent-shell-session-history agent-shell--session)))
            (user-error "Beginning of history"))
           ((< index -1) (user-error "End of history"))
           (t (setf (agent-shell-session-history-index agent-shell--session) index)
-             (agent-shell--set-input
+             (agent-shell-set-input
               (if (= index -1)
                   (or (agent-shell-session-history-draft agent-shell--session) "")
                 (nth index (agent-shell-session-history agent-shell--session))))))))
@@ -424,7 +438,7 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
   (interactive)
   (agent-shell--ensure-shell)
   (let ((buffer (current-buffer)))
-    (agent-shell-bridge--request
+    (agent-shell-bridge-request
      "session/cancel" `((sessionId . ,(agent-shell-session-id agent-shell--session)))
      :on-success (lambda (result)
                    (message "agent-shell: %s"
@@ -453,7 +467,7 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
   (agent-shell--ensure-shell)
   (let ((buffer (current-buffer))
         (mode (if (eq (agent-shell-session-mode agent-shell--session) 'ask) 'act 'ask)))
-    (agent-shell-bridge--request
+    (agent-shell-bridge-request
      "session/set_mode" `((sessionId . ,(agent-shell-session-id agent-shell--session))
                           (mode . ,(symbol-name mode)))
      :on-success (lambda (result)
@@ -466,70 +480,44 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
                        (message "agent-shell: %s mode"
                                 (agent-shell-session-mode agent-shell--session))))))))
 
-(defun agent-shell--chosen-permission (verb)
-  "Return this session's waiting permission request the user means.
-With one step waiting, that one; with several, ask which (VERB starts
-the question), so no decision falls on a step the user did not name."
-  (let ((waiting (cl-remove-if-not
-                  (lambda (p) (and
-                               (equal (agent-shell-bridge-permission-session p)
-                                      (agent-shell-session-id agent-shell--session))
-                               (not (agent-shell-bridge-permission-sending p))))
-                  (agent-shell-bridge-permissions agent-shell-bridge--current))))
-    (cond
-     ((null waiting) (user-error "No step is waiting for a decision"))
-     ((null (cdr waiting)) (car waiting))
-     (t (let* ((n 0)
-               (table (mapcar (lambda (p)
-                                (cons (format "%d. %s" (cl-incf n)
-                                              (or (alist-get 'title (alist-get 'toolCall
-                                                                               (agent-shell-bridge-permission-params p)))
-                                                  "a step"))
-                                      p))
-                              waiting)))
-          (or (cdr (assoc (completing-read (format "%s which waiting step? " verb)
-                                           table nil t)
-                          table))
-              (user-error "No step chosen")))))))
-
 (defun agent-shell-approve (&optional permission)
   "Approve this session's waiting step; with several, ask which.
 PERMISSION, when given, is the request to approve."
   (interactive)
   (agent-shell--ensure-shell)
-  (agent-shell-permissions--answer
-   (or permission (agent-shell--chosen-permission "Approve")) 'approve nil))
+  (agent-shell-permissions-answer
+   (or permission (agent-shell-permissions-choose "Approve")) 'approve nil))
 
 (defun agent-shell-reject (reason &optional permission)
   "Reject this session's waiting step, telling the model REASON.
 With several steps waiting, ask which; PERMISSION, when given, is it."
   (interactive
    (progn (agent-shell--ensure-shell)
-          (let ((permission (agent-shell--chosen-permission "Reject")))
+          (let ((permission (agent-shell-permissions-choose "Reject")))
             (list (read-string "Reason (optional): ") permission))))
   (agent-shell--ensure-shell)
-  (agent-shell-permissions--answer (or permission (agent-shell--chosen-permission "Reject"))
-                                   'reject (agent-shell-project--nonempty reason)))
+  (agent-shell-permissions-answer (or permission (agent-shell-permissions-choose "Reject"))
+                                   'reject (agent-shell-project-nonempty reason)))
 
 (defun agent-shell-toggle-entry ()
   "Show or hide the body of the thought, tool or plan entry at point.
 Anywhere on an entry's line counts, its end too.  On a /command
 name at the prompt, complete it; elsewhere, indent as TAB would."
   (interactive)
-  (let ((id (agent-shell-transcript--entry-at (point))))
+  (let ((id (agent-shell-transcript-entry-at (point))))
     (if (not id)
         (if (agent-shell-commands-completion-at-point)
             (completion-at-point)
           (indent-for-tab-command))
-      (let ((plist (agent-shell-transcript--entry id)))
-        (agent-shell-transcript--set-folded id (not (plist-get plist :folded)))))))
+      (let ((plist (agent-shell-transcript-entry id)))
+        (agent-shell-transcript-set-folded id (not (plist-get plist :folded)))))))
 
 (defun agent-shell--kill-buffer ()
   "End this buffer's session when the buffer is killed."
   (when (agent-shell-session-id agent-shell--session)
     (remhash (agent-shell-session-id agent-shell--session)
              (agent-shell-bridge-sessions agent-shell-bridge--current))
-    (when-let ((conn (agent-shell-bridge--live-connection)))
+    (when-let ((conn (agent-shell-bridge-live-connection)))
       (ignore-errors
         (agent-shell-rpc-notify conn "session/cancel"
                                 `((sessionId . ,(agent-shell-session-id
@@ -543,8 +531,8 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
 (defun agent-shell-resume ()
   "Reopen a past session of the current project with its visible history."
   (interactive)
-  (let ((root (agent-shell-project--root)))
-    (agent-shell-bridge--with-connection
+  (let ((root (agent-shell-project-root)))
+    (agent-shell-bridge-with-connection
      (lambda (conn)
        (agent-shell-rpc-request
         conn "session/list" `((cwd . ,(directory-file-name root)))
@@ -595,11 +583,11 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
         (agent-shell--kill-buffer))
       (let ((typed (and (derived-mode-p 'agent-shell-mode)
                         (markerp (agent-shell-session-input-marker agent-shell--session))
-                        (agent-shell--input))))
+                        (agent-shell-input))))
         (agent-shell--setup name root nil)
         ;; Unsent input survives: only the transcript is redrawn.
-        (when typed (agent-shell--set-input typed)))
-      (agent-shell-header--set-state 'starting))
+        (when typed (agent-shell-set-input typed)))
+      (agent-shell-header-set-state 'starting))
     (agent-shell-rpc-request
      conn "session/resume" `((sessionId . ,session-id)
                              (cwd . ,(directory-file-name root))
@@ -607,19 +595,19 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
      :on-success (lambda (result)
                    (when (buffer-live-p buffer)
                      (with-current-buffer buffer
-                       (agent-shell-lifecycle--before-queued
+                       (agent-shell-lifecycle-before-queued
                         (lambda ()
-                          (agent-shell-transcript--insert-history
+                          (agent-shell-transcript-insert-history
                            (alist-get 'history result))))
-                       (agent-shell--on-session buffer result))))
-     :on-error (agent-shell--session-error buffer "Resuming the session"))
+                       (agent-shell-on-session buffer result))))
+     :on-error (agent-shell-failure-reporter buffer "Resuming the session"))
     (pop-to-buffer buffer)
     buffer))
 
 (defun agent-shell-stop-bridge ()
   "Stop the bridge process; every session's turn ends."
   (interactive)
-  (when-let ((conn (agent-shell-bridge--live-connection)))
+  (when-let ((conn (agent-shell-bridge-live-connection)))
     (agent-shell-rpc-stop conn)))
 
 (defun agent-shell-notify-default (text)
@@ -672,7 +660,7 @@ resumes the session in place, keeping the transcript and the input.
 
 \\{agent-shell-mode-map}"
   (setq agent-shell--session (agent-shell-session-create))
-  (setq-local header-line-format '(:eval (agent-shell-header--line)))
+  (setq-local header-line-format '(:eval (agent-shell-header-line)))
   (setq-local truncate-lines nil)
   (setq-local word-wrap t)
   (add-hook 'completion-at-point-functions

@@ -78,7 +78,7 @@
   "Return the text of the shell buffer's header line.
 Batch Emacs has no display, where `format-mode-line' gives \"\", so call
 the function behind `header-line-format' directly."
-  (with-current-buffer e2e-shell (agent-shell-header--line)))
+  (with-current-buffer e2e-shell (agent-shell-header-line)))
 
 (defun e2e-start ()
   "Start a session by typing the command name, as a user would; wait for it."

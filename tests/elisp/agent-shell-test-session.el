@@ -5,13 +5,16 @@
 ;;; Commentary:
 
 ;; What the suites of the shell buffer share (test-shell.el,
+;; test-transcript.el, test-header.el, test-handlers.el,
+;; test-permissions.el, test-project.el, test-bridge.el, test-trust.el,
 ;; test-lifecycle.el, test-streaming.el, test-commands.el, test-roles.el,
-;; test-log-bridge.el): the REAL bridge (AGENT_SHELL_TEST_BRIDGE, with its
+;; test-log-bridge.el, and one case each of test-actions.el and
+;; test-perception.el): the REAL bridge (AGENT_SHELL_TEST_BRIDGE, with its
 ;; debug methods) started once per Emacs, its scripted mock model on
 ;; loopback with one script for all of them (each suite's prompts match
 ;; their own steps), updates published with `debug/emit' through the real
-;; event stream, and shells attached to a fake session id or started on a
-;; fresh git project.
+;; event stream, shells attached to a fake session id or started on a
+;; fresh git project, and the text of the *agent-shell events* log.
 ;;
 ;; It is a library, not a test file: every test file requires it and none
 ;; requires another test file, so each test file loads once whatever runs
@@ -102,19 +105,31 @@
   test-shell--mock-base)
 
 (defun test-shell--bridge ()
-  "Return an initialised connection to the real bridge, starting it if needed."
-  (unless (and (agent-shell-bridge--live-connection)
-               (eq (agent-shell-bridge-initialized agent-shell-bridge--current) (agent-shell-bridge-connection agent-shell-bridge--current)))
-    (setq agent-shell-bridge-debug t
-          agent-shell-memory-dir test-shell--memory-dir
-          agent-shell-api-base (test-shell--start-mock)
-          agent-shell-api-key "sk-test-shell-secret")
-    (agent-shell-bridge--with-connection #'ignore)
-    (test-shell--wait "the bridge to initialise"
-                      (lambda () (and (agent-shell-bridge--live-connection)
-                                      (eq (agent-shell-bridge-initialized agent-shell-bridge--current)
-                                          (agent-shell-bridge-connection agent-shell-bridge--current))))
-                      30))
+  "Return an initialised connection to the real bridge, starting it if needed.
+A bridge another suite started with its own settings (test-plan.el's
+has no model) is replaced: whichever suite ran before, these tests get
+the mock model and their memory directory."
+  (let ((ours (and (equal agent-shell-api-base test-shell--mock-base)
+                   (equal agent-shell-memory-dir test-shell--memory-dir))))
+    (unless (and ours
+                 (agent-shell-bridge-live-connection)
+                 (eq (agent-shell-bridge-initialized agent-shell-bridge--current)
+                     (agent-shell-bridge-connection agent-shell-bridge--current)))
+      (unless ours
+        (when-let ((conn (agent-shell-bridge-live-connection)))
+          (agent-shell-rpc-stop conn)))
+      (setq agent-shell-bridge-debug t
+            agent-shell-memory-dir test-shell--memory-dir
+            agent-shell-api-base (test-shell--start-mock)
+            agent-shell-api-key "sk-test-shell-secret")
+      (agent-shell-bridge-with-connection #'ignore)
+      (test-shell--wait "the bridge to initialise"
+                        (lambda () (and (agent-shell-bridge-live-connection)
+                                        (eq (agent-shell-bridge-initialized
+                                             agent-shell-bridge--current)
+                                            (agent-shell-bridge-connection
+                                             agent-shell-bridge--current))))
+                        30)))
   (agent-shell-bridge-connection agent-shell-bridge--current))
 
 (defun test-shell--sync (method params)
@@ -198,11 +213,28 @@ FIELDS are alist pairs added to the update."
   "Return the text of the entry whose header contains TITLE, unfolded."
   (goto-char (point-min))
   (search-forward title)
-  (let* ((id (agent-shell-transcript--entry-at (point)))
-         (start (plist-get (agent-shell-transcript--entry id) :start))
+  (let* ((id (agent-shell-transcript-entry-at (point)))
+         (start (plist-get (agent-shell-transcript-entry id) :start))
          (bounds (agent-shell-transcript--entry-body-bounds id)))
     (buffer-substring-no-properties start (if bounds (cdr bounds)
                                             (agent-shell-transcript--header-end id)))))
+
+;;; Updates and the events log
+
+(defun test-shell--chunk (session text &optional kind)
+  "Return a KIND (default message) chunk update of TEXT for SESSION."
+  (test-shell--update session `((sessionUpdate . ,(or kind "agent_message_chunk"))
+                                (content . ((type . "text") (text . ,text))))))
+
+(defun test-shell--events-text ()
+  "Return the text of the bridge traffic buffer."
+  (with-current-buffer (get-buffer-create "*agent-shell events*")
+    (buffer-substring-no-properties (point-min) (point-max))))
+
+(defun test-shell--fresh-events ()
+  "Empty the bridge traffic buffer."
+  (when-let ((buffer (get-buffer "*agent-shell events*")))
+    (kill-buffer buffer)))
 
 (provide 'agent-shell-test-session)
 ;;; agent-shell-test-session.el ends here

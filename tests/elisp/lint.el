@@ -19,6 +19,10 @@
 ;;
 ;; Two package-lint findings are accepted, each for a stated reason that
 ;; is printed on every run (`agent-shell-lint--accepted').
+;;
+;; A function or macro whose name has "--" is internal to the file that
+;; defines it: a file calling one of another file's fails the lint (a
+;; function used across files gets a public name instead).
 
 ;;; Code:
 
@@ -156,6 +160,64 @@ after a function moves or changes its arguments only this check notices."
            (format "declare-function %s says %s: %s"
                    (nth 1 use) (file-name-nondirectory target) (nth 2 use))))))))
 
+;;; Internals used across files
+
+(defun agent-shell-lint--package-files (files)
+  "Return the features of the package whose FILES are linted, loaded.
+They are the files named like FILES' in the directory of the package
+on `load-path', so a copy of one file elsewhere is checked against the
+others."
+  (let ((dir (file-name-directory (or (locate-library "agent-shell.el" t) ""))))
+    (cl-remove-duplicates
+     (mapcar #'intern
+             (append (mapcar #'file-name-base
+                             (directory-files dir nil "\\`agent-shell.*\\.el\\'"))
+                     (mapcar #'file-name-base files)))
+     :from-end t)))
+
+(defun agent-shell-lint--form-symbols (form)
+  "Return the symbols FORM mentions, as code, quoted or not."
+  (let ((symbols nil) (todo (list form)))
+    (while todo
+      (let ((x (pop todo)))
+        (cond ((symbolp x) (push x symbols))
+              ((consp x) (push (car x) todo) (push (cdr x) todo))
+              ((vectorp x) (setq todo (append x todo))))))
+    symbols))
+
+(defun agent-shell-lint--internals (files)
+  "Report each use in FILES of an internal function of another package file.
+An internal function has \"--\" in its name.  It belongs to the file
+that defines it, as `symbol-file' says."
+  (let ((features (agent-shell-lint--package-files files)))
+    (dolist (feature features)
+      (condition-case err
+          (require feature)
+        (error (agent-shell-lint--report
+                feature 0 (format "cannot be loaded: %s" (error-message-string err))))))
+    (dolist (file files)
+      (let ((own (file-name-base file)))
+        (with-temp-buffer
+          (insert-file-contents file)
+          (emacs-lisp-mode)
+          (goto-char (point-min))
+          (condition-case nil
+              (while t
+                (let* ((form (read (current-buffer)))
+                       (line (save-excursion (backward-sexp) (line-number-at-pos))))
+                  (dolist (symbol (delete-dups (agent-shell-lint--form-symbols form)))
+                    (when (and (string-search "--" (symbol-name symbol)) (fboundp symbol))
+                      (let* ((defined (symbol-file symbol 'defun))
+                             (owner (and defined (intern (file-name-base defined)))))
+                        (when (and owner (memq owner features)
+                                   (not (equal (symbol-name owner) own)))
+                          (agent-shell-lint--report
+                           file line
+                           (format "uses %s, an internal of %s.el; give it a public name"
+                                   symbol owner))))))))
+            (end-of-file nil)
+            (invalid-read-syntax nil)))))))
+
 (defun agent-shell-lint-files (files)
   "Lint FILES; return the problems found, oldest first."
   (setq agent-shell-lint--problems nil)
@@ -169,6 +231,7 @@ after a function moves or changes its arguments only this check notices."
       (when package-lint
         (agent-shell-lint--package-lint file main)))
     (agent-shell-lint--declarations files)
+    (agent-shell-lint--internals files)
     (when package-lint
       (message "package-lint %s checked %d file(s)"
                agent-shell-lint--package-lint-version (length files))))

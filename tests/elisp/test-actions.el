@@ -18,7 +18,9 @@
 (require 'agent-shell-tools)
 (require 'agent-shell-actions)
 (require 'agent-shell-undo)
-(require 'agent-shell-rpc-protocol)
+(require 'agent-shell-rpc-http)
+(require 'agent-shell)
+(require 'agent-shell-test-session)
 
 (defconst test-actions--lines "第一行\nline two\nline three\nline four\n最后一行\n"
   "Five lines, some Chinese.")
@@ -339,11 +341,11 @@ as on Emacs 30 (where it gives bytes)."
                         (match-string 1 sent)))
            (context (agent-shell-test-context root))
            (op (alist-get 'op_id context)))
-      (agent-shell-tools-call "write_file" (agent-shell-rpc--decode sent) context)
+      (agent-shell-tools-call "write_file" (agent-shell-rpc-http--decode sent) context)
       (should (equal (agent-shell-test-read root "文档/笔记 🚀.txt") "新内容 e\u0301\n"))
       (let ((line (car (last (split-string
                               (agent-shell-test-read-bytes
-                               (agent-shell-actions--index-file root))
+                               (agent-shell-actions-index-file root))
                               "\n" t)))))
         (should (string-search (concat "\"path\":\"" path "\"") line))
         (should (string-search (concat "\"snapshot\":\"" op "/" path "\"") line))
@@ -660,6 +662,44 @@ of that exact name, both through git and through magit."
       (forward-line 99998)
       (should (equal (buffer-substring (point) (progn (forward-line 3) (point)))
                      "line 99999\n中间\nline 100002\n")))))
+
+(ert-deftest test-actions/undo-turn-reaches-the-bridge-log ()
+  "Regression: undo-turn left no trace in the action log nor for the model.
+The shell of the project reports the undo to the bridge, which logs it
+and keeps a note for the model's next request."
+  (agent-shell-test-with-project (root '(("a.txt" . "一\n")))
+    (let* ((result (test-shell--sync "session/new"
+                                     `((cwd . ,(directory-file-name root)))))
+           (sid (alist-get 'sessionId result))
+           (log (alist-get 'logPath result))
+           (shell (get-buffer-create "*agent-shell: undo-bridge*")))
+      (unwind-protect
+          (progn
+            (with-current-buffer shell
+              (agent-shell--setup "undo-bridge" root sid))
+            (agent-shell-test-call "write_file" '((path . "新.txt") (content . "新\n"))
+                                   (agent-shell-test-context root 'turn_id "t-undo-1"))
+            (should (equal (agent-shell-undo-turn root "t-undo-1") '("新.txt")))
+            (test-shell--wait
+             "the undo in the action log"
+             (lambda ()
+               (with-temp-buffer
+                 (insert-file-contents log)
+                 (and (search-forward ":UNDO_OF: t-undo-1" nil t)
+                      (search-forward "新.txt" nil t)))))
+            ;; The bridge saves the session last: wait for that too, so the
+            ;; project is not deleted under its write.
+            (test-shell--wait
+             "the session saved with the undo"
+             (lambda ()
+               (let ((saved (expand-file-name (format ".agent-shell/sessions/%s.json" sid)
+                                              root)))
+                 (and (file-exists-p saved)
+                      (with-temp-buffer
+                        (insert-file-contents saved)
+                        (search-forward "the user undid turn t-undo-1" nil t)))))))
+        (with-current-buffer shell (setf (agent-shell-session-id agent-shell--session) nil))
+        (kill-buffer shell)))))
 
 (provide 'test-actions)
 ;;; test-actions.el ends here

@@ -31,7 +31,7 @@ DIR-VAR is bound to its agent-shell subdirectory."
 
 (defun test-commands--capf-at-input (input)
   "Put INPUT at the prompt and return the completion table data, or nil."
-  (agent-shell--set-input input)
+  (agent-shell-set-input input)
   (agent-shell-commands-completion-at-point))
 
 (ert-deftest test-commands/completion-offers-commands-with-descriptions ()
@@ -59,12 +59,12 @@ DIR-VAR is bound to its agent-shell subdirectory."
           (should (equal (funcall annotate "ask")
                          "  Run this one prompt in ask mode (no edits, no commands)")))
         ;; TAB completes a unique prefix in place.
-        (agent-shell--set-input "/exp")
+        (agent-shell-set-input "/exp")
         (agent-shell-toggle-entry)
-        (should (equal (agent-shell--input) "/explain"))
+        (should (equal (agent-shell-input) "/explain"))
         ;; Only the first word of an input starting with / is a command name.
         (should-not (test-commands--capf-at-input "explain /fi"))
-        (agent-shell--set-input "/fixit some text")
+        (agent-shell-set-input "/fixit some text")
         (should-not (agent-shell-commands-completion-at-point))))))
 
 (ert-deftest test-commands/completion-outside-a-shell-offers-nothing ()
@@ -84,7 +84,7 @@ DIR-VAR is bound to its agent-shell subdirectory."
                       (lambda () (string-search "unknown command /nosuch"
                                                 (test-shell--transcript)))
                       20)
-    (should (equal (agent-shell--input) "/nosuch 中文"))
+    (should (equal (agent-shell-input) "/nosuch 中文"))
     (should (eq (agent-shell-session-state agent-shell--session) 'idle))))
 
 (ert-deftest test-commands/session-lists-and-opens-its-instructions ()

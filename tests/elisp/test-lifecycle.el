@@ -26,11 +26,11 @@ The options of the test bridge (mock model, memory directory) are set
 first."
   (test-shell--bridge)
   (agent-shell-rpc-stop (agent-shell-bridge-connection agent-shell-bridge--current))
-  (should-not (agent-shell-bridge--live-connection)))
+  (should-not (agent-shell-bridge-live-connection)))
 
 (defun test-lifecycle--kill-bridge ()
   "Kill the bridge process with SIGKILL and wait until Emacs noticed."
-  (let ((proc (agent-shell-rpc-conn-process (agent-shell-bridge-connection agent-shell-bridge--current))))
+  (let ((proc (agent-shell-rpc-bridge-conn-process (agent-shell-bridge-connection agent-shell-bridge--current))))
     (signal-process proc 'SIGKILL)
     (test-shell--wait "the dead bridge" (lambda () (eq (agent-shell-session-state agent-shell--session) 'dead)))))
 
@@ -57,9 +57,9 @@ it is sent (and answered) once the session is ready."
             (goto-char (point-max))
             (insert "at-once 你好")
             (execute-kbd-macro (kbd "RET"))
-            (should (equal (agent-shell--input) ""))
+            (should (equal (agent-shell-input) ""))
             (should (string-search "> at-once 你好" (test-shell--transcript)))
-            (should (string-search "starting, 1 prompt queued" (agent-shell-header--line)))
+            (should (string-search "starting, 1 prompt queued" (agent-shell-header-line)))
             (test-shell--wait "the queued prompt's answer"
                               (lambda () (string-search "答复 at-once: ok."
                                                         (test-shell--transcript)))
@@ -82,9 +82,9 @@ it is sent (and answered) once the session is ready."
             (goto-char (point-max))
             (insert "草稿 that must survive")
             (execute-kbd-macro (kbd "RET"))
-            (should (equal (agent-shell--input) ""))
+            (should (equal (agent-shell-input) ""))
             (test-shell--wait "the failed start" (lambda () (eq (agent-shell-session-state agent-shell--session) 'dead)) 30)
-            (should (equal (agent-shell--input) "草稿 that must survive"))
+            (should (equal (agent-shell-input) "草稿 that must survive"))
             (should-not (agent-shell-session-queued-prompt agent-shell--session))
             (should (string-search "back in the input" (test-shell--transcript))))
         (kill-buffer shell)))))
@@ -122,7 +122,7 @@ it is sent (and answered) once the session is ready."
   (test-shell--with-session (root)
     (let ((sid (agent-shell-session-id agent-shell--session))
           (asked nil))
-      (agent-shell-transcript--notice "a transcript worth keeping 保留")
+      (agent-shell-transcript-notice "a transcript worth keeping 保留")
       (cl-letf (((symbol-function 'yes-or-no-p) (lambda (prompt) (setq asked prompt) nil)))
         (should-error (agent-shell-resume-session (test-shell--bridge) root "s-other")
                       :type 'user-error))
@@ -153,7 +153,7 @@ existed.  Now the turn ends as soon as the bridge is gone."
       (should-not (string-search "◐" (test-shell--transcript)))
       (should (string-search "✗ run_test 测试 — cancelled: the bridge stopped"
                              (test-shell--transcript)))
-      (should (string-search "bridge stopped" (agent-shell-header--line)))
+      (should (string-search "bridge stopped" (agent-shell-header-line)))
       (should (string-search "C-c C-r restarts it" (test-shell--transcript)))
       ;; Resuming does not ask to cancel a turn of a dead bridge.
       (cl-letf (((symbol-function 'yes-or-no-p)
@@ -180,8 +180,8 @@ existed.  Now the turn ends as soon as the bridge is gone."
       (should (eq (agent-shell-session-state agent-shell--session) 'starting))
       (test-shell--wait "the resumed session" (lambda () (eq (agent-shell-session-state agent-shell--session) 'idle)) 30)
       (should (equal (agent-shell-session-id agent-shell--session) sid))
-      (should (agent-shell-bridge--live-connection))
-      (should (equal (agent-shell--input) "unsent 草稿"))
+      (should (agent-shell-bridge-live-connection))
+      (should (equal (agent-shell-input) "unsent 草稿"))
       (let ((text (test-shell--transcript)))
         (should (string-search "> before-restart please" text))
         (should (string-search "答复 before-restart: ok." text))

@@ -12,6 +12,7 @@
 ;;; Code:
 
 (require 'ert)
+(require 'cl-lib)
 (require 'agent-shell-test-helpers)
 
 (defconst test-lint--script
@@ -82,16 +83,69 @@
       (insert-file-contents (expand-file-name "agent-shell-plan.el" test-lint--elisp))
       (goto-char (point-min))
       (should (re-search-forward
-               "(declare-function agent-shell-header--set-state \"agent-shell-header\"" nil t))
-      (replace-match "(declare-function agent-shell-header--set-state \"agent-shell-transcript\""
+               "(declare-function agent-shell-header-set-state \"agent-shell-header\"" nil t))
+      (replace-match "(declare-function agent-shell-header-set-state \"agent-shell-transcript\""
                      t t))
     (let ((result (test-lint--run (list test-lint--elisp (test-lint--package-lint-dir))
                                   (list file))))
       (delete-directory dir t)
       (should (eql (car result) 1))
       (should (string-search
-               "declare-function agent-shell-header--set-state says agent-shell-transcript.el"
+               "declare-function agent-shell-header-set-state says agent-shell-transcript.el"
                (cdr result))))))
+
+;; A function with "--" in its name belongs to its file; one called from
+;; other files gets a public name, or a newcomer cannot tell a file's
+;; interface from its insides.
+(ert-deftest test-lint/a-call-of-another-files-internal-fails ()
+  "A file calling a \"--\" function of another file of the package fails the lint.
+Calling its own internals, or another file's public functions, does not."
+  (let* ((dir (make-temp-file "agent-shell-lint-" t))
+         (file (expand-file-name "agent-shell-plan.el" dir))
+         (lint (lambda ()
+                 (test-lint--run (list test-lint--elisp (test-lint--package-lint-dir))
+                                 (list file)))))
+    (copy-file (expand-file-name "agent-shell-plan.el" test-lint--elisp) file)
+    ;; Alone, the file lacks the main file's headers; that is not this check.
+    (should-not (string-search "an internal of" (cdr (funcall lint))))
+    (with-temp-file file
+      (insert-file-contents (expand-file-name "agent-shell-plan.el" test-lint--elisp))
+      (goto-char (point-min))
+      (should (search-forward "\"Return TEXT (a string or nil) on one line.\"\n" nil t))
+      (insert "  (agent-shell-transcript--fold-char t)\n"))
+    (let ((result (funcall lint)))
+      (delete-directory dir t)
+      (should (eql (car result) 1))
+      (should (string-match-p
+               "agent-shell-plan\\.el:[0-9]+: uses agent-shell-transcript--fold-char, \
+an internal of agent-shell-transcript\\.el"
+               (cdr result)))
+      (should-not (string-search "uses agent-shell-plan--" (cdr result))))))
+
+;; The main file's Commentary is where a newcomer meets the layout.
+(ert-deftest test-lint/main-commentary-lists-every-file ()
+  "agent-shell.el's Commentary names each package file once, after those it requires."
+  (let ((listed nil) (required nil))
+    (with-temp-buffer
+      (insert-file-contents (expand-file-name "agent-shell.el" test-lint--elisp))
+      (let ((end (save-excursion (search-forward ";;; Code:"))))
+        (while (re-search-forward "^;; \\(agent-shell[a-z0-9-]*\\.el\\)  +[a-z`(/]" end t)
+          (push (match-string 1) listed))))
+    (setq listed (nreverse listed))
+    (should (equal (sort (copy-sequence listed) #'string<)
+                   (sort (directory-files test-lint--elisp nil "\\`agent-shell.*\\.el\\'")
+                         #'string<)))
+    (dolist (file listed)
+      (with-temp-buffer
+        (insert-file-contents (expand-file-name file test-lint--elisp))
+        (while (re-search-forward "^(require '\\(agent-shell[a-z0-9-]*\\))" nil t)
+          (push (list file (concat (match-string 1) ".el")) required))))
+    (should (> (length required) 40))
+    (should (equal (cl-remove-if (lambda (pair)
+                                   (< (cl-position (cadr pair) listed :test #'equal)
+                                      (cl-position (car pair) listed :test #'equal)))
+                                 required)
+                   nil))))
 
 (provide 'test-lint)
 ;;; test-lint.el ends here

@@ -251,7 +251,7 @@ which could be off-screen."
     ;; Both steps are offered; the user names the newer one.
     (test-log--keys "y" '(text "second [dangerous]") "RET")
     (should (equal test-log--decisions '(("w2" approve nil))))
-    (should (equal (agent-shell-log--node-id (agent-shell-log--node-at-point)) "w2"))
+    (should (equal (agent-shell-log-node-id (agent-shell-log-node-at-point)) "w2"))
     (should (equal (test-log--heading buf "w1")
                    "** WAIT [2026-11-30 Mon 10:15] first"))
     ;; One waiting step left: it is the default, and RET takes it.

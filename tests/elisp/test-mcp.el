@@ -39,7 +39,7 @@
         (agent-shell-mcp-server-policy '(("time" . trusted)))
         (agent-shell-mcp-start-timeout 12))
     (agent-shell-test-with-project (root nil)
-      (let* ((params (agent-shell--session-new-params root))
+      (let* ((params (agent-shell-new-session-params root))
              (server (car (test-mcp--servers-param params))))
         (should (equal (alist-get 'name server) "time"))
         (should (equal (alist-get 'command server) "uvx"))
@@ -144,7 +144,7 @@ The status the bridge answers with gives the header line's MCP count."
         (agent-shell-test-with-project (root nil)
           (agent-shell-rpc-request-sync conn "initialize" nil 20)
           (let* ((result (agent-shell-rpc-request-sync
-                          conn "session/new" (agent-shell--session-new-params root) 60))
+                          conn "session/new" (agent-shell-new-session-params root) 60))
                  (status (alist-get 'mcp result))
                  (servers (append (alist-get 'servers status) nil))
                  (time (seq-find (lambda (s) (equal (alist-get 'name s) "time")) servers))
@@ -206,7 +206,7 @@ names the server's URL without its query and never the header."
         (agent-shell-test-with-project (root nil)
           (agent-shell-rpc-request-sync conn "initialize" nil 20)
           (let* ((result (agent-shell-rpc-request-sync
-                          conn "session/new" (agent-shell--session-new-params root) 60))
+                          conn "session/new" (agent-shell-new-session-params root) 60))
                  (status (alist-get 'mcp result))
                  (web (car (append (alist-get 'servers status) nil)))
                  (shown (format "%S" result)))
@@ -240,31 +240,16 @@ names the server's URL without its query and never the header."
   "An `mcp_servers' update puts its notice in the transcript and the count in the header."
   (with-temp-buffer
     (agent-shell--setup "mcp-test" temporary-file-directory nil)
-    (agent-shell-transcript--apply-update
+    (agent-shell-transcript-apply-update
      '((sessionUpdate . "mcp_servers") (connected . 1) (configured . 2)
        (servers . [((name . "git") (status . "failed"))])
        (notice . "MCP server git stopped again after a restart; not restarted")))
     (should (string-search "MCP server git stopped again after a restart"
                            (buffer-substring-no-properties
                             (point-min) (agent-shell-session-output-marker agent-shell--session))))
-    (should (string-search "│ MCP 1/2" (agent-shell-header--line)))
+    (should (string-search "│ MCP 1/2" (agent-shell-header-line)))
     (agent-shell-mcp-on-status '((servers . []) (connected . 0) (configured . 0)))
-    (should-not (string-search "MCP" (agent-shell-header--line)))))
-
-(ert-deftest test-mcp/review-names-the-environment-a-project-file-reads ()
-  "Trusting a project's `.mcp.json' hands it the variables it names: the question says so."
-  (let ((asked nil)
-        (text "{\"mcpServers\": {\"备忘\": {\"command\": \"${TOOL_BIN:-uvx}\",
- \"args\": [\"--key\", \"${DEEPSEEK_API_KEY}\"], \"env\": {\"K\": \"${DEEPSEEK_API_KEY}\"}}}}"))
-    (cl-letf (((symbol-function 'yes-or-no-p) (lambda (prompt) (setq asked prompt) nil)))
-      (should-not (agent-shell-mcp--review "/tmp/项目/.mcp.json" (encode-coding-string text 'utf-8))))
-    (should (string-search "(they get $DEEPSEEK_API_KEY, $TOOL_BIN from your environment)" asked))
-    (should (string-search "/tmp/项目/.mcp.json" asked))
-    (should-not (get-buffer agent-shell-mcp--review-buffer))
-    (setq asked nil)
-    (cl-letf (((symbol-function 'yes-or-no-p) (lambda (prompt) (setq asked prompt) t)))
-      (should (agent-shell-mcp--review "/tmp/.mcp.json" "{\"mcpServers\": {}}")))
-    (should-not (string-search "environment" asked))))
+    (should-not (string-search "MCP" (agent-shell-header-line)))))
 
 (provide 'test-mcp)
 ;;; test-mcp.el ends here

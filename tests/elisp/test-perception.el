@@ -15,6 +15,7 @@
 (require 'agent-shell-test-helpers)
 (require 'agent-shell-tools)
 (require 'agent-shell-perception)
+(require 'agent-shell-custom)
 
 (defconst test-perception--python
   (concat "import os\n"
@@ -414,6 +415,45 @@ Plain git in the same project runs both, so the trap is real."
                    '("buffer_overview" "insert_text" "magit_stage" "open_file"
                      "org_search" "project_status" "replace_pattern" "replace_region"
                      "symbol_search" "write_file")))))
+
+(ert-deftest test-perception/context-snapshot ()
+  "The prompt context names the user's file, line and region state."
+  (agent-shell-test-with-project (root '(("src/a.py" . "one\ntwo\nthree\n")))
+    (with-current-buffer (find-file-noselect (expand-file-name "src/a.py" root))
+      (switch-to-buffer (current-buffer))
+      (goto-char (point-min))
+      (forward-line 2)
+      (let ((snapshot (agent-shell-perception-context-snapshot root)))
+        (should (equal (alist-get 'file snapshot) (expand-file-name "src/a.py" root)))
+        (should (equal (alist-get 'line snapshot) 3))
+        (should (eq (alist-get 'region snapshot) :json-false))
+        (should (equal (alist-get 'root snapshot) root))
+        (should (json-serialize snapshot :false-object :json-false))))))
+
+(ert-deftest test-perception/context-snapshot-hides-outside-files ()
+  "Regression: the prompt context named any file the user had open.
+A file outside the project (and the extra allowed paths) sent its
+absolute path, line and mode to the model; now only a flag says the
+user's buffer is outside the project."
+  (agent-shell-test-with-project (root nil)
+    (let ((outside (file-name-as-directory
+                     (file-truename (make-temp-file "agent-shell-outside-" t)))))
+      (unwind-protect
+          (progn
+            (agent-shell-test-write outside "私人日记.txt" "一\n二\n")
+            (switch-to-buffer (find-file-noselect (expand-file-name "私人日记.txt" outside)))
+            (forward-line 1)
+            (let ((snapshot (agent-shell-perception-context-snapshot root)))
+              (should (eq (alist-get 'outside_project snapshot) t))
+              (should-not (string-search "私人日记" (format "%S" snapshot)))
+              (should-not (alist-get 'line snapshot)))
+            (let* ((agent-shell-extra-allowed-paths (list outside))
+                   (snapshot (agent-shell-perception-context-snapshot root)))
+              (should (equal (alist-get 'file snapshot)
+                             (expand-file-name "私人日记.txt" outside)))
+              (should (equal (alist-get 'line snapshot) 2))))
+        (agent-shell-test-cleanup-buffers outside)
+        (delete-directory outside t)))))
 
 (provide 'test-perception)
 ;;; test-perception.el ends here

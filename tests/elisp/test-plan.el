@@ -31,15 +31,15 @@
 
 (defun test-plan--bridge ()
   "Return an initialised connection to the real bridge, starting it if needed."
-  (unless (and (agent-shell-bridge--live-connection)
+  (unless (and (agent-shell-bridge-live-connection)
                (eq (agent-shell-bridge-initialized agent-shell-bridge--current) (agent-shell-bridge-connection agent-shell-bridge--current)))
     (setq agent-shell-bridge-debug t
           agent-shell-memory-dir test-plan--memory-dir
           agent-shell-api-base "http://127.0.0.1:9/v1"
           agent-shell-api-key "sk-test-plan-secret")
-    (agent-shell-bridge--with-connection #'ignore)
+    (agent-shell-bridge-with-connection #'ignore)
     (test-plan--wait "the bridge to initialise"
-                     (lambda () (and (agent-shell-bridge--live-connection)
+                     (lambda () (and (agent-shell-bridge-live-connection)
                                      (eq (agent-shell-bridge-initialized agent-shell-bridge--current)
                                          (agent-shell-bridge-connection agent-shell-bridge--current))))
                      30))
@@ -331,7 +331,7 @@ connection.  Now the request is dropped and the buffer says why."
          (buffer (test-plan--pending-buffer sid)))
     (unwind-protect
         (progn
-          (signal-process (agent-shell-rpc-conn-process (agent-shell-bridge-connection agent-shell-bridge--current)) 'SIGKILL)
+          (signal-process (agent-shell-rpc-bridge-conn-process (agent-shell-bridge-connection agent-shell-bridge--current)) 'SIGKILL)
           (test-plan--wait "the request to be dropped"
                            (lambda () (not (buffer-local-value 'agent-shell-plan--request
                                                                buffer))))

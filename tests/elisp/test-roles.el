@@ -48,7 +48,7 @@
                                (:name "docs" :prompt "Write docs."
                                 :tools ("read_file" "task_complete")
                                 :write-globs ("docs/*")))))
-      (let ((params (agent-shell--session-new-params root)))
+      (let ((params (agent-shell-new-session-params root)))
         (should (eq (alist-get 'review params) :json-false))
         (should (equal (alist-get 'roles params)
                        [((name . "explorer") (max_steps . 4) (model . "cheap-model"))
@@ -64,7 +64,7 @@
           (should (cl-find "docs" roles :key (lambda (r) (alist-get 'name r))
                            :test #'equal)))))
     (let ((agent-shell-review-changes t) (agent-shell-roles nil))
-      (should (eq (alist-get 'review (agent-shell--session-new-params root)) t)))))
+      (should (eq (alist-get 'review (agent-shell-new-session-params root)) t)))))
 
 (ert-deftest test-roles/project-roles-need-trust ()
   "A project's roles.el is announced until trusted; trusting it lets sessions use it."
@@ -81,7 +81,7 @@
                                                  (setq done (apply #'format args)))))
           (agent-shell-trust-roles root)
           (test-shell--wait "the trust answer" (lambda () done) 20))
-        (should (string-search "roles.el trusted: docs" done)))
+        (should (string-match-p "\\`Trusted .*/\\.agent-shell/roles\\.el: roles docs\\'" done)))
       (let ((after (test-shell--sync "session/new" params)))
         (should-not (agent-shell-roles-notice after))
         (should (cl-find "docs" (append (alist-get 'roles after) nil)

@@ -85,12 +85,12 @@ loses no text and shows none twice."
            (let ((n (length (funcall (cdr rec)))))
              (when (and (< drops 2) (>= n (* 3 (1+ drops))))
                (cl-incf drops)
-               (push (agent-shell-rpc-conn-events-process conn) streams)
+               (push (agent-shell-rpc-http-events-process (agent-shell-rpc-bridge-conn-http conn)) streams)
                (agent-shell-rpc-request conn "debug/drop_streams" nil)))
            (and (= drops 2) (test-streaming--idle-p)))
          60)
         (should (= drops 2))
-        (should-not (memq (agent-shell-rpc-conn-events-process conn) streams))
+        (should-not (memq (agent-shell-rpc-http-events-process (agent-shell-rpc-bridge-conn-http conn)) streams))
         (should (= (test-streaming--count test-shell-long-answer (test-shell--transcript)) 1))
         (should (equal (apply #'concat
                               (mapcar #'cdr (cl-remove-if-not

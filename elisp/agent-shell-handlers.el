@@ -1,0 +1,92 @@
+;;; agent-shell-handlers.el --- What Emacs does with each message of the bridge  -*- lexical-binding: t; -*-
+
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; Every message the bridge sends (agent-shell-rpc-protocol.el dispatches
+;; it) has its method of `agent-shell-rpc-handle' here, one per message,
+;; each handing it to the part that shows or answers it:
+;;
+;; - `session/update' to the session's transcript (agent-shell-transcript.el);
+;; - `log/entry' and `log/update' to its action log (agent-shell-log.el);
+;; - `tool/call' to the Emacs-side tools (agent-shell-tools.el), answered
+;;   with the tool's result or error;
+;; - `session/request_permission' to the steps waiting for the user
+;;   (agent-shell-permissions.el), answered once the user decides;
+;; - `session/request_plan' to the plan buffer (agent-shell-plan.el),
+;;   answered once the user approves or rejects the plan.
+;;
+;; A message without a method here gets the generic function's default:
+;; a warning, and for a request an error answer.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'agent-shell-session)
+(require 'agent-shell-rpc)
+(require 'agent-shell-bridge)
+(require 'agent-shell-log)
+(require 'agent-shell-tools)
+(require 'agent-shell-plan)
+(require 'agent-shell-permissions)
+
+;;; Notifications
+
+(cl-defmethod agent-shell-rpc-handle (_conn (_m (eql session/update)) params _id)
+  "Render the `session/update' notification PARAMS in its shell buffer."
+  (when-let ((buffer (agent-shell-bridge-session-buffer (alist-get 'sessionId params))))
+    (with-current-buffer buffer
+      (agent-shell-transcript-apply-update (alist-get 'update params))))
+  nil)
+
+(cl-defmethod agent-shell-rpc-handle (_conn (_m (eql log/entry)) params _id)
+  "Add the `log/entry' PARAMS to the session's action log.
+The experiences recalled for a turn are also named in its shell buffer."
+  (when-let ((log (agent-shell-bridge-log-buffer-for (alist-get 'session_id params))))
+    (agent-shell-log-insert-entry log params))
+  (agent-shell-lifecycle-show-recalled params)
+  nil)
+
+(cl-defmethod agent-shell-rpc-handle (_conn (_m (eql log/update)) params _id)
+  "Apply the `log/update' PARAMS to the session's action log."
+  (when-let ((log (agent-shell-bridge-log-buffer-for (alist-get 'session_id params))))
+    (agent-shell-log-apply-update log params))
+  nil)
+
+;;; Requests
+
+(defun agent-shell-handlers--run-tool (conn id params)
+  "Run the tool of `tool/call' PARAMS and answer request ID on CONN."
+  (let ((outcome
+         (condition-case err
+             (cons 'ok (agent-shell-tools-call (alist-get 'name params)
+                                               (alist-get 'arguments params)
+                                               (alist-get 'context params)))
+           (agent-shell-tool-error (cons 'error (format "%s" (cadr err))))
+           (error (cons 'error (format "%s failed: %s" (alist-get 'name params)
+                                       (error-message-string err)))))))
+    (if (eq (car outcome) 'ok)
+        (agent-shell-rpc-respond conn id (cdr outcome))
+      (agent-shell-rpc-respond-error conn id agent-shell-rpc-code-tool-failed
+                                    (cdr outcome)))))
+
+(cl-defmethod agent-shell-rpc-handle (conn (_m (eql tool/call)) params id)
+  "Answer the `tool/call' request ID with PARAMS on CONN."
+  (agent-shell-handlers--run-tool conn id params)
+  nil)
+
+(cl-defmethod agent-shell-rpc-handle (conn (_m (eql session/request_permission))
+                                           params id)
+  "Keep the permission request ID with PARAMS on CONN until the user decides."
+  (agent-shell-permissions-wait conn id params)
+  nil)
+
+(cl-defmethod agent-shell-rpc-handle (conn (_m (eql session/request_plan)) params id)
+  "Show the plan of request ID (PARAMS from CONN) for review."
+  (agent-shell-plan-review conn params id)
+  nil)
+
+(provide 'agent-shell-handlers)
+;;; agent-shell-handlers.el ends here
