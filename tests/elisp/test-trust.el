@@ -41,9 +41,22 @@
            ,@body)))))
 
 (ert-deftest test-trust/every-kind-has-its-command-and-bridge-method ()
-  "Each kind of the table has a current command and a method the bridge offers."
+  "Each kind of the table has a current command and a method the bridge offers.
+The bridge sends its own table of the same kinds in `initialize'; the
+file, method and command of each kind are the same on both sides."
   (test-shell--bridge)
-  (let ((methods (alist-get 'methods (agent-shell-bridge-info agent-shell-bridge--current))))
+  (let* ((info (agent-shell-bridge-info agent-shell-bridge--current))
+         (methods (alist-get 'methods info))
+         (bridge (mapcar (lambda (entry)
+                           (list (intern (alist-get 'kind entry)) (alist-get 'path entry)
+                                 (alist-get 'method entry) (intern (alist-get 'command entry))))
+                         (alist-get 'trusted_files info))))
+    (should (equal bridge
+                   (mapcar (lambda (entry)
+                             (list (car entry) (plist-get (cdr entry) :file)
+                                   (plist-get (cdr entry) :method)
+                                   (plist-get (cdr entry) :command)))
+                           agent-shell-trust-kinds)))
     (should (member "ping" methods))
     (should (equal (mapcar #'car agent-shell-trust-kinds) '(allowlist config roles mcp)))
     (pcase-dolist (`(,kind . ,plist) agent-shell-trust-kinds)
