@@ -366,7 +366,7 @@ file itself show up to be committed."
 
 (ert-deftest test-lifecycle/scaffold-ignore-file-matches-the-bridge ()
   "Emacs and the bridge write the same `.agent-shell/.gitignore', whoever comes first."
-  (let* ((live (expand-file-name "../bridge/agent_shell_bridge/agent/live.py"
+  (let* ((live (expand-file-name "../bridge/agent_shell_bridge/agent/session/live.py"
                                  (file-name-directory (locate-library "agent-shell"))))
          (source (with-temp-buffer
                    (insert-file-contents live)
