@@ -7,7 +7,7 @@ the engine gave. It was recorded once from the engine before any speed work; a
 change to the engine that alters any verdict (even only its wording) fails here and
 must be looked at, and the file regenerated on purpose with::
 
-    .venv/bin/python tests/python/test_policy_verdicts.py --write
+    .venv/bin/python tests/python/policy/test_policy_verdicts.py --write
 
 The tree judged against is built here; paths below the temporary directory appear
 in reasons as ``{tmp}``, and
