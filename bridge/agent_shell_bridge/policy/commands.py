@@ -14,35 +14,34 @@ can write files or run other programs.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 
 from ..types import Risk
 from .builtins import BUILTINS, variable_target
 from .findings import Context, Finding, worst
 from .options import SPECS, normalise, positional
-from .rules.build import _cargo, _go, _make, _npm, _pytest
-from .rules.common import MULTI_CALL, effective_name, operands, program_name
-from .rules.git import _git
+from .rules import build, git, system, text
+from .rules.common import MULTI_CALL, Rule, effective_name, operands, program_name
 from .rules.places import (
-    _READS_FILES,
-    _names_protected,
-    _reads_outside,
+    READS_FILES,
     locate,
+    names_protected,
+    reads_outside,
     reads_outside_file,
     writes_through_links,
 )
 from .rules.shells import (
-    _INTERPRETER_RE,
-    _WRAPPERS,
+    INTERPRETER_RE,
     SHELLS,
-    _eval,
-    _interpreter,
-    _shell,
-    _wrapper,
+    WRAPPERS,
     consumes_code,
+    eval_rule,
+    interpreter_rule,
+    shell_rule,
+    wrapper_rule,
 )
-from .rules.system import _DEVICE_TOOLS_RE, _RM_NAMES, _cd, _chmod, _dd, _find, _kill, _rm
-from .rules.text import _awk, _jq, _rg, _sed, _sort, _tee, _uniq
+from .rules.system import DEVICE_TOOLS_RE, RM_NAMES, rm_rule
 from .shell_parse import SimpleCommand, Word
 
 __all__ = [
@@ -215,11 +214,11 @@ def _classify_argv(argv: Sequence[Word], ctx: Context, cmd: SimpleCommand) -> Fi
     if network is not None:
         result = worst([network, result])
     writes = result.risk is Risk.WRITE
-    if result.risk is Risk.READ and name in _READS_FILES:
-        result = _reads_outside(name, args, ctx) or result
+    if result.risk is Risk.READ and name in READS_FILES:
+        result = reads_outside(name, args, ctx) or result
     if writes and name != "git":
         for w in args:
-            if _names_protected(w, ctx):
+            if names_protected(w, ctx):
                 result = Finding.danger(
                     f"{name} names {w.text!r}: .git or the agent's own settings or records"
                 )
@@ -272,21 +271,21 @@ def _network(name: str, args: Sequence[Word]) -> Finding | None:
 
 def _by_name(name: str, args: list[Word], ctx: Context, cmd: SimpleCommand) -> Finding:
     texts = [w.text for w in args]
-    if _DEVICE_TOOLS_RE.match(name):
+    if DEVICE_TOOLS_RE.match(name):
         return Finding.danger(f"{name} can destroy file systems or stop the machine")
     if texts == ["--version"] or (
         name in ("go", "cargo", "npm", "node", "python", "python3")
         and texts in (["version"], ["-V"])
     ):
         return Finding.read(f"{name} --version")
-    if name in _WRAPPERS:
-        return _wrapper(name, args, ctx, cmd)
+    if name in WRAPPERS:
+        return wrapper_rule(name, args, ctx, cmd)
     if name in SHELLS:
-        return _shell(name, args, ctx, cmd)
+        return shell_rule(name, args, ctx, cmd)
     if name in ("eval", "source", "."):
-        return _eval(name, args, ctx)
-    if _INTERPRETER_RE.match(name):
-        return _interpreter(name, args, ctx)
+        return eval_rule(name, args, ctx)
+    if INTERPRETER_RE.match(name):
+        return interpreter_rule(name, args, ctx)
     builtin = BUILTINS.get(name)
     if builtin is not None:
         return builtin(name, args, ctx)
@@ -295,8 +294,8 @@ def _by_name(name: str, args: list[Word], ctx: Context, cmd: SimpleCommand) -> F
     handler = _HANDLERS.get(name)
     if handler is not None:
         return handler(name, args, ctx)
-    if name in _RM_NAMES:
-        return _rm(name, args, ctx)
+    if name in RM_NAMES:
+        return rm_rule(name, args, ctx)
     if name in DOWNLOADERS:
         return Finding.write(f"{name} reaches the network")
     if name in _DB_CLIENTS:
@@ -327,33 +326,6 @@ def _simple_read(name: str, args: list[Word]) -> Finding:
     return Finding.read(f"{name} is read-only")
 
 
-_Handler = Callable[[str, list[Word], Context], Finding]
-_HANDLERS: dict[str, _Handler] = {
-    "git": _git,
-    "rg": _rg,
-    "find": _find,
-    "sort": _sort,
-    "uniq": _uniq,
-    "sed": _sed,
-    "awk": _awk,
-    "jq": _jq,
-    "cd": _cd,
-    "pushd": _cd,
-    "popd": _cd,
-    "chmod": _chmod,
-    "chown": _chmod,
-    "chgrp": _chmod,
-    "dd": _dd,
-    "kill": _kill,
-    "pkill": _kill,
-    "killall": _kill,
-    "go": _go,
-    "cargo": _cargo,
-    "npm": _npm,
-    "pnpm": _npm,
-    "yarn": _npm,
-    "make": _make,
-    "pytest": _pytest,
-    "py.test": _pytest,
-    "tee": _tee,
-}
+_HANDLERS: Mapping[str, Rule] = MappingProxyType(
+    {**build.RULES, **git.RULES, **system.RULES, **text.RULES}
+)

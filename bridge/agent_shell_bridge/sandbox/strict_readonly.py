@@ -30,7 +30,7 @@ from ..policy.builtins import variable_target
 from ..policy.commands import effective_name
 from ..policy.options import SPECS, normalise, positional
 from ..policy.repository import foreign_repository
-from ..policy.rules.shells import _WRAPPERS
+from ..policy.rules.shells import WRAPPERS
 from ..policy.shell_parse import ParsedCommand, Word, parse_command
 
 __all__ = ["RUNS_PROGRAMS", "STRICT_READERS", "strictly_read_only"]
@@ -103,7 +103,7 @@ STRICT_READERS = frozenset(
 # added to the list above by mistake (``env make test`` runs the project's code).
 RUNS_PROGRAMS = frozenset(
     {
-        *_WRAPPERS,
+        *WRAPPERS,
         "busybox",
         "toybox",
         "eval",

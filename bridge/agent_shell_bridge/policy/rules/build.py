@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from types import MappingProxyType
 
 from ..findings import Context, Finding
 from ..shell_parse import Word
-from .common import _is_option
+from .common import Rule, _is_option
 
 _PYTEST_FLAGS = frozenset(
     {
@@ -271,3 +273,18 @@ def _make(name: str, args: list[Word], ctx: Context) -> Finding:
     ):
         return Finding.read(f"make {texts[-1]} runs the project's own target")
     return Finding.write("make runs recipes that are not known to be read-only")
+
+
+# The programs this family judges, by name (the dispatcher merges the families).
+RULES: Mapping[str, Rule] = MappingProxyType(
+    {
+        "go": _go,
+        "cargo": _cargo,
+        "npm": _npm,
+        "pnpm": _npm,
+        "yarn": _npm,
+        "make": _make,
+        "pytest": _pytest,
+        "py.test": _pytest,
+    }
+)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..findings import Context, Finding
 from ..shell_parse import SimpleCommand, Word, normalise_name
@@ -76,3 +76,7 @@ def classify_argv(argv: Sequence[Word], ctx: Context, cmd: SimpleCommand) -> Fin
     """Judge a command found inside another one with the full rules."""
     assert ctx.classify_argv is not None, "classify() sets the hook"
     return ctx.classify_argv(argv, ctx, cmd)
+
+
+# A family's judgement of one program: its name, its words, the context.
+Rule = Callable[[str, list[Word], Context], Finding]

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
 from ..findings import Context, Finding, worst
 from ..repository import foreign_repository
 from ..shell_parse import Word
-from .common import _is_option
+from .common import Rule, _is_option
 from .places import (
     _glob_matches,
     _GlobRefused,
-    _names_protected,
     _outside_operand,
     _path_text,
     _physical_text,
-    _reads_outside,
+    names_protected,
+    reads_outside,
 )
 
 
@@ -77,7 +78,7 @@ def _git_subcommand(sub: str, rest: list[Word], ctx: Context) -> Finding:
             None,
         )
         if risky is not None:
-            if risky == "--output" and _names_protected(w, ctx):
+            if risky == "--output" and names_protected(w, ctx):
                 return Finding.danger(f"git {sub} {t} writes into .git or the agent's records")
             return Finding.write(f"git {sub} {option} can write files or run programs")
     if sub == "push":
@@ -106,7 +107,7 @@ def _git_subcommand(sub: str, rest: list[Word], ctx: Context) -> Finding:
             or (sub == "grep" and "--no-index" in texts)
             or sub in ("blame", "annotate")
         ):
-            outside = _reads_outside(f"git {sub}", rest, ctx)
+            outside = reads_outside(f"git {sub}", rest, ctx)
             if outside is not None:
                 findings.append(outside)
     elif sub in ("branch", "tag"):
@@ -188,7 +189,7 @@ def _git_subcommand(sub: str, rest: list[Word], ctx: Context) -> Finding:
         # Git maintains .git itself; a file it is told to write there is another matter
         # (git archive -o .git/hooks/pre-commit, git format-patch -o .git/hooks).
         for w in rest:
-            if w.literal and _names_protected(w, ctx):
+            if w.literal and names_protected(w, ctx):
                 return Finding.danger(f"git {sub} names {w.text!r}: .git or the agent's records")
     return worst(findings)
 
@@ -391,3 +392,7 @@ def _option_named_match(word: Word, ctx: Context) -> str | None:
         return str(exc)
     named = next((m.name for m in matches if m.name.startswith("-")), None)
     return None if named is None else f"matches {named!r}, read as an option"
+
+
+# The programs this family judges, by name (the dispatcher merges the families).
+RULES: Mapping[str, Rule] = MappingProxyType({"git": _git})

@@ -141,7 +141,7 @@ def _protected_physically(word: Word, ctx: Context) -> bool:
 # Read-only commands whose operands name files they read: reading outside the
 # allowed roots (~/.ssh, /etc, a symlink planted in the repo) would send those bytes
 # to the model, so such reads ask first.
-_READS_FILES = frozenset(
+READS_FILES = frozenset(
     {
         "ls", "cat", "head", "tail", "wc", "stat", "du", "file", "nl", "cut", "cmp",
         "comm", "md5sum", "sha1sum", "sha256sum", "sha512sum", "cksum", "grep", "egrep",
@@ -278,7 +278,7 @@ def _file_words(name: str, args: Sequence[Word]) -> list[Word]:
     return operands + files
 
 
-def _reads_outside(name: str, args: Sequence[Word], ctx: Context) -> Finding | None:
+def reads_outside(name: str, args: Sequence[Word], ctx: Context) -> Finding | None:
     base = name.split()[0]
     files = _file_words(base, args)
     for w in files:
@@ -512,7 +512,7 @@ def _glob_outside(name: str, word: Word, ctx: Context) -> Finding | None:
     return None
 
 
-def _names_protected(w: Word, ctx: Context) -> bool:
+def names_protected(w: Word, ctx: Context) -> bool:
     """Whether a word of a writing command names .git or the agent's settings or records.
 
     Checked as written, through symlinks, and for globs against what they match now.

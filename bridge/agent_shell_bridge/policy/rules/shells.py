@@ -13,13 +13,13 @@ from .common import MULTI_CALL, classify_argv, program_name
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh", "ash"})
 
 
-_INTERPRETER_RE = re.compile(
+INTERPRETER_RE = re.compile(
     r"^(python[0-9.]*|pypy[0-9.]*|node|nodejs|deno|bun|perl[0-9.]*|ruby|php[0-9.]*|lua[0-9.]*"
     r"|luajit|rscript|tclsh|wish|pwsh|powershell|osascript|jshell|groovy|irb|ipython[0-9]*)$"
 )
 
 
-_WRAPPERS = frozenset(
+WRAPPERS = frozenset(
     {
         "env",
         "sudo",
@@ -85,9 +85,9 @@ def consumes_code(cmd: SimpleCommand) -> bool:
         return consumes_code(SimpleCommand(argv=cmd.argv[1:]))
     if name in SHELLS or name in ("eval", "source", ".", "xargs", *MULTI_CALL):
         return True
-    if name in _WRAPPERS and len(cmd.argv) > 1:
+    if name in WRAPPERS and len(cmd.argv) > 1:
         return consumes_code(SimpleCommand(argv=_wrapped_argv(name, cmd.argv[1:])))
-    if _INTERPRETER_RE.match(name):
+    if INTERPRETER_RE.match(name):
         rest = [w.text for w in cmd.argv[1:]]
         if not rest or rest[0] in ("-", "-c", "-e", "-E", "-r", "--eval", "-p", "--print"):
             return True
@@ -121,7 +121,7 @@ def _wrapped_argv(name: str, args: Sequence[Word]) -> list[Word]:
     return list(args[i:])
 
 
-def _wrapper(name: str, args: list[Word], ctx: Context, cmd: SimpleCommand) -> Finding:
+def wrapper_rule(name: str, args: list[Word], ctx: Context, cmd: SimpleCommand) -> Finding:
     if name == "command" and args and args[0].text in ("-v", "-V"):
         return Finding.read("command -v looks a program up")
     if name == "env" and not args:
@@ -159,7 +159,7 @@ def _nested_text(word: Word, ctx: Context) -> Finding:
     return worst([inner, Finding.write("runs shell code given as a string")])
 
 
-def _shell(name: str, args: list[Word], ctx: Context, cmd: SimpleCommand) -> Finding:
+def shell_rule(name: str, args: list[Word], ctx: Context, cmd: SimpleCommand) -> Finding:
     texts = [w.text for w in args]
     findings = [Finding.write(f"{name} runs shell code, which is never auto-allowed")]
     for i, text in enumerate(texts):
@@ -178,7 +178,7 @@ def _shell(name: str, args: list[Word], ctx: Context, cmd: SimpleCommand) -> Fin
     return worst(findings)
 
 
-def _eval(name: str, args: list[Word], ctx: Context) -> Finding:
+def eval_rule(name: str, args: list[Word], ctx: Context) -> Finding:
     findings = [Finding.write(f"{name} runs code that is not visible here")]
     if name == "eval" and args:
         if all(w.literal for w in args):
@@ -188,7 +188,7 @@ def _eval(name: str, args: list[Word], ctx: Context) -> Finding:
     return worst(findings)
 
 
-def _interpreter(name: str, args: list[Word], ctx: Context) -> Finding:
+def interpreter_rule(name: str, args: list[Word], ctx: Context) -> Finding:
     texts = [w.text for w in args]
     if name.startswith("python") and len(texts) >= 2 and texts[0] == "-m" and texts[1] == "pytest":
         return _pytest("pytest", args[2:], ctx)

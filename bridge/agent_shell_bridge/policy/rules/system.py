@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from types import MappingProxyType
 
 from ...types import Risk
 from ..findings import Context, Finding, worst
 from ..options import _fixed_prefix
 from ..shell_parse import SimpleCommand, Word
-from .common import _is_option, classify_argv
+from .common import Rule, _is_option, classify_argv
 from .places import _physical, _within_roots, locate
 
-_RM_NAMES = frozenset({"rm", "shred", "unlink", "rmdir", "srm"})
+RM_NAMES = frozenset({"rm", "shred", "unlink", "rmdir", "srm"})
 
 
-_DEVICE_TOOLS_RE = re.compile(
+DEVICE_TOOLS_RE = re.compile(
     r"^(mkfs(\..+)?|mke2fs|mkswap|wipefs|fdisk|sfdisk|cfdisk|parted|gdisk|sgdisk|mkdosfs|blkdiscard"
     r"|mdadm|cryptsetup|shutdown|reboot|halt|poweroff|init|telinit|systemctl|kexec)$"
 )
@@ -100,7 +102,7 @@ def _cd(name: str, args: list[Word], ctx: Context) -> Finding:
     return Finding.write(f"{name} leaves the project")
 
 
-def _rm(name: str, args: list[Word], ctx: Context) -> Finding:
+def rm_rule(name: str, args: list[Word], ctx: Context) -> Finding:
     recursive = False
     targets: list[Word] = []
     options_done = False
@@ -195,3 +197,21 @@ def _kill(name: str, args: list[Word], ctx: Context) -> Finding:
     if args and args[-1].text in ("-1", "1"):
         return Finding.danger(f"{name} {args[-1].text} signals every process")
     return Finding.write(f"{name} signals processes")
+
+
+# The programs this family judges, by name (the dispatcher merges the families).
+RULES: Mapping[str, Rule] = MappingProxyType(
+    {
+        "find": _find,
+        "cd": _cd,
+        "pushd": _cd,
+        "popd": _cd,
+        "chmod": _chmod,
+        "chown": _chmod,
+        "chgrp": _chmod,
+        "dd": _dd,
+        "kill": _kill,
+        "pkill": _kill,
+        "killall": _kill,
+    }
+)

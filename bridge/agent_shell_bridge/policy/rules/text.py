@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from types import MappingProxyType
 
 from ..findings import Context, Finding
 from ..options import _fixed_prefix, positional
 from ..shell_parse import Word
-from .common import _is_option
+from .common import Rule, _is_option
 from .places import _long_is, _outside_operand
 
 
@@ -264,3 +266,17 @@ def _tee(name: str, args: list[Word], ctx: Context) -> Finding:
         if reason is not None and w.text != "/dev/null":
             return Finding.danger(f"tee writes {w.text}: {reason}")
     return Finding.write("tee writes files")
+
+
+# The programs this family judges, by name (the dispatcher merges the families).
+RULES: Mapping[str, Rule] = MappingProxyType(
+    {
+        "rg": _rg,
+        "sort": _sort,
+        "uniq": _uniq,
+        "sed": _sed,
+        "awk": _awk,
+        "jq": _jq,
+        "tee": _tee,
+    }
+)
