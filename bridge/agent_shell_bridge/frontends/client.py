@@ -29,7 +29,7 @@ class RemoteError(BridgeError):
 
     def __init__(self, error: JSONObject) -> None:
         super().__init__(str(error.get("message", "error")), data=error.get("data"))
-        self.remote_code = int(error.get("code", -32603))
+        self.remote_code = int(error.get("code", BridgeError.code))
 
 
 class BridgeConnection:

@@ -26,7 +26,7 @@ import uvicorn
 from ..agent.session.approval import Answer, FixedApprover, PermissionRequest, TerminalApprover
 from ..agent.turn.plan import plan_text
 from ..config import BridgeConfig, echo_setting
-from ..errors import BridgeError
+from ..errors import BridgeError, MethodNotFound
 from ..methods import build_dispatcher
 from ..runtime import Runtime
 from ..transport.server import ServerSettings, create_app
@@ -202,7 +202,9 @@ async def _drive(conn: BridgeConnection, args: argparse.Namespace) -> int:
             await conn.respond(msg["id"], _answer_wire(answer))
             continue
         if "id" in msg and method:
-            await conn.respond_error(msg["id"], -32601, f"{method} is not handled by run")
+            await conn.respond_error(
+                msg["id"], MethodNotFound.code, f"{method} is not handled by run"
+            )
             continue
         if method != "session/update" or params.get("sessionId") != sid:
             continue

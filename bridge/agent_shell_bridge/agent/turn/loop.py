@@ -286,7 +286,7 @@ async def run_turn(
     except Exception as exc:
         log.exception("turn %s failed", turn_id)
         stop_reason = "error"
-        error = {"code": -32603, "message": f"internal error: {type(exc).__name__}"}
+        error = {"code": BridgeError.code, "message": f"internal error: {type(exc).__name__}"}
     await _settle(prelude)
     await _finish(live, turn, stop_reason, error, start_index)
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ...errors import ToolFailed
+from ...errors import MethodNotFound, ToolFailed
 from ...model.types import ToolCall
 from ...tools.catalogue import CompleteStepArgs, ProposePlanArgs
 from ...tools.results import Outcome, ToolResult
@@ -58,7 +58,7 @@ RunTool = Callable[[ToolCall, "TurnState"], Awaitable[Outcome]]
 StepStatus = Literal["pending", "in_progress", "completed", "failed"]
 _BOX = {"pending": " ", "in_progress": "-", "completed": "X", "failed": " "}
 _SPACE = re.compile(r"\s+")
-_METHOD_NOT_FOUND = -32601
+_METHOD_NOT_FOUND = MethodNotFound.code
 
 
 # -- the plan itself -------------------------------------------------------------

@@ -34,7 +34,7 @@ from pydantic import BaseModel
 
 from ... import __version__
 from ...config import KEY_ENV_VARS
-from ...errors import ToolFailed
+from ...errors import BridgeError, MethodNotFound, ToolFailed
 from ...runtime import Runtime
 from ...transport.rpc import IncomingRequest
 from ...types import JSONObject
@@ -218,7 +218,7 @@ class AcpFrontEnd:
                 self.rt.hub.resolve(
                     message["id"],
                     None,
-                    {"code": -32601, "message": f"{method} is not available over ACP"},
+                    {"code": MethodNotFound.code, "message": f"{method} is not available over ACP"},
                 )
                 return
         except asyncio.CancelledError:
@@ -423,7 +423,9 @@ class AcpFrontEnd:
                 "content": {"type": "text", "text": f"\n[error: {error.get('message', reason)}]\n"},
             },
         )
-        raise RequestError(int(error.get("code", -32603)), str(error.get("message", reason)))
+        raise RequestError(
+            int(error.get("code", BridgeError.code)), str(error.get("message", reason))
+        )
 
     async def cancel(self, session_id: str, **_: Any) -> None:
         try:
