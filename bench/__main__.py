@@ -36,6 +36,7 @@ BENCHMARKS: tuple[str, ...] = (
     "memory",
     "context",
     "sandbox",
+    "search",
 )
 
 Runner = Callable[[Scale, Path], Awaitable[list[Figure]]]

@@ -58,6 +58,8 @@ class Scale:
     context_steps: int
     context_lines: int
     sandbox_runs: int
+    search_files: int
+    search_reps: int
 
 
 SCALES: dict[str, Scale] = {
@@ -81,6 +83,8 @@ SCALES: dict[str, Scale] = {
         context_steps=3,
         context_lines=400,
         sandbox_runs=2,
+        search_files=2_000,
+        search_reps=1,
     ),
     "full": Scale(
         name="full",
@@ -102,6 +106,8 @@ SCALES: dict[str, Scale] = {
         context_steps=15,
         context_lines=2_000,
         sandbox_runs=15,
+        search_files=100_000,
+        search_reps=5,
     ),
 }
 

@@ -336,12 +336,43 @@ CONTEXT are dropped."
   "Quote STRING for use as a literal in a ripgrep (Rust) regexp."
   (replace-regexp-in-string "[][\\\\.+*?(){}|^$]" "\\\\\\&" string t))
 
+(defun agent-shell-perception--rg-match (line root symbol context keep)
+  "Return the hit of ripgrep's JSON LINE for SYMBOL in ROOT, or nil.
+Nil unless LINE is a match event in a file (an absolute name) that
+the function KEEP accepts.  CONTEXT relativises the path."
+  (let ((event (ignore-errors
+                 (json-parse-string line :object-type 'alist
+                                    :null-object nil :false-object nil))))
+    (when (equal (alist-get 'type event) "match")
+      (let* ((data (alist-get 'data event))
+             (file (alist-get 'text (alist-get 'path data)))
+             (found (and file (expand-file-name file root))))
+        (when (and found (funcall keep found))
+          (let* ((text (string-trim-right
+                        (or (alist-get 'text (alist-get 'lines data)) "")))
+                 (submatch (let ((subs (alist-get 'submatches data)))
+                             (and (> (length subs) 0) (aref subs 0))))
+                 (bytes (encode-coding-string text 'utf-8))
+                 (start (length (decode-coding-string
+                                 (substring bytes 0 (min (length bytes)
+                                                         (if submatch
+                                                             (alist-get 'start submatch)
+                                                           0)))
+                                 'utf-8)))
+                 (column (1+ (or (string-search symbol text start) start))))
+            (agent-shell-perception--hit found (alist-get 'line_number data)
+                                         column text context)))))))
+
 (defun agent-shell-perception--rg-hits (root symbol kind lispy context)
   "Search ROOT for SYMBOL with ripgrep; return (HITS . STATUS).
 KIND `definitions' looks only at lines where a definition keyword
 precedes SYMBOL.  With LISPY non-nil a dash counts as part of a
 symbol.  CONTEXT relativises paths.  STATUS is `missing' when
-ripgrep is not installed."
+ripgrep is not installed.
+Ripgrep's output is read as it comes and ripgrep is stopped once
+there is one hit more than `agent-shell-perception-max-hits' (which
+says the list was cut); only the hits read so far are checked
+against the user's secrets, once per file."
   (let* ((word (if lispy "A-Za-z0-9_-" "A-Za-z0-9_"))
          (quoted (agent-shell-perception--rg-quote symbol))
          (pattern (if (eq kind 'definitions)
@@ -349,39 +380,32 @@ ripgrep is not installed."
                               word agent-shell-perception--definition-keywords
                               quoted word)
                     (format "(^|[^%s])%s([^%s]|$)" word quoted word)))
-         (result (agent-shell-tools-run
-                  root "rg" "--json" "--no-config" "--no-messages" "--max-count" "50"
-                  "--max-columns" "1000" "-e" pattern "--" "."))
-         (hits nil))
-    (if (null (car result))
+         (wanted (1+ agent-shell-perception-max-hits))
+         (secret (make-hash-table :test #'equal))
+         (hits nil)
+         (count 0)
+         (status
+          (agent-shell-tools-run-lines
+           root "rg"
+           (list "--json" "--no-config" "--no-messages" "--max-count" "50"
+                 "--max-columns" "1000" "-e" pattern "--" ".")
+           (lambda (line)
+             (let ((hit (agent-shell-perception--rg-match
+                         line root symbol context
+                         (lambda (found)
+                           (let ((refused (gethash found secret 'unknown)))
+                             (when (eq refused 'unknown)
+                               (setq refused (and (agent-shell-tools-secret-reason
+                                                   found (agent-shell-tools-truename found))
+                                                  t))
+                               (puthash found refused secret))
+                             (not refused))))))
+               (when hit
+                 (push hit hits)
+                 (setq count (1+ count))))
+             (>= count wanted)))))
+    (if (null status)
         (cons nil 'missing)
-      (dolist (line (split-string (cdr result) "\n" t))
-        (let ((event (ignore-errors
-                       (json-parse-string line :object-type 'alist
-                                          :null-object nil :false-object nil))))
-          (when (equal (alist-get 'type event) "match")
-            (let* ((data (alist-get 'data event))
-                   (file (alist-get 'text (alist-get 'path data)))
-                   (text (string-trim-right
-                          (or (alist-get 'text (alist-get 'lines data)) "")))
-                   (submatch (let ((subs (alist-get 'submatches data)))
-                               (and (> (length subs) 0) (aref subs 0))))
-                   (bytes (encode-coding-string text 'utf-8))
-                   (start (length (decode-coding-string
-                                   (substring bytes 0 (min (length bytes)
-                                                           (if submatch
-                                                               (alist-get 'start submatch)
-                                                             0)))
-                                   'utf-8)))
-                   (column (1+ (or (string-search symbol text start) start))))
-              (when (and file
-                         (let ((found (expand-file-name file root)))
-                           (not (agent-shell-tools-secret-reason
-                                 found (agent-shell-tools-truename found)))))
-                (push (agent-shell-perception--hit
-                       (expand-file-name file root)
-                       (alist-get 'line_number data) column text context)
-                      hits))))))
       (cons (nreverse hits) 'ok))))
 
 (defun agent-shell-perception--take (hits)

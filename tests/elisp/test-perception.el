@@ -393,6 +393,60 @@ Plain git in the same project runs both, so the trap is real."
                                         "agent-shell-no-such-program")
                  '(nil . ""))))
 
+(ert-deftest test-perception/line-runner-stops-when-told ()
+  "Lines come one by one, decoded; asking to stop kills the program at once."
+  (let ((lines nil)
+        (procs (length (process-list))))
+    ;; `yes' never ends by itself: only the stop ends it.
+    (should (eq (agent-shell-tools-run-lines
+                 temporary-file-directory "yes" '("是的")
+                 (lambda (line) (push line lines) (= (length lines) 3)))
+                'stopped))
+    (should (equal lines '("是的" "是的" "是的")))
+    (should (= (length (process-list)) procs))
+    (setq lines nil)
+    ;; The last line needs no newline; the exit code comes back.
+    (should (eql (agent-shell-tools-run-lines
+                  temporary-file-directory "printf" '("一\\n\\n三")
+                  (lambda (line) (push line lines) nil))
+                 0))
+    (should (equal (nreverse lines) '("一" "" "三")))
+    ;; An error in the handler kills the program and reaches the caller.
+    (should-error (agent-shell-tools-run-lines
+                   temporary-file-directory "yes" nil
+                   (lambda (_line) (error "Handler failed")))
+                  :type 'error)
+    (should (= (length (process-list)) procs))
+    (should-not (agent-shell-tools-run-lines temporary-file-directory
+                                             "agent-shell-no-such-program" nil #'ignore))))
+
+(ert-deftest test-perception/symbol-search-checks-only-what-it-keeps ()
+  "Ripgrep stops once the cap is passed: the secret check sees a few files, not all."
+  (agent-shell-test-with-project
+      (root (cl-loop for n below 40
+                     collect (cons (format "m%02d.py" n)
+                                   (format "# 第%d个\nx = find_me(%d)\n" n n))))
+    (let ((agent-shell-perception-max-hits 3)
+          (checked 0))
+      (cl-letf* ((real (symbol-function 'agent-shell-tools-secret-reason))
+                 ((symbol-function 'agent-shell-tools-secret-reason)
+                  (lambda (&rest files) (cl-incf checked) (apply real files))))
+        (let* ((result (agent-shell-test-call
+                        "symbol_search" '((symbol . "find_me") (kind . "references"))
+                        (agent-shell-test-context root)))
+               (refs (alist-get 'references result)))
+          (should (= (length refs) 3))
+          (should (eq (alist-get 'truncated result) t))
+          (dolist (hit (append refs nil))
+            (should (string-match "\\`m\\([0-9][0-9]\\)\\.py\\'" (alist-get 'path hit)))
+            (should (equal (alist-get 'text hit)
+                           (format "x = find_me(%d)"
+                                   (string-to-number (match-string 1 (alist-get 'path hit))))))
+            (should (equal (alist-get 'line hit) 2))
+            (should (equal (alist-get 'column hit) 5)))
+          ;; One more than the cap, to know the list was cut; none of the rest.
+          (should (= checked 4)))))))
+
 ;;; Dispatch
 
 (ert-deftest test-perception/dispatch-rejects-unknown-tool-and-bad-args ()

@@ -44,6 +44,7 @@ EXPECTED = {
     "memory_search_oneshot",
     "context_bytes",
     "sandbox_overhead",
+    "symbol_search_100k",
 }
 
 

@@ -9,6 +9,7 @@ writing, refuse when the file changed since the agent read it, report a diff.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import difflib
 import hashlib
 import json
@@ -178,41 +179,67 @@ async def grep(
     timeout_s: float,
     *,
     secrets: SecretList = BUILTIN,
+    limit: int = MAX_GREP_HITS,
 ) -> JSONObject:
-    """Search with ripgrep (argv, no shell); Python's re when ripgrep is absent."""
+    """Search with ripgrep (argv, no shell); Python's re when ripgrep is absent.
+
+    At most ``limit`` hits: ripgrep's output is read as it comes and ripgrep is
+    stopped once there are that many, so only the hits kept are parsed and checked.
+    """
     check = _checker(secrets)
     rg = shutil.which("rg")
-    hits: list[JSONObject] = []
+    hits: list[JSONObject]
     if rg is not None:
         argv = [rg, "--no-config", "--json", "--max-columns", "300", "-e", pattern]
         if glob:
             argv += ["--glob", glob]
         argv += ["--", str(path)]
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=root,
-            start_new_session=True,
-        )
         try:
-            out, err = await asyncio.wait_for(proc.communicate(), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                hits = await _rg_hits(argv, root, check, limit)
         except TimeoutError as exc:
-            proc.kill()
-            await proc.wait()
             raise ToolFailed(f"grep timed out after {timeout_s:g} s") from exc
-        if proc.returncode not in (0, 1):
-            raise ToolFailed("grep failed: " + err.decode("utf-8", "replace").strip()[:500])
-        for raw in out.splitlines():
-            if len(hits) >= MAX_GREP_HITS:
+    else:
+        hits = await asyncio.to_thread(_grep_python, pattern, path, glob, root, check, limit)
+    result: JSONObject = {"pattern": pattern, "path": display, "matches": hits}
+    if len(hits) >= limit:
+        result["truncated"] = True
+    return result
+
+
+_RG_LINE_LIMIT = 1 << 20  # bytes of one JSON line ripgrep may write
+
+
+async def _rg_hits(argv: list[str], root: Path, check: SecretCheck, limit: int) -> list[JSONObject]:
+    """The first ``limit`` matches ripgrep prints outside the user's secrets."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=root,
+        start_new_session=True,
+        limit=_RG_LINE_LIMIT,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    errors = asyncio.create_task(proc.stderr.read())
+    hits: list[JSONObject] = []
+    secret: dict[str, bool] = {}
+    ended = False
+    try:
+        while len(hits) < limit:
+            raw = await proc.stdout.readline()
+            if not raw:
+                ended = True
                 break
             msg = json.loads(raw)
             if msg.get("type") != "match":
                 continue
             data = msg["data"]
             file_text = data["path"].get("text", "")
-            if _secret(Path(file_text), root, check):
+            if file_text not in secret:
+                secret[file_text] = _secret(Path(file_text), root, check)
+            if secret[file_text]:
                 continue
             line_text = data["lines"].get("text", "").rstrip("\n")
             hits.append(
@@ -222,16 +249,25 @@ async def grep(
                     "text": line_text[:300],
                 }
             )
-    else:
-        hits = await asyncio.to_thread(_grep_python, pattern, path, glob, root, check)
-    result: JSONObject = {"pattern": pattern, "path": display, "matches": hits}
-    if len(hits) >= MAX_GREP_HITS:
-        result["truncated"] = True
-    return result
+    finally:
+        if not ended and proc.returncode is None:
+            # Enough hits, a timeout or an error: the rest of the search is not wanted.
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+        await proc.wait()
+        err = await errors
+    if ended and proc.returncode not in (0, 1):
+        raise ToolFailed("grep failed: " + err.decode("utf-8", "replace").strip()[:500])
+    return hits
 
 
 def _grep_python(
-    pattern: str, path: Path, glob: str | None, root: Path, check: SecretCheck | None = None
+    pattern: str,
+    path: Path,
+    glob: str | None,
+    root: Path,
+    check: SecretCheck | None = None,
+    limit: int = MAX_GREP_HITS,
 ) -> list[JSONObject]:
     if check is None:
         check = _checker(BUILTIN)
@@ -257,7 +293,7 @@ def _grep_python(
         for number, line in enumerate(text.splitlines(), start=1):
             if rx.search(line):
                 hits.append({"path": _rel(file, root), "line": number, "text": line[:300]})
-                if len(hits) >= MAX_GREP_HITS:
+                if len(hits) >= limit:
                     return hits
     return hits
 

@@ -96,7 +96,7 @@ async def test_rereads_in_a_small_window_never_overflow(serve_app: Any, project:
         main = [b for b in bodies if not is_compaction(b)]
         assert len(main) == 14
         compactions = sum(1 for b in bodies if is_compaction(b))
-        assert 1 <= compactions <= 7, compactions
+        assert compactions <= 3, compactions  # older reads become stubs first
         assert_compactions_once_per_crossing(bodies, WINDOW)
         for body in main:
             assert_rereads_point_at_present_text(body)
@@ -116,9 +116,11 @@ async def test_rereads_in_a_small_window_never_overflow(serve_app: Any, project:
                 assert_rereads_point_at_present_text(body)
             else:
                 assert f"line {start:03d}: filler" in last.get("text", ""), last
-        # After a compaction a re-read of a range it removed sends the text again.
-        after_first = next(i for i, b in enumerate(bodies) if is_compaction(b)) + 1
-        later = [tool_messages(b)[-1] for b in bodies[after_first + 1 :] if not is_compaction(b)]
+        # Once a read was stubbed, a re-read of its range sends the text again.
+        first_stub = next(
+            i for i, b in enumerate(main) if any("compacted" in t for t in tool_messages(b))
+        )
+        later = [tool_messages(b)[-1] for b in main[first_stub + 1 :]]
         assert any("filler text" in t for t in later[3:])
 
 
@@ -149,14 +151,20 @@ async def test_big_results_in_recent_steps_become_refs(serve_app: Any, project: 
         )
         results = tool_messages(bodies[stubbed_at])
         *older, newest = results
-        assert len(older) >= 3
-        for framed in older:
+        stubs = [framed for framed in older if payload_of(framed).get("compacted")]
+        assert len(stubs) >= 3
+        assert older[: len(stubs)] == stubs  # the oldest go first
+        for n, framed in enumerate(stubs):
             assert framed.startswith("[TOOL_RESULT name=read_file id=")
             assert framed.endswith("[/TOOL_RESULT]") and len(framed) < 700
             stub = payload_of(framed)
             assert stub["compacted"] is True and stub["path"] == "huge.txt"
             assert "request_log_view(ref='out-" in stub["note"]
+            # How to read it again: the call that made it.
+            args = {"path": "huge.txt", "start_line": 1 + 150 * n, "end_line": 150 * (n + 1)}
+            assert stub["call"] == {"tool": "read_file", "arguments": args}
         assert payload_of(older[0])["ref"] == "out-1"
+        assert not any(is_compaction(b) for b in bodies)  # stubs were enough: no summary
         assert "row 1350: filler" in payload_of(newest)["text"]  # newest survives whole
         assert sizes[stubbed_at] <= 32_000 // 2
         paged = payload_of(tool_messages(bodies[-1])[-1])
@@ -269,16 +277,24 @@ async def test_request_over_the_window_is_never_sent(serve_app: Any, project: Pa
 
 
 async def test_failures_reach_the_summary_word_for_word(serve_app: Any, project: Path) -> None:
-    """A failing call before compaction is carried verbatim in the summary the model
-    gets, through a second compaction too."""
+    """A failing call stays word for word while the large reads after it become stubs,
+    and then in the summary the model gets, through a second compaction too."""
     failing = {"tool_calls": [{"name": "read_file", "arguments": {"path": "缺失的文件.py"}}]}
-    reads = [read(*r) for r in [(1, 100), (101, 200), (201, 300)] * 3]
+    large = [read(*r) for r in [(1, 100), (101, 200), (201, 300)]]
+    # Small results are never stubbed: only a summary makes room for them.
+    small = [read(i, i + 2) for i in range(1, 106, 3)]
     async with running_rig(
         serve_app,
         project,
-        [*map(summary_step, ["摘要一", "摘要二", "摘要三"]), failing, *reads, {"text": "done"}],
+        [
+            *map(summary_step, ["摘要一", "摘要二", "摘要三", "摘要四"]),
+            failing,
+            *large,
+            *small,
+            {"text": "done"},
+        ],
         context_window=WINDOW,
-        max_steps=30,
+        max_steps=60,
     ) as rig:
         sid = await rig.new_session()
         turn = await rig.turn(sid, "read")
@@ -287,7 +303,15 @@ async def test_failures_reach_the_summary_word_for_word(serve_app: Any, project:
         failure = tool_messages(bodies[1])[-1]
         assert "status=failed" in failure and "缺失的文件.py" in failure
         marks = [i for i, b in enumerate(bodies) if is_compaction(b)]
-        assert len(marks) >= 2
+        assert 2 <= len(marks) <= 4, marks
+        stubbed = [
+            b
+            for b in bodies[: marks[0]]
+            if any(payload_of(t).get("compacted") for t in tool_messages(b))
+        ]
+        assert stubbed  # the large reads became stubs before any summary
+        for body in bodies[1 : marks[0]]:
+            assert failure in tool_messages(body)  # untouched by stubbing
         for i in marks:
             after = bodies[i + 1]["messages"]
             summary = after[1]["content"]

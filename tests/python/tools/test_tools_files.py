@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_shell_bridge.policy.secrets import BUILTIN, SecretCheck, SecretList
 from agent_shell_bridge.tools import files
 from agent_shell_bridge.tools.args import WriteFileArgs
 
@@ -74,3 +75,46 @@ def test_listing_home_does_not_open_secret_folders(
     assert ".ssh/" in entries and ".config/app.conf" in entries
     assert ".config/gh/" in entries  # the folder is named, not opened
     assert not any(e.startswith((".ssh/id", ".config/gh/h")) for e in entries), entries
+
+
+class _CountingSecrets(SecretList):
+    """The built-in secrets, counting the paths a search asks about."""
+
+    def __init__(self) -> None:
+        super().__init__(BUILTIN.entries)
+        self.asked = 0
+
+    def checker(self, home: Path) -> SecretCheck:
+        return _CountingCheck(self, home)
+
+
+class _CountingCheck(SecretCheck):
+    __slots__ = ()
+
+    def __call__(self, path: Path) -> bool:
+        assert isinstance(self.secrets, _CountingSecrets)
+        self.secrets.asked += 1
+        return super().__call__(path)
+
+
+async def test_grep_stops_at_its_limit_and_checks_only_what_it_keeps(tmp_path: Path) -> None:
+    """300 files match; a search for 5 hits reads, checks and returns only those."""
+    root = tmp_path / "proj"
+    for n in range(300):
+        sub = root / f"pkg_{n // 50}"
+        sub.mkdir(parents=True, exist_ok=True)
+        (sub / f"m{n:03d}.py").write_text(
+            f"# 模块 {n}\nx = find_me({n})  # 找我\ny = find_me({n} + 1)\n", encoding="utf-8"
+        )
+    assert shutil.which("rg") is not None
+    everything = await files.grep(r"\bfind_me\b", root, ".", None, root, 30, limit=1_000)
+    assert len(everything["matches"]) == 600 and "truncated" not in everything
+    secrets = _CountingSecrets()
+    found = await files.grep(r"\bfind_me\b", root, ".", None, root, 30, secrets=secrets, limit=5)
+    assert found["truncated"] is True
+    hits = found["matches"]
+    assert len(hits) == 5
+    for hit in hits:  # the same hits, word for word, as the whole search has
+        assert hit in everything["matches"], hit
+        assert "find_me(" in hit["text"]
+    assert secrets.asked <= 5  # once per file kept, not per file matched

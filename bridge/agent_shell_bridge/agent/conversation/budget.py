@@ -5,11 +5,15 @@ in characters and turned into tokens with a ratio taken from the API's reported 
 (the ground truth; a cautious 3 characters a token until the first answer). Budgets
 are tokens, never step counts:
 
-* past 70% of the window the history is compacted, once per crossing: what is kept
-  verbatim is the newest steps that fit with the rest of the request in half of the
-  window; large tool results inside them become short framed stubs naming a
-  ``request_log_view`` ref; older steps become a model-written summary, and every
-  failure among them is kept word for word; the newest step always survives;
+* past 70% of the window, older large tool results first become short framed stubs
+  (oldest first, no model call) naming a ``request_log_view`` ref and the call that
+  would read them again, until the request is back at 40% of the window; failures
+  stay word for word, and the newest step's results are left whole;
+* only when the conversation itself, not counting the newest step's results, is
+  still past 70% are older steps summarised by the model, once per crossing: the
+  newest steps that fit in half the window are kept (their large results as stubs),
+  every failure among the rest is kept word for word under the summary, and the
+  next summary waits until the conversation was back under half the window;
 * a request that would still not fit (the window minus room for the answer) is
   compacted harder, and if even that cannot fit, the turn stops with a clear
   :class:`~..errors.ContextTooLarge` instead of a provider's 400;
@@ -44,11 +48,13 @@ __all__ = [
     "COMPACTION_PROMPT",
     "COMPACT_AT",
     "KEEP_SHARE",
+    "LOW_WATER",
     "after_provider_refusal",
     "compact",
     "fit_request",
     "request_chars",
     "split_steps",
+    "stub_older_results",
     "transcript_budget",
     "transcript_text",
 ]
@@ -56,7 +62,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 COMPACT_AT = 0.70  # compact when a request passes this share of the window
-KEEP_SHARE = 0.50  # a compaction aims for a request of at most this share
+KEEP_SHARE = 0.50  # a summary aims for a request of at most this share; the next waits
+# until the conversation itself is back under it
+LOW_WATER = 0.40  # stubbing older results aims for a request of at most this share
 HARD_SHARE = 0.30  # ... and this one when the request would not fit otherwise
 ANSWER_SHARE = 0.125  # room left for the answer (at most ANSWER_CAP tokens)
 ANSWER_CAP = 4_096
@@ -217,11 +225,37 @@ def _payload(content: str) -> JSONObject | None:
 
 
 def _stub_size() -> int:
-    return 420  # a framed stub with its note, about
+    return 560  # a framed stub with its call and note, about
 
 
-async def _stub(live: LiveSession, message: JSONObject) -> JSONObject:
-    """The message with its result moved out to the output store, leaving a stub."""
+def _calls_by_id(messages: Sequence[JSONObject]) -> dict[str, tuple[str, str]]:
+    """Each tool call's name and arguments text, by the call's id."""
+    calls: dict[str, tuple[str, str]] = {}
+    for m in messages:
+        for call in m.get("tool_calls") or []:
+            if isinstance(call, dict) and isinstance(call.get("function"), dict):
+                fn = call["function"]
+                calls[str(call.get("id"))] = (str(fn.get("name")), str(fn.get("arguments") or ""))
+    return calls
+
+
+def _call_of(arguments: str) -> object:
+    """The call's arguments as the stub shows them: JSON when they parse, else text."""
+    if len(arguments) > 400:
+        return arguments[:400] + " …"
+    try:
+        return json.loads(arguments)
+    except json.JSONDecodeError:
+        return arguments
+
+
+async def _stub(
+    live: LiveSession, message: JSONObject, call: tuple[str, str] | None = None
+) -> JSONObject:
+    """The message with its result moved out to the output store, leaving a stub.
+
+    ``call`` (the tool's name and arguments) tells the model how to get it afresh.
+    """
     content = str(message.get("content") or "")
     header = _HEADER.match(content)
     name, call_id, status = header.groups() if header else ("tool", "?", "completed")
@@ -241,12 +275,74 @@ async def _stub(live: LiveSession, message: JSONObject) -> JSONObject:
             stub[key] = payload[key]
     if status != "completed" and isinstance(payload.get("error"), str):
         stub["error"] = payload["error"][:600]
+    again = ""
+    if call is not None:
+        stub["call"] = {"tool": call[0], "arguments": _call_of(call[1])}
+        again = f"; {call[0]} with the same arguments (under `call`) runs it again"
+        if name == "read_file":
+            again += " and shows the file's current text"
+    elif name == "read_file":
+        again = "; read_file again for the file's current text"
     stub["note"] = (
         "This result was taken out of the conversation to keep it inside the model's "
-        f"window. request_log_view(ref={ref!r}) pages through it"
-        + ("; read_file again for the file's current text." if name == "read_file" else ".")
+        f"window. request_log_view(ref={ref!r}) pages through it" + again + "."
     )
     return {**message, "content": frame_tool_result(name, call_id, status, stub)}
+
+
+async def stub_older_results(
+    live: LiveSession, turn: TurnState, *, chars: int, target_chars: int
+) -> int:
+    """Older large tool results become stubs, oldest first, until the request of
+    ``chars`` characters is down to ``target_chars``; how many did. No model call.
+
+    The newest step's results are left whole (the model has not seen them), and so
+    are failures (kept word for word) and the results its re-reads point at.
+    """
+    conversation = Conversation(live.state)
+    messages = conversation.messages
+    newest = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
+    pointed: set[str] = set()
+    for m in messages[newest + 1 :]:
+        payload = _payload(str(m.get("content") or "")) if m.get("role") == "tool" else None
+        if payload and payload.get("unchanged") and isinstance(payload.get("same_as"), str):
+            pointed.add(str(payload["same_as"]))
+    calls = _calls_by_id(messages)
+    stubbed = 0
+    saved = 0
+    for i in range(max(newest, 0)):
+        if chars - saved <= target_chars:
+            break
+        message = messages[i]
+        size = _chars([message])
+        if message.get("role") != "tool" or size <= STUB_OVER_CHARS or _is_failure(message):
+            continue
+        call_id = str(message.get("tool_call_id"))
+        payload = _payload(str(message.get("content") or ""))
+        if call_id in pointed or (payload is not None and payload.get("compacted")):
+            continue
+        stub = await _stub(live, message, calls.get(call_id))
+        if _chars([stub]) >= size:
+            continue
+        conversation.replace_tool_content(i, str(stub["content"]))
+        saved += size - _chars([stub])
+        stubbed += 1
+    if stubbed:
+        forget_removed_reads(live)
+        ratio = live.chars_per_token
+        await live.reporter.entry(
+            f"Context: {stubbed} older tool result(s) replaced by refs (no model call)",
+            source="bridge",
+            parent=turn.task_entry,
+            properties={
+                "REASON": "threshold",
+                "TOKENS_BEFORE": math.ceil(chars / ratio),
+                "TOKENS_AFTER": math.ceil((chars - saved) / ratio),
+                "CONTEXT_WINDOW": window_of(live).tokens,
+                "RESULTS_STUBBED": stubbed,
+            },
+        )
+    return stubbed
 
 
 def _verbatim_reads(messages: Sequence[JSONObject]) -> set[str]:
@@ -306,8 +402,9 @@ def _plan(steps: list[list[JSONObject]], budget: int, newest_budget: int) -> _Pl
     used = 0
     for age, step in enumerate(reversed(steps)):
         sizes = [_chars([m]) for m in step]
+        # A failure is kept word for word (cut only as the summary would cut it).
         large = [
-            m.get("role") == "tool" and n > STUB_OVER_CHARS
+            m.get("role") == "tool" and n > STUB_OVER_CHARS and not _is_failure(m)
             for m, n in zip(step, sizes, strict=True)
         ]
         if age == 0 and sum(sizes) <= newest_budget:
@@ -405,7 +502,7 @@ async def compact(
         limit = int(window.tokens * KEEP_SHARE * ratio) - len(COMPACTION_PROMPT)
         made = await _summarise(live, turn, plan.old, previous, limit)
         if made is None:
-            if share >= KEEP_SHARE:
+            if share > HARD_SHARE:
                 log.warning("compaction produced no summary; keeping the history")
                 return False
             made = (previous + "\n\n" if previous else "") + _mechanical_summary(
@@ -416,11 +513,14 @@ async def compact(
     if failures:
         summary += f"\n\n{FAILURES_HEADING}\n" + _failure_section(failures, failures_budget)
     kept: list[JSONObject] = [plan.pinned] if plan.pinned is not None else []
+    calls = _calls_by_id(conversation.messages)
     stubbed = 0
     for message, stub in plan.kept:
         if stub:
-            message = await _stub(live, message)
+            message = await _stub(live, message, calls.get(str(message.get("tool_call_id"))))
             stubbed += 1
+        elif _is_failure(message):
+            message = {**message, "content": _bounded_failure(str(message["content"]))}
         kept.append(message)
     conversation.replace_for_compaction(kept, summary)
     forget_removed_reads(live)
@@ -447,6 +547,13 @@ async def compact(
 # -- the pre-flight ----------------------------------------------------------------------
 
 
+def _newest_results_chars(messages: Sequence[JSONObject]) -> int:
+    """Characters of the results after the last assistant message (the newest step's)."""
+    newest = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
+    results = [m for m in messages[newest + 1 :] if newest >= 0 and m.get("role") == "tool"]
+    return _chars(results) if results else 0
+
+
 async def fit_request(
     live: LiveSession,
     turn: TurnState,
@@ -461,19 +568,28 @@ async def fit_request(
     rearm_at = int(window.tokens * KEEP_SHARE)
     messages = build()
     chars = request_chars(messages, tools)
-    if estimate(live, chars) <= rearm_at:
+    own = chars - _newest_results_chars(messages)
+    if estimate(live, own) <= rearm_at:
         live.compaction_armed = True
     if estimate(live, chars) <= window.threshold:
         return messages, chars
     overhead = request_chars(messages[:1], tools)
-    if live.compaction_armed:
-        # Once per crossing, not step after step: the next threshold compaction waits
-        # until the conversation is back within the share a compaction aims for.
+    # First the older results become stubs: no model call.
+    low_water = int(window.tokens * LOW_WATER * live.chars_per_token)
+    if await stub_older_results(live, turn, chars=chars, target_chars=low_water):
+        messages = build()
+        chars = request_chars(messages, tools)
+        own = chars - _newest_results_chars(messages)
+    # A summary only when the conversation itself is past the threshold (a large newest
+    # result alone is no reason), and once per crossing: the next one waits until the
+    # conversation was back under half the window.
+    if estimate(live, own) > window.threshold and live.compaction_armed:
         live.compaction_armed = False
         if await compact(live, turn, share=KEEP_SHARE, reason="threshold", overhead_chars=overhead):
             messages = build()
             chars = request_chars(messages, tools)
-            live.compaction_armed = estimate(live, chars) <= rearm_at
+            own = chars - _newest_results_chars(messages)
+            live.compaction_armed = estimate(live, own) <= rearm_at
     if estimate(live, chars) > window.limit:
         if await compact(live, turn, share=HARD_SHARE, reason="window", overhead_chars=overhead):
             messages = build()

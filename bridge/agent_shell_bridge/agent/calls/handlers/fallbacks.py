@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 __all__ = ["magit_stage", "open_file", "org_search", "project_status", "symbol_search"]
 
+SYMBOL_HITS = 50  # matches symbol_search shows
+
 
 async def project_status(run: Run, args: ProjectStatusArgs) -> ToolResult:
     return ToolResult(await _git_status(run.live))
@@ -40,10 +42,20 @@ async def project_status(run: Run, args: ProjectStatusArgs) -> ToolResult:
 async def symbol_search(run: Run, args: SymbolSearchArgs) -> ToolResult:
     root = run.live.root
     pattern = r"\b" + re.escape(args.symbol) + r"\b"
-    found = await files.grep(pattern, root, ".", None, root, 30, secrets=run.live.policy.secrets)
-    return ToolResult(
-        {"symbol": args.symbol, "backend": "ripgrep", "matches": found["matches"][:50]}
+    # One more than are shown says whether there were more; ripgrep stops there.
+    found = await files.grep(
+        pattern, root, ".", None, root, 30, secrets=run.live.policy.secrets, limit=SYMBOL_HITS + 1
     )
+    matches = found["matches"]
+    assert isinstance(matches, list)
+    result: JSONObject = {
+        "symbol": args.symbol,
+        "backend": "ripgrep",
+        "matches": matches[:SYMBOL_HITS],
+    }
+    if len(matches) > SYMBOL_HITS:
+        result["truncated"] = True
+    return ToolResult(result)
 
 
 async def open_file(run: Run, args: OpenFileArgs) -> ToolResult:
