@@ -28,8 +28,9 @@ from ..config import ServerConfig
 from .transports import SUPERVISOR, is_transport_error, open_streams
 
 if TYPE_CHECKING:
-    from mcp import ClientSession
     from mcp.client.session import IncomingMessage
+
+    from mcp import ClientSession
 
 __all__ = ["SUPERVISOR", "McpTool", "ServerConnection"]
 
@@ -324,8 +325,9 @@ class ServerConnection:
     async def _run_once(self) -> bool:
         """One process: connect, serve until stopped or ended. True if it had connected."""
         import anyio
-        from mcp import ClientSession
         from mcp.types import Implementation
+
+        from mcp import ClientSession
 
         from ... import __version__
 
