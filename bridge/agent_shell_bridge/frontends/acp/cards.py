@@ -150,10 +150,10 @@ def _outcome_lines(view: Mapping[str, Any]) -> list[str]:
         lines.append(f"Reason: {raw['reason']}")
     if raw.get("dry_run") is True:
         lines.append("Dry run: nothing was executed.")
-    if isinstance(raw.get("exit_code"), int) or raw.get("timed_out") is True:
-        exit_text = f"exit {raw['exit_code']}" if isinstance(raw.get("exit_code"), int) else ""
-        timed = "timed out" if raw.get("timed_out") is True else ""
-        lines.append("Exit: " + ", ".join(p for p in (exit_text, timed) if p))
+    if raw.get("timed_out") is True:
+        lines.append("Timed out: the process group was killed.")
+    elif isinstance(raw.get("exit_code"), int):
+        lines.append(f"Exit code {raw['exit_code']}")
     if isinstance(raw.get("summary"), Mapping):
         lines.append(_tests_line(raw["summary"]))
     if isinstance(raw.get("warning"), str) and raw["warning"]:
