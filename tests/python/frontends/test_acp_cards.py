@@ -111,3 +111,41 @@ def test_plan_markdown_names_goal_steps_and_risks() -> None:
     assert text.splitlines()[0] == "## Plan: 修好 add"
     assert "1. 改减号 — files: `calc.py` — verify: `pytest`" in text
     assert text.endswith("Risks:\n- 无")
+
+
+async def test_a_compaction_in_the_log_is_told_in_the_conversation(tmp_path: Path) -> None:
+    """The log's compaction entry reaches the client as a line of the conversation."""
+    from dataclasses import dataclass, field
+    from typing import Any
+
+    from agent_shell_bridge.config import BridgeConfig
+    from agent_shell_bridge.frontends.acp.agent import AcpFrontEnd
+    from agent_shell_bridge.methods import build_dispatcher
+    from agent_shell_bridge.runtime import Runtime
+
+    @dataclass
+    class Client:
+        seen: list[Any] = field(default_factory=list)
+
+        async def session_update(self, session_id: str, update: Any) -> None:
+            self.seen.append((session_id, update.model_dump(by_alias=True, exclude_none=True)))
+
+    runtime = Runtime(config=BridgeConfig(), dispatcher=build_dispatcher())
+    front = AcpFrontEnd(runtime)
+    client = Client()
+    front.on_connect(client)  # type: ignore[arg-type]
+    front._roots["s1"] = tmp_path
+    entry = {"session_id": "s1", "source": "bridge", "title": "Compacted 12 earlier messages"}
+    await front._notice(entry)
+    await front._notice({**entry, "session_id": "other"})  # not this client's session
+    await front._notice({**entry, "title": "Memory: 2 experiences"})
+    assert client.seen == [
+        (
+            "s1",
+            {
+                "sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": "\n[Compacted 12 earlier messages]\n"},
+            },
+        )
+    ]
+    await runtime.aclose()
