@@ -163,7 +163,9 @@ def prompt_text(blocks: Sequence[Mapping[str, Any]]) -> str:
 
 
 # ACP's option kinds for the choices the policy offers, plus "reject always",
-# which this front end keeps for the rest of the session.
+# which this front end keeps for the rest of the session. It comes last: clients
+# that show only the first three kinds (xenodium's agent-shell) lose nothing else,
+# and reach "no for the rest of the session" through the ask mode (README).
 _OPTION_KINDS = {
     "allow_once": ("allow_once", "Allow once"),
     "allow_session": ("allow_always", "Allow for this session"),
