@@ -198,13 +198,18 @@ async def test_acp_session_as_clients_draw_it_and_as_it_loads_again(
 
     # 5. Loaded in a new process: the same messages and the same cards.
     loader = RecordingClient()
-    async with acp_agent(tmp_path, [{"text": "unused"}], loader) as rig:
+    again = [{"tool_calls": [_call("read_file", "call_1", path="calc.py")]}, {"text": "好"}]
+    async with acp_agent(tmp_path, again, loader) as rig:
         await rig.conn.initialize(protocol_version=PROTOCOL_VERSION)
         await rig.conn.load_session(cwd=str(project), session_id=sid, mcp_servers=[])
         await loader.wait_for(
             lambda us: any(u["sessionUpdate"] == "available_commands_update" for u in us)
         )
-        loaded = loader.updates
+        loaded = list(loader.updates)
+        # A new process still hands out ids the session has not used.
+        await rig.conn.prompt(session_id=sid, prompt=[text_block("再读")])
+        newest = loader.of("tool_call")[-1]["toolCallId"]
+        assert newest not in ids and newest.startswith("call_1~")
     drawn_live = fold(live, prompts)
     drawn_loaded = fold(loaded, {})
     assert [k for k, _ in drawn_loaded] == [k for k, _ in drawn_live]
