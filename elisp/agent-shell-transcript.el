@@ -573,6 +573,34 @@ Its plan keeps its entry; a plan of the new turn gets a new one."
   (setf (agent-shell-session-plan-entry agent-shell--session) nil
         (agent-shell-session-plan-id agent-shell--session) nil))
 
+(defun agent-shell-transcript--history-view (item)
+  "Return the call as the client last saw it, kept with the history ITEM, or nil."
+  (let ((view (alist-get 'view item)))
+    (and (consp view) view)))
+
+(defun agent-shell-transcript--history-title (item view)
+  "Return the entry line of the resumed tool ITEM, with its failure as live.
+VIEW is the call as last seen (see `agent-shell-transcript--history-view')."
+  (let* ((title (or (alist-get 'title view) (alist-get 'title item) "tool"))
+         (raw (alist-get 'rawOutput view))
+         (detail (and view (agent-shell-tool-text-failure-detail
+                            (alist-get 'status view) (and (consp raw) raw)))))
+    (if detail (concat title " — " detail) title)))
+
+(defun agent-shell-transcript--view-text (view)
+  "Return the body a tool entry showed live for VIEW: arguments, outcome, content."
+  (let* ((input (alist-get 'rawInput view))
+         (raw (alist-get 'rawOutput view))
+         (content (alist-get 'content view))
+         (shown (and content (agent-shell-tool-text-content content))))
+    (string-join
+     (delq nil (append
+                (and (consp input)
+                     (list (concat "args: " (agent-shell-tool-text-arguments-line input))))
+                (agent-shell-tool-text-outcome-lines (and (consp raw) raw))
+                (and shown (not (string-empty-p shown)) (list shown))))
+     "\n")))
+
 (defun agent-shell-transcript-insert-history (history)
   "Render HISTORY, the list of past messages from `session/resume'.
 Each item is (role, text, toolCallId?, title?, status?).  Every message
@@ -596,9 +624,11 @@ that the prompt does not stick to the last answer."
         ("system" (agent-shell-transcript-notice text))
         ("tool"
          (agent-shell-transcript-editing
-           (let ((id (agent-shell-transcript--new-entry
-                      "tool" (agent-shell-transcript-status-glyph (alist-get 'status item))
-                      (or (alist-get 'title item) "tool"))))
+           (let* ((view (agent-shell-transcript--history-view item))
+                  (text (if view (agent-shell-transcript--view-text view) text))
+                  (id (agent-shell-transcript--new-entry
+                       "tool" (agent-shell-transcript-status-glyph (alist-get 'status item))
+                       (agent-shell-transcript--history-title item view))))
              (when-let ((call-id (alist-get 'toolCallId item)))
                (push (cons call-id id) (agent-shell-session-tools agent-shell--session)))
              (unless (string-empty-p text)

@@ -485,5 +485,23 @@ Failed and rejected tools showed `·', and two answers ran together."
                    "> "))
     (should (eq (char-before (agent-shell-session-output-marker agent-shell--session)) ?\n))))
 
+(ert-deftest test-transcript/resumed-denied-step-reads-as-it-did-live ()
+  "A resumed step the policy denied shows as failed, with its reason and input."
+  (test-shell--with-shell (sid)
+    (agent-shell-transcript-insert-history
+     '(((role . "tool") (toolCallId . "h1") (title . "run_command rm -rf ~")
+        (status . "denied") (text . "Refused by the safety policy: wide rm")
+        (view (toolCallId . "h1") (title . "run_command rm -rf ~") (kind . "execute")
+              (rawInput (command . "rm -rf ~")) (status . "failed")
+              (rawOutput (error . "Refused by the safety policy: wide rm")
+                         (decision . "deny"))))))
+    (let ((id (cdr (assoc "h1" (agent-shell-session-tools agent-shell--session)))))
+      (agent-shell-transcript-set-folded id nil))
+    (let ((transcript (test-shell--transcript)))
+      (should (string-search "✗ run_command rm -rf ~ — Refused by the safety policy" transcript))
+      (should (string-search "args: command: rm -rf ~" transcript))
+      (should (string-search "Error: Refused by the safety policy: wide rm" transcript))
+      (should-not (string-search "●" transcript)))))
+
 (provide 'test-transcript)
 ;;; test-transcript.el ends here

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +47,7 @@ class RecordingClient:
     updates: list[dict[str, Any]] = field(default_factory=list)
     permissions: list[dict[str, Any]] = field(default_factory=list)
     first_text: asyncio.Event = field(default_factory=asyncio.Event)
+    arrived: asyncio.Condition = field(default_factory=asyncio.Condition)
 
     async def request_permission(
         self, options: Any, session_id: str, tool_call: Any, **_: Any
@@ -65,6 +66,13 @@ class RecordingClient:
         self.updates.append({"sessionId": session_id, **data})
         if data.get("sessionUpdate") == "agent_message_chunk":
             self.first_text.set()
+        async with self.arrived:
+            self.arrived.notify_all()
+
+    async def wait_for(self, predicate: Callable[[list[dict[str, Any]]], bool]) -> None:
+        """Until ``predicate`` holds for the updates so far (30 s at most)."""
+        async with asyncio.timeout(30), self.arrived:
+            await self.arrived.wait_for(lambda: predicate(self.updates))
 
     def of(self, kind: str) -> list[dict[str, Any]]:
         return [u for u in self.updates if u["sessionUpdate"] == kind]
@@ -127,20 +135,24 @@ def agent_env(tmp_path: Path, api_base: str) -> dict[str, str]:
 
 @asynccontextmanager
 async def acp_agent(
-    tmp_path: Path, steps: list[dict[str, Any]], client: RecordingClient | None = None
+    tmp_path: Path,
+    steps: list[dict[str, Any]],
+    client: RecordingClient | None = None,
+    agent_args: Sequence[str] = (),
 ) -> AsyncIterator[AcpRig]:
     mock = MockServer(MockScript.model_validate({"steps": steps}))
     await mock.start()
     client = client or RecordingClient()
     stderr_path = tmp_path / f"acp-stderr-{os.getpid()}-{id(client)}.log"
-    command, *args = bridge_command()
+    command, *prefix = bridge_command()
     try:
         with stderr_path.open("wb") as stderr:
             async with spawn_agent_process(
                 client,
                 command,
-                *args,
+                *prefix,
                 "acp",
+                *agent_args,
                 env=agent_env(tmp_path, mock.api_base),
                 transport_kwargs={"stderr": stderr.fileno()},
             ) as (conn, process):

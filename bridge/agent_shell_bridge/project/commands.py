@@ -3,9 +3,10 @@
 ``.agent-shell/commands/NAME.md`` (the project's) and
 ``~/.config/agent-shell/commands/NAME.md`` (the user's) turn ``/NAME text`` into the
 file's body with ``$ARGUMENTS`` replaced by ``text`` and ``$1`` … ``$9`` by its
-words. An optional header between ``---`` lines may give a ``description`` and a
-``mode`` (ask or act). When both define a name, the user's own file wins: a cloned
-repository cannot redefine a command the user relies on.
+words. An optional header between ``---`` lines may give a ``description``, a
+``mode`` (ask or act) and an ``argument-hint`` (what to type after the name). When
+both define a name, the user's own file wins: a cloned repository cannot redefine a
+command the user relies on.
 """
 
 from __future__ import annotations
@@ -57,6 +58,19 @@ class CommandFile:
     body: str
     description: str = ""
     mode: Literal["ask", "act"] | None = None
+    hint: str = ""
+
+    @property
+    def argument_hint(self) -> str:
+        """What to type after ``/NAME``: the header's hint, else one read from the body."""
+        if self.hint:
+            return self.hint
+        numbered = sorted(
+            {int(m.group(1)) for m in _PLACEHOLDER.finditer(self.body) if m.group(1) != "ARGUMENTS"}
+        )
+        if numbered:
+            return " ".join(f"<{n}>" for n in numbered)
+        return "text (optional)" if "$ARGUMENTS" not in self.body else "text"
 
     def describe(self) -> dict[str, object]:
         return {
@@ -65,6 +79,7 @@ class CommandFile:
             "mode": self.mode,
             "scope": self.scope,
             "path": str(self.path),
+            "hint": self.argument_hint,
         }
 
 
@@ -119,6 +134,7 @@ def parse_command_file(path: Path, scope: Scope) -> CommandFile:
         body=body,
         description=fields.get("description", ""),
         mode=mode,  # type: ignore[arg-type]  # checked just above
+        hint=fields.get("argument-hint", "")[:200],
     )
 
 

@@ -28,6 +28,9 @@ class ToolResult:
 class Outcome:
     status: str  # completed | failed | denied | rejected
     payload: JSONObject
+    # The call as the client last saw it (id, title, kind, input, status, content),
+    # kept in the history so a resumed session shows the same card.
+    view: JSONObject | None = None
 
     @property
     def failed(self) -> bool:

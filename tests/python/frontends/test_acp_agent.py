@@ -17,10 +17,8 @@ from acp import PROTOCOL_VERSION, text_block
 
 from acp_rig import API_KEY, RecordingClient, acp_agent, agent_env
 from agent_rig import make_project
-from agent_shell_bridge.frontends.acp.mapping import reverse_unified_diff
 from agent_shell_bridge.model.mock_script import MockScript
 from agent_shell_bridge.model.mock_server import MockServer
-from agent_shell_bridge.tools.files import unified_diff
 from conftest import bridge_command
 
 BUGGY = "def add(a, b):\n    return a - b\n"
@@ -284,26 +282,6 @@ async def test_acp_stdout_carries_only_protocol_messages(tmp_path: Path, project
         if proc.returncode is None:
             proc.kill()
         await mock.stop()
-
-
-@pytest.mark.parametrize(
-    ("old", "new"),
-    [
-        ("a\nb\nc\n", "a\nB\nc\n"),
-        ("", "new\n"),
-        ("x\n" * 30 + "tail\n", "x\n" * 30),
-        ("one\ntwo\n", "zero\none\ntwo\nthree\n"),
-        ("中文\n第二行\n", "中文\n第二行改\n"),
-        ("l1\nl2\nl3\nl4\nl5\nl6\nl7\nl8\nl9\nl10\n", "l1\nL2\nl3\nl4\nl5\nl6\nl7\nl8\nL9\nl10\n"),
-    ],
-)
-def test_acp_reverse_diff_rebuilds_the_old_text(old: str, new: str) -> None:
-    assert reverse_unified_diff(new, unified_diff(old, new, "f.py")) == old
-
-
-def test_acp_reverse_diff_refuses_a_diff_that_does_not_fit() -> None:
-    diff = unified_diff("a\nb\n", "a\nc\n", "f.py")
-    assert reverse_unified_diff("a\nsomething else\n", diff) is None
 
 
 async def test_acp_reads_and_edits_go_through_the_editors_buffers(

@@ -117,6 +117,7 @@ async def test_commands_user_file_wins_over_the_project_and_list_shows_both(
             "mode": "ask",
             "scope": "project",
             "path": str(project / ".agent-shell" / "commands" / "explain.md"),
+            "hint": "<1>",
         }
         assert [e["name"] for e in listed["errors"]] == ["broken"]
         sid = await rig.new_session()

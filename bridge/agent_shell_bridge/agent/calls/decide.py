@@ -84,6 +84,7 @@ async def decide(live: LiveSession, spec: ToolSpec[Any], args: cat.Args) -> Prep
 
     # Write risk: read before write, then confirm unless allowed for the session.
     diff = None
+    texts: tuple[str | None, str] | None = None
     if spec.edits:
         assert isinstance(args, cat.EditArgs)
         resolved, display = paths[0]
@@ -100,11 +101,12 @@ async def decide(live: LiveSession, spec: ToolSpec[Any], args: cat.Args) -> Prep
         except ToolFailed as exc:
             return _denied(spec, args, Risk.WRITE, exc.message, paths)
         diff = plan.diff
+        texts = (plan.old if plan.old_bytes is not None else None, plan.new)
     if grant_key(spec.name, None) in live.state.session_allow:
         verdict = Verdict(Decision.ALLOW, Risk.WRITE, "allowed for this session by the user")
     else:
         verdict = Verdict(Decision.CONFIRM, Risk.WRITE, "changes files in the project")
-    return Prepared(spec, args, verdict, paths, diff=diff)
+    return Prepared(spec, args, verdict, paths, diff=diff, texts=texts)
 
 
 def _decide_external(live: LiveSession, spec: ToolSpec[Any], args: cat.Args) -> Prepared:

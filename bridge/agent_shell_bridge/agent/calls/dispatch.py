@@ -64,7 +64,7 @@ async def _client_call(
     display = p.paths[0][1] if p.paths else None
     params = {
         "sessionId": live.state.id,
-        "toolCallId": call.id,
+        "toolCallId": p.call_id or call.id,
         "name": p.spec.name,
         "arguments": p.args.model_dump(exclude_none=True),
         "context": {

@@ -27,16 +27,19 @@ from ...tools import catalogue as cat
 from ...tools.catalogue import CATALOGUE, ToolSpec
 from ...tools.results import Outcome, ToolResult
 from ...types import Decision, JSONObject
+from ..conversation.messages import Conversation
 from ..session.approval import PermissionRequest
 from ..session.grants import add_grant, grant_record
 from ..session.live import LiveSession
 from ..session.roles import role_refusal
 from ..session.turnstate import TurnState, call_signature
+from .card import diff_item
 from .decide import approval_note, confine_role_writes, decide
 from .dispatch import execute
 from .handlers import HANDLERS, Binding
+from .ids import CallIds
 from .prepared import Prepared
-from .record import CallRecord, refuse_early
+from .record import CallRecord, refuse_early, view_of
 
 __all__ = ["Outcome", "ToolExecutor", "describe_call", "signature_of"]
 
@@ -51,6 +54,7 @@ class _Checked:
     title: str
     spec: ToolSpec[Any]
     args: cat.Args
+    view: JSONObject
 
 
 def _title(name: str, raw: JSONObject) -> str:
@@ -77,17 +81,27 @@ class ToolExecutor:
     def __init__(self, live: LiveSession, handlers: Mapping[str, Binding] = HANDLERS) -> None:
         self.live = live
         self.handlers = handlers
+        self.ids = CallIds.of_history(Conversation(live.state).visible)
 
     async def run(self, call: ToolCall, turn: TurnState) -> Outcome:
-        checked = await self._check(call, turn)
+        call_id = self.ids.assign(call.id)
+        checked = await self._check(call, call_id, turn)
         if isinstance(checked, Outcome):
             return checked
         prepared = await decide(self.live, checked.spec, checked.args)
         prepared = confine_role_writes(turn, prepared)
+        prepared.call_id = call_id
         verdict = prepared.verdict
         note = approval_note(self.live, prepared) if verdict.decision is Decision.CONFIRM else None
         record = CallRecord.of(
-            self.live.reporter, call.id, turn, checked.title, checked.raw, prepared, note
+            self.live.reporter,
+            call_id,
+            turn,
+            checked.title,
+            checked.raw,
+            prepared,
+            note,
+            checked.view,
         )
         if verdict.decision is Decision.DENY:
             return await record.denied(verdict)
@@ -104,25 +118,30 @@ class ToolExecutor:
 
     # -- refuse: what never reaches the policy ----------------------------------------
 
-    async def _check(self, call: ToolCall, turn: TurnState) -> _Checked | Outcome:
+    async def _check(self, call: ToolCall, call_id: str, turn: TurnState) -> _Checked | Outcome:
         live = self.live
-        refuse = functools.partial(refuse_early, live.reporter, call.id, call.name, turn)
+        problem: str | None = None
         try:
             raw = call.parsed_arguments()
         except BridgeError as exc:
-            return await refuse(exc.message)
+            raw, problem = {}, exc.message
         title = _title(call.name, raw)
         if turn.role is not None:  # a role's step, shown under its name
             title = f"[{turn.role.name}] {title}"
         spec = CATALOGUE.get(call.name) or live.external_tool(call.name)
+        view = view_of(call_id, title, spec.kind if spec else "other", raw)
+        # Announced first, even when refused at once: a client's card needs its start.
         await live.reporter.update(
             "tool_call",
-            toolCallId=call.id,
+            toolCallId=call_id,
             title=title,
-            kind=spec.kind if spec else "other",
+            kind=view["kind"],
             status="pending",
             rawInput=raw,
         )
+        refuse = functools.partial(refuse_early, live.reporter, view, call.name, turn)
+        if problem is not None:
+            return await refuse(problem)
         if spec is None:
             return await refuse(f"Unknown tool {call.name!r}")
         try:
@@ -132,7 +151,7 @@ class ToolExecutor:
         refusal = role_refusal(turn.role, spec.name)
         if refusal:
             return await refuse(refusal)
-        return _Checked(raw, title, spec, args)
+        return _Checked(raw, title, spec, args, view)
 
     # -- approve: the user's yes or no ----------------------------------------------
 
@@ -148,7 +167,7 @@ class ToolExecutor:
         live = self.live
         request = PermissionRequest(
             session_id=live.state.id,
-            tool_call_id=call.id,
+            tool_call_id=p.call_id,
             tool=p.spec.name,
             title=checked.title,
             kind=p.spec.kind,
@@ -161,6 +180,7 @@ class ToolExecutor:
             command=p.command,
             cwd=p.cwd_text,
             grant_scope=p.grant_scope,
+            diff_item=diff_item(p.paths[0][1], p.diff, p.texts) if p.diff and p.paths else None,
         )
         try:
             answer = await live.approver.ask(request)

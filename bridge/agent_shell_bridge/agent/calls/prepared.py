@@ -27,6 +27,8 @@ class Prepared:
     command: str | None = None
     cwd: Path | None = None
     diff: str | None = None
+    # An edit's text before (None: a new file) and after, for clients that diff themselves.
+    texts: tuple[str | None, str] | None = None
     # The user said yes to this command (now, or by a grant for this session).
     by_user: bool = False
     # The yes came from a grant: the user never saw this run, and the project may
@@ -36,6 +38,8 @@ class Prepared:
     grant_scope: str | None = None
     # The policy's parse of ``command``, carried to its placement (parsed once).
     parsed: ParsedCommand | None = None
+    # The call's id as clients see it: unique in the session whatever the provider sent.
+    call_id: str = ""
 
     @property
     def cwd_text(self) -> str | None:

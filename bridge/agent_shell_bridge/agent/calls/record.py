@@ -17,12 +17,13 @@ from ...tools.outputs import clip_lines
 from ...tools.results import Outcome, ToolResult
 from ...types import Decision, JSONObject, Verdict
 from ..session.reporter import Reporter, src, text
+from .card import card_output, diff_item
 from .prepared import Prepared
 
 if TYPE_CHECKING:
     from ..session.turnstate import TurnState
 
-__all__ = ["CallRecord", "refuse_early"]
+__all__ = ["CallRecord", "refuse_early", "view_of"]
 
 Body = list[TextBlock | SrcBlock]
 Props = dict[str, str | int | float]
@@ -44,8 +45,20 @@ _CLIENT_KEEP = (
 )
 
 
+def view_of(call_id: str, title: str, kind: str, raw: JSONObject) -> JSONObject:
+    """A call as its ``tool_call`` announces it; each update is merged in."""
+    return {"toolCallId": call_id, "title": title, "kind": kind, "rawInput": raw}
+
+
+def _merge(view: JSONObject, status: str, fields: dict[str, object]) -> None:
+    view["status"] = status
+    for key in ("content", "rawOutput", "output"):
+        if key in fields:
+            view[key] = fields[key]
+
+
 async def refuse_early(
-    reporter: Reporter, call_id: str, tool: str, turn: TurnState, message: str
+    reporter: Reporter, view: JSONObject, tool: str, turn: TurnState, message: str
 ) -> Outcome:
     """A call refused before the policy saw it (bad arguments, unknown tool, role limits)."""
     await reporter.entry(
@@ -56,10 +69,12 @@ async def refuse_early(
         properties={"TOOL": tool, "DECISION": "deny"},
         body=[text(message)],
     )
+    fields: dict[str, object] = {"rawOutput": {"error": message}}
+    _merge(view, "failed", fields)
     await reporter.update(
-        "tool_call_update", toolCallId=call_id, status="failed", rawOutput={"error": message}
+        "tool_call_update", toolCallId=view["toolCallId"], status="failed", **fields
     )
-    return Outcome("failed", {"error": message})
+    return Outcome("failed", {"error": message}, view=dict(view))
 
 
 def _props(p: Prepared, raw: JSONObject) -> Props:
@@ -107,6 +122,7 @@ class CallRecord:
     prepared: Prepared
     props: Props
     body: Body
+    view: JSONObject = field(default_factory=dict)
     entry_id: str = field(default="")
 
     @classmethod
@@ -119,6 +135,7 @@ class CallRecord:
         raw: JSONObject,
         prepared: Prepared,
         note: str | None,
+        view: JSONObject | None = None,
     ) -> CallRecord:
         return cls(
             reporter,
@@ -128,12 +145,17 @@ class CallRecord:
             prepared,
             _props(prepared, raw),
             _body(prepared, raw, note),
+            view if view is not None else view_of(call_id, title, prepared.spec.kind, raw),
         )
 
     async def _client(self, status: str, **fields: object) -> None:
+        _merge(self.view, status, fields)
         await self.reporter.update(
             "tool_call_update", toolCallId=self.call_id, status=status, **fields
         )
+
+    def _outcome(self, status: str, payload: JSONObject) -> Outcome:
+        return Outcome(status, payload, view=dict(self.view))
 
     # -- a call that never runs ----------------------------------------------------
 
@@ -148,7 +170,9 @@ class CallRecord:
         )
         message = f"Refused by the safety policy: {verdict.reason}"
         await self._client("failed", rawOutput={"error": message, "decision": "deny"})
-        return Outcome("denied", {"error": message, "decision": "deny", "risk": verdict.risk.value})
+        return self._outcome(
+            "denied", {"error": message, "decision": "deny", "risk": verdict.risk.value}
+        )
 
     async def dry_run(self, verdict: Verdict) -> Outcome:
         await self.reporter.entry(
@@ -160,7 +184,7 @@ class CallRecord:
             body=self.body,
         )
         await self._client("completed", rawOutput={"dry_run": True})
-        return Outcome(
+        return self._outcome(
             "completed",
             {
                 "dry_run": True,
@@ -200,7 +224,9 @@ class CallRecord:
             body=[text(f"Rejected by the user: {why}")],
         )
         await self._client("failed", rawOutput={"error": "rejected by the user", "reason": why})
-        return Outcome("rejected", {"error": "The user rejected this step.", "user_reason": why})
+        return self._outcome(
+            "rejected", {"error": "The user rejected this step.", "user_reason": why}
+        )
 
     async def approved(self, option: str) -> None:
         decision = "approved" if option == "allow_once" else "approved-session"
@@ -239,12 +265,17 @@ class CallRecord:
             body=log_body,
         )
         content: list[JSONObject] = []
-        paths = self.prepared.paths
-        if isinstance(payload.get("diff"), str) and paths:
-            content.append({"type": "diff", "path": paths[0][1], "diff": payload["diff"]})
-        await self._client(
-            status,
-            content=content,
-            rawOutput={k: payload[k] for k in _CLIENT_KEEP if k in payload},
-        )
-        return Outcome(status, payload)
+        p = self.prepared
+        if isinstance(payload.get("diff"), str) and p.paths:
+            # The texts planned before the write, when the write did what was planned.
+            texts = p.texts if payload["diff"] == p.diff else None
+            content.append(diff_item(p.paths[0][1], payload["diff"], texts))
+        fields: dict[str, object] = {
+            "content": content,
+            "rawOutput": {k: payload[k] for k in _CLIENT_KEEP if k in payload},
+        }
+        output = card_output(result)
+        if output is not None:
+            fields["output"] = output
+        await self._client(status, **fields)
+        return self._outcome(status, payload)

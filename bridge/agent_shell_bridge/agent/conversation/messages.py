@@ -153,21 +153,30 @@ class Conversation:
             self._record.visible.append({"role": "assistant", "text": completion.answer})
 
     def add_tool_result(
-        self, call: ToolCall, status: str, payload: Mapping[str, Any], *, title: str = ""
+        self,
+        call: ToolCall,
+        status: str,
+        payload: Mapping[str, Any],
+        *,
+        title: str = "",
+        view: Mapping[str, Any] | None = None,
     ) -> None:
-        """One call's result, framed as data; ``title`` names the call in the history."""
+        """One call's result, framed as data; ``title`` names the call in the history,
+        ``view`` is the call as the client last saw it (kept to show it again)."""
         content = frame_tool_result(call.name, call.id, status, dict(payload))
         self._record.messages.append(_tool_message(call.id, content))
         if self._shown:
-            self._record.visible.append(
-                {
-                    "role": "tool",
-                    "toolCallId": call.id,
-                    "title": title,
-                    "status": status,
-                    "text": str(payload.get("error", ""))[:300],
-                }
-            )
+            item: JSONObject = {
+                "role": "tool",
+                "toolCallId": call.id,
+                "title": title,
+                "status": status,
+                "text": str(payload.get("error", ""))[:300],
+            }
+            if view is not None:
+                item["toolCallId"] = view.get("toolCallId", call.id)
+                item["view"] = dict(view)
+            self._record.visible.append(item)
 
     def answer_unrun(self, calls: Iterable[ToolCall], reason: str = CANCELLED) -> None:
         """Answer calls that will not run (the turn was cancelled) as failed."""

@@ -46,6 +46,8 @@ class PermissionRequest:
     command: str | None = None  # the command that would run (run_test's detected one too)
     cwd: str | None = None  # where it would run
     grant_scope: str | None = None  # what a grant is bound to besides the tool
+    # An edit's diff item with its old and new text, for clients that diff themselves.
+    diff_item: JSONObject | None = None
 
     @property
     def offers_session(self) -> bool:
@@ -88,6 +90,8 @@ class PermissionRequest:
         }
         if self.diff is not None:
             params["diff"] = self.diff
+        if self.diff_item is not None:
+            params["toolCall"]["content"] = [self.diff_item]
         if self.note is not None:
             params["note"] = self.note
         if self.offers_session:

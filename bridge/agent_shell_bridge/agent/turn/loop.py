@@ -265,7 +265,7 @@ async def run_turn(
                     if notes:
                         payload["agent_shell_notes"] = notes
                     conversation.add_tool_result(
-                        call, outcome.status, payload, title=describe_call(call)
+                        call, outcome.status, payload, title=describe_call(call), view=outcome.view
                     )
                     pending.pop(0)
             finally:
@@ -408,6 +408,13 @@ async def _finish(
             end["error"] = error
         if turn.completed is not None:
             end["summary"] = turn.completed
+        used = turn.usage
+        end["usage"] = {  # this turn's own, roles included (the session's totals are in usage)
+            "inputTokens": used.input_tokens,
+            "outputTokens": used.output_tokens,
+            "cachedTokens": used.cached_tokens,
+            "totalTokens": used.input_tokens + used.output_tokens,
+        }
         live.turn_open = False  # the client may send the next prompt from here on
         live.turn_end_sent = True
         await live.reporter.update("turn_end", **end)

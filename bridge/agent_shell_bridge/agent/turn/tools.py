@@ -22,12 +22,12 @@ async def delegate(run: Run, args: DelegateArgs) -> ToolResult:
 
 
 async def propose_plan(run: Run, args: ProposePlanArgs) -> ToolResult:
-    return await plan.propose_plan(run.live, run.call, args, run.turn)
+    return await plan.propose_plan(run.live, run.shown_call, args, run.turn)
 
 
 async def complete_step(run: Run, args: CompleteStepArgs) -> ToolResult:
     # The step's verification goes through the pipeline, like any run_test call.
-    return await plan.complete_step(run.live, run.call, args, run.turn, run.run_tool)
+    return await plan.complete_step(run.live, run.shown_call, args, run.turn, run.run_tool)
 
 
 TURN_HANDLERS: Mapping[str, Binding] = MappingProxyType(

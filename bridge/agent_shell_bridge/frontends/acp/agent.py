@@ -13,6 +13,7 @@ import asyncio
 import itertools
 import json
 import logging
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +39,19 @@ from ...errors import BridgeError, MethodNotFound, ToolFailed
 from ...runtime import Runtime
 from ...transport.rpc import IncomingRequest
 from ...types import JSONObject
+from .cards import end_update, merge, start_update
+from .commands import POLL_S, CommandWatch
 from .mapping import (
     STOP_REASONS,
+    final_words,
     history_updates,
     map_update,
+    message,
     permission_options,
     prompt_text,
+    prompt_usage,
 )
+from .permissions import permission_tool_call, plan_markdown
 
 __all__ = ["AcpFrontEnd"]
 
@@ -141,6 +148,10 @@ class AcpFrontEnd:
         self._roots: dict[str, Path] = {}
         # Tool-call titles the user rejected "always", per session.
         self._rejected: dict[str, set[str]] = {}
+        # The calls in progress, per session: each one's updates merged (see cards).
+        self._views: dict[str, dict[str, JSONObject]] = {}
+        self._commands: dict[str, CommandWatch] = {}
+        self.commands_poll_s = POLL_S
         self._pump: asyncio.Task[None] | None = None
         self._requests: set[asyncio.Task[None]] = set()
 
@@ -164,6 +175,8 @@ class AcpFrontEnd:
             self._pump = asyncio.create_task(self._relay(self.rt.hub.last_id), name="acp-relay")
 
     async def aclose(self) -> None:
+        for watch in self._commands.values():
+            await watch.stop()
         for task in [*self._requests, *([self._pump] if self._pump else [])]:
             task.cancel()
         await asyncio.gather(*self._requests, return_exceptions=True)
@@ -181,6 +194,8 @@ class AcpFrontEnd:
                     task.add_done_callback(self._requests.discard)
                 elif message.get("method") == "session/update":
                     await self._forward_update(message.get("params") or {})
+                elif message.get("method") == "log/entry":
+                    await self._notice(message.get("params") or {})
             except Exception:
                 log.exception("could not relay %s", message.get("method"))
 
@@ -192,17 +207,48 @@ class AcpFrontEnd:
     async def _forward_update(self, params: JSONObject) -> None:
         session_id = str(params.get("sessionId"))
         update = params.get("update") or {}
-        if update.get("sessionUpdate") == "turn_end":
+        kind = update.get("sessionUpdate")
+        root = self._roots.get(session_id)
+        if kind == "turn_end":
+            if root is not None:
+                for words in final_words(update):
+                    await self._send(session_id, words)
             queue = self._turn_ends.get(session_id)
             if queue is not None:
                 queue.put_nowait(update)
             return
-        root = self._roots.get(session_id)
         if root is None:
             return  # a session this client did not open
-        mapped = await asyncio.to_thread(map_update, root, update)
+        if kind in ("tool_call", "tool_call_update"):
+            mapped = self._tool_update(session_id, root, update)
+        else:
+            mapped = map_update(update)
         if mapped is not None:
             await self._send(session_id, mapped)
+
+    def _tool_update(self, session_id: str, root: Path, update: JSONObject) -> JSONObject | None:
+        """A call's updates folded into its view; the view, once finished, as its card."""
+        views = self._views.setdefault(session_id, {})
+        call_id = str(update.get("toolCallId"))
+        if update.get("sessionUpdate") == "tool_call":
+            view: JSONObject = {}
+            merge(view, update)
+            views[call_id] = view
+            return start_update(root, view)
+        view = views.setdefault(call_id, {"toolCallId": call_id})
+        merge(view, update)
+        if view.get("status") in ("completed", "failed"):
+            del views[call_id]
+            return end_update(root, view)
+        return {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"}
+
+    async def _notice(self, params: JSONObject) -> None:
+        """A log entry the user should read in the conversation too (a compaction)."""
+        session_id = str(params.get("session_id"))
+        title = str(params.get("title") or "")
+        known = session_id in self._roots and params.get("source") == "bridge"
+        if known and title.startswith("Compacted "):
+            await self._send(session_id, message(f"\n[{title}]\n"))
 
     # -- requests from the core to the client -------------------------------------
 
@@ -239,22 +285,7 @@ class AcpFrontEnd:
                 "reason": "rejected for this session",
             }
         root = self._roots.get(session_id, Path.cwd())
-        shown = map_update(root, {"sessionUpdate": "tool_call", **call}) or {}
-        tool_call = ToolCallUpdate.model_validate(
-            {
-                "toolCallId": str(call.get("toolCallId")),
-                "title": title,
-                "kind": shown.get("kind", "other"),
-                "status": "pending",
-                "rawInput": call.get("rawInput"),
-                "locations": shown.get("locations", []),
-                **(
-                    {"content": [{"type": "content", "content": {"type": "text", "text": d}}]}
-                    if isinstance(d := params.get("diff"), str) and d
-                    else {}
-                ),
-            }
-        )
+        tool_call = ToolCallUpdate.model_validate(permission_tool_call(root, params))
         options = permission_options(params.get("options") or [])
         answer: RequestPermissionResponse = await self.conn.request_permission(
             session_id=session_id,
@@ -272,8 +303,8 @@ class AcpFrontEnd:
 
     async def _plan(self, params: JSONObject) -> JSONObject:
         """ACP has no plan editor: the plan is shown as a plan update and approved as is."""
-        steps = params.get("steps") or []
-        lines = [f"{n}. {s.get('title')}" for n, s in enumerate(steps, start=1)]
+        steps = [s for s in params.get("steps") or [] if isinstance(s, dict)]
+        plan = plan_markdown(str(params.get("goal")), steps, params.get("risks") or [])
         answer = await self._permission(
             {
                 "sessionId": params.get("sessionId"),
@@ -281,10 +312,9 @@ class AcpFrontEnd:
                     "toolCallId": params.get("toolCallId"),
                     "title": f"Plan: {params.get('goal')}",
                     "kind": "think",
-                    "rawInput": {"goal": params.get("goal"), "steps": steps},
+                    "rawInput": {"plan": plan, "goal": params.get("goal"), "steps": steps},
                 },
                 "options": [{"optionId": "allow_once"}, {"optionId": "reject_once"}],
-                "diff": "\n".join(lines),
             }
         )
         chosen = answer["outcome"].get("optionId")
@@ -339,10 +369,29 @@ class AcpFrontEnd:
         return None  # the key comes from the environment; nothing to do interactively
 
     def _watch(self, result: JSONObject) -> str:
+        """Follow a session opened by this client; its command list goes out just
+        after the response (the response is queued first: see the SDK's sender)."""
         session_id = str(result["sessionId"])
-        self._roots[session_id] = Path(str(result["root"]))
+        root = Path(str(result["root"]))
+        self._roots[session_id] = root
         self._turn_ends.setdefault(session_id, asyncio.Queue())
+        if session_id not in self._commands:
+
+            async def send(update: JSONObject) -> None:
+                await self._send(session_id, update)
+
+            watch = CommandWatch(self.rt, root, send, self.commands_poll_s)
+            self._commands[session_id] = watch
+            self._spawn(watch.publish())
+            watch.start()
+        else:
+            self._spawn(self._commands[session_id].publish())
         return session_id
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._requests.add(task)
+        task.add_done_callback(self._requests.discard)
 
     @staticmethod
     def _modes(current: str) -> JSONObject:
@@ -369,9 +418,10 @@ class AcpFrontEnd:
         if servers:  # the editor's servers, as for a new session
             params["mcpServers"] = servers
         result = await self._call("session/resume", params)
-        self._watch(result)
-        for update in history_updates(result.get("history") or []):
+        root = Path(str(result["root"]))
+        for update in history_updates(root, result.get("history") or []):
             await self._send(session_id, update)
+        self._watch(result)
         return LoadSessionResponse.model_validate(
             {"modes": self._modes(str(result.get("mode", "act")))}
         )
@@ -414,15 +464,12 @@ class AcpFrontEnd:
                 break
         reason = str(end.get("stopReason"))
         if reason in STOP_REASONS:
-            return PromptResponse.model_validate({"stopReason": reason})
+            usage = prompt_usage(end)
+            return PromptResponse.model_validate(
+                {"stopReason": reason, **({"usage": usage} if usage else {})}
+            )
+        # The client has read why (final_words); the request fails with the same error.
         error = end.get("error") or {}
-        await self._send(
-            session_id,
-            {
-                "sessionUpdate": "agent_message_chunk",
-                "content": {"type": "text", "text": f"\n[error: {error.get('message', reason)}]\n"},
-            },
-        )
         raise RequestError(
             int(error.get("code", BridgeError.code)), str(error.get("message", reason))
         )

@@ -28,7 +28,24 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--context-window", type=int, default=None, help="model context in tokens")
     p.add_argument("--memory-dir", type=Path, default=None, help="memory index directory")
     p.add_argument("--max-steps", type=int, default=None, help="model steps per turn")
+    p.add_argument(
+        "--prices",
+        type=_prices,
+        default=None,
+        metavar="IN,OUT[,CACHED]",
+        help="USD per million input, output (and cached input) tokens: the cost in usage",
+    )
     p.set_defaults(func=_main)
+
+
+def _prices(text: str) -> tuple[float, float, float]:
+    try:
+        values = [float(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not numbers: {text!r}") from None
+    if len(values) not in (2, 3) or any(v < 0 for v in values):
+        raise argparse.ArgumentTypeError("give IN,OUT or IN,OUT,CACHED, none negative")
+    return (values[0], values[1], values[2] if len(values) == 3 else values[0])
 
 
 def _protocol_pipes() -> tuple[BinaryIO, BinaryIO]:
@@ -63,7 +80,7 @@ async def serve_acp(args: argparse.Namespace, reader_file: BinaryIO, writer_file
 
     config = BridgeConfig.from_env()
     overrides: dict[str, Any] = {}
-    for field in ("api_base", "model", "context_window", "memory_dir", "max_steps"):
+    for field in ("api_base", "model", "context_window", "memory_dir", "max_steps", "prices"):
         value = getattr(args, field, None)
         if value:
             overrides[field] = value

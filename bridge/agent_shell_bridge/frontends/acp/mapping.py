@@ -1,159 +1,68 @@
 """Our session events in Agent Client Protocol shapes, and ACP prompts in ours.
 
-Pure functions: no I/O besides reading an edited file to show its diff. The core's
-``session/update`` kinds were named after ACP's, so most of this is renaming and
-dropping fields ACP does not define.
+Pure functions. The core's ``session/update`` kinds were named after ACP's, so most
+of this is renaming and dropping fields ACP does not define; tool calls are
+:mod:`.cards`'.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ...types import JSONObject
+from .cards import STATUSES, end_update, start_update
 
 __all__ = [
     "STOP_REASONS",
+    "ended_text",
+    "final_words",
     "history_updates",
     "map_update",
+    "message",
     "permission_options",
     "prompt_text",
-    "reverse_unified_diff",
+    "prompt_usage",
 ]
 
-ACP_KINDS = frozenset(
-    {"read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"}
-)
 # Our turn_end stop reasons that ACP also has; "error" becomes a JSON-RPC error.
 STOP_REASONS = frozenset({"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"})
-_STATUSES = frozenset({"pending", "in_progress", "completed", "failed"})
-_PATH_KEYS = ("path", "cwd")
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_PRIORITIES = frozenset({"high", "medium", "low"})
 
 
-def _locations(root: Path, raw_input: Any) -> list[JSONObject]:
-    if not isinstance(raw_input, Mapping):
-        return []
-    out: list[JSONObject] = []
-    for key in _PATH_KEYS:
-        value = raw_input.get(key)
-        if isinstance(value, str) and value and "\x00" not in value:
-            location: JSONObject = {"path": str((root / value).resolve(strict=False))}
-            line = raw_input.get("start_line", raw_input.get("line"))
-            if isinstance(line, int) and line > 0:
-                location["line"] = line
-            out.append(location)
-    return out
+def message(text: str, kind: str = "agent_message_chunk") -> JSONObject:
+    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
 
 
-def reverse_unified_diff(new_text: str, diff: str) -> str | None:
-    """The text before ``diff`` was applied, given the text after; None if they disagree."""
-    new_lines = new_text.splitlines(keepends=True)
-    old: list[str] = []
-    cursor = 0  # index into new_lines
-    lines = diff.splitlines(keepends=True)
-    i = 0
-    while i < len(lines):
-        match = _HUNK.match(lines[i])
-        i += 1
-        if match is None:
-            continue
-        new_start = int(match.group(3))
-        start = max(new_start - 1, 0) if match.group(4) != "0" else new_start
-        if start < cursor or start > len(new_lines):
-            return None
-        old.extend(new_lines[cursor:start])
-        cursor = start
-        while i < len(lines) and not lines[i].startswith("@@"):
-            line = lines[i]
-            i += 1
-            if line.startswith("\\"):  # "\ No newline at end of file"
-                if lines[i - 2].startswith("-") and old and old[-1].endswith("\n"):
-                    old[-1] = old[-1][:-1]
-                continue
-            tag, body = line[:1], line[1:]
-            if tag == " ":
-                if cursor >= len(new_lines) or new_lines[cursor].rstrip("\n") != body.rstrip("\n"):
-                    return None
-                old.append(new_lines[cursor])
-                cursor += 1
-            elif tag == "-":
-                old.append(body if body.endswith("\n") else body + "\n")
-            elif tag == "+":
-                if cursor >= len(new_lines) or new_lines[cursor].rstrip("\n") != body.rstrip("\n"):
-                    return None
-                cursor += 1
-            else:  # a truncation note or garbage: the texts cannot be rebuilt
-                return None
-    old.extend(new_lines[cursor:])
-    return "".join(old)
+def ended_text(stop_reason: str, error: Mapping[str, Any] | None) -> str:
+    """The line a turn that did not end normally leaves in the history, as shown live."""
+    why = f": {error.get('message')}" if error else ""
+    return f"\n[turn ended: {stop_reason}{why}]\n"
 
 
-def _diff_content(root: Path, item: Mapping[str, Any]) -> JSONObject:
-    """ACP's diff shows whole texts; ours is a unified diff against the file now on disk."""
-    path = root / str(item.get("path", ""))
-    diff = str(item.get("diff", ""))
-    try:
-        new_text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return {"type": "content", "content": {"type": "text", "text": diff}}
-    if diff.startswith("--- /dev/null") or "\n--- /dev/null" in diff[:200]:
-        return {"type": "diff", "path": str(path), "oldText": None, "newText": new_text}
-    old_text = reverse_unified_diff(new_text, diff)
-    if old_text is None:  # the file changed again since: show the diff as text
-        return {"type": "content", "content": {"type": "text", "text": diff}}
-    return {"type": "diff", "path": str(path), "oldText": old_text, "newText": new_text}
+def final_words(end: Mapping[str, Any]) -> list[JSONObject]:
+    """What a ``turn_end`` leaves for the user to read: the ``task_complete`` summary,
+    or why the turn stopped; the same text the history keeps for a resumed session."""
+    reason = str(end.get("stopReason"))
+    error = end.get("error")
+    if reason != "end_turn":
+        return [message(ended_text(reason, error if isinstance(error, Mapping) else None))]
+    if isinstance(end.get("summary"), str):
+        return [message(f"Done: {end['summary']}")]
+    return []
 
 
-def _content(root: Path, items: Any) -> list[JSONObject]:
-    out: list[JSONObject] = []
-    for item in items if isinstance(items, list) else []:
-        if not isinstance(item, Mapping):
-            continue
-        if item.get("type") == "diff":
-            out.append(_diff_content(root, item))
-        elif item.get("type") == "content" and isinstance(item.get("content"), Mapping):
-            out.append({"type": "content", "content": dict(item["content"])})
-    return out
-
-
-def map_update(root: Path, update: Mapping[str, Any]) -> JSONObject | None:
-    """One of our updates as an ACP ``session/update`` payload; None when ACP has no such."""
+def map_update(update: Mapping[str, Any]) -> JSONObject | None:
+    """One of our non-tool updates as an ACP ``session/update``; None when ACP has no such."""
     kind = update.get("sessionUpdate")
     if kind in ("agent_message_chunk", "agent_thought_chunk", "user_message_chunk"):
         return {"sessionUpdate": kind, "content": dict(update.get("content") or {})}
-    if kind == "tool_call":
-        raw = update.get("rawInput")
-        tool_kind = update.get("kind")
-        return {
-            "sessionUpdate": "tool_call",
-            "toolCallId": str(update.get("toolCallId")),
-            "title": str(update.get("title") or "tool"),
-            "kind": tool_kind if tool_kind in ACP_KINDS else "other",
-            "status": update.get("status") if update.get("status") in _STATUSES else "pending",
-            "rawInput": raw,
-            "locations": _locations(root, raw),
-        }
-    if kind == "tool_call_update":
-        mapped: JSONObject = {
-            "sessionUpdate": "tool_call_update",
-            "toolCallId": str(update.get("toolCallId")),
-        }
-        if update.get("status") in _STATUSES:
-            mapped["status"] = update["status"]
-        content = _content(root, update.get("content"))
-        if content:
-            mapped["content"] = content
-        if "rawOutput" in update:
-            mapped["rawOutput"] = update["rawOutput"]
-        return mapped
     if kind == "plan":
         entries = [
             {
                 "content": str(e.get("content", "")),
-                "status": e.get("status") if e.get("status") in _STATUSES else "pending",
+                "status": e.get("status") if e.get("status") in STATUSES else "pending",
                 "priority": e.get("priority") if e.get("priority") in _PRIORITIES else "medium",
             }
             for e in update.get("entries") or []
@@ -173,51 +82,56 @@ def map_update(root: Path, update: Mapping[str, Any]) -> JSONObject | None:
     return None
 
 
-_PRIORITIES = frozenset({"high", "medium", "low"})
+def prompt_usage(end: Mapping[str, Any]) -> JSONObject | None:
+    """A turn's token counts (from its ``turn_end``) in the prompt response's shape."""
+    used = end.get("usage")
+    if not isinstance(used, Mapping):
+        return None
+    counts = {k: used.get(k) for k in ("inputTokens", "outputTokens", "cachedTokens")}
+    if not all(isinstance(v, int) and v >= 0 for v in counts.values()):
+        return None
+    return {
+        "inputTokens": counts["inputTokens"],
+        "outputTokens": counts["outputTokens"],
+        "totalTokens": int(counts["inputTokens"] or 0) + int(counts["outputTokens"] or 0),
+        "cachedReadTokens": counts["cachedTokens"],
+    }
 
 
-def history_updates(history: Sequence[Mapping[str, Any]]) -> list[JSONObject]:
-    """A session's visible history replayed as ACP updates (``session/load``)."""
+def _legacy_view(item: Mapping[str, Any], n: int) -> JSONObject:
+    """A tool item saved before views were kept: what it says, as a finished card."""
+    status = item.get("status")
+    text = str(item.get("text", ""))
+    view: JSONObject = {
+        "toolCallId": str(item.get("toolCallId") or f"history-{n}"),
+        "title": str(item.get("title") or "tool"),
+        "kind": "other",
+        "status": "completed" if status == "completed" else "failed",
+    }
+    if text:
+        view["rawOutput"] = {"error": text}
+    return view
+
+
+def history_updates(root: Path, history: Sequence[Mapping[str, Any]]) -> list[JSONObject]:
+    """A session's visible history replayed as ACP updates (``session/load``): each
+    message as one chunk, each call as the two updates that opened and closed it."""
     out: list[JSONObject] = []
     for n, item in enumerate(history):
         role = item.get("role")
         text = str(item.get("text", ""))
         if role == "user":
-            out.append(
-                {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": text}}
-            )
-        elif role == "assistant":
-            out.append(
-                {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
-            )
+            out.append(message(text, "user_message_chunk"))
+        elif role == "assistant" and text:
+            out.append(message(text))
         elif role == "tool":
-            call_id = str(item.get("toolCallId") or f"history-{n}")
-            status = item.get("status")
-            out.append(
-                {
-                    "sessionUpdate": "tool_call",
-                    "toolCallId": call_id,
-                    "title": str(item.get("title") or "tool"),
-                    "kind": "other",
-                    "status": status if status in _STATUSES else "completed",
-                    **(
-                        {
-                            "content": [
-                                {"type": "content", "content": {"type": "text", "text": text}}
-                            ]
-                        }
-                        if text
-                        else {}
-                    ),
-                }
-            )
+            view = item.get("view")
+            if not isinstance(view, Mapping):
+                view = _legacy_view(item, n)
+            out.append(start_update(root, view))
+            out.append(end_update(root, view))
         elif role == "system" and text:
-            out.append(
-                {
-                    "sessionUpdate": "agent_message_chunk",
-                    "content": {"type": "text", "text": f"\n{text}\n"},
-                }
-            )
+            out.append(message(f"\n{text}\n"))
     return out
 
 
@@ -249,7 +163,9 @@ def prompt_text(blocks: Sequence[Mapping[str, Any]]) -> str:
 
 
 # ACP's option kinds for the choices the policy offers, plus "reject always",
-# which this front end keeps for the rest of the session.
+# which this front end keeps for the rest of the session. It comes last: clients
+# that show only the first three kinds (xenodium's agent-shell) lose nothing else,
+# and reach "no for the rest of the session" through the ask mode (README).
 _OPTION_KINDS = {
     "allow_once": ("allow_once", "Allow once"),
     "allow_session": ("allow_always", "Allow for this session"),

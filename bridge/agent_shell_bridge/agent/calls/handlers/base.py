@@ -10,7 +10,7 @@ binding checks, for the type checker, that the two belong together.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,11 @@ class Run:
     def paths(self) -> list[tuple[Path, str]]:
         """The confined paths of the call (resolved, display), in the spec's order."""
         return self.prepared.paths
+
+    @property
+    def shown_call(self) -> ToolCall:
+        """The call under the id clients know it by (the model keeps its own)."""
+        return replace(self.call, id=self.prepared.call_id or self.call.id)
 
 
 Handler = Callable[[Run, ArgsT], Awaitable[ToolResult]]
