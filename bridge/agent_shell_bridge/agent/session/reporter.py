@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from ...orglog import (
+    DrawerBlock,
     LogEntry,
     LogUpdate,
     OrgLogWriter,
@@ -93,7 +94,7 @@ class Reporter:
         parent: str | None,
         todo: str | None = None,
         properties: dict[str, str | int | float] | None = None,
-        body: list[TextBlock | SrcBlock] | None = None,
+        body: list[TextBlock | SrcBlock | DrawerBlock] | None = None,
     ) -> str:
         entry = LogEntry(
             id=self.next_id(),
