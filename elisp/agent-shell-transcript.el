@@ -208,6 +208,14 @@ Call inside `agent-shell-transcript-editing'."
           (agent-shell-session-body-open agent-shell--session) nil)
     id))
 
+(defun agent-shell-transcript-attachment (title text)
+  "Show an attachment of the prompt as one folded entry: TITLE, then TEXT.
+Call inside `agent-shell-transcript-editing'.  Return the entry's id."
+  (let ((id (agent-shell-transcript--new-entry "attachment" "@" title)))
+    (agent-shell-transcript--append-body id (string-trim-right text "\n+"))
+    (agent-shell-transcript-close-block)
+    id))
+
 (defun agent-shell-transcript-entry (id)
   "Return entry ID's plist, or nil when it is gone."
   (let ((plist (cdr (assoc id (agent-shell-session-entries agent-shell--session)))))

@@ -51,9 +51,9 @@ from .summary import TaskUsage, summary_drawer_entry
 from .writer import OrgLogWriter, log_path_for
 
 __all__ = [
-    "DrawerBlock",
     "HEADER_NO_EVAL",
     "HEADER_TODO",
+    "DrawerBlock",
     "LogEntry",
     "LogUpdate",
     "OrgLogWriter",

@@ -131,9 +131,7 @@ def accept(
     for item in items[:MAX_ITEMS]:
         reason = path_refusal(item.path) if item.path else None
         if reason is not None and not item.explicit:
-            refused.append(
-                Refused(item, f"{reason}; only an explicit send command attaches it")
-            )
+            refused.append(Refused(item, f"{reason}; only an explicit send command attaches it"))
             continue
         chars = max(item.originalChars or 0, len(item.text))
         consent = None if reason is None else _consent(reason)

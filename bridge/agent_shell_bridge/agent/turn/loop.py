@@ -325,7 +325,9 @@ async def _begin_turn(
         restore_mode, state.mode = state.mode, mode
     first_line = prompt.strip().splitlines()[0] if prompt.strip() else "(empty prompt)"
     batch = attached or Batch([], [])
-    body: list[TextBlock | SrcBlock | DrawerBlock] = [text(prompt)] if "\n" in prompt.strip() else []
+    body: list[TextBlock | SrcBlock | DrawerBlock] = []
+    if "\n" in prompt.strip():
+        body.append(text(prompt))
     task_entry = await live.reporter.entry(
         first_line,
         source="user",

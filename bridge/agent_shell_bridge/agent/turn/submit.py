@@ -57,7 +57,5 @@ async def submit_prompt(
     if context is not None:
         live.snapshot = context
     turn_id = "t" + secrets.token_hex(4)
-    live.start_turn(
-        run_turn(live, text, turn_id, mode=turn_mode, attachments=attachments), turn_id
-    )
+    live.start_turn(run_turn(live, text, turn_id, mode=turn_mode, attachments=attachments), turn_id)
     return turn_id, turn_mode or live.state.mode

@@ -1,0 +1,301 @@
+;;; test-context.el --- ERT tests for the send commands and @ mentions  -*- lexical-binding: t; -*-
+
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; agent-shell-context.el, agent-shell-mention.el and
+;; agent-shell-diagnostics.el with real parts: a real *compilation*
+;; buffer (make failing), a real *grep* buffer, Flymake's byte-compile
+;; backend, Dired with marked files, and for the payloads the real
+;; bridge with its scripted model, whose recorded requests say what the
+;; model received.
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'url)
+(require 'dired)
+(require 'compile)
+(require 'grep)
+(require 'flymake)
+(require 'agent-shell-test-session)
+(require 'agent-shell-context)
+
+(defconst test-context--module "第一行 first\n第二行 second 你好\n第三行 third\n第四行 fourth\n"
+  "Content of the Chinese-named module of the test project.")
+
+(defconst test-context--files
+  `(("源码/模块.py" . ,test-context--module)
+    ("notes.txt" . "plain notes\n")
+    ("Makefile" . "all:\n\t@echo '源码/模块.py:2: error: 坏了 broken' >&2; exit 2\n"))
+  "Files of the test project.")
+
+(defun test-context--requests ()
+  "Return the bodies the scripted model received, oldest first."
+  (let* ((url-proxy-services nil)
+         (base (string-remove-suffix "/v1" test-shell--mock-base))
+         (buffer (url-retrieve-synchronously (concat base "/_mock/requests") t t 10)))
+    (unwind-protect
+        (with-current-buffer buffer
+          (goto-char (point-min))
+          (re-search-forward "\r?\n\r?\n")
+          (mapcar (lambda (r) (alist-get 'body r))
+                  (json-parse-string (decode-coding-string
+                                      (buffer-substring-no-properties (point) (point-max))
+                                      'utf-8)
+                                     :object-type 'alist :array-type 'list)))
+      (kill-buffer buffer))))
+
+(defun test-context--last-user (marker)
+  "Return the last user message the model got whose text contains MARKER."
+  (let (found)
+    (dolist (body (test-context--requests))
+      (dolist (m (alist-get 'messages body))
+        (when (and (equal (alist-get 'role m) "user")
+                   (string-search marker (alist-get 'content m)))
+          (setq found (alist-get 'content m)))))
+    found))
+
+(defun test-context--wait-turn (shell marker)
+  "Wait until SHELL's turn ended and the model got a prompt with MARKER."
+  (test-shell--wait "the model's request" (lambda () (test-context--last-user marker)) 30)
+  (with-current-buffer shell
+    (test-shell--wait "the turn's end"
+                      (lambda () (null (agent-shell-session-turn-id agent-shell--session)))
+                      30)))
+
+(defun test-context--log (shell)
+  "Return the text of SHELL's org log file."
+  (with-temp-buffer
+    (let ((coding-system-for-read 'utf-8))
+      (insert-file-contents
+       (with-current-buffer shell (agent-shell-session-log-path agent-shell--session))))
+    (buffer-string)))
+
+(defmacro test-context--with-project (spec &rest body)
+  "Run BODY with ROOT bound to a fresh project and the real bridge; SPEC is (ROOT)."
+  (declare (indent 1) (debug ((symbolp) body)))
+  `(agent-shell-test-with-project (,(car spec) test-context--files)
+     (test-shell--bridge)
+     (unwind-protect (progn ,@body)
+       (dolist (b (buffer-list))
+         (when (and (eq (buffer-local-value 'major-mode b) 'agent-shell-mode)
+                    (equal (agent-shell-session-root (buffer-local-value 'agent-shell--session b))
+                           ,(car spec)))
+           (kill-buffer b))))))
+
+(defun test-context--visit (root path)
+  "Visit PATH under ROOT and return its buffer."
+  (find-file-noselect (expand-file-name path root)))
+
+;;; The send commands, through the real bridge
+
+(ert-deftest test-context/send-region-payload-transcript-and-log ()
+  "A region of a Chinese-named file reaches the model as @PATH:START-END, framed."
+  (test-context--with-project (root)
+    (let* ((file (expand-file-name "源码/模块.py" root))
+           (buffer (test-context--visit root "源码/模块.py"))
+           shell)
+      (with-current-buffer buffer
+        (goto-char (point-min))
+        (forward-line 1)
+        (set-mark (point))
+        (forward-line 2)
+        (activate-mark)
+        ;; No session yet: the command starts one and sends once it is ready.
+        (setq shell (agent-shell-send-region (region-beginning) (region-end) t)))
+      (test-context--wait-turn shell "[ATTACHMENT name=\"源码/模块.py:2-3\"")
+      (let ((user (test-context--last-user "[ATTACHMENT name=\"源码/模块.py:2-3\"")))
+        (should (string-prefix-p "@源码/模块.py:2-3\n\n" user))
+        (should (string-search
+                 (format "[ATTACHMENT name=\"源码/模块.py:2-3\" kind=region path=\"%s\" \
+lines=2-3 chars=%d]\n第二行 second 你好\n第三行 third\n\n[/ATTACHMENT]" file
+                         (length "第二行 second 你好\n第三行 third\n"))
+                 user)))
+      (with-current-buffer shell
+        (should (string-search "> @源码/模块.py:2-3\n▸ @ 源码/模块.py:2-3 (2 lines, 24 chars)"
+                               (test-shell--transcript))))
+      (let ((org (test-context--log shell)))
+        (should (string-search ":ATTACHMENT_1: 源码/模块.py:2-3 (24 chars)" org))
+        (should (string-search ":ATTACHMENT_1:\n源码/模块.py:2-3 (24 chars)\n#+begin_src text\n\
+第二行 second 你好\n第三行 third\n#+end_src\n:END:" org))))))
+
+(ert-deftest test-context/compilation-grep-dired-and-caps ()
+  "dwim on a real *compilation* error and a *grep* match; Dired's marked files;
+a capped buffer; each as the model received it."
+  (test-context--with-project (root)
+    (let ((shell (test-shell--start-session root))
+          (agent-shell-context-lines-around 1))
+      ;; A failing make in a real *compilation* buffer.
+      (let ((default-directory root)
+            (finished nil))
+        (let ((compilation-finish-functions (list (lambda (_b _s) (setq finished t)))))
+          (compile "make -k")
+          (test-shell--wait "make" (lambda () finished) 20)))
+      (with-current-buffer "*compilation*"
+        (goto-char (point-min))
+        (compilation-next-error 1)
+        (let ((spec (car (agent-shell-context-dwim-specs))))
+          (should (eq (plist-get spec :kind) 'compilation))
+          (should (equal (plist-get spec :start) 2))
+          (should (string-search "坏了 broken" (plist-get spec :text)))
+          (should (string-search "    2  第二行 second 你好" (plist-get spec :text))))
+        (agent-shell-send-dwim t))
+      (test-context--wait-turn shell "kind=compilation")
+      (let ((user (test-context--last-user "kind=compilation")))
+        (should (string-search "name=\"源码/模块.py:2\" kind=compilation" user))
+        (should (string-search "From *compilation* (make -k):" user))
+        (should (string-search "    1  第一行 first\n    2  第二行 second 你好\n    3  第三行 third"
+                               user)))
+      ;; A real *grep* buffer.
+      (let ((default-directory root))
+        (grep "grep -nH -e third 源码/模块.py")
+        (with-current-buffer "*grep*"
+          (test-shell--wait "grep" (lambda () (not (get-buffer-process (current-buffer)))) 20)
+          (goto-char (point-min))
+          (compilation-next-error 1)
+          (agent-shell-send-dwim t)))
+      (test-context--wait-turn shell "From *grep*")
+      (should (string-search "name=\"源码/模块.py:3\"" (test-context--last-user "From *grep*")))
+      ;; Dired with two marked files.
+      (with-current-buffer (dired-noselect root)
+        (dired-mark-files-regexp "\\`\\(notes\\.txt\\|Makefile\\)\\'")
+        (should (equal (length (agent-shell-context-dwim-specs)) 2))
+        (agent-shell-send-file t))
+      (test-context--wait-turn shell "name=\"notes.txt\"")
+      (let ((user (test-context--last-user "name=\"notes.txt\"")))
+        (should (string-search "[ATTACHMENT name=\"Makefile\" kind=file" user))
+        (should (string-search (format "name=\"notes.txt\" kind=file path=\"%snotes.txt\" \
+chars=12]\nplain notes\n" root) user)))
+      ;; The cap: a buffer cut on both sides, the cut said.
+      (let ((agent-shell-attachment-max-chars 10))
+        (with-current-buffer (test-context--visit root "源码/模块.py")
+          (agent-shell-send-buffer t)))
+      (test-context--wait-turn shell "cut=")
+      (let ((user (test-context--last-user "cut=")))
+        (should (string-search (format "chars=%d cut=%d]\n第一行 first\n\n[… %d more"
+                                       (length test-context--module)
+                                       (- (length test-context--module) 10)
+                                       (- (length test-context--module) 10))
+                               user))
+        (should (string-search "more characters cut at the attachment cap" user)))
+      (with-current-buffer shell
+        (should (string-search (format "(1 line, 10 of %d chars: cut at 10)"
+                                       (length test-context--module))
+                               (test-shell--transcript)))))))
+
+(ert-deftest test-context/typed-mentions-and-the-outside-rule ()
+  "A typed @ mention attaches a project file, never one outside the project;
+an explicit send of the outside file attaches it, marked in the log."
+  (test-context--with-project (root)
+    (let* ((outside (make-temp-file "agent-shell-outside-" nil ".txt" "外面 outside\n"))
+           (shell (test-shell--start-session root)))
+      (unwind-protect
+          (progn
+            (with-current-buffer shell
+              (goto-char (point-max))
+              (insert (format "compare @notes.txt:1 and @%s please" outside))
+              (agent-shell-send-input)
+              (should (string-search "Not attached: @" (test-shell--transcript)))
+              (should (string-search "is outside the project" (test-shell--transcript))))
+            (test-context--wait-turn shell "compare @notes.txt:1")
+            (let ((user (test-context--last-user "compare @notes.txt:1")))
+              (should (string-search "name=\"notes.txt:1\" kind=region" user))
+              (should-not (string-search "外面" user)))
+            (with-current-buffer (find-file-noselect outside)
+              (let ((default-directory root))
+                (cl-letf (((symbol-function 'agent-shell-context--source-dir)
+                           (lambda () root)))
+                  (agent-shell-send-file t))))
+            (test-context--wait-turn shell "外面 outside")
+            (should (string-search "[sent explicitly: outside the project]"
+                                   (test-context--log shell))))
+        (when (get-file-buffer outside) (kill-buffer (get-file-buffer outside)))
+        (delete-file outside)))))
+
+;;; Flymake, in batch
+
+(ert-deftest test-context/flymake-diagnostic-at-point-and-after-an-edit ()
+  "The byte-compile backend's warning is sent by dwim, listed for the project,
+and reported near an edit once Flymake settled."
+  (agent-shell-test-with-project (root '(("坏.el" . ";;; 坏.el --- x  -*- lexical-binding: t; -*-\n\
+(defun test-context-f ()\n  (test-context-undefined-function-xyz))\n")))
+    (let ((buffer (find-file-noselect (expand-file-name "坏.el" root)))
+          ;; The backend starts another Emacs: slow in a loaded CI.
+          (agent-shell-diagnostics-wait 30)
+          (reported nil))
+      (with-current-buffer buffer
+        (emacs-lisp-mode)
+        ;; Emacs's security fix: the backend compiles only trusted files.
+        (when (boundp 'trusted-content) (setq-local trusted-content :all))
+        (setq-local flymake-diagnostic-functions '(elisp-flymake-byte-compile))
+        (flymake-mode 1)
+        (agent-shell-diagnostics-after-edit buffer 2 3 (lambda (text) (setq reported text)))
+        (test-shell--wait "Flymake's report" (lambda () reported) 30)
+        (should (string-search "line 3" reported))
+        (should (string-search "test-context-undefined-function-xyz" reported))
+        (goto-char (point-min))
+        (search-forward "(test-context-undefined")
+        (let ((spec (agent-shell-context-diagnostic-spec)))
+          (should (eq (plist-get spec :kind) 'diagnostic))
+          (should (string-search "warning at line 3" (plist-get spec :text)))
+          (should (string-search "    2  (defun test-context-f ()" (plist-get spec :text)))))
+      (should (string-search "坏.el:3" (agent-shell-diagnostics-project-text root)))
+      (let ((reply nil))
+        (with-current-buffer (get-buffer-create "*test-context-nochecker*")
+          (agent-shell-diagnostics-after-edit (current-buffer) 1 1
+                                              (lambda (text) (setq reply (list text)))))
+        (should (equal reply '(nil))))
+      (flymake-mode -1))))
+
+;;; dwim without a bridge
+
+(ert-deftest test-context/dwim-diff-hunk-and-function-at-point ()
+  "In `diff-mode' dwim takes the hunk at point; in code, the function at point."
+  (with-temp-buffer
+    (insert "--- a/f.py\n+++ b/f.py\n@@ -1,2 +1,2 @@\n-旧 old\n+新 new\n same\n")
+    (diff-mode)
+    (goto-char (point-min))
+    (search-forward "新")
+    (let ((spec (car (agent-shell-context-dwim-specs))))
+      (should (eq (plist-get spec :kind) 'hunk))
+      (should (string-search "@@ -1,2 +1,2 @@\n-旧 old\n+新 new\n same" (plist-get spec :text)))))
+  (with-temp-buffer
+    (insert "(defun a () 1)\n\n(defun 乙 ()\n  2)\n")
+    (emacs-lisp-mode)
+    (goto-char (point-max))
+    (search-backward "2")
+    (let ((spec (car (agent-shell-context-dwim-specs))))
+      (should (eq (plist-get spec :kind) 'function))
+      (should (equal (list (plist-get spec :start) (plist-get spec :end)) '(3 4)))
+      (should (equal (agent-shell-context-mention spec nil)
+                     (format "@%s:3-4" (buffer-name)))))))
+
+;;; @ completion
+
+(ert-deftest test-context/completion-offers-files-buffers-and-diagnostics ()
+  "@ completes project files, non-file buffers and diagnostics, with kind and size."
+  (agent-shell-test-with-project (root test-context--files)
+    (with-current-buffer (get-buffer-create "*compilation*")
+      (let ((inhibit-read-only t)) (erase-buffer) (insert "make -k\n")))
+    (let ((shell (get-buffer-create "*agent-shell: test-context-completion*")))
+      (unwind-protect
+          (with-current-buffer shell
+            (agent-shell--setup "test-context-completion" root nil)
+            (goto-char (point-max))
+            (insert "look at @源")
+            (let* ((capf (agent-shell-mention-completion-at-point))
+                   (table (nth 2 capf))
+                   (annotate (plist-get (nthcdr 3 capf) :annotation-function)))
+              (should (equal (all-completions "源" table) '("源码/模块.py")))
+              (should (member "*compilation*" (all-completions "*co" table)))
+              (should (member "diagnostics" (all-completions "diag" table)))
+              (should (string-match-p "file, [0-9]+ B" (funcall annotate "源码/模块.py")))
+              (should (string-match-p "buffer compilation-mode\\|buffer fundamental-mode"
+                                      (funcall annotate "*compilation*")))))
+        (kill-buffer shell)))))
+
+(provide 'test-context)
+;;; test-context.el ends here
