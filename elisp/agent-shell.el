@@ -388,7 +388,9 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
    "session/prompt"
    `((sessionId . ,(agent-shell-session-id agent-shell--session))
      (prompt . [((type . "text") (text . ,text))])
-     (context . ,(agent-shell-perception-context-snapshot))
+     (context . ,(append (agent-shell-perception-context-snapshot)
+                         (agent-shell-context-automatic
+                          (agent-shell-session-root agent-shell--session))))
      (mode . ,(symbol-name (agent-shell-session-mode agent-shell--session)))
      (attachments . ,(agent-shell-context-take-pending))
      (attachmentMaxChars . ,agent-shell-attachment-max-chars))

@@ -109,6 +109,9 @@
       (test-context--wait-turn shell "[ATTACHMENT name=\"源码/模块.py:2-3\"")
       (let ((user (test-context--last-user "[ATTACHMENT name=\"源码/模块.py:2-3\"")))
         (should (string-prefix-p "@源码/模块.py:2-3\n\n" user))
+        (let ((system (alist-get 'content (car (alist-get 'messages
+                                                          (car (last (test-context--requests))))))))
+          (should (string-search "\"branch\": \"main\"" system)))
         (should (string-search
                  (format "[ATTACHMENT name=\"源码/模块.py:2-3\" kind=region path=\"%s\" \
 lines=2-3 chars=%d]\n第二行 second 你好\n第三行 third\n\n[/ATTACHMENT]" file
@@ -249,6 +252,62 @@ and reported near an edit once Flymake settled."
                                               (lambda (text) (setq reply (list text)))))
         (should (equal reply '(nil))))
       (flymake-mode -1))))
+
+;;; The automatic context
+
+(ert-deftest test-context/automatic-context-names-windows-task-branch-and-run ()
+  "The automatic context: visible buffers, the clocked-in task, branch, last run."
+  (require 'org-clock)
+  (agent-shell-test-with-project (root (append test-context--files
+                                               '(("任务.org" . "* TODO 修复 the build\n\
+第一行 body line one\nline two\n"))))
+    (let ((default-directory root)
+          (finished nil))
+      (let ((compilation-finish-functions (list (lambda (_b _s) (setq finished t)))))
+        (compile "make -k")
+        (test-shell--wait "make" (lambda () finished) 20)))
+    (let ((module (test-context--visit root "源码/模块.py"))
+          (org (test-context--visit root "任务.org"))
+          (outside (find-file-noselect (make-temp-file "agent-shell-outside-" nil ".txt"))))
+      (unwind-protect
+          (save-window-excursion
+            (delete-other-windows)
+            (switch-to-buffer module)
+            (goto-char (point-min))
+            (forward-line 1)
+            (set-mark (point))
+            (forward-line 2)
+            (activate-mark)
+            (set-window-buffer (split-window) outside)
+            (with-current-buffer org
+              (goto-char (point-min))
+              (org-clock-in))
+            (let* ((context (agent-shell-context-automatic root))
+                   (visible (append (alist-get 'visible context) nil))
+                   (json (json-serialize context)))
+              (should (equal (alist-get 'file (car visible)) "源码/模块.py"))
+              (should (equal (alist-get 'line (car visible)) 4))
+              (should (equal (alist-get 'region (car visible)) "2-4"))
+              (should (equal (alist-get 'outside_project (cadr visible)) 1))
+              (should-not (string-search (buffer-file-name outside) json))
+              (should (equal (alist-get 'heading (alist-get 'org_task context)) "修复 the build"))
+              (should (string-search "第一行 body line one"
+                                     (alist-get 'body (alist-get 'org_task context))))
+              (should (equal (alist-get 'branch context) "main"))
+              (let ((run (alist-get 'last_run context)))
+                (should (equal (alist-get 'command run) "make -k"))
+                (should (string-search "code 2" (alist-get 'status run)))
+                (should (string-search "源码/模块.py:2: error: 坏了" (alist-get 'first_error run))))
+              (should (< (length json) 1500))
+              (let ((agent-shell-context-org-clock nil)
+                    (agent-shell-context-last-run nil)
+                    (agent-shell-context-git-branch nil)
+                    (agent-shell-context-visible-buffers nil))
+                (should (null (agent-shell-context-automatic root))))))
+        (with-current-buffer org (org-clock-out nil t))
+        (let ((file (buffer-file-name outside)))
+          (kill-buffer outside)
+          (delete-file file))))))
 
 ;;; dwim without a bridge
 
