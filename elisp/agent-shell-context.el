@@ -485,7 +485,7 @@ for a run in the project."
     (and (string-prefix-p root file) (substring file (length root)))))
 
 (defun agent-shell-context--visible (root)
-  "Return the buffers visible in the selected frame, as alists."
+  "Return the buffers visible in the selected frame, as alists, for ROOT."
   (let ((out nil) (outside 0))
     (dolist (w (window-list (selected-frame) 'no-minibuf))
       (let* ((b (window-buffer w))
@@ -510,7 +510,7 @@ for a run in the project."
             (and (> outside 0) `(((outside_project . ,outside)))))))
 
 (defun agent-shell-context--org-task (root)
-  "Return the clocked-in org task as an alist, or nil."
+  "Return the clocked-in org task as an alist, or nil, for ROOT."
   (when (and agent-shell-context-org-clock (fboundp 'org-clocking-p) (org-clocking-p)
              (markerp org-clock-marker) (marker-buffer org-clock-marker))
     (let* ((buffer (marker-buffer org-clock-marker))

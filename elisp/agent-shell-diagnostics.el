@@ -170,6 +170,34 @@ CHECKED is the number of buffers with a checker; zero means none."
                     (format "%d more not shown.\n" (- (length items) (length shown)))
                   ""))))))
 
+;;; The `project_diagnostics' tool
+
+(defun agent-shell-diagnostics-project-tool (args context)
+  "Handle `project_diagnostics' with ARGS in CONTEXT.
+The diagnostics of the project's visited buffers that have Flymake or
+Flycheck on, errors first, at most ARGS' `limit'."
+  (let* ((root (file-name-as-directory (expand-file-name (alist-get 'root context))))
+         (limit (min (or (alist-get 'limit args) agent-shell-diagnostics-max) 500))
+         (found (agent-shell-diagnostics-project root))
+         (items (cdr found))
+         (shown (cl-subseq items 0 (min limit (length items)))))
+    (if (zerop (car found))
+        '((checked_buffers . 0)
+          (note . "No checker: no buffer of this project has Flymake or Flycheck on."))
+      `((checked_buffers . ,(car found))
+        (total . ,(length items))
+        (diagnostics
+         . ,(vconcat
+             (mapcar (lambda (it)
+                       (let ((d (cdr it)))
+                         `((file . ,(car it)) (line . ,(plist-get d :line))
+                           (column . ,(or (plist-get d :column) :null))
+                           (type . ,(plist-get d :type)) (text . ,(plist-get d :text))
+                           (backend . ,(plist-get d :backend)))))
+                     shown)))
+        ,@(and (> (length items) (length shown))
+               `((more . ,(- (length items) (length shown)))))))))
+
 ;;; After an edit
 
 (defvar-local agent-shell-diagnostics--report-functions nil
@@ -250,6 +278,47 @@ seconds with what it had then, saying it had not settled."
                                       (when (or done (agent-shell-diagnostics--settled-p buffer))
                                         (cancel-timer poll)
                                         (funcall finish t)))))))))))
+
+(defconst agent-shell-diagnostics--edit-tools
+  '("replace_region" "insert_text" "replace_pattern" "write_file")
+  "The Emacs-side tools that change a file.")
+
+(defun agent-shell-diagnostics-edited-lines (diff)
+  "Return (START . END), the new side's lines the unified DIFF touches, or nil."
+  (let (start end)
+    (when (stringp diff)
+      (with-temp-buffer
+        (insert diff)
+        (goto-char (point-min))
+        (while (re-search-forward "^@@ -[0-9,]+ \\+\\([0-9]+\\)\\(?:,\\([0-9]+\\)\\)? @@" nil t)
+          (let* ((from (string-to-number (match-string 1)))
+                 (count (if (match-string 2) (string-to-number (match-string 2)) 1))
+                 (to (max from (+ from count -1))))
+            (setq start (if start (min start from) from)
+                  end (if end (max end to) to))))))
+    (and start (cons (max 1 start) end))))
+
+(defun agent-shell-diagnostics-add-to-edit (name context result callback)
+  "Call CALLBACK with RESULT of tool NAME, with diagnostics when it edited a file.
+CONTEXT is the tool call's context.  After an edit of a buffer with
+Flymake or Flycheck on, the checker's diagnostics near the edited
+lines are added once it settled (see `agent-shell-diagnostics-after-edit');
+without a checker one line says so.  Other results pass unchanged."
+  (let* ((path (and (member name agent-shell-diagnostics--edit-tools)
+                    (alist-get 'path result)))
+         (file (and (stringp path) (expand-file-name path (alist-get 'root context))))
+         (buffer (and file (find-buffer-visiting file)))
+         (lines (and buffer (agent-shell-diagnostics-edited-lines (alist-get 'diff result)))))
+    (cond
+     ((not buffer) (funcall callback result))
+     ((not (agent-shell-diagnostics-checker buffer))
+      (funcall callback
+               (append result '((diagnostics . "No checker (Flymake or Flycheck) is on for this file.")))))
+     (t
+      (agent-shell-diagnostics-after-edit
+       buffer (or (car lines) 1) (or (cdr lines) 1)
+       (lambda (text)
+         (funcall callback (if text (append result `((diagnostics . ,text))) result))))))))
 
 (provide 'agent-shell-diagnostics)
 ;;; agent-shell-diagnostics.el ends here

@@ -332,6 +332,75 @@ and reported near an edit once Flymake settled."
       (should (equal (agent-shell-context-mention spec nil)
                      (format "@%s:3-4" (buffer-name)))))))
 
+;;; Diagnostics in an edit's result, through the real bridge
+
+(defconst test-context--bad-el
+  (concat ";;; 坏.el --- x  -*- lexical-binding: t; -*-\n"
+          "(defun test-context-f ()\n  (test-context-undefined-function-xyz))\n"
+          (make-string 20 ?\n)
+          "(defun test-context-g ()\n  (test-context-far-undefined-xyz))\n")
+  "An Emacs Lisp file with two warnings far apart.")
+
+(defun test-context--flymake-on (buffer)
+  "Turn on the byte-compile backend in BUFFER and wait for its first report."
+  (with-current-buffer buffer
+    (emacs-lisp-mode)
+    (when (boundp 'trusted-content) (setq-local trusted-content :all))
+    (setq-local flymake-diagnostic-functions '(elisp-flymake-byte-compile))
+    (flymake-mode 1)
+    (flymake-start nil t)
+    (test-shell--wait "Flymake's first report" (lambda () (flymake-diagnostics)) 30)))
+
+(ert-deftest test-context/an-edit-result-carries-the-diagnostics-near-it ()
+  "After replace_region the model's tool result lists the diagnostic of the
+edited line and says how many more the file has."
+  (test-shell--with-session (root)
+    (agent-shell-test-write root "坏.el" test-context--bad-el)
+    (let ((agent-shell-diagnostics-wait 30)
+          (agent-shell-log-notify-on-wait nil)
+          (file (find-file-noselect (expand-file-name "坏.el" root)))
+          (shell (current-buffer)))
+      (test-context--flymake-on file)
+      (goto-char (point-max))
+      (insert "edit with diagnostics 诊断")
+      (agent-shell-send-input)
+      (condition-case err
+          (test-shell--wait "the permission request"
+                            (lambda () (ignore-errors (agent-shell-permissions-choose "Approve")))
+                            30)
+        (error (message "TRANSCRIPT: %s" (test-shell--transcript)) (signal (car err) (cdr err))))
+      (agent-shell-approve)
+      (test-context--wait-turn shell "edit with diagnostics")
+      (let* ((tool (cl-loop for body in (test-context--requests)
+                            thereis (cl-loop for m in (alist-get 'messages body)
+                                             when (and (equal (alist-get 'role m) "tool")
+                                                       (string-search "replace_region"
+                                                                      (alist-get 'content m)))
+                                             return (alist-get 'content m)))))
+        (should tool)
+        (should (string-search "\"diagnostics\": \"line 3:" tool))
+        (should (string-search "test-context-edited-undefined-xyz" tool))
+        (should-not (string-search "test-context-far-undefined-xyz" tool))
+        (should (string-search "1 more in the file." tool)))
+      (with-current-buffer file (flymake-mode -1)))))
+
+(ert-deftest test-context/project-diagnostics-tool ()
+  "project_diagnostics lists the project's diagnostics, or says there is no checker."
+  (agent-shell-test-with-project (root `(("坏.el" . ,test-context--bad-el)))
+    (let ((context (agent-shell-test-context root)))
+      (should (string-search "No checker"
+                             (alist-get 'note (agent-shell-tools-call "project_diagnostics"
+                                                                      nil context))))
+      (let ((buffer (find-file-noselect (expand-file-name "坏.el" root))))
+        (test-context--flymake-on buffer)
+        (let* ((result (agent-shell-tools-call "project_diagnostics" '((limit . 1)) context))
+               (first (aref (alist-get 'diagnostics result) 0)))
+          (should (equal (alist-get 'checked_buffers result) 1))
+          (should (equal (alist-get 'file first) "坏.el"))
+          (should (equal (alist-get 'total result) 2))
+          (should (equal (alist-get 'more result) 1)))
+        (with-current-buffer buffer (flymake-mode -1))))))
+
 ;;; @ completion
 
 (ert-deftest test-context/completion-offers-files-buffers-and-diagnostics ()
