@@ -36,6 +36,7 @@ BENCHMARKS: tuple[str, ...] = (
     "memory",
     "context",
     "sandbox",
+    "mention",
 )
 
 Runner = Callable[[Scale, Path], Awaitable[list[Figure]]]

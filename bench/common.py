@@ -58,6 +58,9 @@ class Scale:
     context_steps: int
     context_lines: int
     sandbox_runs: int
+    # @ completion: files in the repository, and runs of each measure.
+    mention_files: int = 100_000
+    mention_reps: int = 9
 
 
 SCALES: dict[str, Scale] = {
@@ -81,6 +84,8 @@ SCALES: dict[str, Scale] = {
         context_steps=3,
         context_lines=400,
         sandbox_runs=2,
+        mention_files=2_000,
+        mention_reps=3,
     ),
     "full": Scale(
         name="full",

@@ -44,6 +44,9 @@ EXPECTED = {
     "memory_search_oneshot",
     "context_bytes",
     "sandbox_overhead",
+    "mention_candidates",
+    "context_auto_cost",
+    "context_auto_chars",
 }
 
 
