@@ -306,6 +306,7 @@ With SEND non-nil, send the prompt at once.  Return the shell buffer."
         (goto-char (point-max))
         (agent-shell-send-input)))
     (pop-to-buffer shell)
+    (goto-char (point-max))
     shell))
 
 ;;; What a command sends
