@@ -38,12 +38,12 @@ from ...errors import BridgeError, MethodNotFound, ToolFailed
 from ...runtime import Runtime
 from ...transport.rpc import IncomingRequest
 from ...types import JSONObject
+from .attachments import prompt_parts
 from .mapping import (
     STOP_REASONS,
     history_updates,
     map_update,
     permission_options,
-    prompt_text,
 )
 
 __all__ = ["AcpFrontEnd"]
@@ -401,13 +401,16 @@ class AcpFrontEnd:
         return SetSessionModeResponse()
 
     async def prompt(self, prompt: list[Any], session_id: str, **_: Any) -> PromptResponse:
-        text = prompt_text(_dump(prompt))
+        text, attachments = prompt_parts(_dump(prompt))
         if not text.strip():
             raise RequestError.invalid_params({"message": "the prompt has no text"})
         queue = self._turn_ends.setdefault(session_id, asyncio.Queue())
         while not queue.empty():  # turn_ends of earlier, already answered turns
             queue.get_nowait()
-        started = await self._call("session/prompt", {"sessionId": session_id, "prompt": text})
+        started = await self._call(
+            "session/prompt",
+            {"sessionId": session_id, "prompt": text, "attachments": attachments},
+        )
         while True:
             end = await queue.get()
             if end.get("turnId") == started["turnId"]:
