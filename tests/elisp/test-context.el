@@ -218,6 +218,43 @@ an explicit send of the outside file attaches it, marked in the log."
         (when (get-file-buffer outside) (kill-buffer (get-file-buffer outside)))
         (delete-file outside)))))
 
+(ert-deftest test-context/a-typed-mention-never-attaches-a-secret ()
+  "A mention (typed or completed) of a file among the user's secrets is refused;
+the same file sent by a command is attached, marked explicit."
+  (test-shell--bridge)                  ; the bridge's list of secrets is known
+  (let* ((home (file-name-as-directory (file-truename (make-temp-file "agent-shell-home-" t))))
+         (root (file-name-as-directory (expand-file-name "项目" home)))
+         (process-environment (cons (concat "HOME=" (directory-file-name home))
+                                    process-environment))
+         (agent-shell-secret-paths '("项目/密钥.txt")))
+    (unwind-protect
+        (progn
+          (make-directory root t)
+          (agent-shell-test-write root "密钥.txt" "TOKEN=secret\n")
+          (agent-shell-test-write root "普通.txt" "plain\n")
+          (let ((secret (agent-shell-mention-resolve "密钥.txt" root))
+                (plain (agent-shell-mention-resolve "普通.txt:1" root)))
+            (should (equal (agent-shell-mention-refusal secret root) "holds credentials"))
+            (should-not (agent-shell-mention-refusal plain root))
+            (should (eq (plist-get plain :kind) 'region))
+            (let ((buffer (get-buffer-create "*agent-shell: test-context-secret*")))
+              (unwind-protect
+                  (with-current-buffer buffer
+                    (agent-shell--setup "test-context-secret" root nil)
+                    (goto-char (point-max))
+                    (insert "see @密钥.txt and @普通.txt:1 ")
+                    (agent-shell-context-insert-mention
+                     (list :kind 'file :path (expand-file-name "密钥.txt" root) :explicit t))
+                    (let ((items (agent-shell-context-capture)))
+                      (should (equal (mapcar (lambda (i) (alist-get 'name i)) items)
+                                     '("密钥.txt" "普通.txt:1")))
+                      (should (eq (alist-get 'explicit (car items)) t))
+                      (should (equal (alist-get 'text (car items)) "TOKEN=secret\n"))
+                      (should (string-search "Not attached: @密钥.txt holds credentials"
+                                             (test-shell--transcript)))))
+                (kill-buffer buffer)))))
+      (delete-directory home t))))
+
 ;;; Flymake, in batch
 
 (ert-deftest test-context/flymake-diagnostic-at-point-and-after-an-edit ()
