@@ -43,6 +43,7 @@
 ;; agent-shell-diagnostics.el   Flymake and Flycheck diagnostics, settled
 ;; agent-shell-mention.el       what an @ in the input names, completed
 ;; agent-shell-context.el       send a region, buffer, file or error
+;; agent-shell-ambient.el       what every prompt tells of where you are
 ;; agent-shell-bridge.el        the one bridge of this Emacs, initialised
 ;; agent-shell-grants.el        list and revoke a session's grants
 ;; agent-shell-permissions.el   steps waiting for the user's decision
@@ -83,6 +84,7 @@
 (require 'agent-shell-permissions)
 (require 'agent-shell-handlers)
 (require 'agent-shell-context)
+(require 'agent-shell-ambient)
 
 ;;; Buffer setup
 
@@ -389,7 +391,7 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
    `((sessionId . ,(agent-shell-session-id agent-shell--session))
      (prompt . [((type . "text") (text . ,text))])
      (context . ,(append (agent-shell-perception-context-snapshot)
-                         (agent-shell-context-automatic
+                         (agent-shell-ambient-context
                           (agent-shell-session-root agent-shell--session))))
      (mode . ,(symbol-name (agent-shell-session-mode agent-shell--session)))
      (attachments . ,(agent-shell-context-take-pending))

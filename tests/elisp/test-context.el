@@ -207,11 +207,9 @@ an explicit send of the outside file attaches it, marked in the log."
             (let ((user (test-context--last-user "compare @notes.txt:1")))
               (should (string-search "name=\"notes.txt:1\" kind=region" user))
               (should-not (string-search "外面" user)))
+            ;; A file in no project goes to the one session there is.
             (with-current-buffer (find-file-noselect outside)
-              (let ((default-directory root))
-                (cl-letf (((symbol-function 'agent-shell-context--source-dir)
-                           (lambda () root)))
-                  (agent-shell-send-file t))))
+              (agent-shell-send-file t))
             (test-context--wait-turn shell "外面 outside")
             (should (string-search "[sent explicitly: outside the project]"
                                    (test-context--log shell))))
@@ -242,7 +240,7 @@ the same file sent by a command is attached, marked explicit."
                   (with-current-buffer buffer
                     (agent-shell--setup "test-context-secret" root nil)
                     (goto-char (point-max))
-                    (insert "see @密钥.txt and @普通.txt:1 ")
+                    (insert "@密钥.txt and @普通.txt:1 ")
                     (agent-shell-context-insert-mention
                      (list :kind 'file :path (expand-file-name "密钥.txt" root) :explicit t))
                     (let ((items (agent-shell-context-capture)))
@@ -319,7 +317,7 @@ and reported near an edit once Flymake settled."
             (with-current-buffer org
               (goto-char (point-min))
               (org-clock-in))
-            (let* ((context (agent-shell-context-automatic root))
+            (let* ((context (agent-shell-ambient-context root))
                    (visible (append (alist-get 'visible context) nil))
                    (json (json-serialize context)))
               (should (equal (alist-get 'file (car visible)) "源码/模块.py"))
@@ -340,7 +338,7 @@ and reported near an edit once Flymake settled."
                     (agent-shell-context-last-run nil)
                     (agent-shell-context-git-branch nil)
                     (agent-shell-context-visible-buffers nil))
-                (should (null (agent-shell-context-automatic root))))))
+                (should (null (agent-shell-ambient-context root))))))
         (with-current-buffer org (org-clock-out nil t))
         (let ((file (buffer-file-name outside)))
           (kill-buffer outside)
