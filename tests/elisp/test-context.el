@@ -120,6 +120,18 @@ lines=2-3 chars=%d]\n第二行 second 你好\n第三行 third\n\n[/ATTACHMENT]" 
       (with-current-buffer shell
         (should (string-search "> @源码/模块.py:2-3\n▸ @ 源码/模块.py:2-3 (2 lines, 24 chars)"
                                (test-shell--transcript))))
+      ;; A resumed session's history names what was attached.
+      (with-temp-buffer
+        (agent-shell--setup "test-context-history" root nil)
+        (agent-shell-transcript-insert-history
+         (alist-get 'history
+                    (test-shell--sync "session/resume"
+                                      `((sessionId . ,(with-current-buffer shell
+                                                        (agent-shell-session-id
+                                                         agent-shell--session)))
+                                        (cwd . ,root)))))
+        (should (string-search "> @源码/模块.py:2-3\n@ 源码/模块.py:2-3 (24 chars)\n\n"
+                               (test-shell--transcript))))
       (let ((org (test-context--log shell)))
         (should (string-search ":ATTACHMENT_1: 源码/模块.py:2-3 (24 chars)" org))
         (should (string-search ":ATTACHMENT_1:\n源码/模块.py:2-3 (24 chars)\n#+begin_src text\n\
