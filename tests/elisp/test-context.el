@@ -472,5 +472,43 @@ edited line and says how many more the file has."
                                       (funcall annotate "*compilation*")))))
         (kill-buffer shell)))))
 
+(ert-deftest test-context/file-list-refreshes-in-the-background ()
+  "A saved file the cached list lacks marks it stale; the next completion starts a
+background listing and keeps answering from the old list meanwhile."
+  (agent-shell-test-with-project (root test-context--files)
+    (should-not (member "新文件.txt" (agent-shell-mention-project-files root)))
+    (with-current-buffer (find-file-noselect (expand-file-name "新文件.txt" root))
+      (insert "新\n")
+      (save-buffer))
+    (let ((record (gethash root agent-shell-mention--files)))
+      (should (agent-shell-mention-files-stale record))
+      (should-not (member "新文件.txt" (agent-shell-mention-project-files root)))
+      (test-shell--wait "the background listing"
+                        (lambda () (member "新文件.txt"
+                                           (agent-shell-mention-files-names record)))
+                        20)
+      (should-not (agent-shell-mention-files-stale record)))))
+
+(ert-deftest test-context/a-completed-buffer-name-with-spaces-stays-whole ()
+  "Completing a buffer whose name has spaces marks the mention, so it attaches whole."
+  (let ((other (get-buffer-create "magit: 项目 x"))
+        (shell (get-buffer-create "*agent-shell: test-context-spaces*")))
+    (unwind-protect
+        (with-current-buffer shell
+          (with-current-buffer other (insert "On branch main\n"))
+          (agent-shell--setup "test-context-spaces" temporary-file-directory nil)
+          (goto-char (point-max))
+          (insert "see @magit: 项目 x")
+          (funcall (plist-get (nthcdr 3 (save-excursion
+                                          (goto-char (- (point) (length "magit: 项目 x")))
+                                          (agent-shell-mention-completion-at-point)))
+                              :exit-function)
+                   "magit: 项目 x" 'finished)
+          (let ((items (agent-shell-context-capture)))
+            (should (equal (mapcar (lambda (i) (alist-get 'name i)) items) '("magit: 项目 x")))
+            (should (equal (alist-get 'text (car items)) "On branch main\n"))))
+      (kill-buffer shell)
+      (kill-buffer other))))
+
 (provide 'test-context)
 ;;; test-context.el ends here
