@@ -328,13 +328,19 @@ On an entry header in the transcript, toggle the entry instead."
     (let ((text (string-trim (agent-shell-input))))
       (when (string-empty-p text)
         (user-error "Nothing to send"))
-      (agent-shell-context-capture)
-      (if (eq (agent-shell-session-state agent-shell--session) 'starting)
-          (agent-shell-lifecycle-queue-prompt text)
+      (unless (eq (agent-shell-session-state agent-shell--session) 'starting)
         (agent-shell--ensure-shell)
         (when (agent-shell-session-turn-id agent-shell--session)
-          (user-error "A turn is running; C-c C-k cancels it"))
-        (agent-shell-send text))))))
+          (user-error "A turn is running; C-c C-k cancels it")))
+      ;; What the mentions name is read now; a prompt that does not go
+      ;; leaves no attachments behind for the next one.
+      (agent-shell-context-capture)
+      (condition-case err
+          (if (eq (agent-shell-session-state agent-shell--session) 'starting)
+              (agent-shell-lifecycle-queue-prompt text)
+            (agent-shell-send text))
+        (error (setq agent-shell-context-pending nil)
+               (signal (car err) (cdr err))))))))
 
 (defun agent-shell-send (text)
   "Send TEXT as a prompt in the current shell buffer's session.
