@@ -269,7 +269,9 @@ seconds with what it had then, saying it had not settled."
               (advice-add 'flymake--handle-report :after
                           #'agent-shell-diagnostics--after-report))
             (add-hook 'agent-shell-diagnostics--report-functions hook nil t)
-            (flymake-start nil t)))
+            (flymake-start nil t)
+            ;; Backends that report at once, or none running: settled already.
+            (funcall hook)))
         (when (eq checker 'flycheck)
           ;; Flycheck has no per-report hook here: poll its state on the timer.
           (let ((poll nil))

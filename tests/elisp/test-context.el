@@ -293,6 +293,15 @@ and reported near an edit once Flymake settled."
           (should (string-search "warning at line 3" (plist-get spec :text)))
           (should (string-search "    2  (defun test-context-f ()" (plist-get spec :text)))))
       (should (string-search "坏.el:3" (agent-shell-diagnostics-project-text root)))
+      (with-temp-buffer
+        ;; Flymake on with no backend to run: settled at once, nothing to wait for.
+        (setq-local flymake-diagnostic-functions nil)
+        (flymake-mode 1)
+        (let ((reply nil))
+          (agent-shell-diagnostics-after-edit (current-buffer) 1 1
+                                              (lambda (text) (setq reply text)))
+          (should (equal reply "No diagnostics near lines 1-1.")))
+        (flymake-mode -1))
       (let ((reply nil))
         (with-current-buffer (get-buffer-create "*test-context-nochecker*")
           (agent-shell-diagnostics-after-edit (current-buffer) 1 1
