@@ -293,6 +293,18 @@ and reported near an edit once Flymake settled."
           (should (string-search "warning at line 3" (plist-get spec :text)))
           (should (string-search "    2  (defun test-context-f ()" (plist-get spec :text)))))
       (should (string-search "坏.el:3" (agent-shell-diagnostics-project-text root)))
+      ;; @diagnostics in the input attaches them, read when the prompt is sent.
+      (let ((shell (get-buffer-create "*agent-shell: test-context-diagnostics*")))
+        (unwind-protect
+            (with-current-buffer shell
+              (agent-shell--setup "test-context-diagnostics" root nil)
+              (goto-char (point-max))
+              (insert "fix @diagnostics")
+              (let ((item (car (agent-shell-context-capture))))
+                (should (equal (alist-get 'kind item) "diagnostics"))
+                (should (string-search "坏.el:3:" (alist-get 'text item)))
+                (should (string-search "warning" (alist-get 'text item)))))
+          (kill-buffer shell)))
       (with-temp-buffer
         ;; Flymake on with no backend to run: settled at once, nothing to wait for.
         (setq-local flymake-diagnostic-functions nil)
