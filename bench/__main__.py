@@ -37,6 +37,7 @@ BENCHMARKS: tuple[str, ...] = (
     "context",
     "sandbox",
     "search",
+    "mention",
 )
 
 Runner = Callable[[Scale, Path], Awaitable[list[Figure]]]

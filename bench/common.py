@@ -60,6 +60,9 @@ class Scale:
     sandbox_runs: int
     search_files: int
     search_reps: int
+    # @ completion: files in the repository, and runs of each measure.
+    mention_files: int = 100_000
+    mention_reps: int = 9
 
 
 SCALES: dict[str, Scale] = {
@@ -85,6 +88,8 @@ SCALES: dict[str, Scale] = {
         sandbox_runs=2,
         search_files=2_000,
         search_reps=1,
+        mention_files=2_000,
+        mention_reps=3,
     ),
     "full": Scale(
         name="full",

@@ -31,6 +31,7 @@
 (require 'agent-shell-tools)
 (require 'agent-shell-plan)
 (require 'agent-shell-permissions)
+(require 'agent-shell-diagnostics)
 
 ;;; Notifications
 
@@ -68,7 +69,9 @@ The experiences recalled for a turn are also named in its shell buffer."
            (error (cons 'error (format "%s failed: %s" (alist-get 'name params)
                                        (error-message-string err)))))))
     (if (eq (car outcome) 'ok)
-        (agent-shell-rpc-respond conn id (cdr outcome))
+        (agent-shell-diagnostics-add-to-edit
+         (alist-get 'name params) (alist-get 'context params) (cdr outcome)
+         (lambda (result) (agent-shell-rpc-respond conn id result)))
       (agent-shell-rpc-respond-error conn id agent-shell-rpc-code-tool-failed
                                     (cdr outcome)))))
 

@@ -76,6 +76,7 @@ within one file name.  Names are compared without regard to case."
 (defconst agent-shell-tools-handlers
   '(("buffer_overview" agent-shell-perception-buffer-overview agent-shell-perception)
     ("project_status" agent-shell-perception-project-status agent-shell-perception)
+    ("project_diagnostics" agent-shell-diagnostics-project-tool agent-shell-diagnostics)
     ("symbol_search" agent-shell-perception-symbol-search agent-shell-perception)
     ("org_search" agent-shell-perception-org-search agent-shell-perception)
     ("open_file" agent-shell-perception-open-file agent-shell-perception)

@@ -208,6 +208,14 @@ Call inside `agent-shell-transcript-editing'."
           (agent-shell-session-body-open agent-shell--session) nil)
     id))
 
+(defun agent-shell-transcript-attachment (title text)
+  "Show an attachment of the prompt as one folded entry: TITLE, then TEXT.
+Call inside `agent-shell-transcript-editing'.  Return the entry's id."
+  (let ((id (agent-shell-transcript--new-entry "attachment" "@" title)))
+    (agent-shell-transcript--append-body id (string-trim-right text "\n+"))
+    (agent-shell-transcript-close-block)
+    id))
+
 (defun agent-shell-transcript-entry (id)
   "Return entry ID's plist, or nil when it is gone."
   (let ((plist (cdr (assoc id (agent-shell-session-entries agent-shell--session)))))
@@ -613,8 +621,17 @@ that the prompt does not stick to the last answer."
          (agent-shell-transcript-editing
            (agent-shell-transcript-close-block)
            (unless (bobp) (agent-shell-transcript-insert "\n"))
-           (agent-shell-transcript-insert (concat "> " text "\n\n")
-                                           'face 'agent-shell-user-face 'agent-shell-role 'user))
+           (agent-shell-transcript-insert (concat "> " text "\n")
+                                           'face 'agent-shell-user-face 'agent-shell-role 'user)
+           ;; What was attached: the names and sizes (the texts stay in the log).
+           (dolist (a (append (alist-get 'attachments item) nil))
+             (agent-shell-transcript-insert
+              (format "@ %s (%s chars%s)\n" (alist-get 'name a) (alist-get 'chars a)
+                      (if (and (numberp (alist-get 'cut a)) (> (alist-get 'cut a) 0))
+                          (format ", %s cut" (alist-get 'cut a))
+                        ""))
+              'face 'agent-shell-entry-face))
+           (agent-shell-transcript-insert "\n"))
          (agent-shell-transcript-start-turn-entries)
          (push text (agent-shell-session-history agent-shell--session)))
         ("assistant"

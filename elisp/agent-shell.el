@@ -40,6 +40,10 @@
 ;; agent-shell-commands.el      /commands and the project's instructions
 ;; agent-shell-transcript.el    the transcript: streaming, foldable entries
 ;; agent-shell-lifecycle.el     starting, losing and restarting a session
+;; agent-shell-diagnostics.el   Flymake and Flycheck diagnostics, settled
+;; agent-shell-mention.el       what an @ in the input names, completed
+;; agent-shell-context.el       send a region, buffer, file or error
+;; agent-shell-ambient.el       what every prompt tells of where you are
 ;; agent-shell-bridge.el        the one bridge of this Emacs, initialised
 ;; agent-shell-grants.el        list and revoke a session's grants
 ;; agent-shell-permissions.el   steps waiting for the user's decision
@@ -79,6 +83,8 @@
 (require 'agent-shell-trust)
 (require 'agent-shell-permissions)
 (require 'agent-shell-handlers)
+(require 'agent-shell-context)
+(require 'agent-shell-ambient)
 
 ;;; Buffer setup
 
@@ -322,12 +328,19 @@ On an entry header in the transcript, toggle the entry instead."
     (let ((text (string-trim (agent-shell-input))))
       (when (string-empty-p text)
         (user-error "Nothing to send"))
-      (if (eq (agent-shell-session-state agent-shell--session) 'starting)
-          (agent-shell-lifecycle-queue-prompt text)
+      (unless (eq (agent-shell-session-state agent-shell--session) 'starting)
         (agent-shell--ensure-shell)
         (when (agent-shell-session-turn-id agent-shell--session)
-          (user-error "A turn is running; C-c C-k cancels it"))
-        (agent-shell-send text))))))
+          (user-error "A turn is running; C-c C-k cancels it")))
+      ;; What the mentions name is read now; a prompt that does not go
+      ;; leaves no attachments behind for the next one.
+      (agent-shell-context-capture)
+      (condition-case err
+          (if (eq (agent-shell-session-state agent-shell--session) 'starting)
+              (agent-shell-lifecycle-queue-prompt text)
+            (agent-shell-send text))
+        (error (setq agent-shell-context-pending nil)
+               (signal (car err) (cdr err))))))))
 
 (defun agent-shell-send (text)
   "Send TEXT as a prompt in the current shell buffer's session.
@@ -352,8 +365,10 @@ restarts it and resumes this session (the transcript and input stay)")))
   (agent-shell-transcript-editing
     (agent-shell-transcript-close-block)
     (unless (bobp) (agent-shell-transcript-insert "\n"))
-    (agent-shell-transcript-insert (concat "> " text "\n\n") 'face 'agent-shell-user-face
-                                    'agent-shell-role 'user))
+    (agent-shell-transcript-insert (concat "> " text "\n") 'face 'agent-shell-user-face
+                                    'agent-shell-role 'user)
+    (agent-shell-context-show-pending)
+    (agent-shell-transcript-insert "\n"))
   (agent-shell-citations-mark (agent-shell-session-output-marker agent-shell--session)))
 
 (defun agent-shell-dispatch-prompt (text)
@@ -381,11 +396,16 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
    "session/prompt"
    `((sessionId . ,(agent-shell-session-id agent-shell--session))
      (prompt . [((type . "text") (text . ,text))])
-     (context . ,(agent-shell-perception-context-snapshot))
-     (mode . ,(symbol-name (agent-shell-session-mode agent-shell--session))))
+     (context . ,(append (agent-shell-perception-context-snapshot)
+                         (agent-shell-ambient-context
+                          (agent-shell-session-root agent-shell--session))))
+     (mode . ,(symbol-name (agent-shell-session-mode agent-shell--session)))
+     (attachments . ,(agent-shell-context-take-pending))
+     (attachmentMaxChars . ,agent-shell-attachment-max-chars))
    :on-success (lambda (result)
                  (when (buffer-live-p buffer)
                    (with-current-buffer buffer
+                     (agent-shell-context-on-result result)
                      (when-let ((turn (alist-get 'turnId result)))
                        (push (cons turn text)
                              (agent-shell-session-turn-prompts agent-shell--session)))
@@ -506,7 +526,8 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
   (interactive)
   (let ((id (agent-shell-transcript-entry-at (point))))
     (if (not id)
-        (if (agent-shell-commands-completion-at-point)
+        (if (or (agent-shell-commands-completion-at-point)
+                (agent-shell-mention-completion-at-point))
             (completion-at-point)
           (indent-for-tab-command))
       (let ((plist (agent-shell-transcript-entry id)))
@@ -665,6 +686,8 @@ resumes the session in place, keeping the transcript and the input.
   (setq-local word-wrap t)
   (add-hook 'completion-at-point-functions
             #'agent-shell-commands-completion-at-point nil t)
+  (add-hook 'completion-at-point-functions
+            #'agent-shell-mention-completion-at-point nil t)
   (add-hook 'kill-buffer-hook #'agent-shell--kill-buffer nil t))
 
 (provide 'agent-shell)

@@ -8,7 +8,7 @@
 ;; test-transcript.el, test-header.el, test-handlers.el,
 ;; test-permissions.el, test-project.el, test-bridge.el, test-trust.el,
 ;; test-lifecycle.el, test-streaming.el, test-commands.el, test-roles.el,
-;; test-log-bridge.el, and one case each of test-actions.el and
+;; test-log-bridge.el, test-context.el, and one case each of test-actions.el and
 ;; test-perception.el): the REAL bridge (AGENT_SHELL_TEST_BRIDGE, with its
 ;; debug methods) started once per Emacs, its scripted mock model on
 ;; loopback with one script for all of them (each suite's prompts match
@@ -63,6 +63,15 @@
                                (arguments . ((command . "mkdir -p 输出"))))]))
               ((match . ((last_user_contains . "log parity")))
                (text . "* 完成 done\n#+end_src not a keyword"))
+;; test-context.el: an edit whose result carries Flymake's diagnostics.
+              ((match . ((last_user_contains . "edit with diagnostics")))
+               (tool_calls . [((name . "read_file") (arguments . ((path . "坏.el"))))]))
+              ((match . ((last_user_contains . "edit with diagnostics")))
+               (tool_calls . [((name . "replace_region")
+                               (arguments . ((path . "坏.el") (start_line . 3) (end_line . 3)
+                                             (new_text . "  (test-context-edited-undefined-xyz))"))))]))
+              ((match . ((last_user_contains . "edit with diagnostics")))
+               (text . "改好了 edited"))
               ((match . ((last_user_contains . "hello")))
                (text . "你好，世界！Streaming works.") (chunk_size . 1))
               ;; test-lifecycle.el: one step per prompt, each used once.

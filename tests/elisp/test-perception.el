@@ -467,7 +467,8 @@ Plain git in the same project runs both, so the trap is real."
                (agent-shell-test-call "open_file" nil (agent-shell-test-context root)))))
     (should (equal (sort (agent-shell-tools-names) #'string<)
                    '("buffer_overview" "insert_text" "magit_stage" "open_file"
-                     "org_search" "project_status" "replace_pattern" "replace_region"
+                     "org_search" "project_diagnostics" "project_status" "replace_pattern"
+                     "replace_region"
                      "symbol_search" "write_file")))))
 
 (ert-deftest test-perception/context-snapshot ()

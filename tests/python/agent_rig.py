@@ -58,6 +58,7 @@ class Turn:
 
     messages: list[dict[str, Any]] = field(default_factory=list)
     permission_requests: list[dict[str, Any]] = field(default_factory=list)
+    result: dict[str, Any] = field(default_factory=dict)
 
     def updates(self, kind: str | None = None) -> list[dict[str, Any]]:
         out = [m["params"]["update"] for m in self.messages if m.get("method") == "session/update"]
@@ -109,11 +110,17 @@ class AgentRig:
         *,
         answer: Answerer = allow_once,
         on_message: Callable[[dict[str, Any], EventStream], Any] | None = None,
+        params: dict[str, Any] | None = None,
     ) -> Turn:
-        """Send a prompt and follow the event stream to this session's turn_end."""
+        """Send a prompt and follow the event stream to this session's turn_end.
+
+        ``params`` are more fields of ``session/prompt`` (``attachments``); its result
+        is kept in ``turn.result``."""
         turn = Turn()
         async with self.client.events(from_now=True) as stream:
-            await self.client.result("session/prompt", {"sessionId": session_id, "prompt": prompt})
+            turn.result = await self.client.result(
+                "session/prompt", {"sessionId": session_id, "prompt": prompt, **(params or {})}
+            )
             async with asyncio.timeout(TURN_TIMEOUT_S):
                 while True:
                     event = await stream.next_event(timeout=TURN_TIMEOUT_S)

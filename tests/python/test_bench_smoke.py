@@ -45,6 +45,9 @@ EXPECTED = {
     "context_bytes",
     "sandbox_overhead",
     "symbol_search_100k",
+    "mention_candidates",
+    "context_auto_cost",
+    "context_auto_chars",
 }
 
 

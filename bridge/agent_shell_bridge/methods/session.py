@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator
 
+from ..agent.conversation.attachments import Attachment
 from ..agent.conversation.messages import Conversation
 from ..agent.session.roles import RoleConfig, merge_roles
 from ..agent.session.store import SessionState, SessionStore, new_session_id
@@ -24,6 +25,7 @@ from ..transport.rpc import Dispatcher
 from ..wire import ModelConfig, Params
 
 if TYPE_CHECKING:
+    from ..agent.conversation.attachments import Batch
     from ..agent.session.live import LiveSession
 
 # The agent loop (model client, executor, policy, action log) is imported by the
@@ -78,6 +80,9 @@ class PromptParams(Params):
     prompt: list[TextContent] | str
     context: dict[str, Any] | None = None
     mode: Mode | None = None
+    # What the user attached (agent/conversation/attachments.py), and their cap.
+    attachments: list[Attachment] = Field(default_factory=list, max_length=200)
+    attachmentMaxChars: int | None = Field(None, ge=1)
 
     @field_validator("prompt")
     @classmethod
@@ -211,6 +216,18 @@ def _describe(live: LiveSession) -> dict[str, Any]:
     }
 
 
+def _attachments(live: LiveSession, p: PromptParams) -> Batch:
+    """The prompt's attachments, cut to the cap and checked by the session's policy."""
+    from ..agent.conversation.attachments import accept
+    from ..types import Decision
+
+    def refusal(path: str) -> str | None:
+        verdict = live.policy.check_path(path, "read")
+        return verdict.reason if verdict.decision is Decision.DENY else None
+
+    return accept(p.attachments, max_chars=p.attachmentMaxChars, path_refusal=refusal)
+
+
 class UndoParams(Params):
     sessionId: str
     turnId: str = Field(min_length=1, max_length=120)
@@ -252,15 +269,18 @@ def register(d: Dispatcher[Runtime]) -> None:
         from ..agent.turn.submit import submit_prompt
 
         turn_mode, text = split_mode_prefix(p.text)
+        live = session_of(rt, p.sessionId)
+        batch = _attachments(live, p)
         turn_id, mode = await submit_prompt(
-            session_of(rt, p.sessionId),
+            live,
             text,
             turn_mode=turn_mode,
             session_mode=p.mode,
             context=p.context,
             user_dir=rt.config.user_config_dir or user_config_dir(),
+            attachments=batch,
         )
-        return {"turnId": turn_id, "mode": mode}
+        return {"turnId": turn_id, "mode": mode, **batch.to_json()}
 
     @d.method("session/cancel", SessionRef)
     async def cancel(rt: Runtime, p: SessionRef) -> dict[str, Any]:

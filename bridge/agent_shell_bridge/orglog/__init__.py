@@ -35,7 +35,7 @@ their task even when tasks interleave.  Appending is one ``write`` followed by
 from __future__ import annotations
 
 from ..types import Prices
-from .entries import LogEntry, LogUpdate, SrcBlock, TextBlock, TodoState
+from .entries import DrawerBlock, LogEntry, LogUpdate, PropertyValue, SrcBlock, TextBlock, TodoState
 from .render import (
     HEADER_NO_EVAL,
     HEADER_TODO,
@@ -53,10 +53,12 @@ from .writer import OrgLogWriter, log_path_for
 __all__ = [
     "HEADER_NO_EVAL",
     "HEADER_TODO",
+    "DrawerBlock",
     "LogEntry",
     "LogUpdate",
     "OrgLogWriter",
     "Prices",
+    "PropertyValue",
     "Rendered",
     "SrcBlock",
     "TaskUsage",

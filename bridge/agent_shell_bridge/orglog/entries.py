@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "Block",
+    "DrawerBlock",
     "LogEntry",
     "LogUpdate",
     "PropertyValue",
@@ -45,7 +46,19 @@ class SrcBlock(BaseModel):
     omitted_lines: int = Field(default=0, ge=0)
 
 
-Block = Annotated[TextBlock | SrcBlock, Field(discriminator="kind")]
+class DrawerBlock(BaseModel):
+    """Text kept in a named drawer, folded until opened (an attachment's content)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["drawer"] = "drawer"
+    name: str = Field(min_length=1, max_length=60)
+    title: str = ""
+    lang: str = "text"
+    text: str
+
+
+Block = Annotated[TextBlock | SrcBlock | DrawerBlock, Field(discriminator="kind")]
 
 
 def _coerce_properties(value: Any) -> Any:

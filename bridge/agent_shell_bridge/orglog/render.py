@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from ..limits import HEAD_LINES, TAIL_LINES
-from .entries import LogEntry, LogUpdate, PropertyValue, SrcBlock, TextBlock
+from .entries import DrawerBlock, LogEntry, LogUpdate, PropertyValue, SrcBlock, TextBlock
 
 __all__ = [
     "HEADER_NO_EVAL",
@@ -48,6 +48,7 @@ _KEY_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 _LANG = re.compile(r"[A-Za-z0-9_+-]+")
 _UNSAFE_TEXT_LINE = re.compile(r"^[ \t]*[*#:]", re.MULTILINE)
 _ESCAPE = re.compile(r"^([ \t]*)(,*(?:\*|#\+))", re.MULTILINE)
+_DRAWER_END = re.compile(r"^([ \t]*)(,*:END:[ \t]*)$", re.IGNORECASE)
 _BAD_LINK = re.compile("[\\[\\]\x00-\x1f\x7f]")
 
 
@@ -117,7 +118,24 @@ def _escape(lines: list[str]) -> str:
     return "".join(_ESCAPE.sub(r"\1,\2", ln) + "\n" for ln in lines)
 
 
-def _render_block(block: TextBlock | SrcBlock) -> str:
+def _render_drawer(block: DrawerBlock) -> str:
+    """A named drawer holding a title line and a src block; org folds drawers, and no
+    line of the text can end the drawer or the block."""
+    name = _clean_key(block.name) or "DATA"
+    lines, cut = _bounded_lines(_normalise_text(block.text))
+    lines = [_DRAWER_END.sub(r"\1,\2", ln) for ln in lines]
+    lang = block.lang if _LANG.fullmatch(block.lang) else "text"
+    title = _DRAWER_END.sub(r"\1,\2", _one_line(block.title, MAX_TITLE_CHARS))
+    out = f":{name}:\n" + (_escape([title]) if title else "")
+    out += f"#+begin_src {lang}\n{_escape(lines)}#+end_src\n"
+    if cut:
+        out += f"({cut} lines omitted)\n"
+    return out + ":END:\n"
+
+
+def _render_block(block: TextBlock | SrcBlock | DrawerBlock) -> str:
+    if isinstance(block, DrawerBlock):
+        return _render_drawer(block)
     text = _normalise_text(block.text)
     lines, cut = _bounded_lines(text)
     if isinstance(block, TextBlock):
@@ -140,7 +158,7 @@ def _render_block(block: TextBlock | SrcBlock) -> str:
     return out
 
 
-def render_body(blocks: Iterable[TextBlock | SrcBlock]) -> str:
+def render_body(blocks: Iterable[TextBlock | SrcBlock | DrawerBlock]) -> str:
     """Render body blocks, one blank line between non-empty ones."""
     return "\n".join(r for r in (_render_block(b) for b in blocks) if r)
 

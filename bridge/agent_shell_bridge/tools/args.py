@@ -32,6 +32,10 @@ class ProjectStatusArgs(Args):
     pass
 
 
+class ProjectDiagnosticsArgs(Args):
+    limit: int = Field(50, ge=1, le=500, description="Most diagnostics listed, errors first")
+
+
 class SymbolSearchArgs(Args):
     symbol: str = Field(min_length=1, max_length=200, description="Identifier to look up")
     kind: Literal["definitions", "references", "both"] = "both"

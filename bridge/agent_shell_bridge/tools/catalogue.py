@@ -37,6 +37,7 @@ from .args import (
     OpenFileArgs,
     OrgSearchArgs,
     PlanStepArgs,
+    ProjectDiagnosticsArgs,
     ProjectStatusArgs,
     ProposePlanArgs,
     ReadFileArgs,
@@ -70,6 +71,7 @@ __all__ = [
     "OrgSearchArgs",
     "PathArg",
     "PlanStepArgs",
+    "ProjectDiagnosticsArgs",
     "ProjectStatusArgs",
     "ProposePlanArgs",
     "ReadFileArgs",
@@ -215,6 +217,16 @@ PROJECT_STATUS = ToolSpec(
     ProjectStatusArgs,
     "Git state of the project: branch, staged/changed/untracked files, last commits, diff stat.",
     20,
+    "read",
+)
+PROJECT_DIAGNOSTICS = ToolSpec(
+    "project_diagnostics",
+    E,
+    _R,
+    ProjectDiagnosticsArgs,
+    "The project's current Flymake/Flycheck diagnostics (errors first, capped); "
+    "says so when no checker runs.",
+    10,
     "read",
 )
 SYMBOL_SEARCH = ToolSpec(
@@ -418,6 +430,7 @@ CATALOGUE: dict[str, ToolSpec[Any]] = {
     for spec in (
         BUFFER_OVERVIEW,
         PROJECT_STATUS,
+        PROJECT_DIAGNOSTICS,
         SYMBOL_SEARCH,
         ORG_SEARCH,
         OPEN_FILE,

@@ -194,9 +194,33 @@ async def test_acp_resources_and_links_reach_the_model(tmp_path: Path, project: 
         ]
         await rig.conn.prompt(session_id=sid, prompt=blocks)
         user = [m["content"] for m in rig.requests[0]["messages"] if m["role"] == "user"][-1]
-        assert user.startswith("解释这段")
-        assert BUGGY in user and f"file://{project}/calc.py" in user
-        assert "test_calc.py" in user
+        assert user.startswith("解释这段\n\n@calc.py\n\n@test_calc.py\n\n[ATTACHMENT ")
+        # Framed as data like Emacs's attachments, labelled with their paths.
+        assert f'[ATTACHMENT name="calc.py" kind=file path="{project}/calc.py"' in user
+        assert f"]\n{BUGGY}" in user
+        linked = (project / "test_calc.py").read_text(encoding="utf-8")
+        assert f'name="test_calc.py" kind=file path="{project}/test_calc.py"' in user
+        assert linked in user
+        logs = list((project / ".agent-shell" / "logs").glob("*.org"))
+        org = logs[0].read_text(encoding="utf-8")
+        assert ":ATTACHMENTS: 2" in org and ":ATTACHMENT_2: test_calc.py (" in org
+
+
+async def test_acp_resource_outside_the_project_is_refused(tmp_path: Path, project: Path) -> None:
+    """An editor's block is not the user's explicit send: outside files stay out."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("秘密 outside\n", encoding="utf-8")
+    async with acp_agent(tmp_path, [{"text": "ok"}]) as rig:
+        sid = await start(rig, project)
+        blocks: list[Any] = [
+            {"type": "text", "text": "看看"},
+            {"type": "resource_link", "uri": outside.as_uri(), "name": "outside.txt"},
+        ]
+        await rig.conn.prompt(session_id=sid, prompt=blocks)
+        user = [m["content"] for m in rig.requests[0]["messages"] if m["role"] == "user"][-1]
+        assert "秘密" not in user
+        org = next((project / ".agent-shell" / "logs").glob("*.org")).read_text(encoding="utf-8")
+        assert ":ATTACHMENT_REFUSED_1: outside.txt:" in org
 
 
 async def test_acp_set_mode_to_ask_offers_read_tools_only(tmp_path: Path, project: Path) -> None:

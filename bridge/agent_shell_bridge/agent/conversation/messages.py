@@ -129,14 +129,28 @@ class Conversation:
 
     # -- what the user and the model say ---------------------------------------------
 
-    def add_user(self, text: str, *, turn_id: str | None = None) -> int:
-        """The user's prompt, to the model and the history; returns its index."""
+    def add_user(
+        self,
+        text: str,
+        *,
+        turn_id: str | None = None,
+        attached: str = "",
+        attachments: Sequence[JSONObject] = (),
+    ) -> int:
+        """The user's prompt, to the model and the history; returns its index.
+
+        ``attached`` is the framed attachments the model gets after the prompt; the
+        history keeps only their ``attachments`` summaries (name, lines, size).
+        """
         start = len(self._record.messages)
-        self._record.messages.append({"role": "user", "content": text})
+        content = f"{text}\n\n{attached}" if attached else text
+        self._record.messages.append({"role": "user", "content": content})
         if self._shown:
             item: JSONObject = {"role": "user", "text": text}
             if turn_id is not None:
                 item["turnId"] = turn_id
+            if attachments:
+                item["attachments"] = list(attachments)
             self._record.visible.append(item)
         return start
 

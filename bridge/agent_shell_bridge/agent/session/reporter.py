@@ -11,11 +11,12 @@ import asyncio
 import itertools
 import logging
 import secrets
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
 from ...orglog import (
+    DrawerBlock,
     LogEntry,
     LogUpdate,
     OrgLogWriter,
@@ -93,7 +94,7 @@ class Reporter:
         parent: str | None,
         todo: str | None = None,
         properties: dict[str, str | int | float] | None = None,
-        body: list[TextBlock | SrcBlock] | None = None,
+        body: Sequence[TextBlock | SrcBlock | DrawerBlock] | None = None,
     ) -> str:
         entry = LogEntry(
             id=self.next_id(),
@@ -104,7 +105,7 @@ class Reporter:
             timestamp=datetime.now().astimezone().isoformat(timespec="seconds"),
             source=source,  # type: ignore[arg-type]
             properties=properties or {},
-            body=body or [],
+            body=list(body or []),
         )
         await self.add(entry)
         return entry.id

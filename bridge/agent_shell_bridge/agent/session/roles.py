@@ -37,6 +37,7 @@ READ_TOOLS = frozenset(
         "symbol_search",
         "project_status",
         "buffer_overview",
+        "project_diagnostics",
         "org_search",
         "request_log_view",
     }

@@ -18,10 +18,13 @@ import httpx
 
 from ...errors import BridgeError, Cancelled, ModelContextLimit
 from ...model.types import Completion, ReasoningDelta, RefusalDelta, StreamRestart, TextDelta
-from ...orglog import SrcBlock, TaskUsage, TextBlock, summary_drawer_entry
+from ...orglog import DrawerBlock, SrcBlock, TaskUsage, TextBlock, summary_drawer_entry
 from ...tools.catalogue import CATALOGUE, ToolSpec, tool_schemas
 from ...types import JSONObject, Risk
 from ..calls.executor import Outcome, ToolExecutor, describe_call, signature_of
+from ..conversation.attachments import Batch, frame_attachments, summary
+from ..conversation.attachments import log_blocks as attachment_blocks
+from ..conversation.attachments import log_properties as attachment_properties
 from ..conversation.budget import after_provider_refusal, calibrate, fit_request, request_chars
 from ..conversation.instructions import activate_nested_instructions, session_instructions
 from ..conversation.memory import finish_task_memory, inject_memories
@@ -196,6 +199,7 @@ async def run_turn(
     *,
     mode: str | None = None,
     quiet_memory: bool = False,
+    attachments: Batch | None = None,
 ) -> None:
     """Run one user task to its end; every outcome ends with a ``turn_end`` update.
 
@@ -206,7 +210,7 @@ async def run_turn(
     # Recording the task is finished even when a cancel arrives meanwhile (a client
     # may cancel the moment it has the turn id): the turn then ends as cancelled,
     # with its turn_end, instead of vanishing.
-    begin = asyncio.ensure_future(_begin_turn(live, prompt, turn_id, mode))
+    begin = asyncio.ensure_future(_begin_turn(live, prompt, turn_id, mode, attachments))
     try:
         turn, start_index = await asyncio.shield(begin)
     except asyncio.CancelledError:
@@ -311,7 +315,7 @@ async def _settle(work: asyncio.Future[None]) -> None:
 
 
 async def _begin_turn(
-    live: LiveSession, prompt: str, turn_id: str, mode: str | None
+    live: LiveSession, prompt: str, turn_id: str, mode: str | None, attached: Batch | None = None
 ) -> tuple[TurnState, int]:
     """Record the task: its log entry, the user's message and a checkpoint."""
     state = live.state
@@ -320,6 +324,10 @@ async def _begin_turn(
     if mode is not None and mode != state.mode:
         restore_mode, state.mode = state.mode, mode
     first_line = prompt.strip().splitlines()[0] if prompt.strip() else "(empty prompt)"
+    batch = attached or Batch([], [])
+    body: list[TextBlock | SrcBlock | DrawerBlock] = []
+    if "\n" in prompt.strip():
+        body.append(text(prompt))
     task_entry = await live.reporter.entry(
         first_line,
         source="user",
@@ -329,13 +337,19 @@ async def _begin_turn(
             "MODEL": live.config.model,
             "TURN": turn_id,
             "MODE": state.mode,
+            **attachment_properties(batch.accepted, batch.refused),
         },
-        body=[text(prompt)] if "\n" in prompt.strip() else [],
+        body=body + list(attachment_blocks(batch.accepted)),
     )
     turn = TurnState(turn_id=turn_id, task_entry=task_entry, prompt=prompt, started=started)
     turn.restore_mode = restore_mode
     turn.mode = state.mode
-    start_index = Conversation(live.state).add_user(prompt, turn_id=turn_id)
+    start_index = Conversation(live.state).add_user(
+        prompt,
+        turn_id=turn_id,
+        attached=frame_attachments(batch.accepted) if batch.accepted else "",
+        attachments=[summary(a) for a in batch.accepted],
+    )
     state.turns += 1
     state.title = state.title or first_line[:80]
     state.turn_in_progress = turn_id

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Literal
 from ...errors import InvalidParams, SessionBusy
 from ...project.commands import expand_command, resolve_command, split_command
 from ...types import JSONObject
+from ..conversation.attachments import Batch
 from .loop import run_turn
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ async def submit_prompt(
     session_mode: Mode | None,
     context: JSONObject | None,
     user_dir: Path,
+    attachments: Batch | None = None,
 ) -> tuple[str, str]:
     """Start a turn on ``text``; the turn's id and the mode it runs in.
 
@@ -55,5 +57,5 @@ async def submit_prompt(
     if context is not None:
         live.snapshot = context
     turn_id = "t" + secrets.token_hex(4)
-    live.start_turn(run_turn(live, text, turn_id, mode=turn_mode), turn_id)
+    live.start_turn(run_turn(live, text, turn_id, mode=turn_mode, attachments=attachments), turn_id)
     return turn_id, turn_mode or live.state.mode

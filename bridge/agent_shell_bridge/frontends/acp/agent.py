@@ -39,6 +39,7 @@ from ...errors import BridgeError, MethodNotFound, ToolFailed
 from ...runtime import Runtime
 from ...transport.rpc import IncomingRequest
 from ...types import JSONObject
+from .attachments import prompt_parts
 from .cards import end_update, merge, start_update
 from .commands import POLL_S, CommandWatch
 from .mapping import (
@@ -48,7 +49,6 @@ from .mapping import (
     map_update,
     message,
     permission_options,
-    prompt_text,
     prompt_usage,
 )
 from .permissions import permission_tool_call, plan_markdown
@@ -451,13 +451,16 @@ class AcpFrontEnd:
         return SetSessionModeResponse()
 
     async def prompt(self, prompt: list[Any], session_id: str, **_: Any) -> PromptResponse:
-        text = prompt_text(_dump(prompt))
+        text, attachments = prompt_parts(_dump(prompt))
         if not text.strip():
             raise RequestError.invalid_params({"message": "the prompt has no text"})
         queue = self._turn_ends.setdefault(session_id, asyncio.Queue())
         while not queue.empty():  # turn_ends of earlier, already answered turns
             queue.get_nowait()
-        started = await self._call("session/prompt", {"sessionId": session_id, "prompt": text})
+        started = await self._call(
+            "session/prompt",
+            {"sessionId": session_id, "prompt": text, "attachments": attachments},
+        )
         while True:
             end = await queue.get()
             if end.get("turnId") == started["turnId"]:

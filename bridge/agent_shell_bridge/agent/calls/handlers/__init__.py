@@ -25,6 +25,7 @@ HANDLERS: Mapping[str, Binding] = MappingProxyType(
         for b in (
             # Emacs-side tools, when no Emacs runs them.
             bind(cat.PROJECT_STATUS, fallbacks.project_status),
+            bind(cat.PROJECT_DIAGNOSTICS, fallbacks.project_diagnostics),
             bind(cat.SYMBOL_SEARCH, fallbacks.symbol_search),
             bind(cat.ORG_SEARCH, fallbacks.org_search),
             bind(cat.OPEN_FILE, fallbacks.open_file),

@@ -20,6 +20,7 @@ from ....tools.catalogue import (
     MagitStageArgs,
     OpenFileArgs,
     OrgSearchArgs,
+    ProjectDiagnosticsArgs,
     ProjectStatusArgs,
     SymbolSearchArgs,
 )
@@ -30,13 +31,31 @@ from .base import Run
 if TYPE_CHECKING:
     from ...session.live import LiveSession
 
-__all__ = ["magit_stage", "open_file", "org_search", "project_status", "symbol_search"]
+__all__ = [
+    "magit_stage",
+    "open_file",
+    "org_search",
+    "project_diagnostics",
+    "project_status",
+    "symbol_search",
+]
 
 SYMBOL_HITS = 50  # matches symbol_search shows
 
 
 async def project_status(run: Run, args: ProjectStatusArgs) -> ToolResult:
     return ToolResult(await _git_status(run.live))
+
+
+async def project_diagnostics(run: Run, args: ProjectDiagnosticsArgs) -> ToolResult:
+    """Checkers live in the user's Emacs; without one connected there are none."""
+    return ToolResult(
+        {
+            "checked_buffers": 0,
+            "note": "No checker: no Emacs is connected, so no Flymake or Flycheck runs; "
+            "run the project's linter with run_command instead.",
+        }
+    )
 
 
 async def symbol_search(run: Run, args: SymbolSearchArgs) -> ToolResult:
