@@ -36,6 +36,7 @@ BENCHMARKS: tuple[str, ...] = (
     "memory",
     "context",
     "sandbox",
+    "session_growth",
 )
 
 Runner = Callable[[Scale, Path], Awaitable[list[Figure]]]

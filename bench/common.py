@@ -58,6 +58,8 @@ class Scale:
     context_steps: int
     context_lines: int
     sandbox_runs: int
+    growth_turns: int = 500
+    growth_window: int = 10
 
 
 SCALES: dict[str, Scale] = {
@@ -81,6 +83,8 @@ SCALES: dict[str, Scale] = {
         context_steps=3,
         context_lines=400,
         sandbox_runs=2,
+        growth_turns=12,
+        growth_window=3,
     ),
     "full": Scale(
         name="full",

@@ -44,6 +44,10 @@ EXPECTED = {
     "memory_search_oneshot",
     "context_bytes",
     "sandbox_overhead",
+    "session_growth_bytes_early",
+    "session_growth_bytes_late",
+    "session_growth_cpu",
+    "session_growth_ping_p99",
 }
 
 

@@ -7,6 +7,7 @@ request and shape the answer; what happens to the session in between is here.
 from __future__ import annotations
 
 import asyncio
+import functools
 from pathlib import Path
 from typing import Protocol
 
@@ -22,6 +23,7 @@ from .session.grants import drop_unscoped_mcp_grants
 from .session.live import LiveSession, open_session
 from .session.model_help import key_notice
 from .session.reporter import text
+from .session.journal import SessionJournal
 from .session.store import SessionState, SessionStore
 
 __all__ = ["SessionHost", "resume_saved", "start_new"]
@@ -58,16 +60,23 @@ async def resume_saved(
     A turn cut short by a crash is said to be interrupted in the history, and its
     unanswered tool calls are answered as failed, so the model can be asked again.
     """
-    state = await asyncio.to_thread(SessionStore(root).load, session_id)
+    store = SessionStore(root)
+    state = await asyncio.to_thread(store.load, session_id)
     if Path(state.root) != root:
         raise InvalidParams("that session belongs to another project")
+    # The journal's baseline is the state as saved, before the repairs below.
+    journal = await asyncio.to_thread(
+        SessionJournal, store.path(session_id), state, on_disk=True
+    )
     interrupted = state.turn_in_progress
     state.turn_in_progress = None
     conversation = Conversation(state)
     conversation.repair()
     drop_unscoped_mcp_grants(state)  # granted nothing any more; not listed as active
     # dry-run, step limit and extra paths come back from the checkpoint.
-    live = await asyncio.to_thread(open_session, rt.link, rt.sandbox, state, config)
+    live = await asyncio.to_thread(
+        functools.partial(open_session, rt.link, rt.sandbox, state, config, journal=journal)
+    )
     if interrupted:
         # The bridge died mid-turn; say so in history rather than pretend.
         conversation.show(f"Turn {interrupted} was interrupted (bridge stopped).")

@@ -25,6 +25,7 @@ __all__ = [
     "render_entry",
     "render_head",
     "render_header",
+    "render_note",
     "update_params",
 ]
 
@@ -164,6 +165,28 @@ def render_head(entry: LogEntry, level: int) -> str:
     drawer += [f":{k}: {_format_value(v)}".rstrip(" ") for k, v in props.items()]
     drawer.append(":END:")
     return head + "\n" + "\n".join(drawer) + "\n"
+
+
+def render_note(
+    level: int,
+    timestamp: str,
+    title: str,
+    properties: dict[str, PropertyValue],
+    *,
+    todo: str | None = None,
+    body: Iterable[TextBlock | SrcBlock] = (),
+) -> str:
+    """A heading the log file holds besides the entries (an update, a continuation,
+    a link to the next file): no ``LOG_ID``, so nothing takes it for an entry."""
+    head = "*" * max(1, level) + " " + (f"{todo} " if todo else "") + _org_timestamp(timestamp)
+    title = _clean_title(title)
+    if title:
+        head += " " + title
+    props = merge_properties({}, properties)
+    drawer = [":PROPERTIES:", ":SOURCE: bridge"]
+    drawer += [f":{k}: {_format_value(v)}".rstrip(" ") for k, v in props.items()]
+    drawer.append(":END:")
+    return head + "\n" + "\n".join(drawer) + "\n" + render_body(body)
 
 
 def render_entry(entry: LogEntry, level: int) -> str:
