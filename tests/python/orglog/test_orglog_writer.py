@@ -58,38 +58,54 @@ def test_orglog_writer_header_and_path(tmp_path: Path) -> None:
     assert writer.path == path
 
 
+def _outline(text: str) -> list[tuple[int, str]]:
+    """(level, LOG_ID or ``+CONTINUES`` or ``^LOG_UPDATE``) per heading of a file."""
+    out: list[tuple[int, str]] = []
+    for match in re.finditer(
+        r"^(\*+) .*\n:PROPERTIES:\n(?::SOURCE: \w+\n)?:(LOG_ID|CONTINUES|LOG_UPDATE): (.*)$",
+        text,
+        flags=re.MULTILINE,
+    ):
+        mark = {"LOG_ID": "", "CONTINUES": "+", "LOG_UPDATE": "^"}[match.group(2)]
+        out.append((len(match.group(1)), mark + match.group(3)))
+    return out
+
+
 def test_orglog_writer_steps_stay_under_their_task(tmp_path: Path) -> None:
-    """Interleaved tasks: a late step of the first task is placed under it."""
+    """Interleaved tasks: a late step of the first task goes under a continuation of
+    it; the entries in outline order are each task with its steps."""
     writer = OrgLogWriter(tmp_path / "l.org", title="t")
-    writer.add(entry("a"))
-    writer.add(entry("a1", "a"))
-    writer.add(entry("b"))
-    writer.add(entry("b1", "b"))
-    writer.add(entry("a2", "a"))
+    for e in (entry("a"), entry("a1", "a"), entry("b"), entry("b1", "b"), entry("a2", "a")):
+        writer.add(e)
     writer.add(entry("a1x", "a1"))
     writer.add(entry("a3", "a"))
     text = writer.path.read_text(encoding="utf-8")
-    assert ids_in(text) == ["a", "a1", "a1x", "a2", "a3", "b", "b1"]
-    assert ids_in(text) == [e.id for e in writer.entries()]
-    levels = re.findall(r"^(\*+) ", text, flags=re.MULTILINE)
+    assert _outline(text) == [
+        (1, "a"), (2, "a1"), (1, "b"), (2, "b1"), (1, "+a"), (2, "a2"),
+        (2, "+a1"), (3, "a1x"), (2, "a3"),
+    ]  # fmt: skip
+    assert [e.id for e in writer.entries()] == ["a", "a1", "a1x", "a2", "a3", "b", "b1"]
+    view = writer.render()
+    assert ids_in(view) == [e.id for e in writer.entries()]
+    levels = re.findall(r"^(\*+) ", view, flags=re.MULTILINE)
     assert [len(s) for s in levels] == [1, 2, 3, 2, 2, 1, 2]
 
 
 def test_orglog_writer_nested_step_follows_its_parent(tmp_path: Path) -> None:
-    """A step's child goes right after the step's own subtree, before later steps."""
+    """In order, a step's child goes straight after it: no continuation needed."""
     writer = OrgLogWriter(tmp_path / "l.org", title="t")
-    for e in (entry("a"), entry("a1", "a"), entry("a2", "a"), entry("a1x", "a1"), entry("a3", "a")):
+    for e in (entry("a"), entry("a1", "a"), entry("a1x", "a1"), entry("a2", "a")):
         writer.add(e)
-    assert ids_in(writer.path.read_text(encoding="utf-8")) == ["a", "a1", "a1x", "a2", "a3"]
+    text = writer.path.read_text(encoding="utf-8")
+    assert _outline(text) == [(1, "a"), (2, "a1"), (3, "a1x"), (2, "a2")]
 
 
-def test_orglog_writer_append_keeps_inode_update_replaces(tmp_path: Path) -> None:
-    """In-order entries are appended; updates rewrite atomically, leaving no temp file."""
+def test_orglog_writer_only_appends(tmp_path: Path) -> None:
+    """Adds and updates append to the same file; what was written stays as it was."""
     writer = OrgLogWriter(tmp_path / "l.org", title="t")
     writer.add(entry("a", todo="WAIT", properties={"RISK": "write", "TOOL": "run_command"}))
     inode = writer.path.stat().st_ino
-    writer.add(entry("a1", "a"))
-    assert writer.path.stat().st_ino == inode
+    first = writer.path.read_bytes()
     updated = writer.update(
         LogUpdate(
             session_id="s1",
@@ -99,13 +115,21 @@ def test_orglog_writer_append_keeps_inode_update_replaces(tmp_path: Path) -> Non
             body_append=[{"kind": "text", "text": "ran"}],  # type: ignore[list-item]
         )
     )
-    assert writer.path.stat().st_ino != inode
+    after = writer.path.read_bytes()
+    assert writer.path.stat().st_ino == inode and after.startswith(first)
     assert updated.todo == "APPROVED"
     assert updated.properties == {"RISK": "dangerous", "TOOL": "run_command", "EXIT_CODE": 0}
-    text = writer.path.read_text(encoding="utf-8")
-    assert text.count("* APPROVED [2026-11-30 Mon 10:15] title a\n") == 1
-    assert "WAIT" not in text.split(HEADER_TODO)[1]
-    assert ":RISK: dangerous\n:TOOL: run_command\n:EXIT_CODE: 0\n:END:\nran\n** " in text
+    added = after[len(first) :].decode("utf-8")
+    assert re.match(r"\*\* APPROVED \[[^]]+\] ↳ title a\n:PROPERTIES:\n", added)
+    assert ":LOG_UPDATE: a\n:RISK: dangerous\n:EXIT_CODE: 0\n:END:\nran\n" in added
+    # A body-only update of the entry at the end goes straight into its body.
+    writer.add(entry("a1", "a"))
+    mid = writer.path.read_bytes()
+    writer.update(
+        LogUpdate(session_id="s1", id="a1", body_append=[{"kind": "text", "text": "more"}])  # type: ignore[list-item]
+    )
+    assert writer.path.read_bytes() == mid + b"more\n"
+    assert writer.render().endswith(":LOG_ID: a1\n:END:\nmore\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["l.org"]
     with pytest.raises(KeyError):
         writer.update(LogUpdate(session_id="s1", id="nope", todo="DONE"))
