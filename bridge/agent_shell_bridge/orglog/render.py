@@ -100,14 +100,18 @@ def _normalise_text(text: str) -> str:
     return text.removesuffix("\n")
 
 
-def _bounded_lines(text: str) -> tuple[list[str], int]:
-    """Split, cap line width and line count; return lines and how many were cut."""
+def _bounded_lines(text: str, marked: int = 0) -> tuple[list[str], int]:
+    """Split, cap line width and line count; return lines and how many were cut.
+
+    MARKED lines of TEXT are markers of lines cut before (they do not count): text
+    clipped once is not clipped again.
+    """
     if not text:
         return [], 0
     lines = [
         ln[:MAX_LINE_CHARS] + "…" if len(ln) > MAX_LINE_CHARS else ln for ln in text.split("\n")
     ]
-    cut = len(lines) - HEAD_LINES - TAIL_LINES
+    cut = len(lines) - HEAD_LINES - TAIL_LINES - marked
     if cut > 0:
         lines = [*lines[:HEAD_LINES], f"[… {cut} lines omitted …]", *lines[-TAIL_LINES:]]
         return lines, cut
@@ -120,7 +124,8 @@ def _escape(lines: list[str]) -> str:
 
 def _render_block(block: TextBlock | SrcBlock) -> str:
     text = _normalise_text(block.text)
-    lines, cut = _bounded_lines(text)
+    already = isinstance(block, SrcBlock) and block.omitted_lines > 0
+    lines, cut = _bounded_lines(text, 1 if already else 0)
     if isinstance(block, TextBlock):
         if not lines:
             return ""
