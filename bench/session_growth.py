@@ -4,14 +4,18 @@ A real bridge runs a long scripted session against the mock model, one event str
 for all turns; each turn reads a small file and answers. Two windows of turns are
 measured, the first turns (after two that warm the bridge up) and the last ones:
 
-* bytes written per turn, from the kernel's count for the bridge process
-  (``/proc/<pid>/io`` ``write_bytes``: page-granular, what reaches the page cache
-  for the disk), against what the turn adds to the files under ``.agent-shell/``
-  (their total size after minus before) -- the baseline;
+* bytes written to files per turn, against what the turn adds to the files under
+  ``.agent-shell/`` (their total size after minus before) -- the baseline. The
+  files are sampled after every turn (inode and size): a file kept grew by what was
+  appended, a file new or replaced by a rename was written whole;
+* the same from the kernel's count for the bridge process (``/proc/<pid>/io``
+  ``write_bytes``), which counts a whole page each time an ``fsync``-ed page is
+  dirtied again, so small appends weigh 4 KiB each;
 * the bridge's CPU time per turn (``utime + stime``) in the last window against the
   first;
 * the p99 of ``ping`` round trips sent every few milliseconds while the last
-  window's turns run, against ``ping`` p99 with the bridge idle.
+  window's turns run, against ``ping`` p99 with the bridge idle (from another
+  process, one connection per ping as Emacs does).
 
 The project, the session and its log are made in the run's temporary directory and
 deleted with it. The model's context window is large so compaction stays out of the
@@ -24,7 +28,7 @@ import asyncio
 import json
 import os
 import subprocess
-import time
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +54,33 @@ class Sample:
     write_bytes: int
     cpu_s: float
     disk_bytes: int
+    # (inode, size) of each file under .agent-shell/.
+    files: dict[str, tuple[int, int]]
+
+
+def _files(records: Path) -> dict[str, tuple[int, int]]:
+    out: dict[str, tuple[int, int]] = {}
+    for path in records.rglob("*"):
+        try:
+            st = path.stat()
+        except FileNotFoundError:  # replaced meanwhile
+            continue
+        if path.is_file():
+            out[str(path)] = (st.st_ino, st.st_size)
+    return out
+
+
+def written_between(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> int:
+    """Bytes written to files between two samples: the growth of a file kept (same
+    inode), the whole of a file new or replaced (a rename over it)."""
+    total = 0
+    for name, (inode, size) in after.items():
+        old = before.get(name)
+        if old is not None and old[0] == inode:
+            total += max(0, size - old[1])
+        else:
+            total += size
+    return total
 
 
 def _proc_io(pid: int) -> int:
@@ -67,16 +98,9 @@ def _proc_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / ticks
 
 
-def _disk_bytes(records: Path) -> int:
-    total = 0
-    for path in records.rglob("*"):
-        if path.is_file():
-            total += path.stat().st_size
-    return total
-
-
 def _sample(pid: int, records: Path) -> Sample:
-    return Sample(_proc_io(pid), _proc_cpu(pid), _disk_bytes(records))
+    files = _files(records)
+    return Sample(_proc_io(pid), _proc_cpu(pid), sum(s for _, s in files.values()), files)
 
 
 def _make_project(root: Path) -> None:
@@ -127,43 +151,74 @@ class _Turns:
             raise RuntimeError(f"turn {n} did not finish: {end}")
 
 
-async def _pings(client: httpx.AsyncClient, stop: asyncio.Event, out: list[float]) -> None:
-    while not stop.is_set():
-        started = time.perf_counter()
-        await rpc(client, "ping", {})
-        out.append((time.perf_counter() - started) * 1000)
-        try:
-            await asyncio.wait_for(stop.wait(), PING_GAP_S)
-        except TimeoutError:
-            pass
+# Pings come from their own process: in this one they would wait for the mock model
+# and the event stream, which share its loop.
+PINGER = """
+import http.client, json, sys, time
+port, token, gap = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+count = int(sys.argv[4])
+body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {}})
+headers = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
+out = []
+while count < 0 or len(out) < count:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    started = time.perf_counter()
+    conn.request("POST", "/rpc", body, headers)
+    conn.getresponse().read()
+    out.append((time.perf_counter() - started) * 1000)
+    conn.close()
+    print(out[-1], flush=True)
+    time.sleep(gap)
+"""
 
 
-async def _idle_pings(client: httpx.AsyncClient, count: int) -> list[float]:
-    out: list[float] = []
-    for _ in range(count):
-        started = time.perf_counter()
-        await rpc(client, "ping", {})
-        out.append((time.perf_counter() - started) * 1000)
-        await asyncio.sleep(PING_GAP_S)
-    return out
+class _Pinger:
+    """A process pinging the bridge every few milliseconds until stopped."""
+
+    def __init__(self, bridge: Bridge, count: int = -1) -> None:
+        self._args = [str(bridge.port), bridge.token, str(PING_GAP_S), str(count)]
+        self._proc: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        self._proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", PINGER, *self._args, stdout=asyncio.subprocess.PIPE
+        )
+
+    async def stop(self, *, wait: bool = False) -> list[float]:
+        proc = self._proc
+        assert proc is not None and proc.stdout is not None
+        if not wait:
+            proc.terminate()
+        out, _ = await proc.communicate()
+        return [float(x) for x in out.decode().split()]
 
 
-async def _window(
-    bridge: Bridge, turns: _Turns, records: Path, first: int, count: int, pinger: httpx.AsyncClient
-) -> tuple[Sample, Sample, list[float]]:
+@dataclass
+class Window:
+    before: Sample
+    after: Sample
+    # Bytes written to files, summed over the turns (sampled after each).
+    logical: int
+    pings: list[float]
+
+
+async def _window(bridge: Bridge, turns: _Turns, records: Path, first: int, count: int) -> Window:
     pid = bridge.process.pid
     before = await asyncio.to_thread(_sample, pid, records)
-    stop = asyncio.Event()
-    pings: list[float] = []
-    task = asyncio.create_task(_pings(pinger, stop, pings))
+    pinger = _Pinger(bridge)
+    await pinger.start()
+    logical = 0
+    files = before.files
     try:
         for n in range(first, first + count):
             await turns.one(n)
+            now = await asyncio.to_thread(_files, records)
+            logical += written_between(files, now)
+            files = now
     finally:
-        stop.set()
-        await task
+        pings = await pinger.stop()
     after = await asyncio.to_thread(_sample, pid, records)
-    return before, after, pings
+    return Window(before, after, logical, pings)
 
 
 async def _session(scale: Scale, work: Path) -> dict[str, Any]:
@@ -179,11 +234,7 @@ async def _session(scale: Scale, work: Path) -> dict[str, Any]:
             "AGENT_SHELL_MODEL": "mock-model",
             "AGENT_SHELL_API_KEY": "sk-bench",
         }
-        async with (
-            spawn_bridge(work / "bridge", env) as bridge,
-            bridge.client(TIMEOUT_S) as client,
-            bridge.client(TIMEOUT_S) as pinger,
-        ):
+        async with spawn_bridge(work / "bridge", env) as bridge, bridge.client(TIMEOUT_S) as client:
             model = {"context_window": 10_000_000}
             session = await rpc(client, "session/new", {"cwd": str(project), "model": model})
             turns = _Turns(client, str(session["sessionId"]))
@@ -196,24 +247,23 @@ async def _session(scale: Scale, work: Path) -> dict[str, Any]:
                     async with asyncio.timeout(TIMEOUT_S):
                         for n in range(WARMUP_TURNS):  # first imports, first reads
                             await turns.one(n)
-                        idle = await _idle_pings(pinger, max(50, 10 * window))
-                        early = await _window(
-                            bridge, turns, records, WARMUP_TURNS, window, pinger
-                        )
+                        idle_pinger = _Pinger(bridge, max(100, 20 * window))
+                        await idle_pinger.start()
+                        idle = await idle_pinger.stop(wait=True)
+                        early = await _window(bridge, turns, records, WARMUP_TURNS, window)
                         for n in range(WARMUP_TURNS + window, total - window):
                             await turns.one(n)
-                        late = await _window(
-                            bridge, turns, records, total - window, window, pinger
-                        )
+                        late = await _window(bridge, turns, records, total - window, window)
                 finally:
                     follower.cancel()
     return {"idle": idle, "early": early, "late": late}
 
 
-def _per_turn(window: tuple[Sample, Sample, list[float]], count: int) -> dict[str, float]:
-    before, after, _ = window
+def _per_turn(window: Window, count: int) -> dict[str, float]:
+    before, after = window.before, window.after
     return {
-        "written": (after.write_bytes - before.write_bytes) / count,
+        "written": window.logical / count,
+        "disk": (after.write_bytes - before.write_bytes) / count,
         "added": max(1, after.disk_bytes - before.disk_bytes) / count,
         "cpu_ms": (after.cpu_s - before.cpu_s) * 1000 / count,
     }
@@ -224,12 +274,16 @@ async def run(scale: Scale, work: Path) -> list[Figure]:
     window, total = scale.growth_window, scale.growth_turns
     early, late = _per_turn(got["early"], window), _per_turn(got["late"], window)
     idle_p99 = percentile(got["idle"], 99)
-    busy = got["late"][2]
+    busy = got["late"].pings
     details = {"turns": total, "window": window}
+    spans = (
+        ("early", f"{WARMUP_TURNS + 1}-{WARMUP_TURNS + window}", early),
+        ("late", f"{total - window + 1}-{total}", late),
+    )
     figures = [
         Figure(
             key=f"session_growth_bytes_{label}",
-            title=f"Session growth: KiB written per turn, turns {span}",
+            title=f"Session growth: KiB written to files per turn, turns {span}",
             unit="KiB",
             value=per["written"] / 1024,
             baseline=per["added"] / 1024,
@@ -237,10 +291,20 @@ async def run(scale: Scale, work: Path) -> list[Figure]:
             better="lower",
             details=details,
         )
-        for label, span, per in (
-            ("early", f"{WARMUP_TURNS + 1}-{WARMUP_TURNS + window}", early),
-            ("late", f"{total - window + 1}-{total}", late),
+        for label, span, per in spans
+    ]
+    figures += [
+        Figure(
+            key=f"session_growth_disk_{label}",
+            title=f"Session growth: KiB the kernel wrote per turn, turns {span}",
+            unit="KiB",
+            value=per["disk"] / 1024,
+            baseline=per["added"] / 1024,
+            baseline_label="KiB the turn adds (write_bytes counts whole pages per fsync)",
+            better="lower",
+            details=details,
         )
+        for label, span, per in spans
     ]
     figures.append(
         Figure(

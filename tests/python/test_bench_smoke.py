@@ -46,6 +46,8 @@ EXPECTED = {
     "sandbox_overhead",
     "session_growth_bytes_early",
     "session_growth_bytes_late",
+    "session_growth_disk_early",
+    "session_growth_disk_late",
     "session_growth_cpu",
     "session_growth_ping_p99",
 }

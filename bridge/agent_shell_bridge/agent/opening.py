@@ -20,10 +20,10 @@ from .conversation.memory import recent_memories
 from .conversation.messages import Conversation
 from .session.client import ClientLink
 from .session.grants import drop_unscoped_mcp_grants
+from .session.journal import SessionJournal
 from .session.live import LiveSession, open_session
 from .session.model_help import key_notice
 from .session.reporter import text
-from .session.journal import SessionJournal
 from .session.store import SessionState, SessionStore
 
 __all__ = ["SessionHost", "resume_saved", "start_new"]
@@ -65,9 +65,7 @@ async def resume_saved(
     if Path(state.root) != root:
         raise InvalidParams("that session belongs to another project")
     # The journal's baseline is the state as saved, before the repairs below.
-    journal = await asyncio.to_thread(
-        SessionJournal, store.path(session_id), state, on_disk=True
-    )
+    journal = await asyncio.to_thread(SessionJournal, store.path(session_id), state, on_disk=True)
     interrupted = state.turn_in_progress
     state.turn_in_progress = None
     conversation = Conversation(state)

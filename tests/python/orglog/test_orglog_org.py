@@ -248,8 +248,17 @@ def test_orglog_org_append_only_file_outline(parsed: dict[str, Any]) -> None:
     entries = [(h["level"], _props(h)["LOG_ID"]) for h in heads if "LOG_ID" in _props(h)]
     assert sorted(i for _, i in entries) == [f"e-{n}" for n in range(1, 10)]
     level = dict((i, lv) for lv, i in entries)
-    assert level == {"e-1": 1, "e-2": 2, "e-3": 1, "e-4": 2, "e-5": 2, "e-6": 2, "e-7": 3,
-                     "e-8": 1, "e-9": 2}
+    assert level == {
+        "e-1": 1,
+        "e-2": 2,
+        "e-3": 1,
+        "e-4": 2,
+        "e-5": 2,
+        "e-6": 2,
+        "e-7": 3,
+        "e-8": 1,
+        "e-9": 2,
+    }
     parent_of: dict[str, str | None] = {}
     stack: list[tuple[int, str]] = []
     for head in heads:

@@ -214,7 +214,7 @@ class SessionJournal:
                 at += 1
             if at < len(saved) or at < len(items):
                 lists[key] = (at, items[at:])
-        if list(small) == ["updated"] and not lists:
+        if not lists and set(small) <= {"updated"}:
             return None
         self._saved_small.update(small)
         self._saved_lists = current

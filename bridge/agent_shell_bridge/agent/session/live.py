@@ -33,9 +33,9 @@ from ...types import JSONObject
 from .approval import Approver, ClientApprover
 from .client import ClientLink
 from .grants import Grant, revoke_grant
+from .journal import SessionJournal
 from .reporter import Reporter, finish_even_if_cancelled, text
 from .roles import BUILTIN_ROLES, Role, RoleConfig, merge_roles
-from .journal import SessionJournal
 from .store import SessionState, SessionStore, now_iso
 
 if TYPE_CHECKING:
