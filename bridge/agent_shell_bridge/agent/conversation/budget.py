@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ...errors import Cancelled, ContextTooLarge, ModelContextLimit, ModelError
+from ...model.encoding import JsonCache
 from ...model.overflow import requested_tokens_of
 from ...model.types import Completion
 from ...types import JSONObject
@@ -82,9 +83,16 @@ _HEADER = re.compile(r"^\[TOOL_RESULT name=(\S+) id=(\S+) status=(\w+)\]\n")
 # -- measuring -------------------------------------------------------------------------
 
 
-def request_chars(messages: list[JSONObject], tools: list[JSONObject] | None) -> int:
-    """A request's size in characters, counted as the body will carry it."""
-    size = len(json.dumps(messages, ensure_ascii=False))
+def request_chars(
+    messages: list[JSONObject], tools: list[JSONObject] | None, cache: JsonCache | None = None
+) -> int:
+    """A request's size in characters, counted as the body will carry it (with the
+    session model's CACHE, the history already measured is not encoded again)."""
+    size = (
+        cache.chars(messages)
+        if cache is not None
+        else len(json.dumps(messages, ensure_ascii=False))
+    )
     return size + (len(json.dumps(tools, ensure_ascii=False)) if tools else 0)
 
 
@@ -459,25 +467,26 @@ async def fit_request(
     """
     window = window_of(live)
     rearm_at = int(window.tokens * KEEP_SHARE)
+    cache = live.model.json_cache
     messages = build()
-    chars = request_chars(messages, tools)
+    chars = request_chars(messages, tools, cache)
     if estimate(live, chars) <= rearm_at:
         live.compaction_armed = True
     if estimate(live, chars) <= window.threshold:
         return messages, chars
-    overhead = request_chars(messages[:1], tools)
+    overhead = request_chars(messages[:1], tools, cache)
     if live.compaction_armed:
         # Once per crossing, not step after step: the next threshold compaction waits
         # until the conversation is back within the share a compaction aims for.
         live.compaction_armed = False
         if await compact(live, turn, share=KEEP_SHARE, reason="threshold", overhead_chars=overhead):
             messages = build()
-            chars = request_chars(messages, tools)
+            chars = request_chars(messages, tools, cache)
             live.compaction_armed = estimate(live, chars) <= rearm_at
     if estimate(live, chars) > window.limit:
         if await compact(live, turn, share=HARD_SHARE, reason="window", overhead_chars=overhead):
             messages = build()
-            chars = request_chars(messages, tools)
+            chars = request_chars(messages, tools, cache)
         needed = estimate(live, chars)
         if needed > window.limit:
             fixed = estimate(live, overhead)
