@@ -39,7 +39,7 @@ from agent_shell_bridge.model.mock_script import MockScript, MockStep, MockToolC
 from agent_shell_bridge.model.mock_server import MockServer
 
 from .bridgeproc import Bridge, iter_sse, rpc, spawn_bridge
-from .common import Figure, Scale, percentile
+from .common import Figure, Scale, median, percentile
 
 __all__ = ["run"]
 
@@ -327,7 +327,13 @@ async def run(scale: Scale, work: Path) -> list[Figure]:
             baseline=idle_p99,
             baseline_label="ping p99, bridge idle",
             better="lower",
-            details={**details, "pings": len(busy)},
+            details={
+                **details,
+                "pings": len(busy),
+                "median_ms": median(busy),
+                "early_p99_ms": percentile(got["early"].pings, 99),
+                "idle_median_ms": median(got["idle"]),
+            },
         )
     )
     return figures

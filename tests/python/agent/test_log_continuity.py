@@ -63,3 +63,36 @@ async def test_resume_keeps_the_log_file_and_marks_only_a_turn(
     assert added.startswith("* ") and "Session resumed" in added.splitlines()[0]
     assert added.count("Session resumed") == 1 and "two" in added
     assert sorted((project / ".agent-shell" / "logs").iterdir()) == [first]
+
+
+async def test_a_long_log_rotates_and_resume_follows_it(serve_app: Any, tmp_path: Path) -> None:
+    """Before the log passes its limit it goes on in ``…-2.org``, linked both ways;
+    the client is told (``log/file``), the checkpoint names it, resume reopens it."""
+    project = make_project(tmp_path / "proj", {"notes.md": "行\n" * 40})
+    read = {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.md"}}]}
+    steps = [read, {"text": "一"}, read, {"text": "二"}, read, {"text": "三"}]
+    async with running_rig(serve_app, project, steps, log_rotate_bytes=3000) as rig:
+        sid = await rig.new_session()
+        files: list[dict[str, Any]] = []
+        for prompt in ("one", "two", "three"):
+            turn = await rig.turn(sid, prompt)
+            assert turn.end["stopReason"] == "end_turn"
+            files += [m["params"] for m in turn.messages if m.get("method") == "log/file"]
+        live = rig.runtime.sessions[sid]
+        current = live.reporter.writer.path
+        await rig.runtime.sessions.pop(sid).aclose()
+        resumed = await rig.client.result("session/resume", {"sessionId": sid, "cwd": str(project)})
+    # The first file, then -2, -3 …: a longer name is a later part.
+    logs = sorted(
+        (project / ".agent-shell" / "logs").iterdir(), key=lambda p: (len(p.name), p.name)
+    )
+    first = logs[0]
+    assert len(logs) >= 2 and all(p.stat().st_size < 3000 + 1500 for p in logs)
+    assert logs[1].name == first.name.removesuffix(".org") + "-2.org"
+    assert files and files[0]["previous"] == str(first) and files[0]["logPath"] == str(logs[1])
+    assert files[-1]["logPath"] == str(current) and resumed["logPath"] == str(current)
+    assert SessionStore(project).load(sid).log_path == str(current)
+    text = [p.read_text(encoding="utf-8") for p in logs]
+    assert f"[[file:{logs[1].name}]" in text[0] and f"[[file:{first.name}]" in text[1]
+    assert all(t.startswith("#+TITLE: ") and "#+TODO: WAIT" in t for t in text)
+    assert all(sid in p.name for p in logs), "every part carries the session id"
