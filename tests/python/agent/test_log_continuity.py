@@ -2,16 +2,19 @@
 
 Regressions: the org log said "(2 lines omitted)" for ``seq 1 2000`` where the model
 was told 1,700 (the log clipped text that was clipped already); every
-``session/resume`` started a new log file, even when no turn followed.
+``session/resume`` started a new log file, even when no turn followed. Also the
+branch a turn notes, now read from ``.git/HEAD`` instead of a ``git`` child.
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
 from agent_rig import make_project, running_rig, tool_messages
+from agent_shell_bridge.agent.session.live import head_branch
 from agent_shell_bridge.agent.session.store import SessionStore
 
 
@@ -96,3 +99,24 @@ async def test_a_long_log_rotates_and_resume_follows_it(serve_app: Any, tmp_path
     assert f"[[file:{logs[1].name}]" in text[0] and f"[[file:{first.name}]" in text[1]
     assert all(t.startswith("#+TITLE: ") and "#+TODO: WAIT" in t for t in text)
     assert all(sid in p.name for p in logs), "every part carries the session id"
+
+
+def test_head_branch_reads_what_git_says(tmp_path: Path) -> None:
+    """The branch read from .git/HEAD is git's own answer: on a branch, detached, in
+    a linked worktree; outside a repository's top it defers to git (None)."""
+    project = make_project(tmp_path / "proj", {"a.txt": "一\n"})
+
+    def git(*args: str, cwd: Path = project) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+        ).stdout.strip()
+
+    assert head_branch(project) == git("rev-parse", "--abbrev-ref", "HEAD")
+    git("checkout", "-q", "-b", "功能/x")
+    assert head_branch(project) == "功能/x" == git("rev-parse", "--abbrev-ref", "HEAD")
+    git("checkout", "-q", "--detach")
+    assert head_branch(project) == "HEAD" == git("rev-parse", "--abbrev-ref", "HEAD")
+    git("worktree", "add", "-q", "-b", "wt", str(tmp_path / "wt"))
+    assert head_branch(tmp_path / "wt") == "wt"
+    (project / "sub").mkdir()
+    assert head_branch(project / "sub") is None

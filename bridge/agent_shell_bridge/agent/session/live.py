@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from ...policy.engine import PolicyEngine
     from .turnstate import TurnState
 
-__all__ = ["LiveSession", "open_session"]
+__all__ = ["LiveSession", "head_branch", "open_session"]
 
 log = logging.getLogger(__name__)
 
@@ -314,8 +314,41 @@ class LiveSession:
         return grant
 
     async def current_branch(self) -> str | None:
+        """The branch checked out at the root (``HEAD`` when detached).
+
+        Read from ``.git/HEAD`` when the root is a repository's top: a turn asks
+        twice, and a ``git`` child forked from the bridge held the event loop for
+        tens of milliseconds each time. Anything else asks git.
+        """
+        name = await asyncio.to_thread(head_branch, self.root)
+        if name is not None:
+            return name
         res = await self.quiet_run(safe_git_argv("rev-parse", "--abbrev-ref", "HEAD"), timeout_s=10)
         return res.stdout.strip() if res.exit_code == 0 else None
+
+
+def head_branch(root: Path) -> str | None:
+    """What ``git rev-parse --abbrev-ref HEAD`` says at ROOT, read from the files of
+    the repository whose top ROOT is; None when they cannot tell (ask git)."""
+    dot_git = root / ".git"
+    try:
+        if dot_git.is_file():  # a worktree or submodule: "gitdir: <path>"
+            line = dot_git.read_text(encoding="utf-8").strip()
+            if not line.startswith("gitdir: "):
+                return None
+            git_dir = (root / line.removeprefix("gitdir: ")).resolve()
+        elif dot_git.is_dir():
+            git_dir = dot_git
+        else:
+            return None
+        head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if head.startswith("ref: refs/heads/"):
+        return head.removeprefix("ref: refs/heads/") or None
+    if len(head) == 40 and all(c in "0123456789abcdef" for c in head):
+        return "HEAD"  # detached
+    return None
 
 
 _GITIGNORE = """\
