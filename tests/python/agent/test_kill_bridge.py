@@ -25,7 +25,7 @@ from agent_rig import make_project
 from agent_shell_bridge.agent.session.store import SessionStore
 from agent_shell_bridge.model.mock_script import MockScript, MockStep, MockToolCall
 from agent_shell_bridge.model.mock_server import MockServer
-from conftest import BridgeProcess, launch_bridge
+from conftest import BridgeProcess, spawn_bridge, wait_ready
 
 EMACS = "/usr/bin/emacs"
 # Messages on the event stream before each kill: early in a turn, in a tool call,
@@ -232,8 +232,12 @@ async def test_kill_9_at_three_points_loses_nothing_and_resumes(tmp_path: Path) 
             "AGENT_SHELL_API_KEY": "sk-test",
         }
         sid = ""
+        # Each next bridge starts while the current one works (start-up is imports).
+        spare = spawn_bridge(tmp_path / "bridge0", env=env)
         for round_, kill_after in enumerate((*KILL_AFTER, None)):
-            bridge = launch_bridge(tmp_path / f"bridge{round_}", env=env)
+            bridge = wait_ready(spare)
+            if kill_after is not None:
+                spare = spawn_bridge(tmp_path / f"bridge{round_ + 1}", env=env)
             client = Client(bridge)
             try:
                 await client.follow()
