@@ -72,12 +72,13 @@ def _files(records: Path) -> dict[str, tuple[int, int]]:
 
 def written_between(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> int:
     """Bytes written to files between two samples: the growth of a file kept (same
-    inode), the whole of a file new or replaced (a rename over it)."""
+    inode), the whole of a file new, replaced (a rename over it) or cut shorter."""
     total = 0
     for name, (inode, size) in after.items():
         old = before.get(name)
         if old is not None and old[0] == inode:
-            total += max(0, size - old[1])
+            # Cut and written again (a journal after compaction): what is there now.
+            total += size - old[1] if size >= old[1] else size
         else:
             total += size
     return total
@@ -250,13 +251,21 @@ async def _session(scale: Scale, work: Path) -> dict[str, Any]:
                         idle_pinger = _Pinger(bridge, max(100, 20 * window))
                         await idle_pinger.start()
                         idle = await idle_pinger.stop(wait=True)
+                        start = await asyncio.to_thread(_files, records)
                         early = await _window(bridge, turns, records, WARMUP_TURNS, window)
+                        middle, files = 0, early.after.files
                         for n in range(WARMUP_TURNS + window, total - window):
                             await turns.one(n)
+                            now = await asyncio.to_thread(_files, records)
+                            middle, files = middle + written_between(files, now), now
                         late = await _window(bridge, turns, records, total - window, window)
+                        middle += written_between(files, late.before.files)
                 finally:
                     follower.cancel()
-    return {"idle": idle, "early": early, "late": late}
+    # Every turn after the warm-up: what was written, what the files grew by.
+    written = early.logical + middle + late.logical
+    added = sum(s for _, s in late.after.files.values()) - sum(s for _, s in start.values())
+    return {"idle": idle, "early": early, "late": late, "all": (written, added)}
 
 
 def _per_turn(window: Window, count: int) -> dict[str, float]:
@@ -293,6 +302,20 @@ async def run(scale: Scale, work: Path) -> list[Figure]:
         )
         for label, span, per in spans
     ]
+    written, added = got["all"]
+    measured = total - WARMUP_TURNS
+    figures.append(
+        Figure(
+            key="session_growth_bytes_all",
+            title=f"Session growth: KiB written to files per turn, all {measured} turns",
+            unit="KiB",
+            value=written / measured / 1024,
+            baseline=max(1, added) / measured / 1024,
+            baseline_label="KiB a turn adds, on average (checkpoint compactions included)",
+            better="lower",
+            details=details,
+        )
+    )
     figures += [
         Figure(
             key=f"session_growth_disk_{label}",

@@ -46,6 +46,7 @@ EXPECTED = {
     "sandbox_overhead",
     "session_growth_bytes_early",
     "session_growth_bytes_late",
+    "session_growth_bytes_all",
     "session_growth_disk_early",
     "session_growth_disk_late",
     "session_growth_cpu",
