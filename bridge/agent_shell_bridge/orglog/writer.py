@@ -309,7 +309,11 @@ class OrgLogWriter:
         return render_note(1, stamp, "Session resumed", {"RESUMED": self._session_id or "t"})
 
     def _next_path(self) -> Path:
-        return self._path.with_name(f"{self._base}-{self._part + 1}.org")
+        """The next part's file; one a rotation cut short by a kill left is skipped."""
+        part = self._part + 1
+        while (path := self._path.with_name(f"{self._base}-{part}.org")).exists():
+            part += 1
+        return path
 
     def _rotate(self) -> None:
         new = self._next_path()
@@ -319,7 +323,7 @@ class OrgLogWriter:
         )
         self._write_bytes(link.encode("utf-8"))
         old = self._path
-        self._path, self._part, self._size = new, self._part + 1, 0
+        self._path, self._part, self._size = new, _part_of(new, self._session_id)[1], 0
         self._place = _Place()
         back = render_note(
             1, stamp, f"Continued from [[file:{old.name}][{old.name}]]", {"PREVIOUS_LOG": old.name}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -236,3 +237,62 @@ def test_orglog_writer_hostile_text_cannot_add_structure(
     assert len(BLOCK_LINE.findall(rendered)) in (0, 2)
     drawer = rendered.split(":PROPERTIES:\n", 1)[1].split("\n:END:\n", 1)[0]
     assert all(line.startswith(":") for line in drawer.splitlines())
+
+
+def test_orglog_writer_rotates_before_its_limit(tmp_path: Path) -> None:
+    """Past the limit the log goes on in -2.org, -3.org: linked both ways, each file
+    whole org under the limit, a step still under its task (a continuation)."""
+    path = log_path_for(tmp_path, "s-1", datetime(2026, 11, 30, 10, 15, tzinfo=UTC))
+    writer = OrgLogWriter(path, title="t", session_id="s-1", limit=2500)
+    writer.add(entry("task", title="任务"))
+    for i in range(12):
+        writer.add(entry(f"s{i}", "task", body=[{"kind": "text", "text": "输出 " * 40}]))
+    files = sorted(path.parent.glob("*.org"), key=lambda p: (len(p.name), p.name))
+    assert [p.name for p in files[:3]] == [
+        "2026-11-30-101500-s-1.org",
+        "2026-11-30-101500-s-1-2.org",
+        "2026-11-30-101500-s-1-3.org",
+    ]
+    assert writer.path == files[-1]
+    for before, after in itertools.pairwise(files):
+        assert f"[[file:{after.name}]" in before.read_text(encoding="utf-8")
+        assert f"[[file:{before.name}]" in after.read_text(encoding="utf-8")
+    for p in files:
+        text = p.read_text(encoding="utf-8")
+        assert len(text.encode()) < 2500 + 1000 and text.startswith("#+TITLE: t")
+        assert HEADER_TODO in text
+    second = files[1].read_text(encoding="utf-8")
+    assert ":CONTINUES: task" in second, "the task goes on under a continuation heading"
+    assert sorted(ids_in("".join(p.read_text(encoding="utf-8") for p in files))) == sorted(
+        ["task", *[f"s{i}" for i in range(12)]]
+    )
+    # A rotation cut short (a kill after the next file was begun) is not written over.
+    resumed = OrgLogWriter(files[-1], title="t", session_id="s-1", limit=2500, resumed=True)
+    stray = files[-1].with_name(f"2026-11-30-101500-s-1-{len(files) + 1}.org")
+    stray.write_text("#+TITLE: t\n", encoding="utf-8")
+    for i in range(6):
+        resumed.add(entry(f"r{i}", body=[{"kind": "text", "text": "输出 " * 40}]))
+    assert stray.read_text(encoding="utf-8") == "#+TITLE: t\n"
+    assert resumed.path.name == f"2026-11-30-101500-s-1-{len(files) + 2}.org"
+
+
+def test_orglog_writer_repairs_a_torn_tail_at_any_byte(tmp_path: Path) -> None:
+    """Reopened after a write cut at any byte, the file ends whole: no torn line,
+    no drawer or block left open, and what follows is still under its heading."""
+    path = tmp_path / "l.org"
+    writer = OrgLogWriter(path, title="t")
+    writer.add(entry("a"))
+    whole = path.read_bytes()
+    writer.add(entry("b", "a", body=[{"kind": "src", "lang": "sh", "text": "ls\n* 输出"}]))
+    data = path.read_bytes()
+    for cut in range(len(whole), len(data), 3):
+        path.write_bytes(data[:cut])
+        again = OrgLogWriter(path, title="t", resumed=True)
+        again.add(entry("c"))
+        text = path.read_text(encoding="utf-8")
+        assert text.startswith(whole.decode("utf-8"))
+        tail = text[len(whole) :]
+        assert tail.count(":PROPERTIES:") == tail.count(":END:")
+        assert tail.count("#+begin_src") == tail.count("#+end_src")
+        assert re.search(r"^\* .*Session resumed\n:PROPERTIES:\n", tail, re.M)
+        assert text.endswith(":LOG_ID: c\n:END:\n")
