@@ -38,6 +38,7 @@ BENCHMARKS: tuple[str, ...] = (
     "sandbox",
     "search",
     "mention",
+    "session_growth",
 )
 
 Runner = Callable[[Scale, Path], Awaitable[list[Figure]]]

@@ -63,6 +63,8 @@ class Scale:
     # @ completion: files in the repository, and runs of each measure.
     mention_files: int = 100_000
     mention_reps: int = 9
+    growth_turns: int = 500
+    growth_window: int = 10
 
 
 SCALES: dict[str, Scale] = {
@@ -90,6 +92,8 @@ SCALES: dict[str, Scale] = {
         search_reps=1,
         mention_files=2_000,
         mention_reps=3,
+        growth_turns=12,
+        growth_window=3,
     ),
     "full": Scale(
         name="full",

@@ -10,6 +10,8 @@
 ;;
 ;; - `session/update' to the session's transcript (agent-shell-transcript.el);
 ;; - `log/entry' and `log/update' to its action log (agent-shell-log.el);
+;; - `log/file' (a long session's log went on in a new file) to the
+;;   session's record;
 ;; - `tool/call' to the Emacs-side tools (agent-shell-tools.el), answered
 ;;   with the tool's result or error;
 ;; - `session/request_permission' to the steps waiting for the user
@@ -54,6 +56,17 @@ The experiences recalled for a turn are also named in its shell buffer."
   "Apply the `log/update' PARAMS to the session's action log."
   (when-let ((log (agent-shell-bridge-log-buffer-for (alist-get 'session_id params))))
     (agent-shell-log-apply-update log params))
+  nil)
+
+(cl-defmethod agent-shell-rpc-handle (_conn (_m (eql log/file)) params _id)
+  "Note the session's new log file from the `log/file' PARAMS.
+The bridge rotates a long session's log before it gets too large to
+open; the live log buffer goes on as it is."
+  (when-let ((buffer (agent-shell-bridge-session-buffer (alist-get 'sessionId params)))
+             (path (alist-get 'logPath params)))
+    (with-current-buffer buffer
+      (when agent-shell--session
+        (setf (agent-shell-session-log-path agent-shell--session) path))))
   nil)
 
 ;;; Requests

@@ -57,6 +57,15 @@ def key_source_from_env(env: Mapping[str, str]) -> str:
     return "none"
 
 
+def _positive_int(value: str | None, default: int) -> int:
+    """VALUE as a positive integer; DEFAULT when it is unset or not one."""
+    try:
+        number = int(value) if value else default
+    except ValueError:
+        return default
+    return number if number > 0 else default
+
+
 @dataclass(frozen=True)
 class BridgeConfig:
     """Process-wide settings; sessions may override the model part."""
@@ -73,6 +82,9 @@ class BridgeConfig:
     memory_dir: Path | None = None
     max_steps: int = 25
     dry_run: bool = False
+    # A session's log goes on in a new file before it passes this size (Emacs asks
+    # before opening a file over 10 MB).
+    log_rotate_bytes: int = 9 * 1024 * 1024
     extra_allowed_paths: tuple[Path, ...] = ()
     # How long to wait for the client to answer an Emacs-side tool call.
     client_tool_timeout_s: float = 120.0
@@ -101,6 +113,9 @@ class BridgeConfig:
             memory_dir=Path(memory_dir).expanduser() if memory_dir else None,
             sandbox_visible_paths=tuple(
                 p for p in env.get("AGENT_SHELL_SANDBOX_PATHS", "").split(os.pathsep) if p
+            ),
+            log_rotate_bytes=_positive_int(
+                env.get("AGENT_SHELL_LOG_ROTATE_BYTES"), cls.log_rotate_bytes
             ),
         )
 

@@ -217,6 +217,25 @@ class OrgEntry:
 
 
 def parse_org_log(path: Path) -> list[OrgEntry]:
+    """The log's steps in their last state: each heading with its TODO keyword,
+    properties drawer and body text, and the update headings the append-only file
+    holds (``LOG_UPDATE``) folded into the step they name; continuation and other
+    headings of the bridge's own (no ``LOG_ID``) left out."""
+    headings = _org_headings(path)
+    steps = {e.properties["LOG_ID"]: e for e in headings if "LOG_ID" in e.properties}
+    for update in headings:
+        target = steps.get(update.properties.get("LOG_UPDATE", ""))
+        if target is None:
+            continue
+        target.todo = update.todo or target.todo
+        target.properties.update(
+            {k: v for k, v in update.properties.items() if k not in ("SOURCE", "LOG_UPDATE")}
+        )
+        target.body += update.body
+    return [e for e in headings if "LOG_ID" in e.properties]
+
+
+def _org_headings(path: Path) -> list[OrgEntry]:
     """Headings with their TODO keyword, properties drawer and body text."""
     entries: list[OrgEntry] = []
     in_drawer = False

@@ -48,6 +48,13 @@ EXPECTED = {
     "mention_candidates",
     "context_auto_cost",
     "context_auto_chars",
+    "session_growth_bytes_early",
+    "session_growth_bytes_late",
+    "session_growth_bytes_all",
+    "session_growth_disk_early",
+    "session_growth_disk_late",
+    "session_growth_cpu",
+    "session_growth_ping_p99",
 }
 
 

@@ -7,6 +7,8 @@ request and shape the answer; what happens to the session in between is here.
 from __future__ import annotations
 
 import asyncio
+import functools
+import gc
 from pathlib import Path
 from typing import Protocol
 
@@ -19,6 +21,7 @@ from .conversation.memory import recent_memories
 from .conversation.messages import Conversation
 from .session.client import ClientLink
 from .session.grants import drop_unscoped_mcp_grants
+from .session.journal import SessionJournal
 from .session.live import LiveSession, open_session
 from .session.model_help import key_notice
 from .session.reporter import text
@@ -38,9 +41,18 @@ class SessionHost(Protocol):
     sessions: dict[str, LiveSession]
 
 
+def _settle_heap() -> None:
+    """Keep what is loaded by now (the modules a session needs, its parts) out of the
+    cyclic collector's full passes: on a busy bridge each pass over them held the
+    event loop for tens of milliseconds. They live as long as the bridge anyway."""
+    gc.collect()
+    gc.freeze()
+
+
 async def start_new(rt: SessionHost, state: SessionState, config: BridgeConfig) -> LiveSession:
     """Open a new session, save it, and tell the log what the user should know."""
     live = await asyncio.to_thread(open_session, rt.link, rt.sandbox, state, config)
+    _settle_heap()
     rt.sessions[state.id] = live
     live.warm_sandbox()
     await recent_memories(live)
@@ -58,16 +70,22 @@ async def resume_saved(
     A turn cut short by a crash is said to be interrupted in the history, and its
     unanswered tool calls are answered as failed, so the model can be asked again.
     """
-    state = await asyncio.to_thread(SessionStore(root).load, session_id)
+    store = SessionStore(root)
+    state = await asyncio.to_thread(store.load, session_id)
     if Path(state.root) != root:
         raise InvalidParams("that session belongs to another project")
+    # The journal's baseline is the state as saved, before the repairs below.
+    journal = await asyncio.to_thread(SessionJournal, store.path(session_id), state, on_disk=True)
     interrupted = state.turn_in_progress
     state.turn_in_progress = None
     conversation = Conversation(state)
     conversation.repair()
     drop_unscoped_mcp_grants(state)  # granted nothing any more; not listed as active
     # dry-run, step limit and extra paths come back from the checkpoint.
-    live = await asyncio.to_thread(open_session, rt.link, rt.sandbox, state, config)
+    live = await asyncio.to_thread(
+        functools.partial(open_session, rt.link, rt.sandbox, state, config, journal=journal)
+    )
+    _settle_heap()
     if interrupted:
         # The bridge died mid-turn; say so in history rather than pretend.
         conversation.show(f"Turn {interrupted} was interrupted (bridge stopped).")

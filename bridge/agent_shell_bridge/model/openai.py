@@ -34,6 +34,7 @@ import httpx
 from ..errors import ModelContextLimit, ModelHTTPError, ModelStreamError, ModelUnavailable
 from ..types import JSONObject
 from .assemble import CompletionAssembler, provider_error_message
+from .encoding import JsonCache
 from .overflow import context_limit_of, is_context_overflow
 from .profiles import flip_for_error, profile_for, wire_messages
 from .retry import RetryPolicy
@@ -87,6 +88,8 @@ class ModelClient:
         if echo is None:
             echo = profile_for(settings.api_base).echo_reasoning
         self.echo_reasoning = echo
+        # The history's JSON between requests (also the budget's size checks).
+        self.json_cache = JsonCache()
 
     def __repr__(self) -> str:
         return f"ModelClient(api_base={self.settings.api_base!r}, model={self.settings.model!r})"
@@ -202,7 +205,7 @@ class ModelClient:
         headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
         if self.settings.api_key:
             headers["Authorization"] = f"Bearer {self.settings.api_key}"
-        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        payload = self.json_cache.body(body)
         log.debug("POST %s model=%s messages=%d", self.url, body["model"], len(body["messages"]))
         async with self._http.stream(
             "POST", self.url, content=payload, headers=headers, timeout=timeout

@@ -2,12 +2,16 @@
 (:mod:`.render`), the file's writer (:mod:`.writer`) and the task summary
 (:mod:`.summary`).
 
-The bridge is the only writer of ``<root>/.agent-shell/logs/<stamp>-<session>.org``.
+The bridge is the only writer of ``<root>/.agent-shell/logs/<stamp>-<session>.org``
+(and of ``…-2.org``, ``…-3.org`` when a long session's log rotates).
 It is also the only renderer: the ``log/entry`` / ``log/update`` notifications carry
-the org text of the entry exactly as written to the file (``org``, ``org_head``,
+the org text of the entry in its current state (``org``, ``org_head``,
 ``org_body_append``; see :func:`entry_params` and :func:`update_params`), and
-``agent-shell-log.el`` inserts that text into the live buffer as is.
-``tests/fixtures/orglog`` pins the rendering byte for byte.
+``agent-shell-log.el`` inserts that text into the live buffer as is. The file is
+append-only and holds the same entries as a history: an update that is more than
+text added to the last entry follows as its own heading (see :mod:`.writer`).
+``log/file`` tells the client the log went on in a new file.
+``tests/fixtures/orglog`` pins both byte for byte.
 
 Rendering rules:
 
@@ -26,10 +30,10 @@ Rendering rules:
   which case they become an escaped example block.  Nothing in an entry can fake a
   heading, close a block or end the drawer.
 
-A step is placed after the last entry of its parent's subtree, so steps stay under
-their task even when tasks interleave.  Appending is one ``write`` followed by
-``fsync``; an out-of-order insertion or an update rewrites the file atomically
-(temporary file, ``fsync``, ``rename``), so a killed bridge leaves a valid file.
+A step is placed under its parent, so steps stay under their task even when tasks
+interleave (a continuation heading of the task goes first).  Every call is one
+``write`` followed by ``fsync``; nothing written is rewritten, so a killed bridge
+leaves a valid file and a turn writes what it adds.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from .render import (
     render_entry,
     render_head,
     render_header,
+    render_note,
     update_params,
 )
 from .summary import TaskUsage, summary_drawer_entry
@@ -70,6 +75,7 @@ __all__ = [
     "render_entry",
     "render_head",
     "render_header",
+    "render_note",
     "summary_drawer_entry",
     "update_params",
 ]

@@ -25,6 +25,7 @@ __all__ = [
     "render_entry",
     "render_head",
     "render_header",
+    "render_note",
     "update_params",
 ]
 
@@ -100,14 +101,18 @@ def _normalise_text(text: str) -> str:
     return text.removesuffix("\n")
 
 
-def _bounded_lines(text: str) -> tuple[list[str], int]:
-    """Split, cap line width and line count; return lines and how many were cut."""
+def _bounded_lines(text: str, marked: int = 0) -> tuple[list[str], int]:
+    """Split, cap line width and line count; return lines and how many were cut.
+
+    MARKED lines of TEXT are markers of lines cut before (they do not count): text
+    clipped once is not clipped again.
+    """
     if not text:
         return [], 0
     lines = [
         ln[:MAX_LINE_CHARS] + "…" if len(ln) > MAX_LINE_CHARS else ln for ln in text.split("\n")
     ]
-    cut = len(lines) - HEAD_LINES - TAIL_LINES
+    cut = len(lines) - HEAD_LINES - TAIL_LINES - marked
     if cut > 0:
         lines = [*lines[:HEAD_LINES], f"[… {cut} lines omitted …]", *lines[-TAIL_LINES:]]
         return lines, cut
@@ -137,7 +142,8 @@ def _render_block(block: TextBlock | SrcBlock | DrawerBlock) -> str:
     if isinstance(block, DrawerBlock):
         return _render_drawer(block)
     text = _normalise_text(block.text)
-    lines, cut = _bounded_lines(text)
+    already = isinstance(block, SrcBlock) and block.omitted_lines > 0
+    lines, cut = _bounded_lines(text, 1 if already else 0)
     if isinstance(block, TextBlock):
         if not lines:
             return ""
@@ -182,6 +188,28 @@ def render_head(entry: LogEntry, level: int) -> str:
     drawer += [f":{k}: {_format_value(v)}".rstrip(" ") for k, v in props.items()]
     drawer.append(":END:")
     return head + "\n" + "\n".join(drawer) + "\n"
+
+
+def render_note(
+    level: int,
+    timestamp: str,
+    title: str,
+    properties: dict[str, PropertyValue],
+    *,
+    todo: str | None = None,
+    body: Iterable[TextBlock | SrcBlock] = (),
+) -> str:
+    """A heading the log file holds besides the entries (an update, a continuation,
+    a link to the next file): no ``LOG_ID``, so nothing takes it for an entry."""
+    head = "*" * max(1, level) + " " + (f"{todo} " if todo else "") + _org_timestamp(timestamp)
+    title = _clean_title(title)
+    if title:
+        head += " " + title
+    props = merge_properties({}, properties)
+    drawer = [":PROPERTIES:", ":SOURCE: bridge"]
+    drawer += [f":{k}: {_format_value(v)}".rstrip(" ") for k, v in props.items()]
+    drawer.append(":END:")
+    return head + "\n" + "\n".join(drawer) + "\n" + render_body(body)
 
 
 def render_entry(entry: LogEntry, level: int) -> str:

@@ -21,6 +21,8 @@ class ToolResult:
     failed: bool = False
     # The full output for the action log (the payload may be clipped) and where it is saved.
     log_text: str | None = None
+    # Lines already left out of log_text (each gap marked in it): what the model was told.
+    log_omitted: int = 0
     log_path: str | None = None
 
 

@@ -123,8 +123,7 @@ async def test_injected_instruction_is_denied_by_the_policy(
         ]
         assert statuses == ["failed"]
         outputs = project / ".agent-shell" / "outputs" / sid
-        assert sorted(p.name for p in outputs.iterdir()) == ["raw"]
-        assert list((outputs / "raw").iterdir()) == []
+        assert not outputs.exists() or not [p for p in outputs.rglob("*") if p.is_file()]
         log = Path(session["logPath"]).read_text(encoding="utf-8")
         assert log.count(":DECISION: deny") == 1
         assert "* REJECTED [" in log

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 from agent_rig import allow_once, make_project, reject, running_rig, start_rig, tool_messages
+from agent_shell_bridge.agent.session.store import SessionStore
 
 # Run again with the sandbox forced off (make test): its path depends on the sandbox.
 pytestmark = pytest.mark.sandbox_sensitive
@@ -251,9 +253,7 @@ async def test_cancel_mid_tool_kills_the_command(serve_app: Any, project: Path) 
         assert turn.end["durationMs"] < 20_000
         assert not marker.exists()
         # The history stays valid: the cancelled call has a result message.
-        state = json.loads(
-            (project / ".agent-shell" / "sessions" / f"{sid}.json").read_text(encoding="utf-8")
-        )
+        state = SessionStore(project).read(sid)
         assert state["messages"][-1]["role"] == "tool"
         assert "cancelled" in state["messages"][-1]["content"]
 
@@ -626,8 +626,11 @@ async def test_cancel_while_waiting_for_approval_closes_the_wait_step(
         assert turn.end["stopReason"] == "cancelled"
         failed = [u for u in turn.tool_results() if u["status"] == "failed"]
         assert failed and "cancelled" in failed[0]["rawOutput"]["error"]
+        writer = rig.runtime.sessions[sid].reporter.writer
         log = Path(rig.runtime.sessions[sid].state.log_path).read_text(encoding="utf-8")
-        assert "** WAIT" not in log
+        assert "** WAIT" not in writer.render()
+        # The file keeps the step's history: the wait, then its outcome below it.
+        assert re.search(r"^\*\* WAIT .*\n(?:.*\n)*?\*\*\* REJECTED .*↳ run_command", log, re.M)
         assert "Cancelled before a decision was made." in log
         assert not (project / "build").exists()
 

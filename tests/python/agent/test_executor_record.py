@@ -116,7 +116,7 @@ async def test_a_finished_call_shows_the_full_log_text_and_keeps_the_payload(
     # The client gets the summary keys only; the model gets the whole payload, nothing added.
     assert updates[-1]["rawOutput"] == {"exit_code": 0, "sandbox": "none"}
     assert outcome.status == "completed" and outcome.payload == payload
-    org = (tmp_path / "log.org").read_text(encoding="utf-8")
+    org = reporter.writer.render()  # the entries in their last state, as Emacs shows them
     assert _state(org) == "DONE"
     assert "全文" in org and str(saved) in org
     assert ":DECISION: approved" in org and ":EXIT_CODE: 0" in org
@@ -133,8 +133,11 @@ async def test_a_failed_result_without_log_text_logs_its_error(tmp_path: Path) -
     assert _log_writes(messages) == ["log/update"]
     assert [u["status"] for u in _updates(messages)] == ["failed"]
     assert outcome.status == "failed" and outcome.payload == {"error": "坏了"}
-    org = (tmp_path / "log.org").read_text(encoding="utf-8")
+    org = reporter.writer.render()
     assert _state(org) == "FAILED" and "Error: 坏了" in org
+    # The file keeps the history: the outcome follows the step as its own heading.
+    file_text = (tmp_path / "log.org").read_text(encoding="utf-8")
+    assert "*** FAILED [" in file_text and "Error: 坏了" in file_text
 
 
 def test_plan_tools_do_not_import_the_executor() -> None:

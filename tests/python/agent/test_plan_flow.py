@@ -22,6 +22,7 @@ from agent_rig import (
     start_rig,
     tool_messages,
 )
+from agent_shell_bridge.agent.session.store import SessionStore
 from agent_shell_bridge.agent.turn.plan import Plan, PlanStep, parse_plan_answer, plan_checklist
 
 # Run again with the sandbox forced off (make test): its path depends on the sandbox.
@@ -89,8 +90,7 @@ def result_of(request_body: dict[str, Any], index: int = -1) -> dict[str, Any]:
 
 
 def checkpoint(root: Path, sid: str) -> dict[str, Any]:
-    path = root / ".agent-shell" / "sessions" / f"{sid}.json"
-    return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+    return SessionStore(root).read(sid)
 
 
 async def test_plan_edited_before_approval_is_followed_as_edited(

@@ -7,11 +7,11 @@ user's words), so the model does not believe its change is still there.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from agent_rig import make_project, running_rig, tool_messages
+from agent_shell_bridge.agent.session.store import SessionStore
 
 NOTE = "[SESSION_NOTE from agent-shell]"
 
@@ -37,7 +37,7 @@ async def test_undo_is_logged_and_told_to_the_model(serve_app: Any, tmp_path: Pa
             "session/undo_turn_done", {"sessionId": sid, "turnId": turn_id, "paths": ["a.py"]}
         )
         assert result == {"recorded": True, "noteQueued": True}
-        state = json.loads((root / ".agent-shell" / "sessions" / f"{sid}.json").read_text())
+        state = SessionStore(root).read(sid)
         log = Path(state["log_path"]).read_text(encoding="utf-8")
         assert f"Undo: turn {turn_id} ('把 x 改成 2') undone by the user, 1 file(s) restored" in log
         assert f":UNDO_OF: {turn_id}" in log

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from agent_rig import make_project, running_rig, tool_messages
+from agent_shell_bridge.agent.session.store import SessionState, SessionStore
 from conftest import EventStream
 
 FIXTURE = str(Path(__file__).resolve().parents[1] / "mcp_fixture_server.py")
@@ -261,14 +262,14 @@ async def test_an_mcp_grant_saved_before_grants_named_their_server_is_dropped_on
     async with running_rig(serve_app, project, steps) as rig:
         sid = await rig.new_session(**_fixture(record, policy="default"))
         await rig.runtime.sessions.pop(sid).aclose()
-        path = project / ".agent-shell" / "sessions" / f"{sid}.json"
-        saved = json.loads(path.read_text(encoding="utf-8"))
+        store = SessionStore(project)
+        saved = store.read(sid)
         saved["session_allow"] = old_keys
         saved["grant_details"] = {
             key: {"tool": key.removeprefix("write:"), "command": None, "cwd": None}
             for key in old_keys
         }
-        path.write_text(json.dumps(saved, ensure_ascii=False), encoding="utf-8")
+        store.save(SessionState.from_json(saved))
         params = {"sessionId": sid, "cwd": str(project), **_fixture(record, policy="default")}
         await rig.client.result("session/resume", params)
         grants = (await rig.client.result("session/grants", {"sessionId": sid}))["grants"]
@@ -277,7 +278,7 @@ async def test_an_mcp_grant_saved_before_grants_named_their_server_is_dropped_on
         [asked] = turn.permission_requests
         assert asked["toolCall"]["title"].startswith("mcp__fx__run")
     assert record.read_text(encoding="utf-8").splitlines() == ["run ls"]  # asked, then ran
-    after = json.loads(path.read_text(encoding="utf-8"))
+    after = store.read(sid)
     assert after["session_allow"] == ["write:write_file"]
     assert list(after["grant_details"]) == ["write:write_file"]
 

@@ -1,7 +1,8 @@
 """The shared orglog fixture: one stream of log notifications and the file it yields.
 
 ``tests/fixtures/orglog/entries.json`` holds ``log/entry`` / ``log/update`` params in
-order; ``expected.org`` is what :class:`OrgLogWriter` writes for them.  The Emacs
+order; ``expected.org`` is the log they make as the live buffer shows it
+(:meth:`OrgLogWriter.render`), ``expected-file.org`` the append-only file.  The Emacs
 suite (tests/elisp/test-log.el) replays the same stream, with the org text the
 writer renders for each notification (tests/python/orglog_renderer.py), into the
 live buffer and compares the text, so the buffer cannot drift from the file.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -169,8 +171,11 @@ def scenario() -> list[dict[str, Any]]:
     ]
 
 
+CLOCK = datetime(2026, 11, 30, 10, 30, 7, tzinfo=timezone(timedelta(hours=8)))
+
+
 def apply(ops: list[dict[str, Any]], path: Path, title: str = TITLE) -> OrgLogWriter:
-    writer = OrgLogWriter(path, title=title)
+    writer = OrgLogWriter(path, title=title, clock=lambda: CLOCK)
     for op in ops:
         if op["method"] == "log/entry":
             writer.add(LogEntry.model_validate(op["params"]))
@@ -180,13 +185,18 @@ def apply(ops: list[dict[str, Any]], path: Path, title: str = TITLE) -> OrgLogWr
 
 
 def test_orglog_fixture_is_current(tmp_path: Path) -> None:
-    """The checked-in fixture matches what the writer produces today."""
+    """The checked-in fixture matches what the writer produces today: ``expected.org``
+    the entries as the live buffer shows them, ``expected-file.org`` the file."""
     ops = scenario()
-    text = apply(ops, tmp_path / "log.org").path.read_bytes()
+    writer = apply(ops, tmp_path / "log.org")
+    text = writer.render().encode("utf-8")
+    file_text = writer.path.read_bytes()
     entries = (json.dumps(ops, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
     if os.environ.get("AGENT_SHELL_REGEN_FIXTURES"):
         FIXTURES.mkdir(parents=True, exist_ok=True)
         (FIXTURES / "entries.json").write_bytes(entries)
         (FIXTURES / "expected.org").write_bytes(text)
+        (FIXTURES / "expected-file.org").write_bytes(file_text)
     assert (FIXTURES / "entries.json").read_bytes() == entries, "stale: regenerate fixtures"
     assert (FIXTURES / "expected.org").read_bytes() == text, "stale: regenerate fixtures"
+    assert (FIXTURES / "expected-file.org").read_bytes() == file_text, "stale: regenerate"

@@ -1,9 +1,10 @@
-"""The bridge renders the action log once: notifications carry the file's text.
+"""The bridge renders the action log once: notifications carry the entries' text.
 
-``log/entry`` carries ``org`` (the entry as written to the file); ``log/update``
+``log/entry`` carries ``org`` (the entry as first written to the file); ``log/update``
 carries ``org_head`` (the new heading and drawer) and ``org_body_append`` (what the
 body grew by).  Applying them the way ``agent-shell-log.el`` does must rebuild the
-file exactly: from the shared fixture stream, and from a real turn over the wire.
+writer's view of the log (:meth:`OrgLogWriter.render`, the entries in their current
+state) exactly: from the shared fixture stream, and from a real turn over the wire.
 """
 
 from __future__ import annotations
@@ -67,8 +68,8 @@ def test_notifications_rebuild_the_fixture_file(tmp_path: Path) -> None:
             writer.update(upd)
             sent.append(("log/update", update_params(upd, before, writer.rendered(upd.id))))
     texts = _rebuild(sent)
-    on_disk = writer.path.read_text(encoding="utf-8")
-    assert "".join(texts[i] for i in _file_entries(on_disk)) == _body(on_disk)
+    view = writer.render()
+    assert "".join(texts[i] for i in _file_entries(view)) == _body(view)
     heads = [p for m, p in sent if m == "log/update" and "org_head" in p]
     appends = [p for m, p in sent if m == "log/update" and "org_body_append" in p]
     assert len(heads) == 3 and len(appends) == 2
@@ -103,10 +104,16 @@ async def test_a_real_turn_sends_the_text_of_the_file(serve_app: Any, tmp_path: 
             if m.get("method") in ("log/entry", "log/update")
         ]
         on_disk = Path(rig.runtime.sessions[sid].state.log_path).read_text(encoding="utf-8")
+        view = rig.runtime.sessions[sid].reporter.writer.render()
     assert all("org" in p for m, p in sent if m == "log/entry")
     assert any("org_head" in p for m, p in sent if m == "log/update")
     assert any("org_body_append" in p for m, p in sent if m == "log/update")
     texts = _rebuild(sent)
-    assert "".join(texts[i] for i in _file_entries(on_disk)) == _body(on_disk)
+    assert "".join(texts[i] for i in _file_entries(view)) == _body(view)
+    # The file holds each entry as first sent, in the same order.
+    assert _file_entries(on_disk) == _file_entries(view)
+    for method, params in sent:
+        if method == "log/entry":
+            assert params["org"] in on_disk
     assert ",* 标题\n,#+begin_src sh\n" in on_disk and "第399行" in on_disk
     assert "lines omitted" in on_disk and (project / "输出").is_dir()

@@ -192,6 +192,7 @@ def parsed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("orglog-org")
     files: dict[str, Path] = {
         "fixture": FIXTURES / "expected.org",
+        "file": FIXTURES / "expected-file.org",
         "injection": tmp / "injection.org",
         "chinese": tmp / "chinese.org",
     }
@@ -238,6 +239,43 @@ def test_orglog_org_fixture_headings(parsed: dict[str, Any]) -> None:
     assert [s["lang"] for s in heads[1]["src"]] == ["sh", "diff", "text"]
     assert heads[7]["tags"] == [], "a tag-like title must not become tags"
     assert _props(heads[7])["SOURCE"] == "model", "a forged SOURCE property is dropped"
+
+
+def test_orglog_org_append_only_file_outline(parsed: dict[str, Any]) -> None:
+    """The append-only file: every entry once, under its parent (through continuation
+    headings), updates one level below their entry with the new state."""
+    heads = parsed["file"]
+    entries = [(h["level"], _props(h)["LOG_ID"]) for h in heads if "LOG_ID" in _props(h)]
+    assert sorted(i for _, i in entries) == [f"e-{n}" for n in range(1, 10)]
+    level = dict((i, lv) for lv, i in entries)
+    assert level == {
+        "e-1": 1,
+        "e-2": 2,
+        "e-3": 1,
+        "e-4": 2,
+        "e-5": 2,
+        "e-6": 2,
+        "e-7": 3,
+        "e-8": 1,
+        "e-9": 2,
+    }
+    parent_of: dict[str, str | None] = {}
+    stack: list[tuple[int, str]] = []
+    for head in heads:
+        props = _props(head)
+        own = props.get("LOG_ID") or props.get("CONTINUES") or props.get("LOG_UPDATE", "")
+        while stack and stack[-1][0] >= head["level"]:
+            stack.pop()
+        if "LOG_ID" in props:
+            parent_of[own] = stack[-1][1] if stack else None
+        if "LOG_UPDATE" in props:
+            assert stack and stack[-1][1] == own, "an update sits right under its entry"
+        stack.append((head["level"], own))
+    assert parent_of["e-4"] == "e-1" and parent_of["e-7"] == "e-2"
+    assert parent_of["e-9"] == "e-1" and parent_of["e-8"] is None
+    done = [h for h in heads if _props(h).get("LOG_UPDATE") == "e-1"]
+    assert [h["todo"] for h in done] == ["DONE"]
+    assert _props(done[0])["DURATION_MS"] == "160000"
 
 
 def test_orglog_org_src_round_trip(parsed: dict[str, Any]) -> None:
@@ -295,7 +333,7 @@ def test_orglog_org_killed_writer_leaves_valid_file(parsed: dict[str, Any]) -> N
     """SIGKILL between entries: every heading written is complete, in order."""
     for name in ("crash-3", "crash-9"):
         n = int(name.split("-")[1])
-        heads = parsed[name]
+        heads = [h for h in parsed[name] if "LOG_ID" in _props(h)]
         ids = [_props(h)["LOG_ID"] for h in heads]
         written = {int(i.split("-")[1]) for i in ids if i.startswith("e-")}
         assert len(written) >= n
@@ -304,5 +342,7 @@ def test_orglog_org_killed_writer_leaves_valid_file(parsed: dict[str, Any]) -> N
             assert head["todo"] == "DONE"
             assert len(head["src"]) == 1
             assert head["src"][0]["value"] == "* 输出\n" * 50 + "#+end_src\n"
+        updates = [h for h in parsed[name] if "LOG_UPDATE" in _props(h)]
+        assert all(_props(h)["LOG_UPDATE"] == "t" and "STEPS" in _props(h) for h in updates)
         leftovers = [p.name for p in parsed["_paths"][name].parent.iterdir() if p.suffix == ".tmp"]
-        assert len(leftovers) <= 1, "at most the one interrupted rewrite leaves a temp file"
+        assert leftovers == [], "the log is only appended to"

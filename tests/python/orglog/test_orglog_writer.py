@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -58,38 +59,54 @@ def test_orglog_writer_header_and_path(tmp_path: Path) -> None:
     assert writer.path == path
 
 
+def _outline(text: str) -> list[tuple[int, str]]:
+    """(level, LOG_ID or ``+CONTINUES`` or ``^LOG_UPDATE``) per heading of a file."""
+    out: list[tuple[int, str]] = []
+    for match in re.finditer(
+        r"^(\*+) .*\n:PROPERTIES:\n(?::SOURCE: \w+\n)?:(LOG_ID|CONTINUES|LOG_UPDATE): (.*)$",
+        text,
+        flags=re.MULTILINE,
+    ):
+        mark = {"LOG_ID": "", "CONTINUES": "+", "LOG_UPDATE": "^"}[match.group(2)]
+        out.append((len(match.group(1)), mark + match.group(3)))
+    return out
+
+
 def test_orglog_writer_steps_stay_under_their_task(tmp_path: Path) -> None:
-    """Interleaved tasks: a late step of the first task is placed under it."""
+    """Interleaved tasks: a late step of the first task goes under a continuation of
+    it; the entries in outline order are each task with its steps."""
     writer = OrgLogWriter(tmp_path / "l.org", title="t")
-    writer.add(entry("a"))
-    writer.add(entry("a1", "a"))
-    writer.add(entry("b"))
-    writer.add(entry("b1", "b"))
-    writer.add(entry("a2", "a"))
+    for e in (entry("a"), entry("a1", "a"), entry("b"), entry("b1", "b"), entry("a2", "a")):
+        writer.add(e)
     writer.add(entry("a1x", "a1"))
     writer.add(entry("a3", "a"))
     text = writer.path.read_text(encoding="utf-8")
-    assert ids_in(text) == ["a", "a1", "a1x", "a2", "a3", "b", "b1"]
-    assert ids_in(text) == [e.id for e in writer.entries()]
-    levels = re.findall(r"^(\*+) ", text, flags=re.MULTILINE)
+    assert _outline(text) == [
+        (1, "a"), (2, "a1"), (1, "b"), (2, "b1"), (1, "+a"), (2, "a2"),
+        (2, "+a1"), (3, "a1x"), (2, "a3"),
+    ]  # fmt: skip
+    assert [e.id for e in writer.entries()] == ["a", "a1", "a1x", "a2", "a3", "b", "b1"]
+    view = writer.render()
+    assert ids_in(view) == [e.id for e in writer.entries()]
+    levels = re.findall(r"^(\*+) ", view, flags=re.MULTILINE)
     assert [len(s) for s in levels] == [1, 2, 3, 2, 2, 1, 2]
 
 
 def test_orglog_writer_nested_step_follows_its_parent(tmp_path: Path) -> None:
-    """A step's child goes right after the step's own subtree, before later steps."""
+    """In order, a step's child goes straight after it: no continuation needed."""
     writer = OrgLogWriter(tmp_path / "l.org", title="t")
-    for e in (entry("a"), entry("a1", "a"), entry("a2", "a"), entry("a1x", "a1"), entry("a3", "a")):
+    for e in (entry("a"), entry("a1", "a"), entry("a1x", "a1"), entry("a2", "a")):
         writer.add(e)
-    assert ids_in(writer.path.read_text(encoding="utf-8")) == ["a", "a1", "a1x", "a2", "a3"]
+    text = writer.path.read_text(encoding="utf-8")
+    assert _outline(text) == [(1, "a"), (2, "a1"), (3, "a1x"), (2, "a2")]
 
 
-def test_orglog_writer_append_keeps_inode_update_replaces(tmp_path: Path) -> None:
-    """In-order entries are appended; updates rewrite atomically, leaving no temp file."""
+def test_orglog_writer_only_appends(tmp_path: Path) -> None:
+    """Adds and updates append to the same file; what was written stays as it was."""
     writer = OrgLogWriter(tmp_path / "l.org", title="t")
     writer.add(entry("a", todo="WAIT", properties={"RISK": "write", "TOOL": "run_command"}))
     inode = writer.path.stat().st_ino
-    writer.add(entry("a1", "a"))
-    assert writer.path.stat().st_ino == inode
+    first = writer.path.read_bytes()
     updated = writer.update(
         LogUpdate(
             session_id="s1",
@@ -99,13 +116,21 @@ def test_orglog_writer_append_keeps_inode_update_replaces(tmp_path: Path) -> Non
             body_append=[{"kind": "text", "text": "ran"}],  # type: ignore[list-item]
         )
     )
-    assert writer.path.stat().st_ino != inode
+    after = writer.path.read_bytes()
+    assert writer.path.stat().st_ino == inode and after.startswith(first)
     assert updated.todo == "APPROVED"
     assert updated.properties == {"RISK": "dangerous", "TOOL": "run_command", "EXIT_CODE": 0}
-    text = writer.path.read_text(encoding="utf-8")
-    assert text.count("* APPROVED [2026-11-30 Mon 10:15] title a\n") == 1
-    assert "WAIT" not in text.split(HEADER_TODO)[1]
-    assert ":RISK: dangerous\n:TOOL: run_command\n:EXIT_CODE: 0\n:END:\nran\n** " in text
+    added = after[len(first) :].decode("utf-8")
+    assert re.match(r"\*\* APPROVED \[[^]]+\] ↳ title a\n:PROPERTIES:\n", added)
+    assert ":LOG_UPDATE: a\n:RISK: dangerous\n:EXIT_CODE: 0\n:END:\nran\n" in added
+    # A body-only update of the entry at the end goes straight into its body.
+    writer.add(entry("a1", "a"))
+    mid = writer.path.read_bytes()
+    writer.update(
+        LogUpdate(session_id="s1", id="a1", body_append=[{"kind": "text", "text": "more"}])  # type: ignore[list-item]
+    )
+    assert writer.path.read_bytes() == mid + b"more\n"
+    assert writer.render().endswith(":LOG_ID: a1\n:END:\nmore\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["l.org"]
     with pytest.raises(KeyError):
         writer.update(LogUpdate(session_id="s1", id="nope", todo="DONE"))
@@ -212,3 +237,62 @@ def test_orglog_writer_hostile_text_cannot_add_structure(
     assert len(BLOCK_LINE.findall(rendered)) in (0, 2)
     drawer = rendered.split(":PROPERTIES:\n", 1)[1].split("\n:END:\n", 1)[0]
     assert all(line.startswith(":") for line in drawer.splitlines())
+
+
+def test_orglog_writer_rotates_before_its_limit(tmp_path: Path) -> None:
+    """Past the limit the log goes on in -2.org, -3.org: linked both ways, each file
+    whole org under the limit, a step still under its task (a continuation)."""
+    path = log_path_for(tmp_path, "s-1", datetime(2026, 11, 30, 10, 15, tzinfo=UTC))
+    writer = OrgLogWriter(path, title="t", session_id="s-1", limit=2500)
+    writer.add(entry("task", title="任务"))
+    for i in range(12):
+        writer.add(entry(f"s{i}", "task", body=[{"kind": "text", "text": "输出 " * 40}]))
+    files = sorted(path.parent.glob("*.org"), key=lambda p: (len(p.name), p.name))
+    assert [p.name for p in files[:3]] == [
+        "2026-11-30-101500-s-1.org",
+        "2026-11-30-101500-s-1-2.org",
+        "2026-11-30-101500-s-1-3.org",
+    ]
+    assert writer.path == files[-1]
+    for before, after in itertools.pairwise(files):
+        assert f"[[file:{after.name}]" in before.read_text(encoding="utf-8")
+        assert f"[[file:{before.name}]" in after.read_text(encoding="utf-8")
+    for p in files:
+        text = p.read_text(encoding="utf-8")
+        assert len(text.encode()) < 2500 + 1000 and text.startswith("#+TITLE: t")
+        assert HEADER_TODO in text
+    second = files[1].read_text(encoding="utf-8")
+    assert ":CONTINUES: task" in second, "the task goes on under a continuation heading"
+    assert sorted(ids_in("".join(p.read_text(encoding="utf-8") for p in files))) == sorted(
+        ["task", *[f"s{i}" for i in range(12)]]
+    )
+    # A rotation cut short (a kill after the next file was begun) is not written over.
+    resumed = OrgLogWriter(files[-1], title="t", session_id="s-1", limit=2500, resumed=True)
+    stray = files[-1].with_name(f"2026-11-30-101500-s-1-{len(files) + 1}.org")
+    stray.write_text("#+TITLE: t\n", encoding="utf-8")
+    for i in range(6):
+        resumed.add(entry(f"r{i}", body=[{"kind": "text", "text": "输出 " * 40}]))
+    assert stray.read_text(encoding="utf-8") == "#+TITLE: t\n"
+    assert resumed.path.name == f"2026-11-30-101500-s-1-{len(files) + 2}.org"
+
+
+def test_orglog_writer_repairs_a_torn_tail_at_any_byte(tmp_path: Path) -> None:
+    """Reopened after a write cut at any byte, the file ends whole: no torn line,
+    no drawer or block left open, and what follows is still under its heading."""
+    path = tmp_path / "l.org"
+    writer = OrgLogWriter(path, title="t")
+    writer.add(entry("a"))
+    whole = path.read_bytes()
+    writer.add(entry("b", "a", body=[{"kind": "src", "lang": "sh", "text": "ls\n* 输出"}]))
+    data = path.read_bytes()
+    for cut in range(len(whole), len(data), 3):
+        path.write_bytes(data[:cut])
+        again = OrgLogWriter(path, title="t", resumed=True)
+        again.add(entry("c"))
+        text = path.read_text(encoding="utf-8")
+        assert text.startswith(whole.decode("utf-8"))
+        tail = text[len(whole) :]
+        assert tail.count(":PROPERTIES:") == tail.count(":END:")
+        assert tail.count("#+begin_src") == tail.count("#+end_src")
+        assert re.search(r"^\* .*Session resumed\n:PROPERTIES:\n", tail, re.M)
+        assert text.endswith(":LOG_ID: c\n:END:\n")

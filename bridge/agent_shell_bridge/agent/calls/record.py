@@ -244,7 +244,10 @@ class CallRecord:
         status = "failed" if result.failed else "completed"
         log_body: Body = []
         shown = result.log_text
-        if shown:
+        if shown and result.log_omitted:
+            # Clipped already, as the model got it: the log says the same count.
+            log_body.append(src(shown, "text", link=result.log_path, omitted=result.log_omitted))
+        elif shown:
             clipped = clip_lines(shown)
             log_body.append(
                 src(clipped.text, "text", link=result.log_path, omitted=clipped.omitted_lines)

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ...errors import Cancelled, ContextTooLarge, ModelContextLimit, ModelError
+from ...model.encoding import JsonCache
 from ...model.overflow import requested_tokens_of
 from ...model.types import Completion
 from ...types import JSONObject
@@ -90,9 +91,16 @@ _HEADER = re.compile(r"^\[TOOL_RESULT name=(\S+) id=(\S+) status=(\w+)\]\n")
 # -- measuring -------------------------------------------------------------------------
 
 
-def request_chars(messages: list[JSONObject], tools: list[JSONObject] | None) -> int:
-    """A request's size in characters, counted as the body will carry it."""
-    size = len(json.dumps(messages, ensure_ascii=False))
+def request_chars(
+    messages: list[JSONObject], tools: list[JSONObject] | None, cache: JsonCache | None = None
+) -> int:
+    """A request's size in characters, counted as the body will carry it (with the
+    session model's CACHE, the history already measured is not encoded again)."""
+    size = (
+        cache.chars(messages)
+        if cache is not None
+        else len(json.dumps(messages, ensure_ascii=False))
+    )
     return size + (len(json.dumps(tools, ensure_ascii=False)) if tools else 0)
 
 
@@ -566,19 +574,20 @@ async def fit_request(
     """
     window = window_of(live)
     rearm_at = int(window.tokens * KEEP_SHARE)
+    cache = live.model.json_cache
     messages = build()
-    chars = request_chars(messages, tools)
+    chars = request_chars(messages, tools, cache)
     own = chars - _newest_results_chars(messages)
     if estimate(live, own) <= rearm_at:
         live.compaction_armed = True
     if estimate(live, chars) <= window.threshold:
         return messages, chars
-    overhead = request_chars(messages[:1], tools)
+    overhead = request_chars(messages[:1], tools, cache)
     # First the older results become stubs: no model call.
     low_water = int(window.tokens * LOW_WATER * live.chars_per_token)
     if await stub_older_results(live, turn, chars=chars, target_chars=low_water):
         messages = build()
-        chars = request_chars(messages, tools)
+        chars = request_chars(messages, tools, cache)
         own = chars - _newest_results_chars(messages)
     # A summary only when the conversation itself is past the threshold (a large newest
     # result alone is no reason), and once per crossing: the next one waits until the
@@ -587,13 +596,13 @@ async def fit_request(
         live.compaction_armed = False
         if await compact(live, turn, share=KEEP_SHARE, reason="threshold", overhead_chars=overhead):
             messages = build()
-            chars = request_chars(messages, tools)
+            chars = request_chars(messages, tools, cache)
             own = chars - _newest_results_chars(messages)
             live.compaction_armed = estimate(live, own) <= rearm_at
     if estimate(live, chars) > window.limit:
         if await compact(live, turn, share=HARD_SHARE, reason="window", overhead_chars=overhead):
             messages = build()
-            chars = request_chars(messages, tools)
+            chars = request_chars(messages, tools, cache)
         needed = estimate(live, chars)
         if needed > window.limit:
             fixed = estimate(live, overhead)

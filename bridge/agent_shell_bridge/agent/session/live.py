@@ -33,9 +33,10 @@ from ...types import JSONObject
 from .approval import Approver, ClientApprover
 from .client import ClientLink
 from .grants import Grant, revoke_grant
+from .journal import SessionJournal
 from .reporter import Reporter, finish_even_if_cancelled, text
 from .roles import BUILTIN_ROLES, Role, RoleConfig, merge_roles
-from .store import SessionState, SessionStore
+from .store import SessionState, SessionStore, now_iso
 
 if TYPE_CHECKING:
     # Imported when a session opens, not when the server starts: the policy loads
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from ...policy.engine import PolicyEngine
     from .turnstate import TurnState
 
-__all__ = ["LiveSession", "open_session"]
+__all__ = ["LiveSession", "head_branch", "open_session"]
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,7 @@ class LiveSession:
     reporter: Reporter
     approver: Approver
     memory: MemoryIndex | None
+    journal: SessionJournal
     dry_run: bool = False
     max_steps: int = 25
     # Whether commands that run without the user's yes are sandboxed in this session.
@@ -198,13 +200,16 @@ class LiveSession:
             turn.usage.add_call(usage)
 
     async def checkpoint(self) -> None:
-        """Save the session: encoded and written in order, fsynced off the event loop."""
-        async with self.checkpoint_lock:  # an older snapshot never lands last
-            data = self.store.encode(self.state)
+        """Save what changed since the last save (journal.py), written and fsynced off
+        the event loop, in order; a call with nothing new writes nothing."""
+        async with self.checkpoint_lock:  # an older step never lands last
+            self.state.log_path = str(self.reporter.writer.path)  # it moves on rotation
+            self.state.updated = now_iso()
+            delta = self.journal.delta(self.state)
+            if delta is None:
+                return
             try:
-                await finish_even_if_cancelled(
-                    asyncio.to_thread(self.store.write, self.state.id, data)
-                )
+                await finish_even_if_cancelled(asyncio.to_thread(self.journal.write, delta))
             except OSError as exc:
                 log.error("could not checkpoint session %s: %s", self.state.id, exc)
 
@@ -309,8 +314,41 @@ class LiveSession:
         return grant
 
     async def current_branch(self) -> str | None:
+        """The branch checked out at the root (``HEAD`` when detached).
+
+        Read from ``.git/HEAD`` when the root is a repository's top: a turn asks
+        twice, and a ``git`` child forked from the bridge held the event loop for
+        tens of milliseconds each time. Anything else asks git.
+        """
+        name = await asyncio.to_thread(head_branch, self.root)
+        if name is not None:
+            return name
         res = await self.quiet_run(safe_git_argv("rev-parse", "--abbrev-ref", "HEAD"), timeout_s=10)
         return res.stdout.strip() if res.exit_code == 0 else None
+
+
+def head_branch(root: Path) -> str | None:
+    """What ``git rev-parse --abbrev-ref HEAD`` says at ROOT, read from the files of
+    the repository whose top ROOT is; None when they cannot tell (ask git)."""
+    dot_git = root / ".git"
+    try:
+        if dot_git.is_file():  # a worktree or submodule: "gitdir: <path>"
+            line = dot_git.read_text(encoding="utf-8").strip()
+            if not line.startswith("gitdir: "):
+                return None
+            git_dir = (root / line.removeprefix("gitdir: ")).resolve()
+        elif dot_git.is_dir():
+            git_dir = dot_git
+        else:
+            return None
+        head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if head.startswith("ref: refs/heads/"):
+        return head.removeprefix("ref: refs/heads/") or None
+    if len(head) == 40 and all(c in "0123456789abcdef" for c in head):
+        return "HEAD"  # detached
+    return None
 
 
 _GITIGNORE = """\
@@ -344,8 +382,13 @@ def open_session(
     config: BridgeConfig,
     *,
     approver: Approver | None = None,
+    journal: SessionJournal | None = None,
 ) -> LiveSession:
-    """Assemble the parts of a session (new or resumed) from its state."""
+    """Assemble the parts of a session (new or resumed) from its state.
+
+    A resumed session passes the JOURNAL made when its state was loaded, and keeps
+    appending to its current log file; a new one starts a log file.
+    """
     from ...memory.index import MemoryIndex
     from ...policy.engine import PolicyEngine
 
@@ -353,9 +396,19 @@ def open_session(
     config = replace(config, extra_allowed_paths=tuple(Path(x) for x in state.extra_allowed_paths))
     base = root / ".agent-shell"
     _ignore_records(base)
-    log_path = log_path_for(root, state.id, datetime.now())
-    writer = OrgLogWriter(log_path, title=f"agent-shell: {root.name} — session {state.id}")
-    state.log_path = str(log_path)
+    current = _current_log(root, state)
+    log_path = current or log_path_for(root, state.id, datetime.now())
+    writer = OrgLogWriter(
+        log_path,
+        title=f"agent-shell: {root.name} — session {state.id}",
+        session_id=state.id,
+        resumed=current is not None,
+        limit=config.log_rotate_bytes,
+    )
+    state.log_path = str(writer.path)
+    store = SessionStore(root)
+    if journal is None:
+        journal = SessionJournal(store.path(state.id), state, on_disk=False)
     secrets = [config.api_key] if config.api_key else []
     model = ModelClient(
         ModelSettings(
@@ -378,7 +431,7 @@ def open_session(
         root=root,
         config=config,
         client=client,
-        store=SessionStore(root),
+        store=store,
         model=model,
         policy=PolicyEngine.for_project(
             root,
@@ -391,6 +444,7 @@ def open_session(
         reporter=Reporter(client.hub, state.id, writer),
         approver=approver or ClientApprover(client.hub),
         memory=MemoryIndex(memory_dir) if memory_dir is not None else None,
+        journal=journal,
         dry_run=state.dry_run,
         max_steps=state.max_steps,
         instructions=instructions,
@@ -399,6 +453,21 @@ def open_session(
         sandbox=sandbox.status,
         sandbox_setting=sandbox.setting,
     )
+
+
+def _current_log(root: Path, state: SessionState) -> Path | None:
+    """The log file a resumed session goes on with: its saved one, when that is still
+    a file in this project's log directory."""
+    if not state.log_path:
+        return None
+    path = Path(state.log_path)
+    logs = root / ".agent-shell" / "logs"
+    try:
+        if path.parent.resolve() != logs.resolve() or path.is_symlink() or not path.is_file():
+            return None
+    except OSError:
+        return None
+    return path
 
 
 def _session_roles(

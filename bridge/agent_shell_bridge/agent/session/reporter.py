@@ -112,14 +112,28 @@ class Reporter:
 
     async def add(self, entry: LogEntry) -> None:
         async with self._lock:
+            before = self.writer.path
             try:
                 await finish_even_if_cancelled(asyncio.to_thread(self.writer.add, entry))
             except OSError as exc:
                 # A full disk must not stop the turn; the client still shows the entry.
                 log.error("could not write the action log %s: %s", self.writer.path, exc)
-            # The client shows the very text the file holds (the bridge renders once).
+            # The client shows the entry as the file holds it (the bridge renders once).
             params = entry_params(entry, self.writer.rendered(entry.id))
+        await self._rotated(before)
         await self.hub.notify("log/entry", params)
+
+    async def _rotated(self, before: object) -> None:
+        """Tell the client when the log went on in a new file (``log/file``)."""
+        if self.writer.path != before:
+            await self.hub.notify(
+                "log/file",
+                {
+                    "sessionId": self.session_id,
+                    "logPath": str(self.writer.path),
+                    "previous": str(before),
+                },
+            )
 
     async def change(
         self,
@@ -139,9 +153,11 @@ class Reporter:
         upd = LogUpdate.model_validate(fields)
         async with self._lock:
             before = self.writer.rendered(entry_id)
+            path = self.writer.path
             try:
                 await finish_even_if_cancelled(asyncio.to_thread(self.writer.update, upd))
             except OSError as exc:
                 log.error("could not update the action log %s: %s", self.writer.path, exc)
             params = update_params(upd, before, self.writer.rendered(entry_id))
+        await self._rotated(path)
         await self.hub.notify("log/update", params)

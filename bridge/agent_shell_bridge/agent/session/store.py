@@ -1,18 +1,18 @@
 """Session state and its checkpoints on disk.
 
-A session's state is saved under ``<root>/.agent-shell/sessions/<id>.json`` after
-every step with an atomic write, so a killed bridge can ``session/resume`` and a
-later Emacs can reopen the conversation with its visible history.
+A session's state is saved under ``<root>/.agent-shell/sessions/``: a snapshot
+``<id>.json`` and the journal of the steps since (``journal.py``), so a killed bridge
+can ``session/resume`` and a later Emacs can reopen the conversation with its visible
+history. A checkpoint written before the journal existed is a snapshot alone and
+loads as it did.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import secrets
-import tempfile
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +21,7 @@ from typing import Any
 from ...errors import SessionNotFound
 from ...model.types import Usage, UsageCounts
 from ...types import JSONObject, Prices
+from .journal import apply_journal, journal_path, write_atomic
 
 __all__ = ["SessionState", "SessionStore", "TokenTotals", "new_session_id"]
 
@@ -115,29 +116,14 @@ class SessionStore:
         return self.directory / f"{session_id}.json"
 
     def save(self, state: SessionState) -> None:
-        self.write(state.id, self.encode(state))
-
-    @staticmethod
-    def encode(state: SessionState) -> bytes:
-        """Serialise now (on the caller's thread), so a later write sees one moment."""
+        """Write STATE whole as the snapshot, with no journal after it (blocking)."""
         state.updated = now_iso()
-        return json.dumps(state.to_json(), ensure_ascii=False).encode("utf-8")
+        path = self.path(state.id)
+        write_atomic(path, json.dumps(state.to_json(), ensure_ascii=False).encode("utf-8"))
+        journal_path(path).unlink(missing_ok=True)
 
-    def write(self, session_id: str, data: bytes) -> None:
-        """Atomically replace the checkpoint (blocking: call it off the event loop)."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{session_id}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path(session_id))
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-
-    def load(self, session_id: str) -> SessionState:
+    def read(self, session_id: str) -> JSONObject:
+        """The saved state as JSON: the snapshot with its journal's steps applied."""
         path = self.path(session_id)
         try:
             data: Any = json.loads(path.read_text(encoding="utf-8"))
@@ -147,7 +133,24 @@ class SessionStore:
             raise SessionNotFound(
                 f"The checkpoint of session {session_id} is unreadable: {exc}"
             ) from exc
-        return SessionState.from_json(data)
+        if not isinstance(data, dict):
+            raise SessionNotFound(f"The checkpoint of session {session_id} is not an object")
+        try:
+            merged, _, _ = apply_journal(data, journal_path(path))
+        except (OSError, ValueError, TypeError) as exc:
+            raise SessionNotFound(
+                f"The journal of session {session_id} is unreadable: {exc}"
+            ) from exc
+        merged.pop("journal_seq", None)
+        return merged
+
+    def load(self, session_id: str) -> SessionState:
+        try:
+            return SessionState.from_json(self.read(session_id))
+        except TypeError as exc:
+            raise SessionNotFound(
+                f"The checkpoint of session {session_id} is unreadable: {exc}"
+            ) from exc
 
     def list(self) -> list[JSONObject]:
         out: list[JSONObject] = []
@@ -155,8 +158,8 @@ class SessionStore:
             return out
         for path in self.directory.glob("*.json"):
             try:
-                state = SessionState.from_json(json.loads(path.read_text(encoding="utf-8")))
-            except (OSError, ValueError, TypeError) as exc:
+                state = self.load(path.stem)
+            except SessionNotFound as exc:
                 log.warning("skipping unreadable checkpoint %s: %s", path, exc)
                 continue
             out.append(

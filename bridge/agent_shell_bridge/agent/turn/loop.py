@@ -90,7 +90,7 @@ async def _fitted_model_step(live: LiveSession, turn: TurnState, memories: str) 
     try:
         return await _model_step(live, turn, messages, tools, chars)
     except ModelContextLimit as exc:
-        overhead = request_chars(messages[:1], tools)
+        overhead = request_chars(messages[:1], tools, live.model.json_cache)
         if not await after_provider_refusal(live, turn, exc, chars, overhead):
             raise  # nothing to shrink and nothing learnt: the retry would fail the same way
     messages, chars = await fit_request(live, turn, build, tools)

@@ -113,7 +113,13 @@ async def _run_process(run: Run, kind: str, timeout_s: float | None) -> ToolResu
         turn.last_test_report = test_report(p.command, result.exit_code, full_text)
     if result.timed_out:
         payload["error"] = f"timed out after {timeout:g} s; the process group was killed"
-    return ToolResult(payload, failed=not ok, log_text=full_text, log_path=log_path)
+    return ToolResult(
+        payload,
+        failed=not ok,
+        log_text=full_text,
+        log_path=log_path,
+        log_omitted=result.omitted_lines,
+    )
 
 
 def _still_as_approved(run: Run) -> None:
