@@ -197,7 +197,7 @@ def render_note(
     properties: dict[str, PropertyValue],
     *,
     todo: str | None = None,
-    body: Iterable[TextBlock | SrcBlock] = (),
+    body: Iterable[TextBlock | SrcBlock | DrawerBlock] = (),
 ) -> str:
     """A heading the log file holds besides the entries (an update, a continuation,
     a link to the next file): no ``LOG_ID``, so nothing takes it for an entry."""
