@@ -36,6 +36,7 @@ BENCHMARKS: tuple[str, ...] = (
     "memory",
     "context",
     "sandbox",
+    "log_buffer_growth",
 )
 
 Runner = Callable[[Scale, Path], Awaitable[list[Figure]]]

@@ -58,6 +58,11 @@ class Scale:
     context_steps: int
     context_lines: int
     sandbox_runs: int
+    log_early_turns: int
+    log_late_turns: int
+    log_measured_turns: int
+    log_open_bytes: int
+    log_open_reps: int
 
 
 SCALES: dict[str, Scale] = {
@@ -81,6 +86,11 @@ SCALES: dict[str, Scale] = {
         context_steps=3,
         context_lines=400,
         sandbox_runs=2,
+        log_early_turns=3,
+        log_late_turns=12,
+        log_measured_turns=3,
+        log_open_bytes=100_000,
+        log_open_reps=1,
     ),
     "full": Scale(
         name="full",
@@ -102,6 +112,11 @@ SCALES: dict[str, Scale] = {
         context_steps=15,
         context_lines=2_000,
         sandbox_runs=15,
+        log_early_turns=50,
+        log_late_turns=5_000,
+        log_measured_turns=50,
+        log_open_bytes=16 * 1024**2,
+        log_open_reps=3,
     ),
 }
 

@@ -44,6 +44,8 @@ EXPECTED = {
     "memory_search_oneshot",
     "context_bytes",
     "sandbox_overhead",
+    "log_buffer_growth",
+    "log_buffer_open",
 }
 
 
