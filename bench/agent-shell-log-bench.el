@@ -95,6 +95,29 @@
   (let ((large-file-warning-threshold nil))
     (find-file file)))
 
+(defun agent-shell-log-bench--warm-up (log-file)
+  "Visit a small log and a small org file cut from LOG-FILE, both deleted after."
+  (let* ((dir (make-temp-file "agent-shell-log-bench-" t))
+         (logs (expand-file-name ".agent-shell/logs/" dir))
+         (small-log (expand-file-name "warm-up.org" logs))
+         (small-plain (expand-file-name "warm-up.org" dir)))
+    (unwind-protect
+        (progn
+          (make-directory logs t)
+          (with-temp-buffer
+            (let ((coding-system-for-read 'utf-8)
+                  (coding-system-for-write 'utf-8))
+              (insert-file-contents log-file nil 0 200000)
+              (goto-char (point-max))
+              (when (re-search-backward "^\\* " nil t)
+                (delete-region (point) (point-max)))
+              (write-region nil nil small-log nil 'silent)
+              (write-region nil nil small-plain nil 'silent)))
+          (agent-shell-log-bench--open-seconds #'agent-shell-log-open-file small-log)
+          (agent-shell-log-bench--open-seconds #'agent-shell-log-bench--open-plain
+                                               small-plain))
+      (delete-directory dir t))))
+
 (defun agent-shell-log-bench-batch (events-file early late measured log-file plain-file reps)
   "Time turns of EVENTS-FILE at turns EARLY and LATE, then open LOG-FILE.
 MEASURED turns are timed at each; LOG-FILE and PLAIN-FILE are opened
@@ -126,6 +149,8 @@ REPS times each, alternately, and the median is reported."
         (kill-buffer shell)
         (kill-buffer log)
         (kill-buffer events))
+      ;; The first visit of an org file loads libraries the others do not.
+      (agent-shell-log-bench--warm-up log-file)
       (dotimes (_ reps)
         (push (agent-shell-log-bench--open-seconds #'agent-shell-log-open-file log-file)
               opens)
