@@ -204,7 +204,7 @@ def _turn(stream: LogStream, turn: int) -> Iterator[tuple[str, dict[str, Any]]]:
                 "title": "回答 answer",
                 "timestamp": _stamp(turn, 4),
                 "source": "model",
-                "body": [{"kind": "text", "text": f"已修复问题 {turn}；测试通过。 Fixed and tested."}],
+                "body": [{"kind": "text", "text": f"已修复问题 {turn}；测试通过。 Fixed, tested."}],
             }
         ),
     )
@@ -266,26 +266,31 @@ def write_log(path: Path, size: int) -> int:
     return written
 
 
+def _prepare(scale: Scale, work: Path) -> tuple[Path, Path, Path, int]:
+    """Write the notifications, the large log and its plain copy under WORK."""
+    events = work / "events.jsonl"
+    logs = work / "project" / ".agent-shell" / "logs"
+    logs.mkdir(parents=True)
+    write_notifications(events, scale.log_late_turns + scale.log_measured_turns)
+    log_file = logs / f"2026-11-30-101500-{SESSION}.org"
+    size = write_log(log_file, scale.log_open_bytes)
+    plain = work / "notes" / "plain.org"
+    plain.parent.mkdir()
+    shutil.copyfile(log_file, plain)
+    return events, log_file, plain, size
+
+
 async def run(scale: Scale, work: Path) -> list[Figure]:
-    work.mkdir(parents=True, exist_ok=True)
     try:
         return await _run(scale, work)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        await asyncio.to_thread(shutil.rmtree, work, ignore_errors=True)
 
 
 async def _run(scale: Scale, work: Path) -> list[Figure]:
     emacs = os.environ.get("BENCH_EMACS", "emacs")
     early, late, measured = scale.log_early_turns, scale.log_late_turns, scale.log_measured_turns
-    events = work / "events.jsonl"
-    await asyncio.to_thread(write_notifications, events, late + measured)
-    logs = work / "project" / ".agent-shell" / "logs"
-    logs.mkdir(parents=True)
-    log_file = logs / f"2026-11-30-101500-{SESSION}.org"
-    size = await asyncio.to_thread(write_log, log_file, scale.log_open_bytes)
-    plain = work / "notes" / "plain.org"
-    plain.parent.mkdir()
-    shutil.copyfile(log_file, plain)
+    events, log_file, plain, size = await asyncio.to_thread(_prepare, scale, work)
     quoted = [json.dumps(str(p)) for p in (events, log_file, plain)]
     form = (
         f"(agent-shell-log-bench-batch {quoted[0]} {early} {late} {measured}"

@@ -135,7 +135,7 @@ of the drawer, for looking values up (RISK, PATH, LINE)."
                (:copier nil))
   "One entry shown in a log buffer.
 POS is where its text started when last seen: a hint, checked and
-found again by `agent-shell-log--node-start' (a marker per entry
+found again by `agent-shell-log-node-start' (a marker per entry
 would slow every insertion in a long log).  ENTRY is the entry's
 params without its text, BODY its diff blocks only (for `d')."
   id parent pos head-length entry todo props body last-descendant sent)
@@ -152,7 +152,7 @@ params without its text, BODY its diff blocks only (for `d')."
   (and (stringp value) (not (string-empty-p value)) value))
 
 (defun agent-shell-log--start-p (pos id)
-  "Return non-nil when POS is where the text of the entry with ID starts.
+  "Return non-nil when POS is the start of the text of the entry with ID.
 An entry's text is one run of the `agent-shell-log-id' property, whose
 value is the entry's own id string."
   (and pos (<= (point-min) pos) (< pos (point-max))
@@ -161,8 +161,8 @@ value is the entry's own id string."
            (not (eq (get-text-property (1- pos) 'agent-shell-log-id) id)))))
 
 (defun agent-shell-log--find-start (id)
-  "Return where the text of the entry with ID starts, or nil.
-Searched from the end, where the entries that change are."
+  "Return the start of the text of the entry with ID, or nil.
+The search goes from the end, where the entries that change are."
   (let ((pos (point-max))
         found)
     (while (and (not found) (> pos (point-min)))
@@ -171,8 +171,10 @@ Searched from the end, where the entries that change are."
         (setq found pos)))
     found))
 
-(defun agent-shell-log--node-start (node)
-  "Return where NODE's text starts in the current buffer, or nil when gone."
+(defun agent-shell-log-node-start (node)
+  "Return the start of NODE's text in the current buffer, or nil when gone.
+The position NODE remembers is checked first, and searched for again
+when text before it grew or shrank."
   (save-restriction
     (widen)
     (let ((id (agent-shell-log-node-id node))
@@ -183,14 +185,14 @@ Searched from the end, where the entries that change are."
 
 (defun agent-shell-log--entry-end (node)
   "Return the position just after NODE's text, or nil when it is gone."
-  (when-let ((start (agent-shell-log--node-start node)))
+  (when-let ((start (agent-shell-log-node-start node)))
     (save-restriction
       (widen)
       (or (next-single-property-change start 'agent-shell-log-id)
           (point-max)))))
 
 (defun agent-shell-log--kept-blocks (blocks)
-  "Return the diff src blocks of BLOCKS, the only ones a node keeps."
+  "Return the diff src blocks of BLOCKS, all a node needs of its body."
   (cl-remove-if-not (lambda (block)
                       (and (equal (alist-get 'kind block) "src")
                            (equal (alist-get 'lang block) "diff")))
@@ -345,7 +347,7 @@ text is reported and left to the file."
 
 (defun agent-shell-log--replace-head (node head)
   "Replace the heading line and drawer of NODE with HEAD."
-  (when-let ((start (agent-shell-log--node-start node)))
+  (when-let ((start (agent-shell-log-node-start node)))
     (delete-region start (+ start (agent-shell-log-node-head-length node)))
     (agent-shell-log--insert start head (agent-shell-log-node-id node))
     (setf (agent-shell-log-node-head-length node) (length head)
@@ -391,7 +393,7 @@ in the buffer is touched."
   "Mark NODE FAILED in the buffer with a NOTE of REASON.
 The bridge that would render the change is gone, so the heading's
 keyword and the drawer are edited here; the file keeps WAIT."
-  (let* ((start (or (agent-shell-log--node-start node) (point-max)))
+  (let* ((start (or (agent-shell-log-node-start node) (point-max)))
          (end (min (point-max) (+ start (agent-shell-log-node-head-length node))))
          (head (buffer-substring-no-properties start end))
          (note (concat ":NOTE: " (agent-shell-log-one-line reason) "\n"))
@@ -473,7 +475,7 @@ notification when D-Bus is available, else shows a message."
       ;; Show the waiting step itself, not the top of a long log.
       (when-let ((start (and window node
                              (with-current-buffer buffer
-                               (agent-shell-log--node-start node)))))
+                               (agent-shell-log-node-start node)))))
         (set-window-start window start)
         (set-window-point window start)))
     (let ((text (format "Waiting for approval: %s"
@@ -535,7 +537,7 @@ notification when D-Bus is available, else shows a message."
   (agent-shell-log-ensure-mode)
   (let ((here (line-end-position)) after first)
     (dolist (id agent-shell-log--pending)
-      (when-let ((pos (agent-shell-log--node-start (gethash id agent-shell-log--nodes))))
+      (when-let ((pos (agent-shell-log-node-start (gethash id agent-shell-log--nodes))))
         (when (or (null first) (< pos first)) (setq first pos))
         (when (and (> pos here) (or (null after) (< pos after)))
           (setq after pos))))

@@ -254,7 +254,7 @@ Three \\[universal-argument] before TAB show everything, drawers included."
                                    (substring old (agent-shell-log--head-length old))
                                    (alist-get 'org_body_append update)))
                  (text (buffer-substring-no-properties
-                        (agent-shell-log--node-start node)
+                        (agent-shell-log-node-start node)
                         (agent-shell-log--entry-end node))))
             (should (string-search title text))
             (should (string-search out text))
