@@ -117,7 +117,9 @@ The overlays Org folded some of them with go."
   "Toggle the drawer on the line at point, for `org-tab-first-hook'.
 Return non-nil when point was on a drawer's first line."
   (when (save-excursion (beginning-of-line)
-                        (looking-at-p agent-shell-log-fold--drawer-re))
+                        (and (looking-at-p agent-shell-log-fold--drawer-re)
+                             (zerop (forward-line -1))
+                             (looking-at-p org-outline-regexp)))
     (when-let ((bounds (save-excursion (beginning-of-line)
                                        (agent-shell-log-fold--drawer-bounds))))
       (agent-shell-log-fold-region (car bounds) (cdr bounds)
