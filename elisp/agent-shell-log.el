@@ -271,7 +271,7 @@ has its own file on disk, and its own live log."
 A folded entry (after `org-overview', or a sparse tree from `!')
 hides its subtree up to and including that newline; a heading
 inserted at POS would then show glued to the folded heading."
-  (when (> pos (point-min))
+  (when (and (> pos (point-min)) (invisible-p (1- pos)))
     (remove-overlays (1- pos) pos 'invisible 'outline)
     (when (fboundp 'org-fold-region)
       (org-fold-region (1- pos) pos nil))))
