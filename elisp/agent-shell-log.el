@@ -31,6 +31,11 @@
 ;; and appends to one body, so the cost of a notification does not grow
 ;; with the buffer, and the buffer's entries stay equal to the file's.
 ;;
+;; The drawers are folded by agent-shell-log-fold.el, with a text
+;; property rather than an overlay each, and no entry holds a marker:
+;; an entry's place is found again by its `agent-shell-log-id' text
+;; property, so a day's log costs what a new one does to add to.
+;;
 ;; agent-shell-permissions.el wires `agent-shell-log-decision-function' to
 ;; the bridge; agent-shell-handlers.el calls `agent-shell-log-buffer',
 ;; `agent-shell-log-insert-entry' and `agent-shell-log-apply-update',
