@@ -39,6 +39,7 @@ BENCHMARKS: tuple[str, ...] = (
     "search",
     "mention",
     "session_growth",
+    "log_buffer_growth",
 )
 
 Runner = Callable[[Scale, Path], Awaitable[list[Figure]]]

@@ -60,6 +60,11 @@ class Scale:
     sandbox_runs: int
     search_files: int
     search_reps: int
+    log_early_turns: int
+    log_late_turns: int
+    log_measured_turns: int
+    log_open_bytes: int
+    log_open_reps: int
     # @ completion: files in the repository, and runs of each measure.
     mention_files: int = 100_000
     mention_reps: int = 9
@@ -94,6 +99,11 @@ SCALES: dict[str, Scale] = {
         mention_reps=3,
         growth_turns=12,
         growth_window=3,
+        log_early_turns=3,
+        log_late_turns=12,
+        log_measured_turns=3,
+        log_open_bytes=100_000,
+        log_open_reps=1,
     ),
     "full": Scale(
         name="full",
@@ -117,6 +127,11 @@ SCALES: dict[str, Scale] = {
         sandbox_runs=15,
         search_files=100_000,
         search_reps=5,
+        log_early_turns=50,
+        log_late_turns=5_000,
+        log_measured_turns=50,
+        log_open_bytes=16 * 1024**2,
+        log_open_reps=3,
     ),
 }
 

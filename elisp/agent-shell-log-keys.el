@@ -69,7 +69,7 @@ the default), and point moves to the chosen step."
                       (format "%s which waiting step? " (or verb "Decide"))
                       table nil t nil nil (and (null (cdr table)) (caar table))))
              (node (or (cdr (assoc choice table)) (user-error "No step chosen"))))
-        (goto-char (agent-shell-log-node-marker node))
+        (goto-char (or (agent-shell-log-node-start node) (point)))
         node))))
 
 (defun agent-shell-log--oldest-waiting ()

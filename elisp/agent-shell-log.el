@@ -31,6 +31,11 @@
 ;; and appends to one body, so the cost of a notification does not grow
 ;; with the buffer, and the buffer's entries stay equal to the file's.
 ;;
+;; The drawers are folded by agent-shell-log-fold.el, with a text
+;; property rather than an overlay each, and no entry holds a marker:
+;; an entry's place is found again by its `agent-shell-log-id' text
+;; property, so a day's log costs what a new one does to add to.
+;;
 ;; agent-shell-permissions.el wires `agent-shell-log-decision-function' to
 ;; the bridge; agent-shell-handlers.el calls `agent-shell-log-buffer',
 ;; `agent-shell-log-insert-entry' and `agent-shell-log-apply-update',
@@ -41,6 +46,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'org)
+(require 'agent-shell-log-fold)
 
 (declare-function notifications-notify "notifications" (&rest params))
 
@@ -132,8 +138,12 @@ of the drawer, for looking values up (RISK, PATH, LINE)."
 (cl-defstruct (agent-shell-log-node
                (:constructor agent-shell-log--make-node)
                (:copier nil))
-  "One entry shown in a log buffer."
-  id parent marker head-length entry todo props body last-descendant sent)
+  "One entry shown in a log buffer.
+POS is where its text started when last seen: a hint, checked and
+found again by `agent-shell-log-node-start' (a marker per entry
+would slow every insertion in a long log).  ENTRY is the entry's
+params without its text, BODY its diff blocks only (for `d')."
+  id parent pos head-length entry todo props body last-descendant sent)
 
 (defvar-local agent-shell-log--nodes nil
   "Hash table from entry id to `agent-shell-log-node'.")
@@ -146,11 +156,52 @@ of the drawer, for looking values up (RISK, PATH, LINE)."
   "Return VALUE as a TODO keyword string, or nil."
   (and (stringp value) (not (string-empty-p value)) value))
 
+(defun agent-shell-log--start-p (pos id)
+  "Return non-nil when POS is the start of the text of the entry with ID.
+An entry's text is one run of the `agent-shell-log-id' property, whose
+value is the entry's own id string."
+  (and pos (<= (point-min) pos) (< pos (point-max))
+       (eq (get-text-property pos 'agent-shell-log-id) id)
+       (or (= pos (point-min))
+           (not (eq (get-text-property (1- pos) 'agent-shell-log-id) id)))))
+
+(defun agent-shell-log--find-start (id)
+  "Return the start of the text of the entry with ID, or nil.
+The search goes from the end, where the entries that change are."
+  (let ((pos (point-max))
+        found)
+    (while (and (not found) (> pos (point-min)))
+      (setq pos (previous-single-property-change pos 'agent-shell-log-id nil (point-min)))
+      (when (eq (get-text-property pos 'agent-shell-log-id) id)
+        (setq found pos)))
+    found))
+
+(defun agent-shell-log-node-start (node)
+  "Return the start of NODE's text in the current buffer, or nil when gone.
+The position NODE remembers is checked first, and searched for again
+when text before it grew or shrank."
+  (save-restriction
+    (widen)
+    (let ((id (agent-shell-log-node-id node))
+          (pos (agent-shell-log-node-pos node)))
+      (if (agent-shell-log--start-p pos id)
+          pos
+        (setf (agent-shell-log-node-pos node) (agent-shell-log--find-start id))))))
+
 (defun agent-shell-log--entry-end (node)
-  "Return the position just after NODE's text."
-  (or (next-single-property-change (agent-shell-log-node-marker node)
-                                   'agent-shell-log-id)
-      (point-max)))
+  "Return the position just after NODE's text, or nil when it is gone."
+  (when-let ((start (agent-shell-log-node-start node)))
+    (save-restriction
+      (widen)
+      (or (next-single-property-change start 'agent-shell-log-id)
+          (point-max)))))
+
+(defun agent-shell-log--kept-blocks (blocks)
+  "Return the diff src blocks of BLOCKS, all a node needs of its body."
+  (cl-remove-if-not (lambda (block)
+                      (and (equal (alist-get 'kind block) "src")
+                           (equal (alist-get 'lang block) "diff")))
+                    blocks))
 
 (defun agent-shell-log--insert (pos text id)
   "Insert TEXT at POS, marked as belonging to entry ID."
@@ -166,7 +217,7 @@ of the drawer, for looking values up (RISK, PATH, LINE)."
                      (lambda (w) (= (window-point w) (point-max)))
                      (get-buffer-window-list (current-buffer) nil t)))
              (inhibit-read-only t))
-         (save-excursion ,@body)
+         (save-excursion (save-restriction (widen) ,@body))
          (dolist (w ,tail) (set-window-point w (point-max)))))))
 
 (defun agent-shell-log--set-pending (node todo)
@@ -225,28 +276,10 @@ has its own file on disk, and its own live log."
 A folded entry (after `org-overview', or a sparse tree from `!')
 hides its subtree up to and including that newline; a heading
 inserted at POS would then show glued to the folded heading."
-  (when (> pos (point-min))
+  (when (and (> pos (point-min)) (invisible-p (1- pos)))
     (remove-overlays (1- pos) pos 'invisible 'outline)
     (when (fboundp 'org-fold-region)
       (org-fold-region (1- pos) pos nil))))
-
-(defun agent-shell-log--fold-drawer (pos)
-  "Fold the properties drawer of the heading at POS, as the saved log opens.
-TAB on the drawer shows it again."
-  (save-excursion
-    (goto-char pos)
-    (forward-line 1)
-    (when (looking-at-p "^:PROPERTIES:$")
-      (agent-shell-log--hide-drawer))))
-
-(defun agent-shell-log--hide-drawer ()
-  "Fold the drawer at point, with the function the loaded Org has.
-Org 9.6 renamed `org-hide-drawer-toggle' (Org 9.5, Emacs 28) to
-`org-fold-hide-drawer-toggle' (Emacs 29 and later)."
-  (if (fboundp 'org-fold-hide-drawer-toggle)
-      (org-fold-hide-drawer-toggle t t)
-    (with-suppressed-warnings ((obsolete org-hide-drawer-toggle))
-      (org-hide-drawer-toggle t t))))
 
 (defun agent-shell-log--org-text (params field)
   "Return the org text FIELD of notification PARAMS, or nil when absent."
@@ -273,16 +306,18 @@ text is reported and left to the file."
                    id (or agent-shell-log--file "the log file")))
          (t
           (let* ((todo (agent-shell-log--todo (alist-get 'todo entry)))
-                 (pos (if parent
-                          (agent-shell-log--entry-end
-                           (gethash (agent-shell-log-node-last-descendant parent)
-                                    agent-shell-log--nodes))
-                        (point-max))))
+                 (pos (or (and parent
+                               (agent-shell-log--entry-end
+                                (gethash (agent-shell-log-node-last-descendant parent)
+                                         agent-shell-log--nodes)))
+                          (point-max))))
             (setq node (agent-shell-log--make-node
-                        :id id :parent parent-id :entry entry
+                        :id id :parent parent-id
+                        :entry (cl-remove-if (lambda (cell) (memq (car cell) '(org body)))
+                                             entry)
                         :props (agent-shell-log--merge-props
                                 nil (alist-get 'properties entry))
-                        :body (alist-get 'body entry)
+                        :body (agent-shell-log--kept-blocks (alist-get 'body entry))
                         :head-length (agent-shell-log--head-length text)
                         :last-descendant id))
             ;; A heading must start a line, even after a damaged entry.
@@ -292,8 +327,8 @@ text is reported and left to the file."
               (setq pos (point)))
             (agent-shell-log--insert pos text id)
             (agent-shell-log--unfold-before pos)
-            (agent-shell-log--fold-drawer pos)
-            (setf (agent-shell-log-node-marker node) (copy-marker pos t))
+            (agent-shell-log-fold-entry pos (+ pos (agent-shell-log-node-head-length node)))
+            (setf (agent-shell-log-node-pos node) pos)
             (puthash id node agent-shell-log--nodes)
             ;; Ancestors whose subtree ended where the entry went now end with it.
             (let ((ancestor parent)
@@ -317,13 +352,12 @@ text is reported and left to the file."
 
 (defun agent-shell-log--replace-head (node head)
   "Replace the heading line and drawer of NODE with HEAD."
-  (let* ((marker (agent-shell-log-node-marker node))
-         (start (marker-position marker)))
+  (when-let ((start (agent-shell-log-node-start node)))
     (delete-region start (+ start (agent-shell-log-node-head-length node)))
     (agent-shell-log--insert start head (agent-shell-log-node-id node))
-    (setf (agent-shell-log-node-head-length node) (length head))
-    (set-marker marker start)
-    (agent-shell-log--fold-drawer start)))
+    (setf (agent-shell-log-node-head-length node) (length head)
+          (agent-shell-log-node-pos node) start)
+    (agent-shell-log-fold-entry start (+ start (length head)))))
 
 (defun agent-shell-log-apply-update (buffer update)
   "Apply UPDATE, the parsed params of a `log/update' notification, in BUFFER.
@@ -352,10 +386,10 @@ in the buffer is touched."
             (agent-shell-log--replace-head node head))
           (when append-blocks
             (setf (agent-shell-log-node-body node)
-                  (append (agent-shell-log-node-body node) append-blocks)))
-          (when more
-            (agent-shell-log--insert (agent-shell-log--entry-end node) more
-                                     (agent-shell-log-node-id node))))))
+                  (append (agent-shell-log-node-body node)
+                          (agent-shell-log--kept-blocks append-blocks))))
+          (when-let ((end (and more (agent-shell-log--entry-end node))))
+            (agent-shell-log--insert end more (agent-shell-log-node-id node))))))
     (when became-wait
       (agent-shell-log-notify buffer (agent-shell-log-node-entry node)))
     node))
@@ -364,8 +398,8 @@ in the buffer is touched."
   "Mark NODE FAILED in the buffer with a NOTE of REASON.
 The bridge that would render the change is gone, so the heading's
 keyword and the drawer are edited here; the file keeps WAIT."
-  (let* ((start (marker-position (agent-shell-log-node-marker node)))
-         (end (+ start (agent-shell-log-node-head-length node)))
+  (let* ((start (or (agent-shell-log-node-start node) (point-max)))
+         (end (min (point-max) (+ start (agent-shell-log-node-head-length node))))
          (head (buffer-substring-no-properties start end))
          (note (concat ":NOTE: " (agent-shell-log-one-line reason) "\n"))
          (case-fold-search nil))
@@ -444,9 +478,11 @@ notification when D-Bus is available, else shows a message."
                   (and agent-shell-log--nodes
                        (gethash (alist-get 'id entry) agent-shell-log--nodes)))))
       ;; Show the waiting step itself, not the top of a long log.
-      (when (and window node)
-        (set-window-start window (agent-shell-log-node-marker node))
-        (set-window-point window (agent-shell-log-node-marker node))))
+      (when-let ((start (and window node
+                             (with-current-buffer buffer
+                               (agent-shell-log-node-start node)))))
+        (set-window-start window start)
+        (set-window-point window start)))
     (let ((text (format "Waiting for approval: %s"
                         (agent-shell-log-one-line (alist-get 'title entry)))))
       (unless (agent-shell-log--desktop-notify text)
@@ -506,8 +542,7 @@ notification when D-Bus is available, else shows a message."
   (agent-shell-log-ensure-mode)
   (let ((here (line-end-position)) after first)
     (dolist (id agent-shell-log--pending)
-      (let ((pos (marker-position (agent-shell-log-node-marker
-                                  (gethash id agent-shell-log--nodes)))))
+      (when-let ((pos (agent-shell-log-node-start (gethash id agent-shell-log--nodes))))
         (when (or (null first) (< pos first)) (setq first pos))
         (when (and (> pos here) (or (null after) (< pos after)))
           (setq after pos))))
@@ -540,8 +575,7 @@ On a link, such as the one to a full output, follow the link instead."
          (props (if node
                     (agent-shell-log-node-props node)
                   (unless (org-before-first-heading-p)
-                    (list (cons "PATH" (org-entry-get nil "PATH"))
-                          (cons "LINE" (org-entry-get nil "LINE"))))))
+                    (agent-shell-log--file-step-props))))
          (path (cdr (assoc "PATH" props)))
          (line (cdr (assoc "LINE" props))))
     (unless (or node props)
@@ -553,6 +587,24 @@ On a link, such as the one to a full output, follow the link instead."
       (goto-char (point-min))
       (forward-line (1- (max 1 (if (numberp line) line (string-to-number line))))))
     (current-buffer)))
+
+(defun agent-shell-log--file-step-props ()
+  "Return PATH and LINE of the step at point in a log read from its file.
+A log file may hold, besides the entries, headings that carry an
+entry's later changes or continue it under another parent; their
+drawer names the entry (LOG_UPDATE, CONTINUES) instead of being it.
+What such a heading lacks is read from the entry's own drawer."
+  (let* ((path (org-entry-get nil "PATH"))
+         (line (org-entry-get nil "LINE"))
+         (of (and (not (and path line))
+                  (or (org-entry-get nil "LOG_UPDATE") (org-entry-get nil "CONTINUES")))))
+    (when of
+      (org-with-wide-buffer
+       (goto-char (point-min))
+       (when (re-search-forward (concat "^:LOG_ID: " (regexp-quote of) "[ \t]*$") nil t)
+         (setq path (or path (org-entry-get nil "PATH"))
+               line (or line (org-entry-get nil "LINE"))))))
+    (list (cons "PATH" path) (cons "LINE" line))))
 
 (defun agent-shell-log-sparse-failures ()
   "Display a sparse tree of every FAILED or REJECTED step."
@@ -620,11 +672,35 @@ newest first, each shown with the title of its first task."
           (choice (completing-read "Action log: " table nil t nil nil
                                    (or current (car names)))))
      (list (cdr (assoc choice labels)))))
-  (find-file-read-only file)
   ;; The review keys (steps, WAIT, visit, failures) work on past logs too.
-  (unless (derived-mode-p 'agent-shell-log-mode)
-    (agent-shell-log-mode)
-    (setq agent-shell-log--file (expand-file-name file))))
+  (switch-to-buffer (agent-shell-log--visit file)))
+
+(defun agent-shell-log--visit (file)
+  "Return a buffer visiting the log FILE in `agent-shell-log-mode', read-only.
+Org runs once: the file is visited in the log's mode directly, as
+UTF-8 (the bridge writes nothing else), and without the question Emacs
+asks before opening a large file (the bridge's own log is no surprise).
+A buffer already visiting FILE in the log's mode is returned as it is."
+  (let* ((file (expand-file-name file))
+         (buffer (or (get-file-buffer file)
+                     (let ((large-file-warning-threshold nil)
+                           (coding-system-for-read 'utf-8)
+                           (auto-mode-alist
+                            (cons (cons (concat "/" (regexp-quote (file-name-nondirectory file))
+                                                "\\'")
+                                        #'agent-shell-log--file-mode)
+                                  auto-mode-alist)))
+                       (find-file-noselect file)))))
+    (with-current-buffer buffer
+      (unless (derived-mode-p 'agent-shell-log-mode)
+        (agent-shell-log--file-mode))
+      (setq buffer-read-only t))
+    buffer))
+
+(defun agent-shell-log--file-mode ()
+  "Turn on `agent-shell-log-mode' for a log file."
+  (agent-shell-log-mode)
+  (setq agent-shell-log--file (expand-file-name buffer-file-name)))
 
 (declare-function agent-shell-show-log "agent-shell" ())
 
@@ -654,6 +730,7 @@ each with its first task, through `agent-shell-log-open-file'."
     (define-key map (kbd "!") #'agent-shell-log-sparse-failures)
     (define-key map (kbd "L") #'agent-shell-log-open-file)
     (define-key map (kbd "q") #'quit-window)
+    (define-key map [remap org-cycle] #'agent-shell-log-fold-cycle)
     map)
   "Keymap of `agent-shell-log-mode'.")
 
@@ -673,6 +750,7 @@ work as usual.
   (setq-local org-src-fontify-natively nil)
   ;; Exporting the log evaluates nothing in it (see `agent-shell-log--no-eval-line').
   (setq-local org-export-use-babel nil)
+  (agent-shell-log-fold-setup)
   (setq agent-shell-log--nodes (make-hash-table :test #'equal)
         agent-shell-log--pending nil))
 

@@ -32,6 +32,7 @@
 ;; agent-shell-tool-text.el     how a tool call reads in the transcript
 ;; agent-shell-citations.el     clickable path:START-END citations
 ;; agent-shell-plan.el          plans the user edits in org, then approves
+;; agent-shell-log-fold.el      the log's drawers folded without overlays
 ;; agent-shell-log.el           the live org action log of a session
 ;; agent-shell-log-keys.el      decisions on waiting steps from the log
 ;; agent-shell-mcp.el           the user's MCP servers for sessions

@@ -68,8 +68,8 @@
 
 (ert-deftest test-log-fold/overview-keeps-old-entries-folded ()
   "After an overview, new entries show folded like fresh ones; older stay folded.
-Org 9.5 (Emacs 28) folds with overlays and Org 9.7 (Emacs 30) with text
-properties: on both, a step or task arriving in a folded log shows its
+Org 9.5 (Emacs 28) and Org 9.7 (Emacs 30) fold headings in different
+ways: on both, a step or task arriving in a folded log shows its
 heading and body with its drawer folded, and TAB folds it like any
 other heading."
   (let* ((agent-shell-log-notify-on-wait nil)

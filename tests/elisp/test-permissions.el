@@ -336,7 +336,7 @@ takes it back in the bridge."
                                     (car (agent-shell-log-pending log)))))
       (with-current-buffer log
         (switch-to-buffer log)
-        (goto-char (agent-shell-log-node-marker
+        (goto-char (agent-shell-log-node-start
                     (gethash (car (agent-shell-log-pending log)) agent-shell-log--nodes)))
         (cl-letf (((symbol-function 'y-or-n-p)
                    (lambda (prompt) (push prompt prompts) t)))

@@ -55,6 +55,8 @@ EXPECTED = {
     "session_growth_disk_late",
     "session_growth_cpu",
     "session_growth_ping_p99",
+    "log_buffer_growth",
+    "log_buffer_open",
 }
 
 
@@ -143,3 +145,33 @@ def test_bench_rejects_a_figure_without_a_number(monkeypatch: pytest.MonkeyPatch
         _check("x", [broken])
     with pytest.raises(RuntimeError, match="no figures"):
         _check("x", [])
+
+
+def test_log_buffer_growth_runs_small_and_leaves_no_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The log buffer bench feeds real turns, opens its generated log, and deletes it all.
+
+    Checked: both figures have a finite value and baseline, every notification reached
+    the live buffer (six entries a turn), it holds no overlay, and the work directory
+    with the generated notifications and log files is gone afterwards.
+    """
+    import asyncio
+
+    monkeypatch.syspath_prepend(str(ROOT))
+    from bench import log_buffer_growth
+    from bench.common import SCALES
+
+    scale = SCALES["small"]
+    work = tmp_path / "work"
+    figures = asyncio.run(log_buffer_growth.run(scale, work))
+    assert [f.key for f in figures] == ["log_buffer_growth", "log_buffer_open"]
+    for fig in figures:
+        assert math.isfinite(fig.value) and fig.value > 0, fig
+        assert math.isfinite(fig.baseline) and fig.baseline > 0, fig
+    growth, opened = figures
+    turns = scale.log_late_turns + scale.log_measured_turns
+    assert growth.details["entries"] == 6 * turns
+    assert growth.details["overlays"] == 0
+    assert opened.details["bytes"] >= scale.log_open_bytes
+    assert not work.exists()
