@@ -454,9 +454,7 @@ class MemoryIndex:
         # written in place (an editor's lock file came and went): look at every file.
         return self._sync(root, project)
 
-    def _known(
-        self, conn: sqlite3.Connection, paths: list[str]
-    ) -> dict[str, tuple[Any, ...]]:
+    def _known(self, conn: sqlite3.Connection, paths: list[str]) -> dict[str, tuple[Any, ...]]:
         """The index rows of ``paths`` as :meth:`_update` compares them."""
         out: dict[str, tuple[Any, ...]] = {}
         for start in range(0, len(paths), 500):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Sequence
+
 from .hit import MemoryHit
 from .migrations import SCHEMA_VERSION
 from .query import QueryPlan, fts_string, plan_query
@@ -46,7 +47,7 @@ def _ranked(
     terms: tuple[str, ...],
     project: str | None,
     n: int,
-) -> list[tuple[int, float]]:
+) -> list[tuple[int, float | None]]:
     """The best ``n`` rows of ``table`` for ``terms``, and the best ``n`` of ``project``.
 
     SQLite ranks every row a MATCH finds, so a term found in thousands of rows (a
@@ -58,7 +59,7 @@ def _ranked(
     """
     counts = {t: _capped_count(conn, table, fts_string(t)) for t in terms}
     rare = [t for t in terms if 0 < counts[t] < COMMON]
-    order = rank
+    order = "r"  # the alias: BM25 is computed once per row, not twice
     if rare:
         match = " OR ".join(fts_string(t) for t in rare)
     else:
@@ -67,14 +68,13 @@ def _ranked(
             return []
         match = " AND ".join(fts_string(t) for t in common)
         if _capped_count(conn, table, match) >= COMMON:
-            order = f"{table}.rowid DESC"
-    if order == rank:
-        order = "r"  # the alias: BM25 is computed once per row, not twice
+            # Too many to rank: the newest, whose ranks would mean nothing (left out).
+            rank, order = "NULL", f"{table}.rowid DESC"
     sql = (
         f"SELECT {table}.rowid, {rank} AS r FROM {table} "  # noqa: S608 - fixed text only
         f"WHERE {table} MATCH ? ORDER BY {order} LIMIT ?"
     )
-    rows: list[tuple[int, float]] = conn.execute(sql, (match, n)).fetchall()
+    rows: list[tuple[int, float | None]] = conn.execute(sql, (match, n)).fetchall()
     if project and len(rows) == n and not _all_of(conn, project, [r[0] for r in rows]):
         # The project's own best, in case others crowd them out.
         mine = (
@@ -114,15 +114,14 @@ def find(
         for rid, rank in _ranked(
             conn, "experiences_fts", _BM25, plan.fts_terms, project, CANDIDATES
         ):
-            bm25[rid] = -float(rank)
+            if rank is not None:
+                bm25[rid] = -float(rank)
             ids.add(rid)
     if plan.like_terms:
         # BM25 over one-token-per-term rows ranks rows holding more (and rarer)
         # short terms first, so a common one ("go") cannot crowd the rows
         # matching all of them out of the limit.
-        rows = _ranked(
-            conn, "experiences_short", "rank", plan.like_terms, project, CANDIDATES * 2
-        )
+        rows = _ranked(conn, "experiences_short", "rank", plan.like_terms, project, CANDIDATES * 2)
         ids.update(rid for rid, _ in rows)
     if symbols:
         folded = [s.casefold() for s in symbols]

@@ -1,0 +1,259 @@
+"""Memory turn cost: a text-only turn and ``session/new`` with 0 and with N experiences.
+
+A real bridge (``serve``) runs against the scripted model, once on a project with no
+experiences and once on a project holding N experience files (50,000 at full scale)
+indexed by the real ``MemoryIndex.reindex``. Each turn is a prompt whose words
+occur in many of the experiences, answered with text only; its time runs from
+``session/prompt`` to the turn's ``turn_end`` on the event stream. The baseline is
+the same with no experiences, measured in the same run: what the memory's size
+adds to every turn and to every new session.
+
+The files are written directly (no fsync) and deleted when their size is measured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from agent_shell_bridge.memory.index import MemoryIndex
+from agent_shell_bridge.model.mock_script import MockScript, MockStep
+from agent_shell_bridge.model.mock_server import MockServer
+
+from .bridgeproc import iter_sse, rpc, spawn_bridge
+from .common import Figure, Scale, median
+
+__all__ = ["run", "write_experiences"]
+
+TIMEOUT_S = 300.0
+SIZES = {"small": 500, "full": 50_000}
+TURNS = {"small": 3, "full": 7}  # timed turns per size, after one warm-up turn
+SESSIONS = {"small": 2, "full": 5}  # timed session/new calls per size
+PROMPT = "Why does the parser time out on 中文 input? Explain the retry logic."
+ANSWER = "The parser waits for the retry budget before giving up."
+
+_EN = [
+    "parser",
+    "cache",
+    "timeout",
+    "encoding",
+    "migration",
+    "deadlock",
+    "logging",
+    "retry",
+    "config",
+    "permission",
+    "scheduler",
+    "pagination",
+    "websocket",
+    "index",
+    "transaction",
+    "upload",
+    "download",
+    "compression",
+    "certificate",
+    "proxy",
+    "locale",
+    "queue",
+    "template",
+    "signal",
+    "dependency",
+    "packaging",
+    "search",
+    "session",
+    "token",
+    "keymap",
+    "snapshot",
+    "rollback",
+    "checksum",
+    "clipboard",
+    "font",
+    "benchmark",
+]
+_ZH = [
+    "解析",
+    "缓存",
+    "超时",
+    "编码",
+    "迁移",
+    "死锁",
+    "日志",
+    "重试",
+    "配置",
+    "权限",
+    "调度",
+    "分页",
+    "长连接",
+    "索引",
+    "事务",
+    "上传",
+    "下载",
+    "压缩",
+    "证书",
+    "代理",
+    "本地化",
+    "队列",
+    "模板",
+    "信号",
+    "依赖",
+    "打包",
+    "搜索",
+    "会话",
+    "令牌",
+    "键位",
+    "快照",
+    "回滚",
+    "校验和",
+    "剪贴板",
+    "字体",
+    "基准测试",
+]
+
+
+def write_experiences(root: Path, n: int) -> None:
+    """``n`` experience files under ``root``'s memory directory, half of them Chinese."""
+    directory = root / ".agent-shell" / "memory"
+    directory.mkdir(parents=True, exist_ok=True)
+    k = len(_EN)
+    for i in range(n):
+        a, b = i % k, (i // k + i) % k
+        ea, eb, za, zb = _EN[a], _EN[b], _ZH[a], _ZH[b]
+        date = f"20{20 + i % 6}-{1 + i % 12:02d}-{1 + i % 28:02d}"
+        if i % 2:
+            title, summary = (
+                f"Fix {ea} under {eb} ({i})",
+                f"{ea} broke under {eb}; fixed in {ea}_{i}.",
+            )
+        else:
+            title, summary = (
+                f"修复{za}与{zb}问题（{i}）",
+                f"{za}在{zb}场景下出错，改 {ea}_{i} 后通过。",
+            )
+        text = (
+            f"---\ntitle: {title}\ndate: {date}\nproject: {root.name}\ntask_type: bugfix\n"
+            f"tags: [{ea}, {eb}]\nsymbols: [{ea}_{i}]\ntrigger: generated\n"
+            f"summary: {summary}\n---\n\n## Goal\n\nMake {ea}_{i} handle {eb}.\n\n"
+            f"## Steps\n\n1. Reproduce the {ea} failure\n2. Fix {ea}_{i}\n3. Tests pass\n\n"
+            f"## Key decisions\n\n- Handle {ea} before {eb}\n\n"
+            f"## Pitfalls\n\n- {zb}的行为与文档不同\n\n## Open issues\n\nNone\n"
+        )
+        (directory / f"{date}--exp-{i:06d}.md").write_bytes(text.encode("utf-8"))
+
+
+def _project(root: Path, n: int) -> None:
+    root.mkdir(parents=True)
+    (root / "README.md").write_text("# bench\n", encoding="utf-8")
+    write_experiences(root, n)
+    (root / ".gitignore").write_text(".agent-shell/\n", encoding="utf-8")
+    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
+        subprocess.run([*git, *args], cwd=root, check=True, capture_output=True)
+
+
+async def _turn(client: httpx.AsyncClient, session_id: str) -> float:
+    """Seconds from ``session/prompt`` to this session's ``turn_end``."""
+    last = (await rpc(client, "ping", {}))["lastEventId"]
+    async with client.stream("GET", "/events", headers={"Last-Event-ID": str(last)}) as response:
+        response.raise_for_status()
+        started = time.perf_counter()
+        await rpc(client, "session/prompt", {"sessionId": session_id, "prompt": PROMPT})
+        async for data in iter_sse(response):
+            message = json.loads(data)
+            params = message.get("params") or {}
+            update = params.get("update") or {}
+            if params.get("sessionId") == session_id and update.get("sessionUpdate") == "turn_end":
+                elapsed = time.perf_counter() - started
+                if update.get("error") or update.get("stopReason") != "end_turn":
+                    raise RuntimeError(f"the scripted turn did not finish: {update}")
+                return elapsed
+    raise RuntimeError("the event stream ended before the turn did")
+
+
+async def _measure(work: Path, n: int, turns: int, sessions: int) -> dict[str, Any]:
+    """Median turn and session/new times with ``n`` experiences; the files deleted after."""
+    project = work / "project"
+    bridge_dir = work / "bridge"
+    started = time.perf_counter()
+    await asyncio.to_thread(_project, project, n)
+    generate_s = time.perf_counter() - started
+    started = time.perf_counter()
+    with MemoryIndex(bridge_dir / "memory") as index:
+        stats = await asyncio.to_thread(index.reindex, [project])
+        indexed = index.count()
+    reindex_s = time.perf_counter() - started
+    if indexed != n:
+        raise RuntimeError(f"indexed {indexed} of {n} experiences ({stats.to_dict()})")
+    mock = MockServer(MockScript(steps=[MockStep(text=ANSWER)] * (turns + 1)))
+    await mock.start()
+    try:
+        env = {
+            "AGENT_SHELL_API_BASE": mock.api_base,
+            "AGENT_SHELL_MODEL": "mock-model",
+            "AGENT_SHELL_API_KEY": "sk-bench",
+        }
+        async with spawn_bridge(bridge_dir, env) as bridge, bridge.client(TIMEOUT_S) as client:
+            new_s: list[float] = []
+            session_id = ""
+            for _ in range(sessions + 1):  # the first opens the caches: not timed
+                t0 = time.perf_counter()
+                session = await rpc(client, "session/new", {"cwd": str(project)})
+                new_s.append(time.perf_counter() - t0)
+                session_id = str(session["sessionId"])
+            turn_s: list[float] = []
+            async with asyncio.timeout(TIMEOUT_S):
+                for _ in range(turns + 1):  # the first warms the model client: not timed
+                    turn_s.append(await _turn(client, session_id))
+    finally:
+        await mock.stop()
+    await asyncio.to_thread(shutil.rmtree, work)
+    return {
+        "turn_s": median(turn_s[1:]),
+        "session_new_s": median(new_s[1:]),
+        "first_session_new_s": new_s[0],
+        "generate_s": round(generate_s, 3),
+        "reindex_s": round(reindex_s, 3),
+    }
+
+
+async def run(scale: Scale, work: Path) -> list[Figure]:
+    n = SIZES[scale.name]
+    turns, sessions = TURNS[scale.name], SESSIONS[scale.name]
+    empty = await _measure(work / "empty", 0, turns, sessions)
+    full = await _measure(work / f"n{n}", n, turns, sessions)
+    details = {
+        "experiences": n,
+        "turns_timed": turns,
+        "sessions_timed": sessions,
+        "prompt": PROMPT,
+        "with_experiences": full,
+        "without": empty,
+    }
+    return [
+        Figure(
+            key="memory_turn_cost",
+            title=f"Memory: text-only turn with {n:,} experiences",
+            unit="ms",
+            value=full["turn_s"] * 1000,
+            baseline=empty["turn_s"] * 1000,
+            baseline_label="the same turn with no experiences",
+            better="lower",
+            details=details,
+        ),
+        Figure(
+            key="memory_session_new",
+            title=f"Memory: session/new with {n:,} experiences",
+            unit="ms",
+            value=full["session_new_s"] * 1000,
+            baseline=empty["session_new_s"] * 1000,
+            baseline_label="session/new with no experiences",
+            better="lower",
+            details=details,
+        ),
+    ]
