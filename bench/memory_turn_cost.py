@@ -5,15 +5,16 @@ experiences and once on a project holding N experience files (50,000 at full sca
 indexed by the real ``MemoryIndex.reindex``. Each turn is a prompt whose words
 occur in many of the experiences, answered with text only; its time runs from
 ``session/prompt`` to the turn's ``turn_end`` on the event stream. The baseline is
-the same with no experiences, measured in the same run: what the memory's size
-adds to every turn and to every new session.
+the same with no experiences, measured in the same run (the two bridges run side by
+side and take turns): what the memory's size adds to every turn and new session.
 
-The files are written directly (no fsync) and deleted when their size is measured.
+The files are written directly (no fsync) and deleted after the measurement.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import subprocess
@@ -34,8 +35,8 @@ __all__ = ["run", "write_experiences"]
 
 TIMEOUT_S = 300.0
 SIZES = {"small": 500, "full": 50_000}
-TURNS = {"small": 3, "full": 7}  # timed turns per size, after one warm-up turn
-SESSIONS = {"small": 2, "full": 5}  # timed session/new calls per size
+TURNS = {"small": 3, "full": 11}  # timed turns per size, after one warm-up turn
+SESSIONS = {"small": 2, "full": 9}  # timed session/new calls per size
 PROMPT = "Why does the parser time out on 中文 input? Explain the retry logic."
 ANSWER = "The parser waits for the retry budget before giving up."
 
@@ -176,57 +177,76 @@ async def _turn(client: httpx.AsyncClient, session_id: str) -> float:
     raise RuntimeError("the event stream ended before the turn did")
 
 
-async def _measure(work: Path, n: int, turns: int, sessions: int) -> dict[str, Any]:
-    """Median turn and session/new times with ``n`` experiences; the files deleted after."""
+async def _prepare(work: Path, n: int) -> dict[str, Any]:
+    """A project with ``n`` experiences and the bridge's index of them, made current."""
     project = work / "project"
-    bridge_dir = work / "bridge"
     started = time.perf_counter()
     await asyncio.to_thread(_project, project, n)
     generate_s = time.perf_counter() - started
     started = time.perf_counter()
-    with MemoryIndex(bridge_dir / "memory") as index:
+    with MemoryIndex(work / "bridge" / "memory") as index:
         stats = await asyncio.to_thread(index.reindex, [project])
         indexed = index.count()
     reindex_s = time.perf_counter() - started
     if indexed != n:
         raise RuntimeError(f"indexed {indexed} of {n} experiences ({stats.to_dict()})")
-    mock = MockServer(MockScript(steps=[MockStep(text=ANSWER)] * (turns + 1)))
-    await mock.start()
-    try:
-        env = {
-            "AGENT_SHELL_API_BASE": mock.api_base,
-            "AGENT_SHELL_MODEL": "mock-model",
-            "AGENT_SHELL_API_KEY": "sk-bench",
-        }
-        async with spawn_bridge(bridge_dir, env) as bridge, bridge.client(TIMEOUT_S) as client:
-            new_s: list[float] = []
-            session_id = ""
-            for _ in range(sessions + 1):  # the first opens the caches: not timed
+    return {"generate_s": round(generate_s, 3), "reindex_s": round(reindex_s, 3)}
+
+
+async def _measure(works: list[Path], turns: int, sessions: int) -> list[dict[str, Any]]:
+    """Median turn and session/new times of a bridge per work directory.
+
+    The bridges run side by side and take turns, so that other work on the machine
+    weighs on each size alike.
+    """
+    n = len(works)
+    new_s: list[list[float]] = [[] for _ in works]
+    turn_s: list[list[float]] = [[] for _ in works]
+    async with contextlib.AsyncExitStack() as stack:
+        clients: list[httpx.AsyncClient] = []
+        for work in works:
+            mock = MockServer(MockScript(steps=[MockStep(text=ANSWER)] * (turns + 1)))
+            await mock.start()
+            stack.push_async_callback(mock.stop)
+            env = {
+                "AGENT_SHELL_API_BASE": mock.api_base,
+                "AGENT_SHELL_MODEL": "mock-model",
+                "AGENT_SHELL_API_KEY": "sk-bench",
+            }
+            bridge = await stack.enter_async_context(spawn_bridge(work / "bridge", env))
+            clients.append(await stack.enter_async_context(bridge.client(TIMEOUT_S)))
+        session_ids = [""] * n
+        for _ in range(sessions + 1):  # the first loads the session code: not timed
+            for i, client in enumerate(clients):
                 t0 = time.perf_counter()
-                session = await rpc(client, "session/new", {"cwd": str(project)})
-                new_s.append(time.perf_counter() - t0)
-                session_id = str(session["sessionId"])
-            turn_s: list[float] = []
-            async with asyncio.timeout(TIMEOUT_S):
-                for _ in range(turns + 1):  # the first warms the model client: not timed
-                    turn_s.append(await _turn(client, session_id))
-    finally:
-        await mock.stop()
-    await asyncio.to_thread(shutil.rmtree, work)
-    return {
-        "turn_s": median(turn_s[1:]),
-        "session_new_s": median(new_s[1:]),
-        "first_session_new_s": new_s[0],
-        "generate_s": round(generate_s, 3),
-        "reindex_s": round(reindex_s, 3),
-    }
+                session = await rpc(client, "session/new", {"cwd": str(works[i] / "project")})
+                new_s[i].append(time.perf_counter() - t0)
+                session_ids[i] = str(session["sessionId"])
+        async with asyncio.timeout(TIMEOUT_S):
+            for _ in range(turns + 1):  # the first warms the model client: not timed
+                for i, client in enumerate(clients):
+                    turn_s[i].append(await _turn(client, session_ids[i]))
+    return [
+        {
+            "turn_s": median(turn_s[i][1:]),
+            "session_new_s": median(new_s[i][1:]),
+            "first_session_new_s": new_s[i][0],
+        }
+        for i in range(n)
+    ]
 
 
 async def run(scale: Scale, work: Path) -> list[Figure]:
     n = SIZES[scale.name]
     turns, sessions = TURNS[scale.name], SESSIONS[scale.name]
-    empty = await _measure(work / "empty", 0, turns, sessions)
-    full = await _measure(work / f"n{n}", n, turns, sessions)
+    works = [work / "empty", work / f"n{n}"]
+    made = [await _prepare(works[0], 0), await _prepare(works[1], n)]
+    try:
+        measured = await _measure(works, turns, sessions)
+    finally:
+        for w in works:
+            await asyncio.to_thread(shutil.rmtree, w, True)
+    empty, full = ({**m, **p} for m, p in zip(measured, made, strict=True))
     details = {
         "experiences": n,
         "turns_timed": turns,
