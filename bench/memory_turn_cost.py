@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -193,6 +194,13 @@ async def _prepare(work: Path, n: int) -> dict[str, Any]:
     return {"generate_s": round(generate_s, 3), "reindex_s": round(reindex_s, 3)}
 
 
+def _cpu_s(pid: int) -> float:
+    """CPU seconds of process ``pid`` and its waited-for children (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+    ticks = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 async def _measure(works: list[Path], turns: int, sessions: int) -> list[dict[str, Any]]:
     """Median turn and session/new times of a bridge per work directory.
 
@@ -204,6 +212,7 @@ async def _measure(works: list[Path], turns: int, sessions: int) -> list[dict[st
     turn_s: list[list[float]] = [[] for _ in works]
     async with contextlib.AsyncExitStack() as stack:
         clients: list[httpx.AsyncClient] = []
+        pids: list[int] = []
         for work in works:
             mock = MockServer(MockScript(steps=[MockStep(text=ANSWER)] * (turns + 1)))
             await mock.start()
@@ -214,23 +223,32 @@ async def _measure(works: list[Path], turns: int, sessions: int) -> list[dict[st
                 "AGENT_SHELL_API_KEY": "sk-bench",
             }
             bridge = await stack.enter_async_context(spawn_bridge(work / "bridge", env))
+            pids.append(bridge.process.pid)
             clients.append(await stack.enter_async_context(bridge.client(TIMEOUT_S)))
         session_ids = [""] * n
-        for _ in range(sessions + 1):  # the first loads the session code: not timed
+        # CPU time is less swayed by other work on the machine than wall time.
+        new_cpu = [0.0] * n
+        turn_cpu = [0.0] * n
+        for r in range(sessions + 1):  # the first loads the session code: not timed
             for i, client in enumerate(clients):
-                t0 = time.perf_counter()
+                c0, t0 = _cpu_s(pids[i]), time.perf_counter()
                 session = await rpc(client, "session/new", {"cwd": str(works[i] / "project")})
                 new_s[i].append(time.perf_counter() - t0)
+                new_cpu[i] += (_cpu_s(pids[i]) - c0) if r else 0.0
                 session_ids[i] = str(session["sessionId"])
         async with asyncio.timeout(TIMEOUT_S):
-            for _ in range(turns + 1):  # the first warms the model client: not timed
+            for r in range(turns + 1):  # the first warms the model client: not timed
                 for i, client in enumerate(clients):
+                    c0 = _cpu_s(pids[i])
                     turn_s[i].append(await _turn(client, session_ids[i]))
+                    turn_cpu[i] += (_cpu_s(pids[i]) - c0) if r else 0.0
     return [
         {
             "turn_s": median(turn_s[i][1:]),
             "session_new_s": median(new_s[i][1:]),
             "first_session_new_s": new_s[i][0],
+            "turn_cpu_ms": round(turn_cpu[i] / turns * 1000, 1),
+            "session_new_cpu_ms": round(new_cpu[i] / sessions * 1000, 1),
         }
         for i in range(n)
     ]
