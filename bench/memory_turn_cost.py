@@ -6,7 +6,8 @@ indexed by the real ``MemoryIndex.reindex``. Each turn is a prompt whose words
 occur in many of the experiences, answered with text only; its time runs from
 ``session/prompt`` to the turn's ``turn_end`` on the event stream. The baseline is
 the same with no experiences, measured in the same run (the two bridges run side by
-side and take turns): what the memory's size adds to every turn and new session.
+side and take turns, each request sent when its bridge is idle): what the memory's
+size adds to every turn and new session. CPU time per request is reported too.
 
 The files are written directly (no fsync) and deleted after the measurement.
 """
@@ -35,6 +36,7 @@ from .common import Figure, Scale, median
 __all__ = ["run", "write_experiences"]
 
 TIMEOUT_S = 300.0
+QUIET_TIMEOUT_S = 120.0
 SIZES = {"small": 500, "full": 50_000}
 TURNS = {"small": 3, "full": 11}  # timed turns per size, after one warm-up turn
 SESSIONS = {"small": 2, "full": 9}  # timed session/new calls per size
@@ -201,6 +203,18 @@ def _cpu_s(pid: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+async def _quiet(pid: int) -> None:
+    """Wait until the bridge is idle (under 5% of a core for 0.2 s): what a session
+    left running in the background (the sandbox's first look at its trees) is not
+    the next request's cost."""
+    async with asyncio.timeout(QUIET_TIMEOUT_S):
+        while True:
+            before = _cpu_s(pid)
+            await asyncio.sleep(0.2)
+            if _cpu_s(pid) - before <= 0.01:
+                return
+
+
 async def _measure(works: list[Path], turns: int, sessions: int) -> list[dict[str, Any]]:
     """Median turn and session/new times of a bridge per work directory.
 
@@ -231,6 +245,7 @@ async def _measure(works: list[Path], turns: int, sessions: int) -> list[dict[st
         turn_cpu = [0.0] * n
         for r in range(sessions + 1):  # the first loads the session code: not timed
             for i, client in enumerate(clients):
+                await _quiet(pids[i])
                 c0, t0 = _cpu_s(pids[i]), time.perf_counter()
                 session = await rpc(client, "session/new", {"cwd": str(works[i] / "project")})
                 new_s[i].append(time.perf_counter() - t0)
@@ -239,6 +254,7 @@ async def _measure(works: list[Path], turns: int, sessions: int) -> list[dict[st
         async with asyncio.timeout(TIMEOUT_S):
             for r in range(turns + 1):  # the first warms the model client: not timed
                 for i, client in enumerate(clients):
+                    await _quiet(pids[i])
                     c0 = _cpu_s(pids[i])
                     turn_s[i].append(await _turn(client, session_ids[i]))
                     turn_cpu[i] += (_cpu_s(pids[i]) - c0) if r else 0.0
