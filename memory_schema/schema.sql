@@ -96,4 +96,13 @@ ALTER TABLE experiences ADD COLUMN inode INTEGER NOT NULL DEFAULT 0;
 -- The newest experiences, overall and per project, without sorting the table.
 CREATE INDEX experiences_date ON experiences (date);
 CREATE INDEX experiences_project_date ON experiences (project, date);
+
+-- Files the bridge itself wrote (or removed) and indexed at once, until the next
+-- listing of their directory: they explain its new mtime, so it is not taken for
+-- a file written in place (which would mean looking at every file).
+CREATE TABLE own_writes (
+    path TEXT PRIMARY KEY,
+    root TEXT NOT NULL
+);
+CREATE INDEX own_writes_root ON own_writes (root);
 PRAGMA user_version = 3;

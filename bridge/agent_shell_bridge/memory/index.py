@@ -313,8 +313,9 @@ class MemoryIndex:
 
         A file rewritten in place with no other change in its directory is found by
         the full scan, which the caller runs in the background when
-        :meth:`claim_full_scan` says one is due, by ``memory reindex``, or by this
-        index's own writers (:meth:`index_file`).
+        :meth:`claim_full_scan` says one is due, or by ``memory reindex``. Files the
+        bridge wrote itself are indexed at once (:meth:`index_file`) and noted in
+        ``own_writes``, which explains the directory's change to the next listing.
         """
         real = Path(root).resolve()
         name = project or real.name
@@ -353,6 +354,9 @@ class MemoryIndex:
             stats = SyncStats(roots=[str(real)])
             st = stat_file(full)
             with self._transaction() as conn:
+                conn.execute(
+                    "INSERT OR IGNORE INTO own_writes (path, root) VALUES (?, ?)", (full, str(real))
+                )
                 if st is None:
                     removed = conn.execute("DELETE FROM experiences WHERE path = ?", (full,))
                     stats.removed += max(removed.rowcount, 0)
@@ -379,6 +383,7 @@ class MemoryIndex:
             with self._transaction() as conn:
                 conn.execute("DELETE FROM experiences")
                 conn.execute("DELETE FROM roots")
+                conn.execute("DELETE FROM own_writes")
             self._write_roots_file(alive)
             stats = SyncStats()
             for path, proj in sorted(alive.items()):
@@ -416,6 +421,7 @@ class MemoryIndex:
             conn.executemany("DELETE FROM experiences WHERE path = ?", gone)
             stats.removed += len(gone)
             self._update(conn, root, project, on_disk, known, stats)
+            conn.execute("DELETE FROM own_writes WHERE root = ?", (str(root),))
             self._remember_root(str(root), project, listing)
         return stats
 
@@ -439,7 +445,8 @@ class MemoryIndex:
             }
             gone = [(path,) for path in known.keys() - names.keys()]
             fresh = [p for p, ino in names.items() if p not in known or known[p][0] != ino]
-            if gone or fresh or stamp == recorded:
+            ours = conn.execute("DELETE FROM own_writes WHERE root = ?", (str(root),)).rowcount
+            if gone or fresh or ours > 0 or stamp == recorded:
                 conn.executemany("DELETE FROM experiences WHERE path = ?", gone)
                 stats.removed += len(gone)
                 files = {p: st for p in fresh if (st := stat_file(p)) is not None}

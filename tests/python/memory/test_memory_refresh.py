@@ -122,7 +122,8 @@ def test_file_written_in_place_while_a_lock_file_comes_and_goes_is_picked_up(
         fh.write(text)
         fh.truncate()
     lock.unlink()
-    assert index.refresh_root(root).updated == 1
+    stats = index.refresh_root(root)
+    assert (stats.updated, stats.unchanged) == (1, 1)  # every file was looked at
     assert _titles(index, "jitter") == ["Fix flaky upload"]
 
 
@@ -145,12 +146,15 @@ def test_our_writer_indexes_its_file_without_a_scan(index: MemoryIndex, root: Pa
     stats = index.index_file(root, path)
     assert (stats.added, stats.unchanged) == (1, 0)
     assert _titles(index, "死锁") == ["死锁排查"]
-    # The directory did change; the next refresh lists it and finds nothing more.
+    # The directory did change; the next refresh lists it, finds the change was
+    # its own writer's, and stats no file (unchanged counts the files stat-ed).
     again = index.refresh_root(root)
-    assert (again.added, again.updated, again.removed) == (0, 0, 0)
+    assert (again.added, again.updated, again.removed, again.unchanged) == (0, 0, 0, 0)
     path.unlink()
     assert index.index_file(root, path).removed == 1
     assert _titles(index, "死锁") == []
+    gone = index.refresh_root(root)
+    assert (gone.added, gone.updated, gone.removed, gone.unchanged) == (0, 0, 0, 0)
 
 
 def test_change_in_the_same_clock_tick_as_the_listing_is_not_trusted_away(
