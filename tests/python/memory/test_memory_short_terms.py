@@ -133,7 +133,8 @@ def test_index_from_before_the_short_term_table_is_filled_on_open(tmp_path: Path
     conn.executescript(
         "DROP TRIGGER experiences_aux_ad; DROP TABLE experiences_short; "
         "DROP TABLE experience_symbols; DROP INDEX experiences_date; "
-        "DROP INDEX experiences_project_date; DROP TABLE own_writes; ALTER TABLE experiences DROP COLUMN inode; "
+        "DROP INDEX experiences_project_date; DROP TABLE own_writes; "
+        "ALTER TABLE experiences DROP COLUMN inode; "
         "ALTER TABLE roots DROP COLUMN dir_mtime_ns; ALTER TABLE roots DROP COLUMN dir_listed_ns; "
         "PRAGMA user_version = 1;"
     )
