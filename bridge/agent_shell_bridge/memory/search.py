@@ -55,21 +55,27 @@ def _ranked(
     telling the rows apart hardly at all (its BM25 weight is near zero). Such common
     terms choose no candidates when a rarer term can; when none can, rows holding
     all the common terms are taken, ranked while they are few, else the newest.
-    Common terms still count in the candidates' scores (ranking.py).
+    Common terms still count in the candidates' scores (ranking.py). Fewer than
+    COMMON rows are fetched whole and chosen here; more, through ORDER BY ... LIMIT.
     """
-    counts = {t: _capped_count(conn, table, fts_string(t)) for t in terms}
-    rare = [t for t in terms if 0 < counts[t] < COMMON]
+    rare = list(terms)
+    match = " OR ".join(fts_string(t) for t in rare)
+    total = _capped_count(conn, table, match)
+    if total >= COMMON:
+        counts = {t: _capped_count(conn, table, fts_string(t)) for t in terms}
+        rare = [t for t in terms if 0 < counts[t] < COMMON]
+        if rare:
+            match = " OR ".join(fts_string(t) for t in rare)
+        else:
+            match = " AND ".join(fts_string(t) for t in terms if counts[t] >= COMMON)
+        total = _capped_count(conn, table, match)
+    if total < COMMON:
+        sql = f"SELECT rowid, {rank} FROM {table} WHERE {table} MATCH ?"  # noqa: S608
+        return _best(conn, conn.execute(sql, (match,)).fetchall(), project, n)
     order = "r"  # the alias: BM25 is computed once per row, not twice
-    if rare:
-        match = " OR ".join(fts_string(t) for t in rare)
-    else:
-        common = [t for t in terms if counts[t] >= COMMON]
-        if not common:
-            return []
-        match = " AND ".join(fts_string(t) for t in common)
-        if _capped_count(conn, table, match) >= COMMON:
-            # Too many to rank: the newest, whose ranks would mean nothing (left out).
-            rank, order = "NULL", f"{table}.rowid DESC"
+    if not rare:
+        # Too many to rank: the newest, whose ranks would mean nothing (left out).
+        rank, order = "NULL", f"{table}.rowid DESC"
     sql = (
         f"SELECT {table}.rowid, {rank} AS r FROM {table} "  # noqa: S608 - fixed text only
         f"WHERE {table} MATCH ? ORDER BY {order} LIMIT ?"
@@ -84,6 +90,21 @@ def _ranked(
         )
         rows += conn.execute(mine, (match, project, n)).fetchall()
     return rows
+
+
+def _best(
+    conn: sqlite3.Connection, rows: list[tuple[int, float]], project: str | None, n: int
+) -> list[tuple[int, float | None]]:
+    """The best ``n`` of ``rows`` (fewer than COMMON), and the best ``n`` of ``project``."""
+    rows.sort(key=lambda r: r[1])
+    out: list[tuple[int, float | None]] = list(rows[:n])
+    rest = rows[n:]
+    if project and rest:
+        marks = ",".join("?" * len(rest))
+        sql = f"SELECT id FROM experiences WHERE project = ? AND id IN ({marks})"  # noqa: S608
+        mine = {r[0] for r in conn.execute(sql, (project, *(r[0] for r in rest)))}
+        out += [r for r in rest if r[0] in mine][:n]
+    return out
 
 
 def _all_of(conn: sqlite3.Connection, project: str, ids: list[int]) -> bool:
