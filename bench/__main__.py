@@ -34,6 +34,7 @@ BENCHMARKS: tuple[str, ...] = (
     "policy",
     "capture",
     "memory",
+    "memory_turn_cost",
     "context",
     "sandbox",
     "search",

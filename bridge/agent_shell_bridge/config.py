@@ -80,6 +80,9 @@ class BridgeConfig:
     echo_reasoning: bool | None = None
     prices: tuple[float, float, float] | None = None
     memory_dir: Path | None = None
+    # How often a turn starts a full scan of the project's experience files in the
+    # background (it finds files rewritten in place; see memory/index.py).
+    memory_full_scan_s: float = 300.0
     max_steps: int = 25
     dry_run: bool = False
     # A session's log goes on in a new file before it passes this size (Emacs asks

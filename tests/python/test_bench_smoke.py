@@ -42,6 +42,8 @@ EXPECTED = {
     "memory_recall",
     "memory_search_cli",
     "memory_search_oneshot",
+    "memory_turn_cost",
+    "memory_session_new",
     "context_bytes",
     "sandbox_overhead",
     "symbol_search_100k",
@@ -108,6 +110,33 @@ def test_bench_small_scale_writes_every_figure(tmp_path: Path) -> None:
         assert f"| {fig['title']} " in table, fig["key"]
     assert updated[:begin] == original[: original.index("# bench-table: begin")]
     assert updated[end:] == original[original.index("# bench-table: end") :]
+
+
+def test_bench_memory_turn_cost_at_small_size(tmp_path: Path) -> None:
+    """``memory_turn_cost`` alone: 0 vs 500 experiences, both figures, and no
+    generated experience left behind in the bench's temporary directory."""
+    out = tmp_path / "results.json"
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_SHELL_")}
+    env["TMPDIR"] = str(scratch)
+    args = ["--scale", "small", "--only", "memory_turn_cost", "--out", str(out)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    figures = json.loads(out.read_text(encoding="utf-8"))["figures"]
+    assert set(figures) == {"memory_turn_cost", "memory_session_new"}
+    for fig in figures.values():
+        assert fig["value"] > 0 and fig["baseline"] > 0, fig
+        assert fig["details"]["experiences"] == 500
+        assert fig["details"]["without"]["reindex_s"] >= 0
+    assert not list(scratch.rglob("*.md"))
 
 
 def test_bench_merge_replaces_only_the_figures_it_measured(tmp_path: Path) -> None:

@@ -36,6 +36,7 @@ from .frontmatter import body_after_front_matter
 from .hit import MemoryHit
 from .migrations import apply_migrations
 from .query import QueryPlan, short_grams
+from .scan import FileStat, Listing, dir_stamp, list_files, list_names, stat_file
 from .search import DB_NAME, find, normalise
 
 __all__ = ["MemoryHit", "MemoryIndex", "SyncStats"]
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 ROOTS_NAME = "roots.json"
 MAX_FILE_BYTES = 1 << 20  # an experience is a page of notes; skip anything huge
 RACY_WINDOW_NS = 2_000_000_000  # re-hash files modified this close to their indexing
+FULL_SCAN_EVERY_S = 300.0  # how often a turn starts a full scan in the background
 _SEARCHED = ("title", "tags", "symbols", "summary", "body")
 _DATE_PREFIX = re.compile(r"^(\d{4}-\d{2}-\d{2})--(.*)$")
 
@@ -93,8 +95,10 @@ def _is_corruption(exc: sqlite3.Error) -> bool:
 class MemoryIndex:
     """SQLite FTS5 index over experience files from any number of project roots."""
 
-    def __init__(self, memory_dir: Path) -> None:
+    def __init__(self, memory_dir: Path, *, full_scan_every_s: float = FULL_SCAN_EVERY_S) -> None:
         self.memory_dir = Path(memory_dir)
+        self.full_scan_every_s = full_scan_every_s
+        self._scanning: set[str] = set()  # roots whose full scan has been claimed
         self.db_path = self.memory_dir / DB_NAME
         self.roots_path = self.memory_dir / ROOTS_NAME
         self._lock = threading.RLock()
@@ -123,9 +127,9 @@ class MemoryIndex:
         )
         try:
             conn.execute("PRAGMA busy_timeout = 10000")
-            (check,) = conn.execute("PRAGMA quick_check").fetchone()
-            if check != "ok":
-                raise sqlite3.DatabaseError(f"quick_check: {check}")
+            # No integrity check here: it reads the whole file (80 ms at 50,000
+            # experiences) and would make every session pay. The full scan runs it
+            # (off the turn); damage met while in use is caught by _guard.
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             before = apply_migrations(conn)
@@ -253,13 +257,16 @@ class MemoryIndex:
 
         return self._guard(run)
 
-    def _remember_root(self, root: str, project: str) -> None:
+    def _remember_root(self, root: str, project: str, listing: Listing) -> None:
+        """Record a full scan of ``root``: its project, when, and its directory stamp."""
         conn = self._open()
         conn.execute(
-            "INSERT INTO roots (path, project, last_sync) VALUES (?, ?, ?) "
+            "INSERT INTO roots (path, project, last_sync, dir_mtime_ns, dir_listed_ns) "
+            "VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT (path) DO UPDATE SET project = excluded.project, "
-            "last_sync = excluded.last_sync",
-            (root, project, time.time()),
+            "last_sync = excluded.last_sync, dir_mtime_ns = excluded.dir_mtime_ns, "
+            "dir_listed_ns = excluded.dir_listed_ns",
+            (root, project, time.time(), listing.stamp, listing.listed_ns),
         )
         on_file = self._roots_from_file()
         if on_file.get(root) != project:
@@ -269,10 +276,95 @@ class MemoryIndex:
     # ----------------------------------------------------------------- sync
 
     def sync_root(self, root: Path, project: str | None = None) -> SyncStats:
-        """Index new and changed experience files under ``root``; drop deleted ones."""
+        """The full scan: every experience file under ``root`` is ``stat``-ed; new and
+        changed ones are indexed, deleted ones dropped, and the index file is checked.
+
+        The files are listed before the index's lock is taken, so a scan in the
+        background holds up a turn's search only while it writes what changed.
+        """
         real = Path(root).resolve()
         name = project or real.name
-        return self._guard(lambda: self._sync(real, name))
+        try:
+            listing = list_files(real / MEMORY_SUBDIR)
+
+            def run() -> SyncStats:
+                (check,) = self._open().execute("PRAGMA quick_check").fetchone()
+                if check != "ok":
+                    raise sqlite3.DatabaseError(f"quick_check: {check}")
+                return self._sync(real, name, listing)
+
+            return self._guard(run)
+        finally:
+            with self._lock:
+                self._scanning.discard(str(real))
+
+    def refresh_root(self, root: Path, project: str | None = None) -> SyncStats:
+        """What a turn runs: bring the index up to date for ``root`` at a cost that
+        does not grow with the number of experiences when nothing changed.
+
+        - The root seen for the first time (or under another project name): a full scan.
+        - The directory's mtime as recorded (and recorded long enough after its last
+          change that a change in the same clock tick cannot hide): nothing to do.
+        - Otherwise the directory is listed without a ``stat`` per file; new names and
+          names whose inode changed (saved by rename) are indexed, missing ones
+          dropped. When the directory changed but no name or inode did (a file
+          written in place while an editor's lock or temporary file came and went),
+          every file is ``stat``-ed as in the full scan.
+
+        A file rewritten in place with no other change in its directory is found by
+        the full scan, which the caller runs in the background when
+        :meth:`claim_full_scan` says one is due, or by ``memory reindex``. Files the
+        bridge wrote itself are indexed at once (:meth:`index_file`) and noted in
+        ``own_writes``, which explains the directory's change to the next listing.
+        """
+        real = Path(root).resolve()
+        name = project or real.name
+        return self._guard(lambda: self._refresh(real, name))
+
+    def claim_full_scan(self, root: Path) -> bool:
+        """True when ``root``'s last full scan is older than ``full_scan_every_s`` and
+        no scan of it is running here; the caller then runs :meth:`sync_root`."""
+        real = str(Path(root).resolve())
+
+        def run() -> bool:
+            if real in self._scanning:
+                return False
+            row = (
+                self._open()
+                .execute("SELECT last_sync FROM roots WHERE path = ?", (real,))
+                .fetchone()
+            )
+            if row is not None and time.time() - float(row[0]) < self.full_scan_every_s:
+                return False
+            self._scanning.add(real)
+            return True
+
+        return self._guard(run)
+
+    def index_file(self, root: Path, path: Path, project: str | None = None) -> SyncStats:
+        """Index (or drop, when it is gone) one experience file our own writer just
+        wrote under ``root``, without looking at the others."""
+        real = Path(root).resolve()
+        name = project or real.name
+        full = str(real / MEMORY_SUBDIR / Path(path).name)
+
+        def run() -> SyncStats:
+            if self._root_row(real) is None:
+                return self._sync(real, name)
+            stats = SyncStats(roots=[str(real)])
+            st = stat_file(full)
+            with self._transaction() as conn:
+                conn.execute(
+                    "INSERT OR IGNORE INTO own_writes (path, root) VALUES (?, ?)", (full, str(real))
+                )
+                if st is None:
+                    removed = conn.execute("DELETE FROM experiences WHERE path = ?", (full,))
+                    stats.removed += max(removed.rowcount, 0)
+                else:
+                    self._update(conn, real, name, {full: st}, self._known(conn, [full]), stats)
+            return stats
+
+        return self._guard(run)
 
     def reindex(self, roots: Sequence[Path] = ()) -> SyncStats:
         """Drop the index and rebuild it from the files of ``roots`` and all known roots.
@@ -291,6 +383,7 @@ class MemoryIndex:
             with self._transaction() as conn:
                 conn.execute("DELETE FROM experiences")
                 conn.execute("DELETE FROM roots")
+                conn.execute("DELETE FROM own_writes")
             self._write_roots_file(alive)
             stats = SyncStats()
             for path, proj in sorted(alive.items()):
@@ -299,88 +392,149 @@ class MemoryIndex:
 
         return self._guard(run)
 
-    def _sync(self, root: Path, project: str) -> SyncStats:
-        import hashlib  # OpenSSL loads in milliseconds: only when indexing
+    def _root_row(self, root: Path) -> tuple[str, int, int] | None:
+        row = (
+            self._open()
+            .execute(
+                "SELECT project, dir_mtime_ns, dir_listed_ns FROM roots WHERE path = ?",
+                (str(root),),
+            )
+            .fetchone()
+        )
+        return None if row is None else (str(row[0]), int(row[1]), int(row[2]))
 
-        stats = SyncStats(roots=[str(root)])
-        directory = root / MEMORY_SUBDIR
-        on_disk: dict[str, os.stat_result] = {}
-        if directory.is_dir() and not directory.is_symlink():
-            try:
-                entries = list(os.scandir(directory))
-            except OSError as exc:
-                raise MemoryError_(f"cannot list {directory}: {exc}") from exc
-            for entry in entries:
-                if entry.name.startswith(".") or not entry.name.endswith(".md"):
-                    continue
-                try:
-                    if not entry.is_file(follow_symlinks=False):
-                        continue  # symlinks could pull any file into prompts
-                    on_disk[str(Path(entry.path))] = entry.stat(follow_symlinks=False)
-                except OSError:
-                    stats.skipped += 1
+    def _sync(self, root: Path, project: str, listing: Listing | None = None) -> SyncStats:
+        if listing is None:
+            listing = list_files(root / MEMORY_SUBDIR)
+        stats = SyncStats(roots=[str(root)], skipped=listing.skipped)
+        on_disk = listing.files
         with self._transaction() as conn:
             known = {
                 row[0]: row[1:]
                 for row in conn.execute(
-                    "SELECT path, mtime_ns, size, indexed_ns, file_hash, project, id "
+                    "SELECT path, mtime_ns, size, indexed_ns, file_hash, project, id, inode "
                     "FROM experiences WHERE root = ?",
                     (str(root),),
                 )
             }
-            for path in known.keys() - on_disk.keys():
-                conn.execute("DELETE FROM experiences WHERE path = ?", (path,))
-                stats.removed += 1
-            now = time.time_ns()
-            new_records: list[dict[str, Any]] = []
-            changed: list[tuple[int, dict[str, Any]]] = []
-            for path, st in sorted(on_disk.items()):
-                old = known.get(path)
-                if (
-                    old is not None
-                    and old[0] == st.st_mtime_ns
-                    and old[1] == st.st_size
-                    and old[4] == project
-                    and old[2] - st.st_mtime_ns > RACY_WINDOW_NS
-                ):
-                    stats.unchanged += 1
-                    continue
-                if st.st_size > MAX_FILE_BYTES:
-                    log.warning("memory: skipping %s (%d bytes, too large)", path, st.st_size)
-                    stats.skipped += 1
-                    continue
-                try:
-                    data = Path(path).read_bytes()
-                except OSError as exc:
-                    log.warning("memory: cannot read %s: %s", path, exc)
-                    stats.skipped += 1
-                    continue
-                digest = hashlib.sha256(data).hexdigest()
-                if old is not None and old[3] == digest and old[4] == project:
-                    conn.execute(
-                        "UPDATE experiences SET mtime_ns = ?, size = ?, indexed_ns = ? "
-                        "WHERE id = ?",
-                        (st.st_mtime_ns, st.st_size, now, old[5]),
-                    )
-                    stats.unchanged += 1
-                    continue
-                record = _record(Path(path), data, str(root), project)
-                record.update(file_hash=digest, mtime_ns=st.st_mtime_ns, size=st.st_size)
-                record["indexed_ns"] = now
-                if old is None:
-                    new_records.append(record)
-                    stats.added += 1
-                else:
-                    self._database()["experiences"].update(old[5], record)
-                    changed.append((old[5], record))
-                    stats.updated += 1
-            if new_records:
-                self._database()["experiences"].insert_all(new_records, batch_size=200)
-                ids = _ids_of(conn, [r["path"] for r in new_records])
-                changed += [(ids[r["path"]], r) for r in new_records]
-            _write_aux(conn, changed)
-            self._remember_root(str(root), project)
+            gone = [(path,) for path in known.keys() - on_disk.keys()]
+            conn.executemany("DELETE FROM experiences WHERE path = ?", gone)
+            stats.removed += len(gone)
+            self._update(conn, root, project, on_disk, known, stats)
+            conn.execute("DELETE FROM own_writes WHERE root = ?", (str(root),))
+            self._remember_root(str(root), project, listing)
         return stats
+
+    def _refresh(self, root: Path, project: str) -> SyncStats:
+        row = self._root_row(root)
+        if row is None or row[0] != project:
+            return self._sync(root, project)
+        stats = SyncStats(roots=[str(root)])
+        recorded, listed = row[1], row[2]
+        directory = root / MEMORY_SUBDIR
+        stamp = dir_stamp(directory)
+        if stamp == recorded and listed - recorded > RACY_WINDOW_NS:
+            return stats
+        stamp, listed_ns, names = list_names(directory)
+        with self._transaction() as conn:
+            known = {
+                r[0]: (int(r[1]), int(r[2]))
+                for r in conn.execute(
+                    "SELECT path, inode, id FROM experiences WHERE root = ?", (str(root),)
+                )
+            }
+            gone = [(path,) for path in known.keys() - names.keys()]
+            fresh = [p for p, ino in names.items() if p not in known or known[p][0] != ino]
+            ours = conn.execute("DELETE FROM own_writes WHERE root = ?", (str(root),)).rowcount
+            if gone or fresh or ours > 0 or stamp == recorded:
+                conn.executemany("DELETE FROM experiences WHERE path = ?", gone)
+                stats.removed += len(gone)
+                files = {p: st for p in fresh if (st := stat_file(p)) is not None}
+                stats.skipped += len(fresh) - len(files)
+                self._update(conn, root, project, files, self._known(conn, list(files)), stats)
+                conn.execute(
+                    "UPDATE roots SET dir_mtime_ns = ?, dir_listed_ns = ? WHERE path = ?",
+                    (stamp, listed_ns, str(root)),
+                )
+                return stats
+        # The directory changed, yet no name or inode did: something may have been
+        # written in place (an editor's lock file came and went): look at every file.
+        return self._sync(root, project)
+
+    def _known(self, conn: sqlite3.Connection, paths: list[str]) -> dict[str, tuple[Any, ...]]:
+        """The index rows of ``paths`` as :meth:`_update` compares them."""
+        out: dict[str, tuple[Any, ...]] = {}
+        for start in range(0, len(paths), 500):
+            chunk = paths[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            sql = (
+                "SELECT path, mtime_ns, size, indexed_ns, file_hash, project, id, inode "  # noqa: S608
+                f"FROM experiences WHERE path IN ({marks})"
+            )
+            out.update((r[0], r[1:]) for r in conn.execute(sql, chunk))
+        return out
+
+    def _update(
+        self,
+        conn: sqlite3.Connection,
+        root: Path,
+        project: str,
+        on_disk: dict[str, FileStat],
+        known: dict[str, tuple[Any, ...]],
+        stats: SyncStats,
+    ) -> None:
+        """Index the files of ``on_disk`` that are new or differ from their ``known`` row."""
+        import hashlib  # OpenSSL loads in milliseconds: only when indexing
+
+        now = time.time_ns()
+        new_records: list[dict[str, Any]] = []
+        changed: list[tuple[int, dict[str, Any]]] = []
+        for path, st in sorted(on_disk.items()):
+            old = known.get(path)
+            if (
+                old is not None
+                and old[0] == st.mtime_ns
+                and old[1] == st.size
+                and old[4] == project
+                and old[6] == st.inode
+                and old[2] - st.mtime_ns > RACY_WINDOW_NS
+            ):
+                stats.unchanged += 1
+                continue
+            if st.size > MAX_FILE_BYTES:
+                log.warning("memory: skipping %s (%d bytes, too large)", path, st.size)
+                stats.skipped += 1
+                continue
+            try:
+                data = Path(path).read_bytes()
+            except OSError as exc:
+                log.warning("memory: cannot read %s: %s", path, exc)
+                stats.skipped += 1
+                continue
+            digest = hashlib.sha256(data).hexdigest()
+            if old is not None and old[3] == digest and old[4] == project:
+                conn.execute(
+                    "UPDATE experiences SET mtime_ns = ?, size = ?, indexed_ns = ?, inode = ? "
+                    "WHERE id = ?",
+                    (st.mtime_ns, st.size, now, st.inode, old[5]),
+                )
+                stats.unchanged += 1
+                continue
+            record = _record(Path(path), data, str(root), project)
+            record.update(file_hash=digest, mtime_ns=st.mtime_ns, size=st.size, inode=st.inode)
+            record["indexed_ns"] = now
+            if old is None:
+                new_records.append(record)
+                stats.added += 1
+            else:
+                self._database()["experiences"].update(old[5], record)
+                changed.append((old[5], record))
+                stats.updated += 1
+        if new_records:
+            self._database()["experiences"].insert_all(new_records, batch_size=200)
+            ids = _ids_of(conn, [r["path"] for r in new_records])
+            changed += [(ids[r["path"]], r) for r in new_records]
+        _write_aux(conn, changed)
 
     # ----------------------------------------------------------------- search
 

@@ -13,20 +13,17 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from .hit import MemoryHit
 from .migrations import SCHEMA_VERSION
 from .query import QueryPlan, fts_string, plan_query
 from .ranking import score_candidates
 
-if TYPE_CHECKING:
-    pass
-
 __all__ = ["CANDIDATES", "DB_NAME", "find", "normalise", "open_current"]
 
 DB_NAME = "index.sqlite3"
 CANDIDATES = 200
+COMMON = 1000  # a term found in this many rows is too common to choose candidates
 _BM25 = "bm25(experiences_fts, 4.0, 3.0, 3.0, 2.0, 1.0)"
 
 
@@ -35,6 +32,86 @@ def normalise(query: str, symbols: Sequence[str], limit: int) -> tuple[QueryPlan
     plan = plan_query(query if isinstance(query, str) else "")
     syms = [s for s in dict.fromkeys(str(s).strip() for s in symbols) if s][:16]
     return plan, syms, max(1, min(int(limit), 100))
+
+
+def _capped_count(conn: sqlite3.Connection, table: str, match: str) -> int:
+    """How many rows ``match`` finds in ``table``, counting no further than COMMON."""
+    sql = f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)"  # noqa: S608
+    return int(conn.execute(sql, (match, COMMON)).fetchone()[0])
+
+
+def _ranked(
+    conn: sqlite3.Connection,
+    table: str,
+    rank: str,
+    terms: tuple[str, ...],
+    project: str | None,
+    n: int,
+) -> list[tuple[int, float | None]]:
+    """The best ``n`` rows of ``table`` for ``terms``, and the best ``n`` of ``project``.
+
+    SQLite ranks every row a MATCH finds, so a term found in thousands of rows (a
+    word every experience has) would cost in proportion to the memory's size while
+    telling the rows apart hardly at all (its BM25 weight is near zero). Such common
+    terms choose no candidates when a rarer term can; when none can, rows holding
+    all the common terms are taken, ranked while they are few, else the newest.
+    Common terms still count in the candidates' scores (ranking.py). Fewer than
+    COMMON rows are fetched whole and chosen here; more, through ORDER BY ... LIMIT.
+    """
+    rare = list(terms)
+    match = " OR ".join(fts_string(t) for t in rare)
+    total = _capped_count(conn, table, match)
+    if total >= COMMON:
+        counts = {t: _capped_count(conn, table, fts_string(t)) for t in terms}
+        rare = [t for t in terms if 0 < counts[t] < COMMON]
+        if rare:
+            match = " OR ".join(fts_string(t) for t in rare)
+        else:
+            match = " AND ".join(fts_string(t) for t in terms if counts[t] >= COMMON)
+        total = _capped_count(conn, table, match)
+    if total < COMMON:
+        sql = f"SELECT rowid, {rank} FROM {table} WHERE {table} MATCH ?"  # noqa: S608
+        return _best(conn, conn.execute(sql, (match,)).fetchall(), project, n)
+    order = "r"  # the alias: BM25 is computed once per row, not twice
+    if not rare:
+        # Too many to rank: the newest, whose ranks would mean nothing (left out).
+        rank, order = "NULL", f"{table}.rowid DESC"
+    sql = (
+        f"SELECT {table}.rowid, {rank} AS r FROM {table} "  # noqa: S608 - fixed text only
+        f"WHERE {table} MATCH ? ORDER BY {order} LIMIT ?"
+    )
+    rows: list[tuple[int, float | None]] = conn.execute(sql, (match, n)).fetchall()
+    if project and len(rows) == n and not _all_of(conn, project, [r[0] for r in rows]):
+        # The project's own best, in case others crowd them out.
+        mine = (
+            f"SELECT {table}.rowid, {rank} AS r FROM {table} "  # noqa: S608 - fixed text only
+            f"JOIN experiences e ON e.id = {table}.rowid "
+            f"WHERE {table} MATCH ? AND e.project = ? ORDER BY {order} LIMIT ?"
+        )
+        rows += conn.execute(mine, (match, project, n)).fetchall()
+    return rows
+
+
+def _best(
+    conn: sqlite3.Connection, rows: list[tuple[int, float]], project: str | None, n: int
+) -> list[tuple[int, float | None]]:
+    """The best ``n`` of ``rows`` (fewer than COMMON), and the best ``n`` of ``project``."""
+    rows.sort(key=lambda r: r[1])
+    out: list[tuple[int, float | None]] = list(rows[:n])
+    rest = rows[n:]
+    if project and rest:
+        marks = ",".join("?" * len(rest))
+        sql = f"SELECT id FROM experiences WHERE project = ? AND id IN ({marks})"  # noqa: S608
+        mine = {r[0] for r in conn.execute(sql, (project, *(r[0] for r in rest)))}
+        out += [r for r in rest if r[0] in mine][:n]
+    return out
+
+
+def _all_of(conn: sqlite3.Connection, project: str, ids: list[int]) -> bool:
+    """Whether every row of ``ids`` belongs to ``project`` (then they are its best too)."""
+    marks = ",".join("?" * len(ids))
+    sql = f"SELECT count(*) FROM experiences WHERE project = ? AND id IN ({marks})"  # noqa: S608
+    return int(conn.execute(sql, (project, *ids)).fetchone()[0]) == len(ids)
 
 
 def find(
@@ -46,48 +123,27 @@ def find(
 ) -> list[MemoryHit]:
     """The best ``limit`` experiences for ``plan`` in the index open on ``conn``.
 
-    Never scans the table: terms of three or more characters are matched in the
-    trigram FTS5 index, shorter ones in the short-term FTS5 index, symbols through
-    the indexed ``experience_symbols`` table.
+    Never scans the table, and reads only the rows it ranks: terms of three or more
+    characters are matched in the trigram FTS5 index, shorter ones in the short-term
+    FTS5 index, symbols through the indexed ``experience_symbols`` table, each with
+    a LIMIT; the candidates' text is then read by id and scored.
     """
     bm25: dict[int, float] = {}
     ids: set[int] = set()
     proj = project or ""
-    # One MATCH per table returns every matching row with its rank (cheaper than
-    # ORDER BY ... LIMIT twice, once per scope); the best rows overall and the
-    # best of the current project become candidates.
-    mine: set[int] | None = None
-
-    def best(rows: list[tuple[int, float]], n: int) -> list[tuple[int, float]]:
-        nonlocal mine
-        rows.sort(key=lambda r: r[1])
-        if not project or len(rows) <= n:
-            return rows[:n]
-        if mine is None:  # the project's rows, through the project index
-            sql = "SELECT id FROM experiences WHERE project = ?"
-            mine = {r[0] for r in conn.execute(sql, (project,))}
-        return rows[:n] + [r for r in rows[n:] if r[0] in mine][:n]
-
     if plan.fts_terms:
-        match = " OR ".join(fts_string(t) for t in plan.fts_terms)
-        rows = conn.execute(
-            f"SELECT rowid, {_BM25} FROM experiences_fts "  # noqa: S608 - fixed text only
-            "WHERE experiences_fts MATCH ?",
-            (match,),
-        ).fetchall()
-        for rid, rank in best(rows, CANDIDATES):
-            bm25[rid] = -float(rank)
+        for rid, rank in _ranked(
+            conn, "experiences_fts", _BM25, plan.fts_terms, project, CANDIDATES
+        ):
+            if rank is not None:
+                bm25[rid] = -float(rank)
             ids.add(rid)
     if plan.like_terms:
         # BM25 over one-token-per-term rows ranks rows holding more (and rarer)
         # short terms first, so a common one ("go") cannot crowd the rows
         # matching all of them out of the limit.
-        match = " OR ".join(fts_string(t) for t in plan.like_terms)
-        rows = conn.execute(
-            "SELECT rowid, rank FROM experiences_short WHERE experiences_short MATCH ?",
-            (match,),
-        ).fetchall()
-        ids.update(rid for rid, _ in best(rows, CANDIDATES * 2))
+        rows = _ranked(conn, "experiences_short", "rank", plan.like_terms, project, CANDIDATES * 2)
+        ids.update(rid for rid, _ in rows)
     if symbols:
         folded = [s.casefold() for s in symbols]
         marks = ",".join("?" * len(folded))
@@ -101,13 +157,12 @@ def find(
             )
         )
     if plan.empty and not symbols:
-        ids.update(
-            r[0]
-            for r in conn.execute(
-                "SELECT id FROM experiences ORDER BY project = ? DESC, date DESC LIMIT ?",
-                (proj, limit * 4),
-            )
-        )
+        # The newest, of this project and overall, each through its date index.
+        newest = "SELECT id FROM experiences ORDER BY date DESC LIMIT ?"
+        ids.update(r[0] for r in conn.execute(newest, (limit * 4,)))
+        if project:
+            own = "SELECT id FROM experiences WHERE project = ? ORDER BY date DESC LIMIT ?"
+            ids.update(r[0] for r in conn.execute(own, (project, limit * 4)))
     if not ids:
         return []
     return score_candidates(conn, plan, ids, bm25, project, symbols, limit)

@@ -47,6 +47,8 @@ def register(d: Dispatcher[Runtime]) -> None:
 
         def run() -> list[dict[str, Any]]:
             with MemoryIndex(memory_dir) as index:
+                # Asked for by the user, not run at every turn: the full scan, which
+                # also finds files rewritten in place since the last one.
                 for live in rt.sessions.values():
                     index.sync_root(live.root, live.project)
                 hits = index.search(p.query, project=p.project, limit=p.limit)

@@ -132,7 +132,11 @@ def test_index_from_before_the_short_term_table_is_filled_on_open(tmp_path: Path
     conn = sqlite3.connect(db, isolation_level=None)
     conn.executescript(
         "DROP TRIGGER experiences_aux_ad; DROP TABLE experiences_short; "
-        "DROP TABLE experience_symbols; PRAGMA user_version = 1;"
+        "DROP TABLE experience_symbols; DROP INDEX experiences_date; "
+        "DROP INDEX experiences_project_date; DROP TABLE own_writes; "
+        "ALTER TABLE experiences DROP COLUMN inode; "
+        "ALTER TABLE roots DROP COLUMN dir_mtime_ns; ALTER TABLE roots DROP COLUMN dir_listed_ns; "
+        "PRAGMA user_version = 1;"
     )
     conn.close()
     with MemoryIndex(tmp_path / "mem") as reopened:

@@ -26,14 +26,37 @@ from .budget import transcript_budget, transcript_text
 from .messages import Conversation
 
 if TYPE_CHECKING:
+    from ...memory.index import MemoryIndex
     from ..session.live import LiveSession
     from ..session.turnstate import TurnState
 
-__all__ = ["extract_experience", "finish_task_memory", "inject_memories", "recent_memories"]
+__all__ = [
+    "extract_experience",
+    "finish_task_memory",
+    "inject_memories",
+    "recent_memories",
+    "refresh_memory",
+]
 
 log = logging.getLogger(__name__)
 
 INJECT_MAX = 5
+
+
+async def refresh_memory(live: LiveSession, index: MemoryIndex) -> None:
+    """Bring the index up to date for this project at a cost independent of its size
+    (MemoryIndex.refresh_root), and start the periodic full scan in the background
+    when one is due: it finds files rewritten in place, which nothing else sees."""
+    await asyncio.to_thread(index.refresh_root, live.root, live.project)
+    if await asyncio.to_thread(index.claim_full_scan, live.root):
+        live.in_background(_full_scan(index, live.root, live.project))
+
+
+async def _full_scan(index: MemoryIndex, root: Path, project: str) -> None:
+    try:
+        await asyncio.to_thread(index.sync_root, root, project)
+    except (BridgeError, OSError) as exc:
+        log.warning("memory full scan of %s failed: %s", root, exc)
 
 
 async def inject_memories(live: LiveSession, prompt: str, parent: str) -> str:
@@ -42,7 +65,7 @@ async def inject_memories(live: LiveSession, prompt: str, parent: str) -> str:
         return ""
     index = live.memory
     try:
-        await asyncio.to_thread(index.sync_root, live.root, live.project)
+        await refresh_memory(live, index)
         hits: list[MemoryHit] = await asyncio.to_thread(
             lambda: index.search(prompt, project=live.project, limit=INJECT_MAX)
         )
@@ -73,7 +96,7 @@ async def recent_memories(live: LiveSession) -> None:
         return
     index = live.memory
     try:
-        await asyncio.to_thread(index.sync_root, live.root, live.project)
+        await refresh_memory(live, index)
         hits: list[MemoryHit] = await asyncio.to_thread(
             lambda: index.search("", project=live.project, limit=INJECT_MAX)
         )
@@ -116,8 +139,8 @@ async def extract_experience(
     )
     path = await asyncio.to_thread(write_experience, live.root, exp)
     if live.memory is not None:
-        index = live.memory
-        await asyncio.to_thread(index.sync_root, live.root, live.project)
+        index = live.memory  # this file only: the next turn sees it, the others are not looked at
+        await asyncio.to_thread(index.index_file, live.root, path, live.project)
     await live.reporter.entry(
         f"Memory: wrote {path.name}",
         source="memory",

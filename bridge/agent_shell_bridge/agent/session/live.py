@@ -443,7 +443,11 @@ def open_session(
         outputs=OutputStore(base / "outputs" / state.id),
         reporter=Reporter(client.hub, state.id, writer),
         approver=approver or ClientApprover(client.hub),
-        memory=MemoryIndex(memory_dir) if memory_dir is not None else None,
+        memory=(
+            MemoryIndex(memory_dir, full_scan_every_s=config.memory_full_scan_s)
+            if memory_dir is not None
+            else None
+        ),
         journal=journal,
         dry_run=state.dry_run,
         max_steps=state.max_steps,
