@@ -61,12 +61,16 @@ The experiences recalled for a turn are also named in its shell buffer."
 (cl-defmethod agent-shell-rpc-handle (_conn (_m (eql log/file)) params _id)
   "Note the session's new log file from the `log/file' PARAMS.
 The bridge rotates a long session's log before it gets too large to
-open; the live log buffer goes on as it is."
+open; the live log buffer goes on as it is, its review commands now
+reading the new file."
   (when-let ((buffer (agent-shell-bridge-session-buffer (alist-get 'sessionId params)))
              (path (alist-get 'logPath params)))
     (with-current-buffer buffer
       (when agent-shell--session
-        (setf (agent-shell-session-log-path agent-shell--session) path))))
+        (setf (agent-shell-session-log-path agent-shell--session) path)
+        (agent-shell-log-follow-file
+         (agent-shell-log-buffer (agent-shell-session-name agent-shell--session))
+         path))))
   nil)
 
 ;;; Requests

@@ -271,6 +271,15 @@ has its own file on disk, and its own live log."
     (when-let ((root (agent-shell-log--root)))
       (setq default-directory (file-name-as-directory root)))))
 
+(defun agent-shell-log-follow-file (buffer path)
+  "Make PATH the on-disk log of BUFFER without emptying it.
+The bridge goes on in a new file (a part) before a long session's
+log grows too large to open; the live buffer stays one view of the
+whole session, and the review commands read the newest part."
+  (when (and path (buffer-live-p buffer))
+    (with-current-buffer buffer
+      (setq agent-shell-log--file (expand-file-name path)))))
+
 (defun agent-shell-log--unfold-before (pos)
   "Make the newline just before POS visible, keeping the rest folded.
 A folded entry (after `org-overview', or a sparse tree from `!')
@@ -614,13 +623,28 @@ What such a heading lacks is read from the entry's own drawer."
     (message "%d failed or rejected step%s" count (if (= count 1) "" "s"))
     count))
 
+(defun agent-shell-log--file-key (file)
+  "Return (BASE . PART) for log FILE: its session's name and part number.
+A long session's log goes on in BASE-2.org, BASE-3.org and so on; the
+first part is BASE.org, part 1."
+  (let ((name (file-name-nondirectory file)))
+    (if (string-match "\\`\\(.*-[0-9a-f]\\{6\\}\\)-\\([0-9]\\{1,4\\}\\)\\.org\\'" name)
+        (cons (match-string 1 name) (string-to-number (match-string 2 name)))
+      (cons (file-name-sans-extension name) 1))))
+
 (defun agent-shell-log--log-files (root)
-  "Return the log files under ROOT, newest first."
+  "Return the log files under ROOT, newest first.
+A session's parts stay together, its newest part first (part 10
+comes before part 9)."
   (let ((dir (expand-file-name ".agent-shell/logs/" root)))
     (and (file-directory-p dir)
          (sort (directory-files dir t "\\`[^.].*\\.org\\'")
-               (lambda (a b) (string> (file-name-nondirectory a)
-                                      (file-name-nondirectory b)))))))
+               (lambda (a b)
+                 (let ((ka (agent-shell-log--file-key a))
+                       (kb (agent-shell-log--file-key b)))
+                   (if (equal (car ka) (car kb))
+                       (> (cdr ka) (cdr kb))
+                     (string> (car ka) (car kb)))))))))
 
 (defconst agent-shell-log--peek-bytes 4096
   "Bytes read from the start of a log file to find its first task.")

@@ -101,5 +101,51 @@ A `log/entry' for a session without a shell buffer is now dropped."
       (test-shell--wait "the marker" (lambda () (string-search "marker" (test-shell--transcript))))
       (should-not (get-buffer (format "*agent-shell-log: %s*" ghost))))))
 
+(ert-deftest test-handlers/log-file-follows-rotation-without-reset ()
+  "`log/file' makes the new part the log's file; the live buffer keeps its entries."
+  (test-shell--with-shell (sid)
+    (let ((part (expand-file-name (format "2026-12-02-010203-%s-2.org" sid)
+                                  temporary-file-directory)))
+      (test-shell--emit
+       `((method . "log/entry")
+         (params . ,(agent-shell-test-render-log
+                     sid "log/entry"
+                     `((id . ,(concat sid "-L1")) (session_id . ,sid)
+                       (title . "读 README 第一部分") (timestamp . "2025-01-02T03:04:05+08:00")
+                       (source . "tool")))))
+       `((method . "log/file")
+         (params . ((sessionId . ,sid) (logPath . ,part) (previous . "old.org")))))
+      (let ((log (agent-shell-log-buffer sid)))
+        (unwind-protect
+            (progn
+              (test-shell--wait "the new log path"
+                                (lambda () (equal (agent-shell-session-log-path
+                                                   agent-shell--session)
+                                                  part)))
+              (with-current-buffer log
+                (should (equal agent-shell-log--file part))
+                (should (string-search "读 README 第一部分" (buffer-string)))))
+          (kill-buffer log))))))
+
+(ert-deftest test-handlers/log-files-keep-a-session-s-parts-together ()
+  "The picker lists sessions newest first, each one's parts newest first."
+  (let* ((root (make-temp-file "agent-shell-parts" t))
+         (dir (expand-file-name ".agent-shell/logs/" root))
+         (old "2026-12-01-090000-20261201090000-a1b2c3")
+         (new "2026-12-02-090000-20261202090000-123456"))
+    (unwind-protect
+        (progn
+          (make-directory dir t)
+          (dolist (name (list (concat old ".org") (concat new ".org")
+                              (concat new "-2.org") (concat new "-9.org")
+                              (concat new "-10.org") (concat old "-2.org")))
+            (write-region "* x\n" nil (expand-file-name name dir) nil 'silent))
+          (should (equal (mapcar #'file-name-nondirectory
+                                 (agent-shell-log--log-files root))
+                         (list (concat new "-10.org") (concat new "-9.org")
+                               (concat new "-2.org") (concat new ".org")
+                               (concat old "-2.org") (concat old ".org")))))
+      (delete-directory root t))))
+
 (provide 'test-handlers)
 ;;; test-handlers.el ends here
