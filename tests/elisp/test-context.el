@@ -400,6 +400,25 @@ and reported near an edit once Flymake settled."
       (should (equal (agent-shell-context-mention spec nil)
                      (format "@%s:3-4" (buffer-name)))))))
 
+(ert-deftest test-context/dwim-magit-hunk ()
+  "In a real magit diff buffer dwim takes the hunk at point."
+  (agent-shell-test-add-elpa-to-load-path)
+  (require 'magit)
+  (agent-shell-test-with-project (root '(("甲.py" . "a = 1\nb = 2\n")))
+    (agent-shell-test-write root "甲.py" "a = 1\nb = 新\n")
+    (let ((process-environment (agent-shell-test-git-environment))
+          (default-directory (file-name-as-directory root))
+          (magit-save-repository-buffers nil))
+      (let ((buffer (magit-diff-unstaged)))
+        (unwind-protect
+            (with-current-buffer (if (bufferp buffer) buffer (current-buffer))
+              (goto-char (point-min))
+              (search-forward "+b = 新")
+              (let ((spec (car (agent-shell-context-dwim-specs))))
+                (should (eq (plist-get spec :kind) 'hunk))
+                (should (string-search "-b = 2\n+b = 新" (plist-get spec :text)))))
+          (when (buffer-live-p buffer) (kill-buffer buffer)))))))
+
 ;;; Diagnostics in an edit's result, through the real bridge
 
 (defconst test-context--bad-el
