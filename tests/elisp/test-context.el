@@ -407,8 +407,7 @@ and reported near an edit once Flymake settled."
   (agent-shell-test-with-project (root '(("甲.py" . "a = 1\nb = 2\n")))
     (agent-shell-test-write root "甲.py" "a = 1\nb = 新\n")
     (let ((process-environment (agent-shell-test-git-environment))
-          (default-directory (file-name-as-directory root))
-          (magit-save-repository-buffers nil))
+          (default-directory (file-name-as-directory root)))
       (let ((buffer (magit-diff-unstaged)))
         (unwind-protect
             (with-current-buffer (if (bufferp buffer) buffer (current-buffer))
