@@ -400,6 +400,8 @@ and reported near an edit once Flymake settled."
       (should (equal (agent-shell-context-mention spec nil)
                      (format "@%s:3-4" (buffer-name)))))))
 
+(declare-function magit-diff-unstaged "ext:magit-diff" (&optional args files))
+
 (ert-deftest test-context/dwim-magit-hunk ()
   "In a real magit diff buffer dwim takes the hunk at point."
   (agent-shell-test-add-elpa-to-load-path)
