@@ -126,11 +126,18 @@ def test_one_shot_search_hands_an_index_it_cannot_read_to_the_writer(
     if damage == "missing":
         db.unlink()
     elif damage == "old-schema":
-        with sqlite3.connect(db) as conn:  # as schema 1 left it: no short-term index
-            conn.execute("DROP TRIGGER experiences_aux_ad")
-            conn.execute("DROP TABLE experiences_short")
-            conn.execute("DROP TABLE experience_symbols")
-            conn.execute("PRAGMA user_version = 1")
+        # As schema 1 left it: without what migrations 2 (short terms) and 3
+        # (directory stamps) add.
+        with sqlite3.connect(db) as conn:
+            conn.executescript(
+                "DROP TRIGGER experiences_aux_ad; DROP TABLE experiences_short; "
+                "DROP TABLE experience_symbols; DROP INDEX experiences_date; "
+                "DROP INDEX experiences_project_date; DROP TABLE own_writes; "
+                "ALTER TABLE experiences DROP COLUMN inode; "
+                "ALTER TABLE roots DROP COLUMN dir_mtime_ns; "
+                "ALTER TABLE roots DROP COLUMN dir_listed_ns; "
+                "PRAGMA user_version = 1;"
+            )
     else:
         for suffix in ("-wal", "-shm"):
             Path(f"{db}{suffix}").unlink(missing_ok=True)
