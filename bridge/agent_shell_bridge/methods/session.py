@@ -1,4 +1,4 @@
-"""Session methods: ``session/new``, ``prompt``, ``cancel``, ``set_mode``, ``list``,
+"""Session methods: ``session/new``, ``prompt``, ``steer``, ``cancel``, ``set_mode``, ``list``,
 ``resume``, and the session's grants (``grants``, ``revoke_grant``)."""
 
 from __future__ import annotations
@@ -96,6 +96,17 @@ class PromptParams(Params):
 
 class SessionRef(Params):
     sessionId: str
+
+
+class SteerParams(SessionRef):
+    text: str = Field(min_length=1, max_length=200_000)
+
+    @field_validator("text")
+    @classmethod
+    def _words(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the steer is empty")
+        return value
 
 
 class ModeParams(SessionRef):
@@ -261,6 +272,17 @@ def register(d: Dispatcher[Runtime]) -> None:
             user_dir=rt.config.user_config_dir or user_config_dir(),
         )
         return {"turnId": turn_id, "mode": mode}
+
+    @d.method("session/steer", SteerParams)
+    async def steer(rt: Runtime, p: SteerParams) -> dict[str, Any]:
+        """Words for the running turn's next model call; ``accepted: false`` when no turn
+        runs (the client then sends them as a prompt: a steer is never dropped)."""
+        from ..agent.turn.steer import accept_steer
+
+        live = session_of(rt, p.sessionId)
+        if not accept_steer(live, p.text):
+            return {"accepted": False, "reason": "no turn is running"}
+        return {"accepted": True, "turnId": live.turn_id, "queued": len(live.state.pending_steers)}
 
     @d.method("session/cancel", SessionRef)
     async def cancel(rt: Runtime, p: SessionRef) -> dict[str, Any]:

@@ -140,6 +140,24 @@ class Conversation:
             self._record.visible.append(item)
         return start
 
+    def add_steer(self, text: str, *, turn_id: str | None = None) -> None:
+        """The user's words mid-turn: a user message to the model, a steer in the history.
+
+        Right after the user's own message (no model call yet) they join it: some
+        providers refuse two user messages in a row.
+        """
+        messages = self._record.messages
+        last = messages[-1] if messages else None
+        if last is not None and last.get("role") == "user" and isinstance(last.get("content"), str):
+            messages[-1] = {**last, "content": f"{last['content']}\n\n{text}"}
+        else:
+            messages.append({"role": "user", "content": text})
+        if self._shown:
+            item: JSONObject = {"role": "user", "text": text, "steer": True}
+            if turn_id is not None:
+                item["turnId"] = turn_id
+            self._record.visible.append(item)
+
     def add_feedback(self, note: str, *, shown: str) -> None:
         """A message for the model in the user's place (the reviewer's), ``shown`` as a
         system line in the history."""

@@ -260,9 +260,11 @@ class LiveSession:
         cancel handling) ends it here: the client still gets its ``turn_end``."""
         self.turn_end_sent = True
         self.state.turn_in_progress = None
+        steers, self.state.pending_steers = self.state.pending_steers, []
         await self.checkpoint()
+        extra: JSONObject = {"steers": steers} if steers else {}
         await self.reporter.update(
-            "turn_end", turnId=self.turn_id, stopReason="cancelled", durationMs=0
+            "turn_end", turnId=self.turn_id, stopReason="cancelled", durationMs=0, **extra
         )
 
     async def aclose(self) -> None:

@@ -91,6 +91,8 @@ class SessionState:
     # The user's role definitions (RoleConfig as JSON) and whether changes are reviewed.
     role_configs: list[JSONObject] = field(default_factory=list)
     review: bool = False
+    # What the user said to steer the running turn, not yet in a request (turn/steer.py).
+    pending_steers: list[str] = field(default_factory=list)
 
     def to_json(self) -> JSONObject:
         return asdict(self)

@@ -33,6 +33,7 @@ from ..session.roles import ROLE_ONLY_TOOLS
 from ..session.turnstate import TurnState
 from .notify import NotifyEvent, post_webhook
 from .review import review_turn
+from .steer import deliver_steers, take_leftover_steers
 from .tools import ALL_HANDLERS
 
 if TYPE_CHECKING:
@@ -235,6 +236,7 @@ async def run_turn(
                 )
                 break
             turn.steps += 1
+            await deliver_steers(live, turn)
             completion = await _fitted_model_step(live, turn, memories)
             conversation.add_assistant(completion)
             await live.checkpoint()
@@ -245,6 +247,8 @@ async def run_turn(
                     completion.refusal and not completion.content
                 ):
                     stop_reason = "refusal"
+                if stop_reason == "end_turn" and live.state.pending_steers:
+                    continue  # the user spoke after the final answer: one more round
                 if stop_reason == "end_turn" and await _reviewed_back(live, executor, turn):
                     continue
                 break
@@ -273,7 +277,7 @@ async def run_turn(
                 conversation.answer_unrun(pending)
                 await live.checkpoint()
             if turn.completed is not None:
-                if await _reviewed_back(live, executor, turn):
+                if live.state.pending_steers or await _reviewed_back(live, executor, turn):
                     turn.completed = None
                     continue
                 conversation.show(f"Done: {turn.completed}", role="assistant")
@@ -408,6 +412,9 @@ async def _finish(
             end["error"] = error
         if turn.completed is not None:
             end["summary"] = turn.completed
+        steers = take_leftover_steers(live)
+        if steers:  # too late for a model call: the client sends them as the next prompt
+            end["steers"] = steers
         live.turn_open = False  # the client may send the next prompt from here on
         live.turn_end_sent = True
         await live.reporter.update("turn_end", **end)

@@ -138,6 +138,8 @@ class AcpFrontEnd:
         self.conn: Client | None = None
         self._ids = itertools.count(1)
         self._turn_ends: dict[str, asyncio.Queue[JSONObject]] = {}
+        # A prompt sent while the session's turn runs waits here for its turn.
+        self._prompt_locks: dict[str, asyncio.Lock] = {}
         self._roots: dict[str, Path] = {}
         # Tool-call titles the user rejected "always", per session.
         self._rejected: dict[str, set[str]] = {}
@@ -404,6 +406,11 @@ class AcpFrontEnd:
         text = prompt_text(_dump(prompt))
         if not text.strip():
             raise RequestError.invalid_params({"message": "the prompt has no text"})
+        # Queued behind the running turn, in the order sent: each runs as its own turn.
+        async with self._prompt_locks.setdefault(session_id, asyncio.Lock()):
+            return await self._run_prompt(session_id, text)
+
+    async def _run_prompt(self, session_id: str, text: str) -> PromptResponse:
         queue = self._turn_ends.setdefault(session_id, asyncio.Queue())
         while not queue.empty():  # turn_ends of earlier, already answered turns
             queue.get_nowait()
