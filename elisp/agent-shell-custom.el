@@ -211,6 +211,11 @@ The action log and its files keep the full output."
   :group 'agent-shell
   :package-version '(agent-shell . "0.1.0"))
 
+(defface agent-shell-queued-face '((t :inherit shadow))
+  "Face of the prompts queued while a turn runs."
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
 (defface agent-shell-refusal-face '((t :inherit error))
   "Face of an answer in which the model refused the request."
   :group 'agent-shell

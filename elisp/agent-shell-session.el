@@ -34,6 +34,8 @@
 It is a list (TEXT NOTICE START): NOTICE is the range of the
 transcript notice saying that TEXT waits, START a marker where the
 input began.")
+  (prompt-queue nil :documentation "Prompts queued while a turn runs, oldest first.")
+  (queue-display nil :documentation "The queue as shown above the prompt, or nil.")
   (plan-notice nil :documentation "Range of the \"Plan waiting for you\" notice, or nil.")
   ;; The input.
   (input-marker nil :documentation "Where the user's input starts.")

@@ -44,6 +44,7 @@
 ;; agent-shell-grants.el        list and revoke a session's grants
 ;; agent-shell-permissions.el   steps waiting for the user's decision
 ;; agent-shell-handlers.el      what Emacs does with each bridge message
+;; agent-shell-queue.el         prompts queued and steers while a turn runs
 ;; agent-shell.el               this file
 ;; agent-shell-undo.el          undo a turn (loaded when first used)
 ;; agent-shell-memory.el        save and browse experiences (the same)
@@ -79,6 +80,7 @@
 (require 'agent-shell-trust)
 (require 'agent-shell-permissions)
 (require 'agent-shell-handlers)
+(require 'agent-shell-queue)
 
 ;;; Buffer setup
 
@@ -325,9 +327,13 @@ On an entry header in the transcript, toggle the entry instead."
       (if (eq (agent-shell-session-state agent-shell--session) 'starting)
           (agent-shell-lifecycle-queue-prompt text)
         (agent-shell--ensure-shell)
-        (when (agent-shell-session-turn-id agent-shell--session)
-          (user-error "A turn is running; C-c C-k cancels it"))
-        (agent-shell-send text))))))
+        (if (agent-shell-session-turn-id agent-shell--session)
+            (message "agent-shell: queued (%d), sent when the turn ends; \
+%s steers instead, %s edits the queue"
+                     (agent-shell-queue-add text)
+                     (substitute-command-keys "\\[agent-shell-steer]")
+                     (substitute-command-keys "\\[agent-shell-queue-edit]"))
+          (agent-shell-send text)))))))
 
 (defun agent-shell-send (text)
   "Send TEXT as a prompt in the current shell buffer's session.
@@ -434,9 +440,11 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
   (agent-shell-previous-input (- n)))
 
 (defun agent-shell-cancel ()
-  "Cancel the running turn of this session."
+  "Cancel the running turn of this session.
+Every queued prompt goes back into the input."
   (interactive)
   (agent-shell--ensure-shell)
+  (agent-shell-queue-restore-input)
   (let ((buffer (current-buffer)))
     (agent-shell-bridge-request
      "session/cancel" `((sessionId . ,(agent-shell-session-id agent-shell--session)))
@@ -621,6 +629,9 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
 (defvar agent-shell-mode-map
   (let ((map (make-sparse-keymap)))
     (define-key map (kbd "RET") #'agent-shell-send-input)
+    (define-key map (kbd "M-RET") #'agent-shell-steer)
+    (define-key map (kbd "M-<return>") #'agent-shell-steer)
+    (define-key map (kbd "C-c C-e") #'agent-shell-queue-edit)
     (define-key map (kbd "S-<return>") #'agent-shell-newline)
     (define-key map (kbd "C-j") #'agent-shell-newline)
     (define-key map (kbd "TAB") #'agent-shell-toggle-entry)
@@ -655,7 +666,11 @@ The header line shows the model, the mode (act or ask), the state
 \(starting, idle, thinking, running TOOL, waiting for you, bridge
 stopped), tokens used and how full the context window is.  A prompt
 sent while the session starts is queued and goes out once it is
-ready.  When the bridge stops, \\[agent-shell-restart] restarts it and
+ready.  While a turn runs, RET queues the input (shown dimmed above
+the prompt, sent as its own turn when the turn ends; \[agent-shell-queue-edit]
+edits the queue), \[agent-shell-steer] steers the turn with it (the model gets
+it at its next call), and \[agent-shell-cancel] cancels the turn and puts the
+queue back into the input.  When the bridge stops, \\[agent-shell-restart] restarts it and
 resumes the session in place, keeping the transcript and the input.
 
 \\{agent-shell-mode-map}"

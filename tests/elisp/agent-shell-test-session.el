@@ -8,7 +8,7 @@
 ;; test-transcript.el, test-header.el, test-handlers.el,
 ;; test-permissions.el, test-project.el, test-bridge.el, test-trust.el,
 ;; test-lifecycle.el, test-streaming.el, test-commands.el, test-roles.el,
-;; test-log-bridge.el, and one case each of test-actions.el and
+;; test-log-bridge.el, test-queue.el, and one case each of test-actions.el and
 ;; test-perception.el): the REAL bridge (AGENT_SHELL_TEST_BRIDGE, with its
 ;; debug methods) started once per Emacs, its scripted mock model on
 ;; loopback with one script for all of them (each suite's prompts match
@@ -78,6 +78,17 @@
                (text . ,test-shell-long-answer) (chunk_size . 3) (delay_ms . 1))
               ((match . ((last_user_contains . "stream-cancel")))
                (text . ,test-shell-long-answer) (chunk_size . 3) (delay_ms . 2))
+              ;; test-queue.el: queued prompts and steers.
+              ((match . ((last_user_contains . "queue-first")))
+               (text . "第一 first done.") (chunk_size . 1) (delay_ms . 80))
+              ((match . ((last_user_contains . "queue-second")))
+               (text . "第二 second done."))
+              ((match . ((last_user_contains . "queue-hold")))
+               (text . "late") (delay_ms . 20000))
+              ((match . ((last_user_contains . "steer-first")))
+               (text . "先回答 answered.") (chunk_size . 1) (delay_ms . 80))
+              ((match . ((last_user_contains . "转向 steer-words")))
+               (text . "转向 steered."))
               ((match . ((last_user_contains . "stream-after")))
                (text . "取消之后：after the cancel.") (chunk_size . 2))]))
   "Script of the mock model.")

@@ -20,7 +20,9 @@ STEER = "也请保留中文注释 — keep the Chinese comment"
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    return make_project(tmp_path / "proj", {"calc.py": "# 你好\ndef add(a, b):\n    return a - b\n"})
+    return make_project(
+        tmp_path / "proj", {"calc.py": "# 你好\ndef add(a, b):\n    return a - b\n"}
+    )
 
 
 def _user_texts(body: dict[str, Any]) -> list[str]:
@@ -60,10 +62,15 @@ async def test_a_steer_mid_turn_is_in_the_next_request_and_the_log(
         assert any("STEER: 也请保留中文注释" in str(e) for e in turn.log_entries())
         log_text = Path(rig.runtime.sessions[sid].state.log_path).read_text(encoding="utf-8")
         assert "STEER: " + STEER in log_text
-        history = (await rig.client.result("session/resume", {"sessionId": sid, "cwd": str(project)}))[
-            "history"
-        ]
-        assert {"role": "user", "text": STEER, "steer": True, "turnId": turn.end["turnId"]} in history
+        history = (
+            await rig.client.result("session/resume", {"sessionId": sid, "cwd": str(project)})
+        )["history"]
+        assert {
+            "role": "user",
+            "text": STEER,
+            "steer": True,
+            "turnId": turn.end["turnId"],
+        } in history
 
 
 async def test_a_steer_after_the_final_answer_makes_one_more_round(

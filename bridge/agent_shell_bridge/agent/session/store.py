@@ -95,7 +95,10 @@ class SessionState:
     pending_steers: list[str] = field(default_factory=list)
 
     def to_json(self) -> JSONObject:
-        return asdict(self)
+        data = asdict(self)
+        if not data["pending_steers"]:  # a checkpoint without steers reads as before them
+            del data["pending_steers"]
+        return data
 
     @classmethod
     def from_json(cls, data: JSONObject) -> SessionState:
