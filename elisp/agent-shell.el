@@ -649,6 +649,10 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
 
 (autoload 'agent-shell-undo-turn "agent-shell-undo"
   "Restore every file that the agent changed during a turn." t)
+(autoload 'agent-shell-rewind "agent-shell-undo"
+  "Go back to before a prompt of this session." t)
+(autoload 'agent-shell-rewind-undo "agent-shell-undo"
+  "Restore what the newest rewind of this session replaced." t)
 (autoload 'agent-shell-save-memory "agent-shell-memory"
   "Extract an experience from the current session now." t)
 (autoload 'agent-shell-memory-browse "agent-shell-memory"

@@ -8,7 +8,7 @@
 ;; test-transcript.el, test-header.el, test-handlers.el,
 ;; test-permissions.el, test-project.el, test-bridge.el, test-trust.el,
 ;; test-lifecycle.el, test-streaming.el, test-commands.el, test-roles.el,
-;; test-log-bridge.el, test-queue.el, and one case each of test-actions.el and
+;; test-log-bridge.el, test-queue.el, test-undo.el, and one case each of test-actions.el and
 ;; test-perception.el): the REAL bridge (AGENT_SHELL_TEST_BRIDGE, with its
 ;; debug methods) started once per Emacs, its scripted mock model on
 ;; loopback with one script for all of them (each suite's prompts match
@@ -78,6 +78,12 @@
                (text . ,test-shell-long-answer) (chunk_size . 3) (delay_ms . 1))
               ((match . ((last_user_contains . "stream-cancel")))
                (text . ,test-shell-long-answer) (chunk_size . 3) (delay_ms . 2))
+              ;; test-undo.el: three turns per rewind case.
+              ,@(mapcar (lambda (word)
+                          `((match . ((last_user_contains . ,word)))
+                            (text . ,(format "好 %s done." word))))
+                        '("rwa-1" "rwa-2" "rwa-3" "rwb-1" "rwb-2" "rwb-3"
+                          "rwc-1" "rwc-2" "rwc-3"))
               ;; test-queue.el: queued prompts and steers.
               ((match . ((last_user_contains . "queue-first")))
                (text . "第一 first done.") (chunk_size . 1) (delay_ms . 80))

@@ -109,6 +109,17 @@ class SteerParams(SessionRef):
         return value
 
 
+class RewindParams(SessionRef):
+    turnId: str = Field(min_length=1, max_length=120)
+    conversation: bool = True
+    restored: list[str] = Field(default_factory=list, max_length=10_000)
+    skipped: list[str] = Field(default_factory=list, max_length=10_000)
+
+
+class RewindUndoParams(SessionRef):
+    rewindId: str | None = Field(None, max_length=64)
+
+
 class ModeParams(SessionRef):
     mode: Mode
 
@@ -338,6 +349,34 @@ def register(d: Dispatcher[Runtime]) -> None:
         else:
             mcp = _mcp_status(live)
         return {**_describe(live), "history": list(Conversation(live.state).visible), "mcp": mcp}
+
+    @d.method("session/turns", SessionRef)
+    async def turns(rt: Runtime, p: SessionRef) -> dict[str, Any]:
+        """The session's prompts, oldest first (what a rewind can go back to)."""
+        from ..agent.turn.rewind import list_prompts
+
+        return {"turns": list_prompts(session_of(rt, p.sessionId))}
+
+    @d.method("session/rewind", RewindParams)
+    async def rewind(rt: Runtime, p: RewindParams) -> dict[str, Any]:
+        """Back to just before a prompt: the conversation cut (when asked), the files
+        the client restored noted for the model, a REWIND entry in the log."""
+        from ..agent.turn.rewind import rewind
+
+        return await rewind(
+            session_of(rt, p.sessionId),
+            p.turnId,
+            conversation=p.conversation,
+            restored=[x[:500] for x in p.restored],
+            skipped=[x[:500] for x in p.skipped],
+        )
+
+    @d.method("session/rewind_undo", RewindUndoParams)
+    async def rewind_undo(rt: Runtime, p: RewindUndoParams) -> dict[str, Any]:
+        """Put back what the newest rewind cut."""
+        from ..agent.turn.rewind import undo_rewind
+
+        return await undo_rewind(session_of(rt, p.sessionId), p.rewindId)
 
     @d.method("session/undo_turn_done", UndoParams)
     async def undo_turn_done(rt: Runtime, p: UndoParams) -> dict[str, Any]:

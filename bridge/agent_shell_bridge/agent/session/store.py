@@ -56,6 +56,9 @@ class TokenTotals(UsageCounts):
             self.cost += usage.cost(prices)
 
 
+_OMITTED_WHEN_EMPTY = ("pending_steers", "turn_times", "rewinds")
+
+
 @dataclass
 class SessionState:
     id: str
@@ -93,11 +96,17 @@ class SessionState:
     review: bool = False
     # What the user said to steer the running turn, not yet in a request (turn/steer.py).
     pending_steers: list[str] = field(default_factory=list)
+    # When each turn began (turn id → ISO time), for choosing a prompt to rewind to.
+    turn_times: dict[str, str] = field(default_factory=dict)
+    # Rewinds that can still be undone, newest last (agent/turn/rewind.py).
+    rewinds: list[JSONObject] = field(default_factory=list)
 
     def to_json(self) -> JSONObject:
         data = asdict(self)
-        if not data["pending_steers"]:  # a checkpoint without steers reads as before them
-            del data["pending_steers"]
+        # A checkpoint without these reads (and is written) as before they existed.
+        for key in _OMITTED_WHEN_EMPTY:
+            if not data[key]:
+                del data[key]
         return data
 
     @classmethod

@@ -340,6 +340,7 @@ async def _begin_turn(
     turn.restore_mode = restore_mode
     turn.mode = state.mode
     start_index = Conversation(live.state).add_user(prompt, turn_id=turn_id)
+    state.turn_times[turn_id] = datetime.now().astimezone().isoformat(timespec="seconds")
     state.turns += 1
     state.title = state.title or first_line[:80]
     state.turn_in_progress = turn_id
