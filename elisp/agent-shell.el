@@ -43,6 +43,7 @@
 ;; agent-shell-bridge.el        the one bridge of this Emacs, initialised
 ;; agent-shell-grants.el        list and revoke a session's grants
 ;; agent-shell-permissions.el   steps waiting for the user's decision
+;; agent-shell-ask.el           questions the model asks the user
 ;; agent-shell-handlers.el      what Emacs does with each bridge message
 ;; agent-shell-queue.el         prompts queued and steers while a turn runs
 ;; agent-shell.el               this file
@@ -79,6 +80,7 @@
 (require 'agent-shell-roles)
 (require 'agent-shell-trust)
 (require 'agent-shell-permissions)
+(require 'agent-shell-ask)
 (require 'agent-shell-handlers)
 (require 'agent-shell-queue)
 
@@ -327,13 +329,15 @@ On an entry header in the transcript, toggle the entry instead."
       (if (eq (agent-shell-session-state agent-shell--session) 'starting)
           (agent-shell-lifecycle-queue-prompt text)
         (agent-shell--ensure-shell)
-        (if (agent-shell-session-turn-id agent-shell--session)
+        (cond
+         ((agent-shell-ask-pending-p) (agent-shell-ask-answer-input))
+         ((agent-shell-session-turn-id agent-shell--session)
             (message "agent-shell: queued (%d), sent when the turn ends; \
 %s steers instead, %s edits the queue"
                      (agent-shell-queue-add text)
                      (substitute-command-keys "\\[agent-shell-steer]")
-                     (substitute-command-keys "\\[agent-shell-queue-edit]"))
-          (agent-shell-send text)))))))
+                     (substitute-command-keys "\\[agent-shell-queue-edit]")))
+         (t (agent-shell-send text))))))))
 
 (defun agent-shell-send (text)
   "Send TEXT as a prompt in the current shell buffer's session.

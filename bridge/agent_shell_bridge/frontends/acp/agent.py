@@ -216,6 +216,8 @@ class AcpFrontEnd:
                 result: Any = await self._permission(params)
             elif method == "session/request_plan":
                 result = await self._plan(params)
+            elif method == "session/ask_user":
+                result = await self._question(params)
             else:  # tool/call: this front end hands no tools to the client
                 self.rt.hub.resolve(
                     message["id"],
@@ -271,6 +273,38 @@ class AcpFrontEnd:
             self._rejected.setdefault(session_id, set()).add(title)
             chosen = "reject_once"
         return {"outcome": {"outcome": "selected", "optionId": chosen}}
+
+    async def _question(self, params: JSONObject) -> JSONObject:
+        """``ask_user`` as a permission request whose options are the answers (ACP
+        has no free-text question, so only the options can be chosen)."""
+        assert self.conn is not None
+        options = [str(o) for o in params.get("options") or []]
+        question = str(params.get("question") or "")
+        tool_call = ToolCallUpdate.model_validate(
+            {
+                "toolCallId": str(params.get("toolCallId")),
+                "title": f"Question: {question.splitlines()[0] if question else '?'}",
+                "kind": "think",
+                "status": "pending",
+                "rawInput": {"question": question, "options": options},
+                "content": [{"type": "content", "content": {"type": "text", "text": question}}],
+            }
+        )
+        answer: RequestPermissionResponse = await self.conn.request_permission(
+            session_id=str(params.get("sessionId")),
+            tool_call=tool_call,
+            options=[
+                PermissionOption.model_validate(
+                    {"optionId": f"answer_{n}", "name": option, "kind": "allow_once"}
+                )
+                for n, option in enumerate(options, start=1)
+            ],
+        )
+        outcome = _dump(answer.outcome)
+        chosen = str(outcome.get("optionId") or "")
+        if outcome.get("outcome") != "selected" or not chosen.startswith("answer_"):
+            return {"outcome": "cancelled"}
+        return {"option": int(chosen.removeprefix("answer_"))}
 
     async def _plan(self, params: JSONObject) -> JSONObject:
         """ACP has no plan editor: the plan is shown as a plan update and approved as is."""
