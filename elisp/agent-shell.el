@@ -466,6 +466,66 @@ Every queued prompt goes back into the input."
                          (setf (agent-shell-session-turn-id agent-shell--session)
                                nil))))))))
 
+(defun agent-shell--model-key (entry)
+  "Return (KEY . SOURCE) for the model ENTRY of `agent-shell-models'."
+  (let ((env (plist-get entry :key-env)))
+    (if (and env (agent-shell-project-nonempty (getenv env)))
+        (cons (getenv env) (concat "env:" env))
+      (let ((agent-shell-api-base (plist-get entry :api-base)))
+        (agent-shell-project-api-key-and-source)))))
+
+(defun agent-shell--model-params (entry)
+  "Return the `model' object of `session/set_model' for ENTRY."
+  (let ((key (agent-shell--model-key entry))
+        (price (plist-get entry :price)))
+    `((api_base . ,(plist-get entry :api-base))
+      (model . ,(plist-get entry :model))
+      ,@(and (car key) `((api_key . ,(car key)) (api_key_source . ,(cdr key))))
+      ,@(and (plist-get entry :context-window)
+             `((context_window . ,(plist-get entry :context-window))))
+      ,@(and (plist-get entry :reasoning-effort)
+             `((reasoning_effort . ,(plist-get entry :reasoning-effort))))
+      ,@(and (>= (length price) 2)
+             `((price_input_per_mtok . ,(nth 0 price))
+               (price_output_per_mtok . ,(nth 1 price))
+               ,@(and (nth 2 price) `((price_cached_input_per_mtok . ,(nth 2 price)))))))))
+
+(defun agent-shell-switch-model (name)
+  "Use the model NAME of `agent-shell-models' from this session's next request.
+During a turn it takes over at the turn's next model call.  The header
+shows it, the action log notes the switch, and tokens and cost are
+counted per model from then on."
+  (interactive
+   (progn (agent-shell--ensure-shell)
+          (unless agent-shell-models
+            (user-error "No models to switch to: customize `agent-shell-models'"))
+          (list (completing-read
+                 (format "Model (now %s): " (or (agent-shell-session-model agent-shell--session)
+                                                agent-shell-model))
+                 (mapcar (lambda (m) (plist-get m :name)) agent-shell-models) nil t))))
+  (agent-shell--ensure-shell)
+  (let ((entry (or (cl-find name agent-shell-models
+                            :key (lambda (m) (plist-get m :name)) :test #'equal)
+                   (user-error "No model %s in `agent-shell-models'" name)))
+        (buffer (current-buffer)))
+    (unless (and (plist-get entry :api-base) (plist-get entry :model))
+      (user-error "Model %s needs :api-base and :model" name))
+    (agent-shell-bridge-request
+     "session/set_model"
+     `((sessionId . ,(agent-shell-session-id agent-shell--session))
+       (name . ,name)
+       (model . ,(agent-shell--model-params entry)))
+     :on-success
+     (lambda (result)
+       (when (buffer-live-p buffer)
+         (with-current-buffer buffer
+           (setf (agent-shell-session-model agent-shell--session) name)
+           (force-mode-line-update)
+           (agent-shell-transcript-notice
+            (format "Model: %s (%s)%s" name (alist-get 'model result)
+                    (if (eq (alist-get 'applied result) t) ""
+                      " from the turn's next model call")))))))))
+
 (defun agent-shell-show-log ()
   "Show the action log of this session."
   (interactive)
@@ -644,6 +704,7 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
     (define-key map (kbd "C-c C-k") #'agent-shell-cancel)
     (define-key map (kbd "C-c C-l") #'agent-shell-show-log)
     (define-key map (kbd "C-c C-t") #'agent-shell-toggle-mode)
+    (define-key map (kbd "C-c C-v") #'agent-shell-switch-model)
     (define-key map (kbd "C-c C-y") #'agent-shell-approve)
     (define-key map (kbd "C-c C-n") #'agent-shell-reject)
     (define-key map (kbd "C-c C-s") #'agent-shell-save-memory)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -17,6 +18,7 @@ from ..agent.session.store import SessionState, SessionStore, new_session_id
 from ..config import BridgeConfig
 from ..errors import InvalidParams, RootNotAllowed, SessionNotFound
 from ..mcp.config import ServerPolicy, WireServer, from_wire
+from ..model.profiles import same_provider
 from ..project.instructions import user_config_dir
 from ..runtime import Runtime
 from ..tools.catalogue import CATALOGUE
@@ -118,6 +120,12 @@ class RewindParams(SessionRef):
 
 class RewindUndoParams(SessionRef):
     rewindId: str | None = Field(None, max_length=64)
+
+
+class SetModelParams(SessionRef):
+    # The name the user knows the model by (agent-shell-models' :name).
+    name: str = Field("", max_length=80)
+    model: ModelConfig
 
 
 class ModeParams(SessionRef):
@@ -306,6 +314,27 @@ def register(d: Dispatcher[Runtime]) -> None:
         live.state.mode = p.mode
         await live.checkpoint()
         return {"mode": p.mode}
+
+    @d.method("session/set_model", SetModelParams)
+    async def set_model(rt: Runtime, p: SetModelParams) -> dict[str, Any]:
+        """Another model from the next request on (the running turn's next call)."""
+        from ..agent.turn.models import choose_model, model_totals
+
+        live = session_of(rt, p.sessionId)
+        if not (p.model.api_base and p.model.model):
+            raise InvalidParams("a model needs api_base and model")
+        config = live.config.with_model(p.model)
+        if p.model.api_key is None and not same_provider(p.model.api_base, live.config.api_base):
+            # One provider's key is never sent to another.
+            config = replace(config, api_key=None, api_key_source="none")
+        now = await choose_model(live, config, p.name or p.model.model)
+        return {
+            "model": config.model,
+            "name": p.name or p.model.model,
+            "contextWindow": config.context_window,
+            "applied": now,
+            "byModel": model_totals(live),
+        }
 
     @d.method("session/grants", SessionRef)
     async def grants(rt: Runtime, p: SessionRef) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ...model.profiles import PRODUCER_KEY
 from ...model.types import Completion, ToolCall
 from ...types import JSONObject
 from .notes import frame_notes
@@ -229,6 +230,19 @@ class Conversation:
         else:
             record.messages.append({"role": "user", "content": framed})
         return True
+
+    # -- a switch of model ----------------------------------------------------------
+
+    def mark_producer(self, provider: str) -> int:
+        """Name ``provider`` as the writer of the assistant messages not yet marked
+        (the session leaves it for another model); how many were marked. The model
+        client never sends one provider's reasoning to another (model/profiles.py)."""
+        marked = 0
+        for i, message in enumerate(self._record.messages):
+            if message.get("role") == "assistant" and PRODUCER_KEY not in message:
+                self._record.messages[i] = {**message, PRODUCER_KEY: provider}
+                marked += 1
+        return marked
 
     # -- rewinding to an earlier prompt ---------------------------------------------
 

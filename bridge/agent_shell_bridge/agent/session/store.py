@@ -56,7 +56,7 @@ class TokenTotals(UsageCounts):
             self.cost += usage.cost(prices)
 
 
-_OMITTED_WHEN_EMPTY = ("pending_steers", "turn_times", "rewinds")
+_OMITTED_WHEN_EMPTY = ("pending_steers", "turn_times", "rewinds", "model_totals")
 
 
 @dataclass
@@ -100,6 +100,8 @@ class SessionState:
     turn_times: dict[str, str] = field(default_factory=dict)
     # Rewinds that can still be undone, newest last (agent/turn/rewind.py).
     rewinds: list[JSONObject] = field(default_factory=list)
+    # Totals per model (its name), once the session has switched models.
+    model_totals: dict[str, TokenTotals] = field(default_factory=dict)
 
     def to_json(self) -> JSONObject:
         data = asdict(self)
@@ -113,6 +115,10 @@ class SessionState:
     def from_json(cls, data: JSONObject) -> SessionState:
         fields = dict(data)
         fields["totals"] = TokenTotals(**fields.get("totals", {}))
+        fields["model_totals"] = {
+            str(name): TokenTotals(**counts)
+            for name, counts in (fields.get("model_totals") or {}).items()
+        }
         known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in fields.items() if k in known})
 

@@ -31,6 +31,7 @@ from ..session.model_help import explain_model_error
 from ..session.reporter import src, text
 from ..session.roles import ROLE_ONLY_TOOLS
 from ..session.turnstate import TurnState
+from .models import apply_pending_model, model_totals
 from .notify import NotifyEvent, post_webhook
 from .review import review_turn
 from .steer import deliver_steers, take_leftover_steers
@@ -78,6 +79,7 @@ def _request_messages(live: LiveSession, memories: str) -> list[JSONObject]:
 async def _fitted_model_step(live: LiveSession, turn: TurnState, memories: str) -> Completion:
     """One model step whose request fits the window; a provider's refusal as too
     long gets one emergency compaction and one retry."""
+    await apply_pending_model(live, turn)
     Conversation(live.state).deliver_notes()
     tools = _tools_for(live.state.mode, live.external_tools())
 
@@ -134,6 +136,11 @@ async def _model_step(
             contextWindow=live.config.context_window,
             contextUsed=used,
             costUsd=round(totals.cost, 6) if live.model.settings.prices else None,
+            **(
+                {"model": live.model_label, "byModel": model_totals(live)}
+                if live.state.model_totals
+                else {}
+            ),
         )
     calls = completion.tool_calls
     if calls:
@@ -389,6 +396,11 @@ async def _finish(
                 prices=live.config.price_list,
                 model=live.config.model,
                 by_role=turn.usage_by_role(),
+                by_model=(
+                    {n: (u, turn.prices_by_model.get(n)) for n, u in turn.usage_by_model.items()}
+                    if len(turn.usage_by_model) > 1
+                    else None
+                ),
             )
         )
         ok = stop_reason == "end_turn"
