@@ -28,6 +28,7 @@
                   (conn method params &optional timeout))
 (declare-function agent-shell-transcript-insert-history "agent-shell-transcript" (history))
 (declare-function agent-shell-set-input "agent-shell" (text))
+(declare-function agent-shell-open-fork "agent-shell" (root result))
 (declare-function diff-no-select "diff" (old new &optional switches no-async buf))
 
 ;;; Internals
@@ -395,7 +396,7 @@ A failure is a `user-error'."
      (user-error "%s failed: %s" method (error-message-string err)))))
 
 ;;;###autoload
-(defun agent-shell-rewind ()
+(defun agent-shell-rewind (&optional fork)
   "Go back to before a prompt of this session.
 Offer the prompts (time, first line, files changed after it), then
 what to take back: \"code and conversation\", \"conversation only\" or
@@ -405,8 +406,10 @@ or without git; files the agent did not change are never touched); a
 file you edited since is shown as a diff and skipped unless you
 confirm.  Conversation: the history is cut before that prompt, whose
 text comes back into the input.  `agent-shell-rewind-undo' restores
-what a rewind replaced."
-  (interactive)
+what a rewind replaced.  With a prefix argument FORK, open instead a
+new shell whose session has the history before the chosen prompt (its
+own log and checkpoints; this session is untouched)."
+  (interactive "P")
   (progn
     (pcase-let* ((`(,conn ,root ,sid) (agent-shell-undo--shell-session))
                  (turns (append (alist-get 'turns (agent-shell-undo--request
@@ -418,12 +421,34 @@ what a rewind replaced."
              (index (agent-shell-undo--choose-prompt turns entries "Rewind"))
              (turn (nth index turns))
              (later (mapcar (lambda (turn) (alist-get 'turnId turn)) (nthcdr index turns)))
-             (what (completing-read "Rewind what? " agent-shell-undo--rewind-choices
-                                    nil t nil nil (car agent-shell-undo--rewind-choices))))
-        (agent-shell-undo-rewind-to root sid (alist-get 'turnId turn) later
+             (what (and (not fork)
+                        (completing-read "Rewind what? " agent-shell-undo--rewind-choices
+                                         nil t nil nil
+                                         (car agent-shell-undo--rewind-choices)))))
+        (if fork
+            (agent-shell-undo--fork conn root sid (alist-get 'turnId turn))
+         (agent-shell-undo-rewind-to root sid (alist-get 'turnId turn) later
                                     (not (equal what "code only"))
                                     (not (equal what "conversation only"))
-                                    entries)))))
+                                    entries))))))
+
+(defun agent-shell-undo--fork (conn root sid turn-id)
+  "Fork session SID of ROOT on CONN into a new shell buffer.
+With TURN-ID non-nil, the fork has the history before that turn."
+  (agent-shell-open-fork
+   root (agent-shell-undo--request conn "session/fork"
+                                   `((sessionId . ,sid)
+                                     ,@(and turn-id `((turnId . ,turn-id)))))))
+
+;;;###autoload
+(defun agent-shell-fork ()
+  "Open a new shell whose session has this session's history so far.
+The fork has its own log and checkpoints and goes on from here; this
+session is untouched.  \\[universal-argument] \\[agent-shell-rewind] forks before an earlier
+prompt instead."
+  (interactive)
+  (pcase-let ((`(,conn ,root ,sid) (agent-shell-undo--shell-session)))
+    (agent-shell-undo--fork conn root sid nil)))
 
 (defun agent-shell-undo-rewind-to (root sid turn-id later conversation code
                                         &optional entries)

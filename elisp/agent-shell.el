@@ -676,6 +676,30 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
     (pop-to-buffer buffer)
     buffer))
 
+(defun agent-shell-open-fork (root result)
+  "Show the forked session RESULT of ROOT in a new shell buffer.
+RESULT is the answer of `session/fork'.
+Its name is the project's with \"<fork N>\"; its transcript is the fork's
+history, its input the prompt it was forked before.  Return the buffer."
+  (let* ((base (agent-shell--name-for-root root))
+         (n 1)
+         (name nil))
+    (while (get-buffer (agent-shell--buffer-name
+                        (setq name (format "%s<fork %d>" base n))))
+      (cl-incf n))
+    (let ((buffer (get-buffer-create (agent-shell--buffer-name name))))
+      (with-current-buffer buffer
+        (agent-shell--setup name root nil)
+        (agent-shell-transcript-insert-history (alist-get 'history result))
+        (agent-shell-transcript-notice
+         (format "Forked from session %s: a session of its own (log, checkpoints), \
+the original is untouched" (alist-get 'forkOf result)))
+        (agent-shell-on-session buffer result)
+        (when-let ((prompt (alist-get 'prompt result)))
+          (agent-shell-set-input prompt)))
+      (pop-to-buffer buffer)
+      buffer)))
+
 (defun agent-shell-stop-bridge ()
   "Stop the bridge process; every session's turn ends."
   (interactive)
@@ -716,6 +740,8 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
   "Restore every file that the agent changed during a turn." t)
 (autoload 'agent-shell-rewind "agent-shell-undo"
   "Go back to before a prompt of this session." t)
+(autoload 'agent-shell-fork "agent-shell-undo"
+  "Open a new shell whose session has this session's history so far." t)
 (autoload 'agent-shell-rewind-undo "agent-shell-undo"
   "Restore what the newest rewind of this session replaced." t)
 (autoload 'agent-shell-save-memory "agent-shell-memory"

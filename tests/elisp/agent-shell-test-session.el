@@ -83,7 +83,7 @@
                           `((match . ((last_user_contains . ,word)))
                             (text . ,(format "好 %s done." word))))
                         '("rwa-1" "rwa-2" "rwa-3" "rwb-1" "rwb-2" "rwb-3"
-                          "rwc-1" "rwc-2" "rwc-3"))
+                          "rwc-1" "rwc-2" "rwc-3" "rwd-1" "rwd-2" "rwd-fork"))
               ;; test-ask.el: the model's questions.
               ((match . ((last_user_contains . "ask-shell")))
                (tool_calls . [((name . "ask_user")

@@ -170,5 +170,59 @@ y-or-n question gets CONFIRM and is recorded in `asked'."
         (agent-shell-test-cleanup-buffers root)
         (delete-directory root t)))))
 
+;;; Fork
+
+(ert-deftest test-undo/fork-opens-a-second-session-of-its-own ()
+  "C-u rewind forks before a prompt; the fork's turns stay out of the original."
+  (test-shell--with-session (root)
+    (ignore root)
+    (let* ((original (current-buffer))
+           (t1 (test-undo--turn "rwd-1"))
+           (_ (test-undo--turn "rwd-2"))
+           (fork (cl-letf (((symbol-function 'completing-read)
+                            (lambda (_q table &rest _)
+                              (cl-find-if (lambda (c) (string-search "rwd-2" c))
+                                          (all-completions "" table)))))
+                   (agent-shell-rewind t))))
+      (should t1)
+      (unwind-protect
+          (progn
+            (should (buffer-live-p fork))
+            (should-not (eq fork original))
+            (should (string-search "<fork 1>" (buffer-name fork)))
+            (with-current-buffer fork
+              (should (string-search "> rwd-1" (test-shell--transcript)))
+              (should-not (string-search "> rwd-2" (test-shell--transcript)))
+              (should (equal (agent-shell-input) "rwd-2"))
+              (should-not (equal (agent-shell-session-id agent-shell--session)
+                                 (with-current-buffer original
+                                   (agent-shell-session-id agent-shell--session))))
+              (should-not (equal (agent-shell-session-log-path agent-shell--session)
+                                 (with-current-buffer original
+                                   (agent-shell-session-log-path agent-shell--session))))
+              (agent-shell-set-input "rwd-fork")
+              (agent-shell-send-input)
+              (test-shell--wait "the fork's turn"
+                                (lambda () (string-search "好 rwd-fork done."
+                                                          (test-shell--transcript)))
+                                20)
+              (test-shell--wait "the fork's turn end"
+                                (lambda () (eq (agent-shell-session-state agent-shell--session)
+                                               'idle))
+                                20)
+              (should (string-search "rwd-fork" (test-undo--log))))
+            (with-current-buffer original
+              (should (string-search "> rwd-2" (test-shell--transcript)))
+              (should-not (string-search "rwd-fork" (test-shell--transcript)))
+              (should-not (string-search "rwd-fork" (test-undo--log)))
+              (let ((whole (agent-shell-fork)))
+                (unwind-protect
+                    (with-current-buffer whole
+                      (should (string-search "<fork 2>" (buffer-name)))
+                      (should (string-search "> rwd-2" (test-shell--transcript)))
+                      (should (equal (agent-shell-input) "")))
+                  (kill-buffer whole)))))
+        (kill-buffer fork)))))
+
 (provide 'test-undo)
 ;;; test-undo.el ends here

@@ -118,6 +118,10 @@ class RewindParams(SessionRef):
     skipped: list[str] = Field(default_factory=list, max_length=10_000)
 
 
+class ForkParams(SessionRef):
+    turnId: str | None = Field(None, min_length=1, max_length=120)
+
+
 class RewindUndoParams(SessionRef):
     rewindId: str | None = Field(None, max_length=64)
 
@@ -399,6 +403,39 @@ def register(d: Dispatcher[Runtime]) -> None:
             restored=[x[:500] for x in p.restored],
             skipped=[x[:500] for x in p.skipped],
         )
+
+    @d.method("session/fork", ForkParams)
+    async def fork(rt: Runtime, p: ForkParams) -> dict[str, Any]:
+        """A new session with this one's history (before ``turnId``, when given)."""
+        from ..agent.opening import start_new
+        from ..agent.session.reporter import text
+        from ..agent.turn.rewind import fork_state
+
+        live = session_of(rt, p.sessionId)
+        state, prompt = fork_state(live, p.turnId)
+        fork = await start_new(rt, state, live.config)
+        fork.model_name = live.model_name
+        where = f"before turn {p.turnId}" if p.turnId else "with its whole history"
+        await fork.reporter.entry(
+            f"Forked from session {live.state.id} {where}",
+            source="user",
+            parent=None,
+            properties={"FORK_OF": live.state.id, **({"FORK_AT": p.turnId} if p.turnId else {})},
+        )
+        await live.reporter.entry(
+            f"Forked into session {state.id} {where}",
+            source="user",
+            parent=None,
+            properties={"FORK": state.id},
+            body=[text(f"The fork's log: {state.log_path}")],
+        )
+        return {
+            **_describe(fork),
+            "mcp": _mcp_status(fork),
+            "history": list(Conversation(fork.state).visible),
+            "prompt": prompt,
+            "forkOf": live.state.id,
+        }
 
     @d.method("session/rewind_undo", RewindUndoParams)
     async def rewind_undo(rt: Runtime, p: RewindUndoParams) -> dict[str, Any]:

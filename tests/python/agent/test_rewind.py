@@ -111,3 +111,29 @@ async def test_rewind_refuses_an_unknown_turn_and_a_busy_session(
         )
         assert busy["error"]["code"] == -32002
         await rig.client.result("session/cancel", {"sessionId": sid})
+
+
+async def test_fork_has_the_history_before_the_prompt_and_its_own_log(
+    serve_app: Any, project: Path
+) -> None:
+    async with running_rig(serve_app, project, [*_steps(), {"text": "in the fork"}]) as rig:
+        sid = await rig.new_session()
+        ids = await _three_turns(rig, sid)
+        fork = await rig.client.result("session/fork", {"sessionId": sid, "turnId": ids[2]})
+        fid = fork["sessionId"]
+        assert fid != sid and fork["forkOf"] == sid and fork["prompt"] == "第三 third"
+        assert [h["text"] for h in fork["history"] if h["role"] == "user"] == PROMPTS[:2]
+        assert fork["logPath"] != rig.runtime.sessions[sid].state.log_path
+        await rig.turn(fid, "分支 in the fork")
+        original = rig.runtime.sessions[sid].state
+        assert [v["text"] for v in original.visible if v["role"] == "user"] == PROMPTS
+        forked = rig.runtime.sessions[fid].state
+        users = [m["content"] for m in forked.messages if m["role"] == "user"]
+        assert users == ["第一 first", "第二 second", "分支 in the fork"]
+        assert forked.totals.model_calls == 1
+        fork_log = Path(forked.log_path).read_text(encoding="utf-8")
+        assert f"Forked from session {sid} before turn {ids[2]}" in fork_log
+        assert "分支 in the fork" not in Path(original.log_path).read_text(encoding="utf-8")
+        whole = await rig.client.result("session/fork", {"sessionId": sid})
+        assert whole["prompt"] is None
+        assert [h["text"] for h in whole["history"] if h["role"] == "user"] == PROMPTS

@@ -11,6 +11,7 @@ back; a resumed session shows the history as the rewind left it.
 
 from __future__ import annotations
 
+import copy
 import secrets
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -20,11 +21,12 @@ from ...orglog import SrcBlock, TextBlock
 from ...types import JSONObject
 from ..conversation.messages import Conversation
 from ..session.reporter import src, text
+from ..session.store import SessionState, new_session_id, now_iso
 
 if TYPE_CHECKING:
     from ..session.live import LiveSession
 
-__all__ = ["list_prompts", "rewind", "undo_rewind"]
+__all__ = ["fork_state", "list_prompts", "rewind", "undo_rewind"]
 
 _MAX_KEPT = 20  # rewinds that can be undone, newest kept
 
@@ -176,3 +178,35 @@ async def undo_rewind(live: LiveSession, rewind_id: str | None) -> JSONObject:
         "restored": restored,
         "history": list(chat.visible),
     }
+
+
+def fork_state(live: LiveSession, turn_id: str | None) -> tuple[SessionState, str | None]:
+    """A new session's state with this one's history: all of it, or (``turn_id``) the
+    part before that prompt, whose text is returned for the new shell's input.
+
+    The fork has its own id (so its own log and checkpoints), no grants (the user
+    gave those to this session), no steers, no rewinds, and totals from zero.
+    """
+    if live.busy:
+        raise SessionBusy("A turn is running in this session; fork it when the turn is over")
+    data = copy.deepcopy(live.state.to_json())
+    state = SessionState.from_json(data)
+    state.id = new_session_id()
+    state.created = state.updated = now_iso()
+    state.log_path = ""
+    state.turn_in_progress = None
+    state.session_allow = []
+    state.grant_details = {}
+    state.pending_steers = []
+    state.rewinds = []
+    state.model_totals = {}
+    state.totals = type(state.totals)()
+    prompt = None
+    if turn_id is not None:
+        try:
+            prompt = str(Conversation(state).cut_before(turn_id)["prompt"])
+        except LookupError as exc:
+            raise InvalidParams(str(exc)) from exc
+    base = live.state.title or live.state.id
+    state.title = f"fork of {base}"[:200]
+    return state, prompt
