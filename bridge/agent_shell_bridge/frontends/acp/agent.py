@@ -19,6 +19,7 @@ from typing import Any
 from acp import RequestError
 from acp.interfaces import Client
 from acp.schema import (
+    ForkSessionResponse,
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
@@ -27,6 +28,7 @@ from acp.schema import (
     PromptResponse,
     RequestPermissionResponse,
     SessionNotification,
+    SetSessionConfigOptionResponse,
     SetSessionModeResponse,
     ToolCallUpdate,
 )
@@ -350,7 +352,7 @@ class AcpFrontEnd:
                     "loadSession": True,
                     "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
                     "mcpCapabilities": {"http": True, "sse": True},
-                    "sessionCapabilities": {"list": {}},
+                    "sessionCapabilities": {"list": {}, "fork": {}},
                 },
                 "agentInfo": {
                     "name": "agent-shell",
@@ -411,6 +413,40 @@ class AcpFrontEnd:
         return LoadSessionResponse.model_validate(
             {"modes": self._modes(str(result.get("mode", "act")))}
         )
+
+    async def fork_session(self, session_id: str, cwd: str, **_: Any) -> ForkSessionResponse:
+        """A new session with this one's whole history, its own log and checkpoints."""
+        result = await self._call("session/fork", {"sessionId": session_id})
+        fork_id = self._watch(result)
+        return ForkSessionResponse.model_validate(
+            {"sessionId": fork_id, "modes": self._modes(str(result.get("mode", "act")))}
+        )
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **_: Any
+    ) -> SetSessionConfigOptionResponse:
+        """``model``: another model at the same API base, from the next request on."""
+        if config_id != "model" or not isinstance(value, str) or not value.strip():
+            raise RequestError.invalid_params({"message": f"unknown option {config_id!r}"})
+        live = self.rt.sessions.get(session_id)
+        if live is None:
+            raise RequestError.invalid_params({"message": f"unknown session {session_id!r}"})
+        await self._call(
+            "session/set_model",
+            {
+                "sessionId": session_id,
+                "name": value,
+                "model": {"api_base": live.config.api_base, "model": value},
+            },
+        )
+        option = {
+            "id": "model",
+            "name": "Model",
+            "type": "select",
+            "currentValue": value,
+            "options": [{"value": value, "name": value}],
+        }
+        return SetSessionConfigOptionResponse.model_validate({"configOptions": [option]})
 
     async def list_sessions(self, cwd: str | None = None, **_: Any) -> ListSessionsResponse:
         result = await self._call("session/list", {"cwd": cwd} if cwd else {})
