@@ -125,6 +125,16 @@
                       (lambda () (null (agent-shell-session-turn-id agent-shell--session))))
     (should (equal (agent-shell-input) "留下 kept"))))
 
+(ert-deftest test-queue/a-lost-bridge-puts-the-queue-back-into-the-input ()
+  "The bridge stopped mid-turn: the queued prompts are in the input, not lost."
+  (test-shell--with-shell (sid)
+    (ignore sid)
+    (setf (agent-shell-session-turn-id agent-shell--session) "t-lost")
+    (test-queue--type-and "丢不了 kept" #'agent-shell-send-input)
+    (agent-shell-lifecycle-connection-lost "The bridge stopped")
+    (should (equal (agent-shell-input) "丢不了 kept"))
+    (should-not (agent-shell-session-prompt-queue agent-shell--session))))
+
 (ert-deftest test-queue/the-edit-buffer-rewrites-the-queue ()
   "C-c C-e: parts between --- lines are the queue; an empty part is dropped."
   (test-shell--with-shell (sid)
