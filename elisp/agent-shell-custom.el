@@ -46,6 +46,28 @@ it is set."
   :group 'agent-shell
   :package-version '(agent-shell . "0.1.0"))
 
+(defcustom agent-shell-models nil
+  "Models a session can switch to with `agent-shell-switch-model' (\\[agent-shell-switch-model]).
+Each entry is a property list:
+
+  (:name \"deepseek\" :api-base \"https://api.deepseek.com/v1\"
+   :model \"deepseek-chat\" :key-env \"DEEPSEEK_API_KEY\"
+   :context-window 64000 :reasoning-effort nil :price (0.27 1.10))
+
+Only :name, :api-base and :model are required.  :key-env names the
+environment variable holding the key; without it the key is found as
+for `agent-shell-api-base' (`agent-shell-api-key', `auth-source' for the
+host, then the environment).  :price is (INPUT OUTPUT) per million
+tokens, optionally with CACHED-INPUT third; :reasoning-effort a string
+such as \"low\" or \"high\" for providers that take one."
+  :type '(repeat (plist :tag "Model"
+                        :options ((:name string) (:api-base string) (:model string)
+                                  (:key-env string) (:context-window integer)
+                                  (:reasoning-effort (choice (const :tag "None" nil) string))
+                                  (:price (repeat number)))))
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.2.0"))
+
 (defcustom agent-shell-api-key nil
   "API key for the model API, or a function returning it, or nil.
 When nil, the key comes from `auth-source' for the host of
@@ -208,6 +230,11 @@ The action log and its files keep the full output."
 
 (defface agent-shell-notice-face '((t :inherit font-lock-warning-face))
   "Face of notices from agent-shell itself."
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
+(defface agent-shell-queued-face '((t :inherit shadow))
+  "Face of the prompts queued while a turn runs."
   :group 'agent-shell
   :package-version '(agent-shell . "0.1.0"))
 

@@ -17,7 +17,9 @@
 ;; - `session/request_permission' to the steps waiting for the user
 ;;   (agent-shell-permissions.el), answered once the user decides;
 ;; - `session/request_plan' to the plan buffer (agent-shell-plan.el),
-;;   answered once the user approves or rejects the plan.
+;;   answered once the user approves or rejects the plan;
+;; - `session/ask_user' to the shell buffer (agent-shell-ask.el),
+;;   answered with an option or the user's words.
 ;;
 ;; A message without a method here gets the generic function's default:
 ;; a warning, and for a request an error answer.
@@ -34,6 +36,7 @@
 (require 'agent-shell-plan)
 (require 'agent-shell-permissions)
 (require 'agent-shell-diagnostics)
+(require 'agent-shell-ask)
 
 ;;; Notifications
 
@@ -101,6 +104,11 @@ reading the new file."
                                            params id)
   "Keep the permission request ID with PARAMS on CONN until the user decides."
   (agent-shell-permissions-wait conn id params)
+  nil)
+
+(cl-defmethod agent-shell-rpc-handle (conn (_m (eql session/ask_user)) params id)
+  "Show the model's question of request ID (PARAMS from CONN) until answered."
+  (agent-shell-ask-wait conn id params)
   nil)
 
 (cl-defmethod agent-shell-rpc-handle (conn (_m (eql session/request_plan)) params id)

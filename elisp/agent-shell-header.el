@@ -69,6 +69,10 @@ context fill and any in the model name show as written."
           (format " │ context %d%%" (round (* 100.0 (/ (float used) window))))
         "")
       (if (numberp cost) (format " │ $%.4f" cost) "")
+      (let ((queued (length (agent-shell-session-prompt-queue session))))
+        (if (> queued 0) (format " │ %d queued" queued) ""))
+      (let ((queued (length (agent-shell-session-prompt-queue session))))
+        (if (> queued 0) (format " │ %d queued" queued) ""))
       (if grants
           (format " │ %d grant%s" (length grants) (if (cdr grants) "s" ""))
         "")

@@ -146,7 +146,7 @@ them at the start of the turn, as it does for a resumed session."
   "End this shell buffer's turn at once: the bridge connection dropped.
 TEXT says what happened and what to do; it is shown as a notice.
 Running tool lines are marked cancelled, waiting notices say the step
-can no longer be answered, and a queued prompt goes back into the
+can no longer be answered, and queued prompts go back into the
 input.  The transcript and the input are kept."
   (when (stringp (agent-shell-session-turn-id agent-shell--session))
     (push (agent-shell-session-turn-id agent-shell--session)
@@ -159,6 +159,9 @@ input.  The transcript and the input are kept."
      (car cell) "Not decided: %s — the bridge stopped"))
   (agent-shell-lifecycle-resolve-plan-notice "Plan not answered: the bridge stopped")
   (agent-shell-lifecycle-unqueue)
+  ;; As after a cancel: prompts queued for after the turn go back into the input.
+  (run-hook-with-args 'agent-shell-transcript-turn-end-functions
+                      '((sessionUpdate . "turn_end") (stopReason . "cancelled")))
   (unless (eq (agent-shell-session-state agent-shell--session) 'dead)
     (agent-shell-transcript-notice text)
     (agent-shell-header-set-state 'dead)))

@@ -34,6 +34,10 @@
 It is a list (TEXT NOTICE START): NOTICE is the range of the
 transcript notice saying that TEXT waits, START a marker where the
 input began.")
+  (prompt-queue nil :documentation "Prompts queued while a turn runs, oldest first.")
+  (queue-display nil :documentation "The queue as shown above the prompt, or nil.")
+  (question nil :documentation "The model's question waiting for an answer, or nil.
+A plist (:conn CONN :id ID :params PARAMS :notice RANGE).")
   (plan-notice nil :documentation "Range of the \"Plan waiting for you\" notice, or nil.")
   ;; The input.
   (input-marker nil :documentation "Where the user's input starts.")

@@ -78,7 +78,8 @@ break (never text in the buffer) goes before the prompt until it has."
         (overlay-put (agent-shell-session-prompt-gap agent-shell--session)
                      'agent-shell-prompt-gap t))
       (overlay-put (agent-shell-session-prompt-gap agent-shell--session) 'before-string
-                   (and glued "\n")))))
+                   (let ((queued (agent-shell-session-queue-display agent-shell--session)))
+                     (if queued (concat (and glued "\n") queued) (and glued "\n")))))))
 
 (defmacro agent-shell-transcript-editing (&rest body)
   "Run BODY at the output marker with the transcript writable.
@@ -350,6 +351,11 @@ still lands in its own entry."
 
 ;;; Session updates
 
+(defvar agent-shell-transcript-turn-end-functions nil
+  "Functions called with the `turn_end' update once a turn has ended.
+They run in the shell buffer, after it shows the turn as ended (the
+queued prompts go out from here, agent-shell-queue.el).")
+
 (defun agent-shell-transcript--on-tool-call (update)
   "Render the tool call announced by UPDATE."
   (let* ((call-id (alist-get 'toolCallId update))
@@ -548,6 +554,7 @@ began; that report must not end the new turn."
     (setf (agent-shell-session-turn-id agent-shell--session) nil
           (agent-shell-session-turn-start agent-shell--session) nil)
     (agent-shell-header-set-state 'idle)
+    (run-hook-with-args 'agent-shell-transcript-turn-end-functions update)
     (when (and elapsed (> elapsed agent-shell-notify-threshold))
       (funcall agent-shell-notify-function
                (format "agent-shell %s: turn finished after %d s (%s)"

@@ -23,6 +23,13 @@
 (declare-function project-root "project" (project))
 (declare-function agent-shell-transcript-notice "agent-shell-transcript" (text))
 (declare-function agent-shell-bridge-report-undo "agent-shell-bridge" (turn-id paths))
+(declare-function agent-shell-bridge-live-connection "agent-shell-bridge" ())
+(declare-function agent-shell-rpc-request-sync "agent-shell-rpc-protocol"
+                  (conn method params &optional timeout))
+(declare-function agent-shell-transcript-insert-history "agent-shell-transcript" (history))
+(declare-function agent-shell-set-input "agent-shell" (text))
+(declare-function agent-shell-open-fork "agent-shell" (root result))
+(declare-function diff-no-select "diff" (old new &optional switches no-async buf))
 
 ;;; Internals
 
@@ -253,6 +260,263 @@ relative to ROOT."
             (when (fboundp 'agent-shell-bridge-report-undo)
               (agent-shell-bridge-report-undo turn-id rels))))
         rels))))
+
+;;; Rewind
+
+(defconst agent-shell-undo--rewind-choices
+  '("code and conversation" "conversation only" "code only")
+  "What `agent-shell-rewind' can take back, as offered.")
+
+(defun agent-shell-undo--session-entries (root session-id)
+  "Return ROOT's index entries of edits made in SESSION-ID, oldest first."
+  (cl-remove-if-not (lambda (entry)
+                      (and (alist-get 'op_id entry)
+                           (equal (alist-get 'session_id entry) session-id)))
+                    (agent-shell-actions-read-index root)))
+
+(defun agent-shell-undo--files-from (entries turn-ids)
+  "Return the paths ENTRIES changed in TURN-IDS, in order, each once."
+  (let (paths)
+    (dolist (entry entries)
+      (when (member (alist-get 'turn_id entry) turn-ids)
+        (cl-pushnew (alist-get 'path entry) paths :test #'equal)))
+    (nreverse paths)))
+
+(defun agent-shell-undo--prompt-label (turn files)
+  "Return the completion label of TURN and FILES, the files changed after it."
+  (let* ((time (alist-get 'time turn))
+         (clock (if (and (stringp time) (string-match "T\\([0-9]+:[0-9]+\\)" time))
+                    (match-string 1 time)
+                  "--:--"))
+         (first (car (split-string (or (alist-get 'prompt turn) "") "\n" t "[ \t]+"))))
+    (format "%s  %s  [%s]  %s" clock
+            (truncate-string-to-width (or first "") 60 nil nil "…")
+            (if files
+                (format "%d file%s after it: %s" (length files) (if (cdr files) "s" "")
+                        (string-join files ", "))
+              "no files changed after it")
+            (alist-get 'turnId turn))))
+
+(defun agent-shell-undo--choose-prompt (choices entries verb)
+  "Return the index in CHOICES, oldest first, of the one picked to VERB to.
+ENTRIES are the session's snapshot index entries."
+  (let* ((ids (mapcar (lambda (turn) (alist-get 'turnId turn)) choices))
+         (labels (cl-loop for turn in choices
+                          for rest on ids
+                          collect (agent-shell-undo--prompt-label
+                                   turn (agent-shell-undo--files-from entries rest))))
+         (newest-first (reverse labels))
+         (table (lambda (string pred action)
+                  (if (eq action 'metadata)
+                      '(metadata (display-sort-function . identity)
+                                 (cycle-sort-function . identity))
+                    (complete-with-action action newest-first string pred))))
+         (chosen (completing-read (format "%s to before which prompt? " verb)
+                                  table nil t nil nil (car newest-first))))
+    (or (cl-position chosen labels :test #'equal)
+        (user-error "No such prompt: %s" chosen))))
+
+(defun agent-shell-undo--target-file (root first)
+  "Return the file holding what index entry FIRST found in ROOT.
+Nil when there was no file then."
+  (and (alist-get 'existed first) (agent-shell-undo--snapshot-file root first)))
+
+(defun agent-shell-undo--show-diff (file target rel)
+  "Show how FILE differs from TARGET (nil: no file), as REL, in a diff buffer."
+  (require 'diff)
+  (let ((buffer (get-buffer-create (format "*agent-shell rewind: %s*" rel))))
+    (diff-no-select (if (file-exists-p file) file null-device)
+                    (or target null-device) nil t buffer)
+    (display-buffer buffer)
+    buffer))
+
+(defun agent-shell-undo--rewind-files (root plan)
+  "Restore the files of PLAN in ROOT; return (RESTORED SKIPPED BACKUPS).
+A file the user edited since the agent's last change is shown as a
+diff and skipped unless confirmed.  Each file's content before the
+rewind is copied aside first (BACKUPS, for `agent-shell-rewind-undo')."
+  (let ((key (format "rewind-%s-%04x" (format-time-string "%Y%m%dT%H%M%S")
+                     (random 65536)))
+        (edited (agent-shell-undo--edited-since plan))
+        restored skipped backups)
+    (dolist (step plan)
+      (pcase-let* ((`(,file ,first ,_last) step)
+                   (rel (alist-get 'path first))
+                   (target (agent-shell-undo--target-file root first)))
+        (if (and (member file edited)
+                 (let ((diff (agent-shell-undo--show-diff file target rel)))
+                   (prog1 (not (y-or-n-p
+                                (format "%s was edited since the agent changed it; \
+restore it anyway (the diff shows what would change)? " rel)))
+                     (quit-windows-on diff))))
+            (push rel skipped)
+          (let* ((name (format "%s/%d" key (length backups)))
+                 (backup (expand-file-name
+                          name (expand-file-name agent-shell-actions--snapshot-dir root))))
+            (when (file-exists-p file)
+              (make-directory (file-name-directory backup) t)
+              (copy-file file backup t t t))
+            (push `((path . ,rel) (existed . ,(agent-shell-tools-bool (file-exists-p file)))
+                    (snapshot . ,(if (file-exists-p file) name :null)))
+                  backups)
+            (agent-shell-undo--restore root file first)
+            (push rel restored)))))
+    (list (nreverse restored) (nreverse skipped) (nreverse backups))))
+
+(defun agent-shell-undo--redraw (history)
+  "Draw this shell buffer's transcript again from HISTORY (as `session/resume')."
+  (let ((inhibit-read-only t) (inhibit-modification-hooks t))
+    (delete-region (point-min) (agent-shell-session-output-marker agent-shell--session)))
+  (setf (agent-shell-session-entries agent-shell--session) nil
+        (agent-shell-session-tools agent-shell--session) nil
+        (agent-shell-session-block agent-shell--session) nil
+        (agent-shell-session-body-open agent-shell--session) nil
+        (agent-shell-session-waiting-notices agent-shell--session) nil)
+  (agent-shell-transcript-insert-history history))
+
+(defun agent-shell-undo--shell-session ()
+  "Return (CONN ROOT SESSION-ID) of this idle shell buffer.
+Signal a `user-error' when it has no session or a turn runs."
+  (unless (and (derived-mode-p 'agent-shell-mode)
+               (agent-shell-session-id agent-shell--session))
+    (user-error "Not in an agent-shell buffer with a session"))
+  (when (agent-shell-session-turn-id agent-shell--session)
+    (user-error "A turn is running; cancel it (C-c C-k) first"))
+  (list (or (agent-shell-bridge-live-connection)
+            (user-error "The bridge is not running; C-c C-r restarts it"))
+        (file-name-as-directory (agent-shell-session-root agent-shell--session))
+        (agent-shell-session-id agent-shell--session)))
+
+(defun agent-shell-undo--request (conn method params)
+  "Call METHOD with PARAMS on CONN and return the result.
+A failure is a `user-error'."
+  (condition-case err
+      (agent-shell-rpc-request-sync conn method params 30)
+    (agent-shell-rpc-error
+     (user-error "%s failed: %s" method (error-message-string err)))))
+
+;;;###autoload
+(defun agent-shell-rewind (&optional fork)
+  "Go back to before a prompt of this session.
+Offer the prompts (time, first line, files changed after it), then
+what to take back: \"code and conversation\", \"conversation only\" or
+\"code only\".  Code: every file the agent changed in that turn and
+later ones returns to its state before it, from the snapshots (with
+or without git; files the agent did not change are never touched); a
+file you edited since is shown as a diff and skipped unless you
+confirm.  Conversation: the history is cut before that prompt, whose
+text comes back into the input.  `agent-shell-rewind-undo' restores
+what a rewind replaced.  With a prefix argument FORK, open instead a
+new shell whose session has the history before the chosen prompt (its
+own log and checkpoints; this session is untouched)."
+  (interactive "P")
+  (progn
+    (pcase-let* ((`(,conn ,root ,sid) (agent-shell-undo--shell-session))
+                 (turns (append (alist-get 'turns (agent-shell-undo--request
+                                                   conn "session/turns"
+                                                   `((sessionId . ,sid))))
+                                nil)))
+      (unless turns (user-error "This session has no prompt yet"))
+      (let* ((entries (agent-shell-undo--session-entries root sid))
+             (index (agent-shell-undo--choose-prompt turns entries "Rewind"))
+             (turn (nth index turns))
+             (later (mapcar (lambda (turn) (alist-get 'turnId turn)) (nthcdr index turns)))
+             (what (and (not fork)
+                        (completing-read "Rewind what? " agent-shell-undo--rewind-choices
+                                         nil t nil nil
+                                         (car agent-shell-undo--rewind-choices)))))
+        (if fork
+            (agent-shell-undo--fork conn root sid (alist-get 'turnId turn))
+         (agent-shell-undo-rewind-to root sid (alist-get 'turnId turn) later
+                                    (not (equal what "code only"))
+                                    (not (equal what "conversation only"))
+                                    entries))))))
+
+(defun agent-shell-undo--fork (conn root sid turn-id)
+  "Fork session SID of ROOT on CONN into a new shell buffer.
+With TURN-ID non-nil, the fork has the history before that turn."
+  (agent-shell-open-fork
+   root (agent-shell-undo--request conn "session/fork"
+                                   `((sessionId . ,sid)
+                                     ,@(and turn-id `((turnId . ,turn-id)))))))
+
+;;;###autoload
+(defun agent-shell-fork ()
+  "Open a new shell whose session has this session's history so far.
+The fork has its own log and checkpoints and goes on from here; this
+session is untouched.  \\[universal-argument] \\[agent-shell-rewind] forks before an earlier
+prompt instead."
+  (interactive)
+  (pcase-let ((`(,conn ,root ,sid) (agent-shell-undo--shell-session)))
+    (agent-shell-undo--fork conn root sid nil)))
+
+(defun agent-shell-undo-rewind-to (root sid turn-id later conversation code
+                                        &optional entries)
+  "Rewind session SID of ROOT to before TURN-ID, in the current shell buffer.
+LATER are TURN-ID and the turns after it.  CONVERSATION non-nil cuts the
+history; CODE non-nil restores the files those turns changed (from
+ENTRIES, the session's index entries).  Return the bridge's answer."
+  (let* ((conn (agent-shell-bridge-live-connection))
+         (entries (or entries (agent-shell-undo--session-entries root sid)))
+         (files (and code (progn (agent-shell-undo--check-index root)
+                                 (agent-shell-undo--undo-plan
+                                  root (cl-remove-if-not
+                                        (lambda (e) (member (alist-get 'turn_id e) later))
+                                        entries)))))
+         (done (if files (agent-shell-undo--rewind-files root files) (list nil nil nil)))
+         (result (agent-shell-undo--request
+                  conn "session/rewind"
+                  `((sessionId . ,sid) (turnId . ,turn-id)
+                    (conversation . ,(agent-shell-tools-bool conversation))
+                    (restored . ,(vconcat (nth 0 done)))
+                    (skipped . ,(vconcat (nth 1 done)))))))
+    (when (nth 2 done)
+      (agent-shell-actions-append-index
+       root `((rewind_id . ,(alist-get 'rewindId result)) (session_id . ,sid)
+              (rewind_to . ,turn-id) (backups . ,(vconcat (nth 2 done)))
+              (time . ,(agent-shell-actions-now)))))
+    (if conversation
+        (progn (agent-shell-undo--redraw (alist-get 'history result))
+               (agent-shell-set-input (or (alist-get 'prompt result) "")))
+      (agent-shell-transcript-notice
+       (format "Rewound the code to before turn %s" turn-id)))
+    (agent-shell-transcript-notice
+     (format "Rewind: %d file(s) restored%s%s" (length (nth 0 done))
+             (if (nth 0 done) (concat ": " (string-join (nth 0 done) ", ")) "")
+             (if (nth 1 done)
+                 (format "; left as you edited them: %s" (string-join (nth 1 done) ", "))
+               "")))
+    result))
+
+;;;###autoload
+(defun agent-shell-rewind-undo ()
+  "Restore what the newest rewind of this session replaced.
+The files it restored get back the content they had just before it,
+and a cut conversation comes back."
+  (interactive)
+  (pcase-let* ((`(,conn ,root ,sid) (agent-shell-undo--shell-session))
+               (result (agent-shell-undo--request conn "session/rewind_undo"
+                                                  `((sessionId . ,sid))))
+               (id (alist-get 'rewindId result))
+               (record (cl-find-if (lambda (e) (equal (alist-get 'rewind_id e) id))
+                                   (agent-shell-actions-read-index root)))
+               (restored nil))
+    (dolist (backup (append (alist-get 'backups record) nil))
+      (let* ((context (agent-shell-undo--undo-context root))
+             (file (agent-shell-undo--index-path backup context)))
+        (agent-shell-undo--restore root file backup)
+        (push (alist-get 'path backup) restored)))
+    (when record
+      (agent-shell-actions-append-index
+       root `((rewind_undone . ,id) (time . ,(agent-shell-actions-now)))))
+    (when (eq (alist-get 'conversationRestored result) t)
+      (agent-shell-undo--redraw (alist-get 'history result)))
+    (agent-shell-transcript-notice
+     (format "Rewind undone: %d file(s) put back%s%s" (length restored)
+             (if restored (concat ": " (string-join (nreverse restored) ", ")) "")
+             (if (eq (alist-get 'conversationRestored result) t)
+                 "; the conversation is back" "")))
+    result))
 
 ;;; Obsolete names
 

@@ -48,7 +48,9 @@
 ;; agent-shell-bridge.el        the one bridge of this Emacs, initialised
 ;; agent-shell-grants.el        list and revoke a session's grants
 ;; agent-shell-permissions.el   steps waiting for the user's decision
+;; agent-shell-ask.el           questions the model asks the user
 ;; agent-shell-handlers.el      what Emacs does with each bridge message
+;; agent-shell-queue.el         prompts queued and steers while a turn runs
 ;; agent-shell.el               this file
 ;; agent-shell-undo.el          undo a turn (loaded when first used)
 ;; agent-shell-memory.el        save and browse experiences (the same)
@@ -83,9 +85,11 @@
 (require 'agent-shell-roles)
 (require 'agent-shell-trust)
 (require 'agent-shell-permissions)
+(require 'agent-shell-ask)
 (require 'agent-shell-handlers)
 (require 'agent-shell-context)
 (require 'agent-shell-ambient)
+(require 'agent-shell-queue)
 
 ;;; Buffer setup
 
@@ -329,19 +333,35 @@ On an entry header in the transcript, toggle the entry instead."
     (let ((text (string-trim (agent-shell-input))))
       (when (string-empty-p text)
         (user-error "Nothing to send"))
-      (unless (eq (agent-shell-session-state agent-shell--session) 'starting)
+      (if (eq (agent-shell-session-state agent-shell--session) 'starting)
+          (progn (agent-shell-context-capture)
+                 (agent-shell-lifecycle-queue-prompt text))
         (agent-shell--ensure-shell)
-        (when (agent-shell-session-turn-id agent-shell--session)
-          (user-error "A turn is running; C-c C-k cancels it")))
-      ;; What the mentions name is read now; a prompt that does not go
-      ;; leaves no attachments behind for the next one.
-      (agent-shell-context-capture)
-      (condition-case err
-          (if (eq (agent-shell-session-state agent-shell--session) 'starting)
-              (agent-shell-lifecycle-queue-prompt text)
-            (agent-shell-send text))
-        (error (setq agent-shell-context-pending nil)
-               (signal (car err) (cdr err))))))))
+        (cond
+         ((agent-shell-ask-pending-p) (agent-shell-ask-answer-input))
+         ((agent-shell-session-turn-id agent-shell--session)
+          ;; What the mentions name is read now; the queued prompt
+          ;; carries it (see `agent-shell-queue-send-next').
+          (let* ((attachments (prog1 (agent-shell-context-capture)
+                                (setq agent-shell-context-pending nil)))
+                 (queued (if attachments
+                             (propertize text 'agent-shell-queue-attachments attachments)
+                           text)))
+            (message "agent-shell: queued (%d), sent when the turn ends; \
+%s steers instead, %s edits the queue"
+                     (agent-shell-queue-add queued)
+                     (substitute-command-keys "\\[agent-shell-steer]")
+                     (substitute-command-keys "\\[agent-shell-queue-edit]"))))
+         (t (agent-shell--send-captured text))))))))
+
+(defun agent-shell--send-captured (text)
+  "Send TEXT with the attachments its input mentions, read now.
+A prompt that does not go leaves no attachments behind for the next."
+  (agent-shell-context-capture)
+  (condition-case err
+      (agent-shell-send text)
+    (error (setq agent-shell-context-pending nil)
+           (signal (car err) (cdr err)))))
 
 (defun agent-shell-send (text)
   "Send TEXT as a prompt in the current shell buffer's session.
@@ -455,9 +475,11 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
   (agent-shell-previous-input (- n)))
 
 (defun agent-shell-cancel ()
-  "Cancel the running turn of this session."
+  "Cancel the running turn of this session.
+Every queued prompt goes back into the input."
   (interactive)
   (agent-shell--ensure-shell)
+  (agent-shell-queue-restore-input)
   (let ((buffer (current-buffer)))
     (agent-shell-bridge-request
      "session/cancel" `((sessionId . ,(agent-shell-session-id agent-shell--session)))
@@ -474,6 +496,66 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
                                  (agent-shell-session-stale-turns agent-shell--session)))
                          (setf (agent-shell-session-turn-id agent-shell--session)
                                nil))))))))
+
+(defun agent-shell--model-key (entry)
+  "Return (KEY . SOURCE) for the model ENTRY of `agent-shell-models'."
+  (let ((env (plist-get entry :key-env)))
+    (if (and env (agent-shell-project-nonempty (getenv env)))
+        (cons (getenv env) (concat "env:" env))
+      (let ((agent-shell-api-base (plist-get entry :api-base)))
+        (agent-shell-project-api-key-and-source)))))
+
+(defun agent-shell--model-params (entry)
+  "Return the `model' object of `session/set_model' for ENTRY."
+  (let ((key (agent-shell--model-key entry))
+        (price (plist-get entry :price)))
+    `((api_base . ,(plist-get entry :api-base))
+      (model . ,(plist-get entry :model))
+      ,@(and (car key) `((api_key . ,(car key)) (api_key_source . ,(cdr key))))
+      ,@(and (plist-get entry :context-window)
+             `((context_window . ,(plist-get entry :context-window))))
+      ,@(and (plist-get entry :reasoning-effort)
+             `((reasoning_effort . ,(plist-get entry :reasoning-effort))))
+      ,@(and (>= (length price) 2)
+             `((price_input_per_mtok . ,(nth 0 price))
+               (price_output_per_mtok . ,(nth 1 price))
+               ,@(and (nth 2 price) `((price_cached_input_per_mtok . ,(nth 2 price)))))))))
+
+(defun agent-shell-switch-model (name)
+  "Use the model NAME of `agent-shell-models' from this session's next request.
+During a turn it takes over at the turn's next model call.  The header
+shows it, the action log notes the switch, and tokens and cost are
+counted per model from then on."
+  (interactive
+   (progn (agent-shell--ensure-shell)
+          (unless agent-shell-models
+            (user-error "No models to switch to: customize `agent-shell-models'"))
+          (list (completing-read
+                 (format "Model (now %s): " (or (agent-shell-session-model agent-shell--session)
+                                                agent-shell-model))
+                 (mapcar (lambda (m) (plist-get m :name)) agent-shell-models) nil t))))
+  (agent-shell--ensure-shell)
+  (let ((entry (or (cl-find name agent-shell-models
+                            :key (lambda (m) (plist-get m :name)) :test #'equal)
+                   (user-error "No model %s in `agent-shell-models'" name)))
+        (buffer (current-buffer)))
+    (unless (and (plist-get entry :api-base) (plist-get entry :model))
+      (user-error "Model %s needs :api-base and :model" name))
+    (agent-shell-bridge-request
+     "session/set_model"
+     `((sessionId . ,(agent-shell-session-id agent-shell--session))
+       (name . ,name)
+       (model . ,(agent-shell--model-params entry)))
+     :on-success
+     (lambda (result)
+       (when (buffer-live-p buffer)
+         (with-current-buffer buffer
+           (setf (agent-shell-session-model agent-shell--session) name)
+           (force-mode-line-update)
+           (agent-shell-transcript-notice
+            (format "Model: %s (%s)%s" name (alist-get 'model result)
+                    (if (eq (alist-get 'applied result) t) ""
+                      " from the turn's next model call")))))))))
 
 (defun agent-shell-show-log ()
   "Show the action log of this session."
@@ -626,6 +708,30 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
     (pop-to-buffer buffer)
     buffer))
 
+(defun agent-shell-open-fork (root result)
+  "Show the forked session RESULT of ROOT in a new shell buffer.
+RESULT is the answer of `session/fork'.
+Its name is the project's with \"<fork N>\"; its transcript is the fork's
+history, its input the prompt it was forked before.  Return the buffer."
+  (let* ((base (agent-shell--name-for-root root))
+         (n 1)
+         (name nil))
+    (while (get-buffer (agent-shell--buffer-name
+                        (setq name (format "%s<fork %d>" base n))))
+      (cl-incf n))
+    (let ((buffer (get-buffer-create (agent-shell--buffer-name name))))
+      (with-current-buffer buffer
+        (agent-shell--setup name root nil)
+        (agent-shell-transcript-insert-history (alist-get 'history result))
+        (agent-shell-transcript-notice
+         (format "Forked from session %s: a session of its own (log, checkpoints), \
+the original is untouched" (alist-get 'forkOf result)))
+        (agent-shell-on-session buffer result)
+        (when-let ((prompt (alist-get 'prompt result)))
+          (agent-shell-set-input prompt)))
+      (pop-to-buffer buffer)
+      buffer)))
+
 (defun agent-shell-stop-bridge ()
   "Stop the bridge process; every session's turn ends."
   (interactive)
@@ -643,6 +749,9 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
 (defvar agent-shell-mode-map
   (let ((map (make-sparse-keymap)))
     (define-key map (kbd "RET") #'agent-shell-send-input)
+    (define-key map (kbd "M-RET") #'agent-shell-steer)
+    (define-key map (kbd "M-<return>") #'agent-shell-steer)
+    (define-key map (kbd "C-c C-e") #'agent-shell-queue-edit)
     (define-key map (kbd "S-<return>") #'agent-shell-newline)
     (define-key map (kbd "C-j") #'agent-shell-newline)
     (define-key map (kbd "TAB") #'agent-shell-toggle-entry)
@@ -651,6 +760,7 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
     (define-key map (kbd "C-c C-k") #'agent-shell-cancel)
     (define-key map (kbd "C-c C-l") #'agent-shell-show-log)
     (define-key map (kbd "C-c C-t") #'agent-shell-toggle-mode)
+    (define-key map (kbd "C-c C-v") #'agent-shell-switch-model)
     (define-key map (kbd "C-c C-y") #'agent-shell-approve)
     (define-key map (kbd "C-c C-n") #'agent-shell-reject)
     (define-key map (kbd "C-c C-s") #'agent-shell-save-memory)
@@ -660,6 +770,12 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
 
 (autoload 'agent-shell-undo-turn "agent-shell-undo"
   "Restore every file that the agent changed during a turn." t)
+(autoload 'agent-shell-rewind "agent-shell-undo"
+  "Go back to before a prompt of this session." t)
+(autoload 'agent-shell-fork "agent-shell-undo"
+  "Open a new shell whose session has this session's history so far." t)
+(autoload 'agent-shell-rewind-undo "agent-shell-undo"
+  "Restore what the newest rewind of this session replaced." t)
 (autoload 'agent-shell-save-memory "agent-shell-memory"
   "Extract an experience from the current session now." t)
 (autoload 'agent-shell-memory-browse "agent-shell-memory"
@@ -677,7 +793,11 @@ The header line shows the model, the mode (act or ask), the state
 \(starting, idle, thinking, running TOOL, waiting for you, bridge
 stopped), tokens used and how full the context window is.  A prompt
 sent while the session starts is queued and goes out once it is
-ready.  When the bridge stops, \\[agent-shell-restart] restarts it and
+ready.  While a turn runs, RET queues the input (shown dimmed above
+the prompt, sent as its own turn when the turn ends; \[agent-shell-queue-edit]
+edits the queue), \[agent-shell-steer] steers the turn with it (the model gets
+it at its next call), and \[agent-shell-cancel] cancels the turn and puts the
+queue back into the input.  When the bridge stops, \\[agent-shell-restart] restarts it and
 resumes the session in place, keeping the transcript and the input.
 
 \\{agent-shell-mode-map}"

@@ -78,6 +78,7 @@ class BridgeConfig:
     context_window: int = 64_000
     trust_env: bool = False
     echo_reasoning: bool | None = None
+    reasoning_effort: str | None = None
     prices: tuple[float, float, float] | None = None
     memory_dir: Path | None = None
     # How often a turn starts a full scan of the project's experience files in the
@@ -155,4 +156,5 @@ class BridgeConfig:
                 self.echo_reasoning if wire.echo_reasoning is None else wire.echo_reasoning
             ),
             prices=prices,
+            reasoning_effort=wire.reasoning_effort or self.reasoning_effort,
         )

@@ -34,6 +34,8 @@ class ModelConfig(BaseModel):
     trust_env: bool | None = None
     # Send reasoning back on tool-call messages; absent or null = by provider profile.
     echo_reasoning: bool | None = None
+    # Sent as the request's reasoning_effort when set (providers that take it).
+    reasoning_effort: str | None = Field(default=None, pattern=r"^[a-z]{1,16}$")
     price_input_per_mtok: float | None = None
     price_output_per_mtok: float | None = None
     price_cached_input_per_mtok: float | None = None

@@ -8,7 +8,7 @@
 ;; test-transcript.el, test-header.el, test-handlers.el,
 ;; test-permissions.el, test-project.el, test-bridge.el, test-trust.el,
 ;; test-lifecycle.el, test-streaming.el, test-commands.el, test-roles.el,
-;; test-log-bridge.el, test-context.el, and one case each of test-actions.el and
+;; test-log-bridge.el, test-queue.el, test-undo.el, test-ask.el, and one case each of test-actions.el and
 ;; test-perception.el): the REAL bridge (AGENT_SHELL_TEST_BRIDGE, with its
 ;; debug methods) started once per Emacs, its scripted mock model on
 ;; loopback with one script for all of them (each suite's prompts match
@@ -87,6 +87,36 @@
                (text . ,test-shell-long-answer) (chunk_size . 3) (delay_ms . 1))
               ((match . ((last_user_contains . "stream-cancel")))
                (text . ,test-shell-long-answer) (chunk_size . 3) (delay_ms . 2))
+              ;; test-undo.el: three turns per rewind case.
+              ,@(mapcar (lambda (word)
+                          `((match . ((last_user_contains . ,word)))
+                            (text . ,(format "好 %s done." word))))
+                        '("rwa-1" "rwa-2" "rwa-3" "rwb-1" "rwb-2" "rwb-3"
+                          "rwc-1" "rwc-2" "rwc-3" "rwd-1" "rwd-2" "rwd-fork"))
+              ;; test-ask.el: the model's questions.
+              ((match . ((last_user_contains . "ask-shell")))
+               (tool_calls . [((name . "ask_user")
+                               (arguments . ((question . "选哪个 pick?")
+                                             (options . ["红 red" "蓝 blue"]))))]))
+              ((match . ((any_message_contains . "\"answer\": \"蓝 blue\"")))
+               (text . "你选了蓝 blue chosen."))
+              ((match . ((last_user_contains . "ask-log")))
+               (tool_calls . [((name . "ask_user")
+                               (arguments . ((question . "日志里选 log pick?")
+                                             (options . ["左 left" "右 right"]))))]))
+              ((match . ((any_message_contains . "\"answer\": \"右 right\"")))
+               (text . "右 right chosen in the log."))
+              ;; test-queue.el: queued prompts and steers.
+              ((match . ((last_user_contains . "queue-first")))
+               (text . "第一 first done.") (chunk_size . 1) (delay_ms . 80))
+              ((match . ((last_user_contains . "queue-second")))
+               (text . "第二 second done."))
+              ((match . ((last_user_contains . "queue-hold")))
+               (text . "late") (delay_ms . 20000))
+              ((match . ((last_user_contains . "steer-first")))
+               (text . "先回答 answered.") (chunk_size . 1) (delay_ms . 80))
+              ((match . ((last_user_contains . "转向 steer-words")))
+               (text . "转向 steered."))
               ((match . ((last_user_contains . "stream-after")))
                (text . "取消之后：after the cancel.") (chunk_size . 2))]))
   "Script of the mock model.")

@@ -228,6 +228,40 @@ an explicit send of the outside file attaches it, marked in the log."
         (when (get-file-buffer outside) (kill-buffer (get-file-buffer outside)))
         (delete-file outside)))))
 
+(ert-deftest test-context/a-prompt-queued-during-a-turn-keeps-its-attachments ()
+  "An explicit attachment in a prompt queued while a turn runs goes with it.
+The outside file was sent by a command (the consent); queued and sent
+later, it must still be attached as explicit, not refused as typed."
+  (test-context--with-project (root)
+    (let* ((outside (make-temp-file "agent-shell-outside-" nil ".txt" "排队 queued outside\n"))
+           (shell (test-shell--start-session root)))
+      (unwind-protect
+          (progn
+            (with-current-buffer shell
+              (goto-char (point-max))
+              (insert "queue-first please")
+              (agent-shell-send-input)
+              (test-shell--wait "the turn's id"
+                                (lambda () (stringp (agent-shell-session-turn-id
+                                                     agent-shell--session)))
+                                20))
+            (with-current-buffer (find-file-noselect outside)
+              (agent-shell-send-file))
+            (with-current-buffer shell
+              (should (agent-shell-session-turn-id agent-shell--session))
+              (goto-char (point-max))
+              (insert " queue-second please")
+              (agent-shell-send-input)
+              (should (= 1 (length (agent-shell-session-prompt-queue agent-shell--session))))
+              (should-not (string-search "Not attached" (test-shell--transcript))))
+            (test-context--wait-turn shell "queue-second please")
+            (let ((user (test-context--last-user "queue-second please")))
+              (should (string-search "排队 queued outside" user)))
+            (should (string-search "[sent explicitly: outside the project]"
+                                   (test-context--log shell))))
+        (when (get-file-buffer outside) (kill-buffer (get-file-buffer outside)))
+        (delete-file outside)))))
+
 (ert-deftest test-context/a-typed-mention-never-attaches-a-secret ()
   "A mention (typed or completed) of a file among the user's secrets is refused;
 the same file sent by a command is attached, marked explicit."

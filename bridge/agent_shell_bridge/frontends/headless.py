@@ -26,7 +26,7 @@ import uvicorn
 from ..agent.session.approval import Answer, FixedApprover, PermissionRequest, TerminalApprover
 from ..agent.turn.plan import plan_text
 from ..config import BridgeConfig, echo_setting
-from ..errors import BridgeError, MethodNotFound
+from ..errors import BridgeError, InvalidParams, MethodNotFound
 from ..methods import build_dispatcher
 from ..runtime import Runtime
 from ..transport.server import ServerSettings, create_app
@@ -53,6 +53,14 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         choices=["auto", "always", "never"],
         default=None,
         help="send the model's reasoning back with its tool calls (auto: by provider)",
+    )
+    p.add_argument(
+        "--answer",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="answer the model's next ask_user question (an option's number or words; "
+        "repeat for later questions)",
     )
     p.add_argument("--mode", choices=["act", "ask"], default="act")
     p.add_argument("--memory-dir", type=Path, default=None, help="memory index directory")
@@ -186,6 +194,7 @@ async def _drive(conn: BridgeConnection, args: argparse.Namespace) -> int:
     else:
         approver = FixedApprover("none")
     sid = session["sessionId"]
+    answers = list(args.answer)
     messages = conn.messages()
     try:
         await conn.call("session/prompt", {"sessionId": sid, "prompt": args.task})
@@ -200,6 +209,9 @@ async def _drive(conn: BridgeConnection, args: argparse.Namespace) -> int:
         if method == "session/request_permission" and "id" in msg:
             answer = await approver.ask(_request_from(params))
             await conn.respond(msg["id"], _answer_wire(answer))
+            continue
+        if method == "session/ask_user" and "id" in msg:
+            await _answer_question(conn, msg["id"], params, answers)
             continue
         if "id" in msg and method:
             await conn.respond_error(
@@ -231,6 +243,26 @@ async def _drive(conn: BridgeConnection, args: argparse.Namespace) -> int:
             sys.stdout.write("\n")
             return _exit_code(update)
     return 1
+
+
+async def _answer_question(
+    conn: BridgeConnection, rid: Any, params: JSONObject, answers: list[str]
+) -> None:
+    """Answer ``ask_user`` with the next ``--answer``, or fail the call clearly."""
+    options = params.get("options") or []
+    listed = "; ".join(f"{n}. {o}" for n, o in enumerate(options, start=1))
+    print(f"\n? {params.get('question')} [{listed}]", file=sys.stderr, flush=True)
+    if not answers:
+        await conn.respond_error(
+            rid,
+            InvalidParams.code,
+            "the model asked a question and this run has no answer left for it: "
+            "give one with --answer TEXT (an option's number or your words)",
+        )
+        return
+    answer = answers.pop(0)
+    print(f"  answered: {answer}", file=sys.stderr, flush=True)
+    await conn.respond(rid, {"text": answer})
 
 
 def _exit_code(update: JSONObject) -> int:

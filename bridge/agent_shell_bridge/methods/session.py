@@ -1,4 +1,4 @@
-"""Session methods: ``session/new``, ``prompt``, ``cancel``, ``set_mode``, ``list``,
+"""Session methods: ``session/new``, ``prompt``, ``steer``, ``cancel``, ``set_mode``, ``list``,
 ``resume``, and the session's grants (``grants``, ``revoke_grant``)."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -18,6 +19,7 @@ from ..agent.session.store import SessionState, SessionStore, new_session_id
 from ..config import BridgeConfig
 from ..errors import InvalidParams, RootNotAllowed, SessionNotFound
 from ..mcp.config import ServerPolicy, WireServer, from_wire
+from ..model.profiles import same_provider
 from ..project.instructions import user_config_dir
 from ..runtime import Runtime
 from ..tools.catalogue import CATALOGUE
@@ -101,6 +103,38 @@ class PromptParams(Params):
 
 class SessionRef(Params):
     sessionId: str
+
+
+class SteerParams(SessionRef):
+    text: str = Field(min_length=1, max_length=200_000)
+
+    @field_validator("text")
+    @classmethod
+    def _words(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the steer is empty")
+        return value
+
+
+class RewindParams(SessionRef):
+    turnId: str = Field(min_length=1, max_length=120)
+    conversation: bool = True
+    restored: list[str] = Field(default_factory=list, max_length=10_000)
+    skipped: list[str] = Field(default_factory=list, max_length=10_000)
+
+
+class ForkParams(SessionRef):
+    turnId: str | None = Field(None, min_length=1, max_length=120)
+
+
+class RewindUndoParams(SessionRef):
+    rewindId: str | None = Field(None, max_length=64)
+
+
+class SetModelParams(SessionRef):
+    # The name the user knows the model by (agent-shell-models' :name).
+    name: str = Field("", max_length=80)
+    model: ModelConfig
 
 
 class ModeParams(SessionRef):
@@ -282,6 +316,17 @@ def register(d: Dispatcher[Runtime]) -> None:
         )
         return {"turnId": turn_id, "mode": mode, **batch.to_json()}
 
+    @d.method("session/steer", SteerParams)
+    async def steer(rt: Runtime, p: SteerParams) -> dict[str, Any]:
+        """Words for the running turn's next model call; ``accepted: false`` when no turn
+        runs (the client then sends them as a prompt: a steer is never dropped)."""
+        from ..agent.turn.steer import accept_steer
+
+        live = session_of(rt, p.sessionId)
+        if not accept_steer(live, p.text):
+            return {"accepted": False, "reason": "no turn is running"}
+        return {"accepted": True, "turnId": live.turn_id, "queued": len(live.state.pending_steers)}
+
     @d.method("session/cancel", SessionRef)
     async def cancel(rt: Runtime, p: SessionRef) -> dict[str, Any]:
         live = session_of(rt, p.sessionId)
@@ -293,6 +338,27 @@ def register(d: Dispatcher[Runtime]) -> None:
         live.state.mode = p.mode
         await live.checkpoint()
         return {"mode": p.mode}
+
+    @d.method("session/set_model", SetModelParams)
+    async def set_model(rt: Runtime, p: SetModelParams) -> dict[str, Any]:
+        """Another model from the next request on (the running turn's next call)."""
+        from ..agent.turn.models import choose_model, model_totals
+
+        live = session_of(rt, p.sessionId)
+        if not (p.model.api_base and p.model.model):
+            raise InvalidParams("a model needs api_base and model")
+        config = live.config.with_model(p.model)
+        if p.model.api_key is None and not same_provider(p.model.api_base, live.config.api_base):
+            # One provider's key is never sent to another.
+            config = replace(config, api_key=None, api_key_source="none")
+        now = await choose_model(live, config, p.name or p.model.model)
+        return {
+            "model": config.model,
+            "name": p.name or p.model.model,
+            "contextWindow": config.context_window,
+            "applied": now,
+            "byModel": model_totals(live),
+        }
 
     @d.method("session/grants", SessionRef)
     async def grants(rt: Runtime, p: SessionRef) -> dict[str, Any]:
@@ -336,6 +402,67 @@ def register(d: Dispatcher[Runtime]) -> None:
         else:
             mcp = _mcp_status(live)
         return {**_describe(live), "history": list(Conversation(live.state).visible), "mcp": mcp}
+
+    @d.method("session/turns", SessionRef)
+    async def turns(rt: Runtime, p: SessionRef) -> dict[str, Any]:
+        """The session's prompts, oldest first (what a rewind can go back to)."""
+        from ..agent.turn.rewind import list_prompts
+
+        return {"turns": list_prompts(session_of(rt, p.sessionId))}
+
+    @d.method("session/rewind", RewindParams)
+    async def rewind(rt: Runtime, p: RewindParams) -> dict[str, Any]:
+        """Back to just before a prompt: the conversation cut (when asked), the files
+        the client restored noted for the model, a REWIND entry in the log."""
+        from ..agent.turn.rewind import rewind
+
+        return await rewind(
+            session_of(rt, p.sessionId),
+            p.turnId,
+            conversation=p.conversation,
+            restored=[x[:500] for x in p.restored],
+            skipped=[x[:500] for x in p.skipped],
+        )
+
+    @d.method("session/fork", ForkParams)
+    async def fork(rt: Runtime, p: ForkParams) -> dict[str, Any]:
+        """A new session with this one's history (before ``turnId``, when given)."""
+        from ..agent.opening import start_new
+        from ..agent.session.reporter import text
+        from ..agent.turn.rewind import fork_state
+
+        live = session_of(rt, p.sessionId)
+        state, prompt = fork_state(live, p.turnId)
+        fork = await start_new(rt, state, live.config)
+        fork.model_name = live.model_name
+        where = f"before turn {p.turnId}" if p.turnId else "with its whole history"
+        await fork.reporter.entry(
+            f"Forked from session {live.state.id} {where}",
+            source="user",
+            parent=None,
+            properties={"FORK_OF": live.state.id, **({"FORK_AT": p.turnId} if p.turnId else {})},
+        )
+        await live.reporter.entry(
+            f"Forked into session {state.id} {where}",
+            source="user",
+            parent=None,
+            properties={"FORK": state.id},
+            body=[text(f"The fork's log: {state.log_path}")],
+        )
+        return {
+            **_describe(fork),
+            "mcp": _mcp_status(fork),
+            "history": list(Conversation(fork.state).visible),
+            "prompt": prompt,
+            "forkOf": live.state.id,
+        }
+
+    @d.method("session/rewind_undo", RewindUndoParams)
+    async def rewind_undo(rt: Runtime, p: RewindUndoParams) -> dict[str, Any]:
+        """Put back what the newest rewind cut."""
+        from ..agent.turn.rewind import undo_rewind
+
+        return await undo_rewind(session_of(rt, p.sessionId), p.rewindId)
 
     @d.method("session/undo_turn_done", UndoParams)
     async def undo_turn_done(rt: Runtime, p: UndoParams) -> dict[str, Any]:

@@ -112,7 +112,9 @@ class ModelClient:
     ) -> JSONObject:
         body: JSONObject = {
             "model": self.settings.model,
-            "messages": wire_messages(messages, echo_reasoning=self.echo_reasoning),
+            "messages": wire_messages(
+                messages, echo_reasoning=self.echo_reasoning, provider=self.settings.api_base
+            ),
             "stream": True,
             "stream_options": {"include_usage": True},
         }
@@ -122,6 +124,8 @@ class ModelClient:
                 body["tool_choice"] = tool_choice
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
+        if self.settings.reasoning_effort:
+            body["reasoning_effort"] = self.settings.reasoning_effort
         return body
 
     async def stream_chat(
@@ -153,7 +157,12 @@ class ModelClient:
                 flipped = True
                 log.warning("the provider rejected the reasoning echo choice; retrying once")
                 self.echo_reasoning = echo
-                body = {**body, "messages": wire_messages(messages, echo_reasoning=echo)}
+                body = {
+                    **body,
+                    "messages": wire_messages(
+                        messages, echo_reasoning=echo, provider=self.settings.api_base
+                    ),
+                }
             except ModelStreamError as exc:
                 raise ModelStreamError(
                     self._scrub(exc.message), data=self._scrub_data(exc.data)

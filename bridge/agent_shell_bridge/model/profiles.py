@@ -22,15 +22,19 @@ from urllib.parse import urlsplit
 from ..types import JSONObject
 
 __all__ = [
+    "PRODUCER_KEY",
     "REASONING_FIELD",
     "ProviderProfile",
     "carries_reasoning",
     "flip_for_error",
     "profile_for",
+    "same_provider",
     "wire_messages",
 ]
 
 REASONING_FIELD = "reasoning_content"
+# Which provider (API base) wrote an assistant message, once the session has had two.
+PRODUCER_KEY = "_provider"
 # Reasoning-shaped keys a history message may carry; none is sent unless echoed.
 _REASONING_KEYS = ("reasoning_content", "reasoning", "reasoning_details")
 
@@ -59,24 +63,46 @@ def profile_for(api_base: str) -> ProviderProfile:
     return _DEFAULT
 
 
-def wire_messages(messages: list[JSONObject], *, echo_reasoning: bool) -> list[JSONObject]:
+def same_provider(a: str, b: str) -> bool:
+    """Whether two API bases are one provider (the same URL, give or take a slash)."""
+    return a.rstrip("/") == b.rstrip("/")
+
+
+def wire_messages(
+    messages: list[JSONObject], *, echo_reasoning: bool, provider: str | None = None
+) -> list[JSONObject]:
     """The history as this provider should get it.
 
     With ``echo_reasoning`` an assistant message that made tool calls keeps its
     ``reasoning_content`` (DeepSeek needs it there and ignores it elsewhere); every
-    other reasoning key is dropped from every message. Messages that need no change
-    are passed through as they are.
+    other reasoning key is dropped from every message. A message another provider
+    wrote (``PRODUCER_KEY``, set when the session switched models) never carries its
+    reasoning to this ``provider``: with echo on, its field is sent empty. The
+    producer key itself never leaves. Messages that need no change are passed
+    through as they are.
     """
     out: list[JSONObject] = []
     for message in messages:
         keys = [k for k in _REASONING_KEYS if k in message]
-        if not keys:
+        producer = message.get(PRODUCER_KEY)
+        if not keys and producer is None:
             out.append(message)
             continue
-        keep = echo_reasoning and bool(message.get("tool_calls"))
-        out.append(
-            {k: v for k, v in message.items() if k not in keys or (keep and k == REASONING_FIELD)}
+        foreign = (
+            isinstance(producer, str)
+            and provider is not None
+            and not same_provider(producer, provider)
         )
+        calls = bool(message.get("tool_calls"))
+        keep = echo_reasoning and calls and not foreign
+        shaped = {
+            k: v
+            for k, v in message.items()
+            if k != PRODUCER_KEY and (k not in keys or (keep and k == REASONING_FIELD))
+        }
+        if foreign and echo_reasoning and calls and REASONING_FIELD in message:
+            shaped[REASONING_FIELD] = ""
+        out.append(shaped)
     return out
 
 

@@ -65,6 +65,7 @@ class ModelSettings:
     # Send reasoning back on tool-call messages: None = as the provider's profile
     # says (see :mod:`.profiles`), True/False = always/never.
     echo_reasoning: bool | None = None
+    reasoning_effort: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,6 +55,7 @@ def summary_drawer_entry(
     prices: Prices | None = None,
     model: str | None = None,
     by_role: dict[str, UsageCounts] | None = None,
+    by_model: dict[str, tuple[UsageCounts, Prices | None]] | None = None,
 ) -> LogEntry:
     """The step closing a task: usage in the drawer, a one-line account as title.
 
@@ -76,7 +77,18 @@ def summary_drawer_entry(
         f"{usage.input_tokens} in / {usage.output_tokens} out tokens "
         f"({usage.cached_tokens} cached), {_duration_text(usage.duration_ms)}"
     )
-    if prices is not None:
+    if by_model:
+        # Each model's tokens at its own prices; the cost is their sum.
+        cost = 0.0
+        for name, (part, part_prices) in by_model.items():
+            key = "".join(c if c.isalnum() else "_" for c in name.upper())
+            props[f"TOKENS_MODEL_{key}"] = part.total_tokens
+            if part_prices is not None:
+                props[f"COST_MODEL_{key}"] = part.cost_at(part_prices)
+                cost += part.cost_at(part_prices)
+        props["COST"] = round(cost, 6)
+        title += f", cost {cost:.4f} over {len(by_model)} models"
+    elif prices is not None:
         cost = usage.cost_at(prices)
         props["COST"] = cost
         props["CURRENCY"] = prices.currency

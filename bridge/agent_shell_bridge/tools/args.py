@@ -7,7 +7,7 @@ allowlists (see :mod:`.catalogue`).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -123,6 +123,14 @@ class TaskCompleteArgs(Args):
 class DelegateArgs(Args):
     role: str = Field(min_length=1, max_length=32)
     task: str = Field(min_length=1, max_length=8000)
+
+
+class AskUserArgs(Args):
+    question: str = Field(min_length=1, max_length=4000)
+    options: list[Annotated[str, Field(min_length=1, max_length=500)]] = Field(
+        min_length=2, max_length=4
+    )
+    allow_free_text: bool = True
 
 
 class ReviewVerdictArgs(Args):

@@ -26,6 +26,7 @@ from ..types import JSONObject, Risk, Verdict
 from .args import (
     AnyArgs,
     Args,
+    AskUserArgs,
     BufferOverviewArgs,
     CompleteStepArgs,
     DelegateArgs,
@@ -58,6 +59,7 @@ __all__ = [
     "AnyArgs",
     "Args",
     "ArgsT",
+    "AskUserArgs",
     "BufferOverviewArgs",
     "CompleteStepArgs",
     "DelegateArgs",
@@ -381,6 +383,18 @@ TASK_COMPLETE = ToolSpec(
     5,
     "think",
 )
+ASK_USER = ToolSpec(
+    "ask_user",
+    B,
+    Risk.READ,
+    AskUserArgs,
+    "Ask the user a question you cannot answer from the code, with 2 to 4 short "
+    "options; the result is the option the user chose or, when allow_free_text is "
+    "true, the text they typed instead. Use it for a real choice (which approach, "
+    "which file), not to ask permission: risky steps are asked about anyway.",
+    86_400,
+    "think",
+)
 DELEGATE = ToolSpec(
     "delegate",
     B,
@@ -446,6 +460,7 @@ CATALOGUE: dict[str, ToolSpec[Any]] = {
         RUN_COMMAND,
         RUN_TEST,
         TASK_COMPLETE,
+        ASK_USER,
         DELEGATE,
         REVIEW_VERDICT,
         PROPOSE_PLAN,

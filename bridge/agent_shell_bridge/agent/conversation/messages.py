@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ...model.profiles import PRODUCER_KEY
 from ...model.types import Completion, ToolCall
 from ...types import JSONObject
 from .notes import frame_notes
@@ -94,6 +95,15 @@ def repaired(messages: Sequence[JSONObject], reason: str = INTERRUPTED) -> list[
     return out
 
 
+def _content_text(message: Mapping[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return ""
+
+
 class Conversation:
     """The one writer of a record's messages and visible history."""
 
@@ -153,6 +163,24 @@ class Conversation:
                 item["attachments"] = list(attachments)
             self._record.visible.append(item)
         return start
+
+    def add_steer(self, text: str, *, turn_id: str | None = None) -> None:
+        """The user's words mid-turn: a user message to the model, a steer in the history.
+
+        Right after the user's own message (no model call yet) they join it: some
+        providers refuse two user messages in a row.
+        """
+        messages = self._record.messages
+        last = messages[-1] if messages else None
+        if last is not None and last.get("role") == "user" and isinstance(last.get("content"), str):
+            messages[-1] = {**last, "content": f"{last['content']}\n\n{text}"}
+        else:
+            messages.append({"role": "user", "content": text})
+        if self._shown:
+            item: JSONObject = {"role": "user", "text": text, "steer": True}
+            if turn_id is not None:
+                item["turnId"] = turn_id
+            self._record.visible.append(item)
 
     def add_feedback(self, note: str, *, shown: str) -> None:
         """A message for the model in the user's place (the reviewer's), ``shown`` as a
@@ -225,6 +253,84 @@ class Conversation:
         else:
             record.messages.append({"role": "user", "content": framed})
         return True
+
+    # -- a switch of model ----------------------------------------------------------
+
+    def mark_producer(self, provider: str) -> int:
+        """Name ``provider`` as the writer of the assistant messages not yet marked
+        (the session leaves it for another model); how many were marked. The model
+        client never sends one provider's reasoning to another (model/profiles.py)."""
+        marked = 0
+        for i, message in enumerate(self._record.messages):
+            if message.get("role") == "assistant" and PRODUCER_KEY not in message:
+                self._record.messages[i] = {**message, PRODUCER_KEY: provider}
+                marked += 1
+        return marked
+
+    # -- rewinding to an earlier prompt ---------------------------------------------
+
+    def prompts(self) -> list[JSONObject]:
+        """The user's prompts in the history (steers left out), oldest first."""
+        return [
+            item
+            for item in self._record.visible
+            if item.get("role") == "user" and item.get("turnId") and not item.get("steer")
+        ]
+
+    def cut_before(self, turn_id: str) -> JSONObject:
+        """Cut the history and the messages just before turn ``turn_id``'s prompt.
+
+        Returns what was cut (``messages``, ``visible``, ``prompt``), for
+        :meth:`put_back`. The prompt's message is found from the newest end (a
+        compaction keeps the newest messages as they were); a prompt no longer
+        among the messages (compacted into the summary) cannot be cut there:
+        ``LookupError``, nothing changed.
+        """
+        record = self._record
+        at = next(
+            (
+                i
+                for i, item in enumerate(record.visible)
+                if item.get("turnId") == turn_id
+                and item.get("role") == "user"
+                and not item.get("steer")
+            ),
+            None,
+        )
+        if at is None:
+            raise LookupError(f"no prompt of turn {turn_id!r} in this session")
+        prompt = str(record.visible[at].get("text") or "")
+        later = sum(
+            1
+            for item in record.visible[at + 1 :]
+            if item.get("role") == "user" and not item.get("steer") and item.get("text") == prompt
+        )
+        cut = None
+        for i in range(len(record.messages) - 1, -1, -1):
+            message = record.messages[i]
+            if message.get("role") == "user" and prompt in _content_text(message):
+                if later == 0:
+                    cut = i
+                    break
+                later -= 1
+        if cut is None:
+            raise LookupError(
+                f"the prompt of turn {turn_id} is in the compacted summary now; "
+                "its conversation cannot be cut there"
+            )
+        removed: JSONObject = {
+            "messages": record.messages[cut:],
+            "visible": record.visible[at:],
+            "prompt": prompt,
+        }
+        record.messages = record.messages[:cut]
+        record.visible = record.visible[:at]
+        return removed
+
+    def put_back(self, removed: Mapping[str, Any]) -> None:
+        """Undo :meth:`cut_before`: what it cut follows the history again."""
+        self._record.messages.extend(removed.get("messages") or [])
+        self._record.visible.extend(removed.get("visible") or [])
 
     # -- repair and compaction -------------------------------------------------------
 

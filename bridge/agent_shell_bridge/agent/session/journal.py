@@ -61,11 +61,15 @@ def _small_fields(state: Any) -> tuple[str, ...]:
     return tuple(f.name for f in fields(state) if f.name not in LISTS)
 
 
-def _encode_small(state: Any, name: str) -> str:
-    value = getattr(state, name)
+def _plain(value: Any) -> Any:
+    """A dataclass inside a field (the totals of each model) as its dict."""
     if is_dataclass(value) and not isinstance(value, type):
-        value = asdict(value)
-    return json.dumps(value, ensure_ascii=False)
+        return asdict(value)
+    raise TypeError(f"cannot journal a {type(value).__name__}")
+
+
+def _encode_small(state: Any, name: str) -> str:
+    return json.dumps(getattr(state, name), ensure_ascii=False, default=_plain)
 
 
 @dataclass

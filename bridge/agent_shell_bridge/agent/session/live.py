@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ...config import BridgeConfig
 from ...errors import InvalidParams, SessionBusy
 from ...model.openai import ModelClient
-from ...model.types import ModelSettings, Usage
+from ...model.types import ModelSettings, Usage, UsageCounts
 from ...orglog import OrgLogWriter, log_path_for
 from ...process.runner import ProcessResult, ProcessRunner
 from ...project.instructions import Instructions, load_instructions
@@ -36,7 +36,7 @@ from .grants import Grant, revoke_grant
 from .journal import SessionJournal
 from .reporter import Reporter, finish_even_if_cancelled, text
 from .roles import BUILTIN_ROLES, Role, RoleConfig, merge_roles
-from .store import SessionState, SessionStore, now_iso
+from .store import SessionState, SessionStore, TokenTotals, now_iso
 
 if TYPE_CHECKING:
     # Imported when a session opens, not when the server starts: the policy loads
@@ -104,6 +104,28 @@ class LiveSession:
 
     # Tools gained at run time (the session's MCP servers), after the catalogue's.
     tool_sources: list[ToolSource] = field(default_factory=list)
+
+    # The name the user knows the model by (agent-shell-models), "" for the default.
+    model_name: str = ""
+    # A model chosen while a turn streams: it takes over at the next model call.
+    pending_model: tuple[BridgeConfig, str] | None = None
+    # Clients of models switched away from, closed with the session.
+    retired_models: list[ModelClient] = field(default_factory=list)
+
+    @property
+    def model_label(self) -> str:
+        return self.model_name or self.config.model
+
+    def replace_model(self, config: BridgeConfig, name: str) -> None:
+        """Talk to the model of ``config`` from the next request on (agent/turn/models.py
+        decides when, and marks what the previous provider wrote)."""
+        self.retired_models.append(self.model)
+        self.model = model_client(config)
+        self.config = replace(config, extra_allowed_paths=self.config.extra_allowed_paths)
+        self.model_name = name
+        self.state.model = config.model
+        self.compaction_armed = True
+        self.provider_limit = None
 
     @property
     def review(self) -> bool:
@@ -194,10 +216,17 @@ class LiveSession:
         return result
 
     def account_usage(self, usage: Usage, turn: TurnState | None) -> None:
-        """Add one model call's reported usage to the session (and the turn, if any)."""
-        self.state.totals.add_priced_call(usage, self.model.settings.prices)
+        """Add one model call's reported usage to the session (and the turn, if any),
+        and, once the session has switched models, to the model's own totals."""
+        prices = self.model.settings.prices
+        self.state.totals.add_priced_call(usage, prices)
+        if self.state.model_totals or self.retired_models:
+            by_model = self.state.model_totals.setdefault(self.model_label, TokenTotals())
+            by_model.add_priced_call(usage, prices)
         if turn is not None:
             turn.usage.add_call(usage)
+            turn.usage_by_model.setdefault(self.model_label, UsageCounts()).add_call(usage)
+            turn.prices_by_model[self.model_label] = prices
 
     async def checkpoint(self) -> None:
         """Save what changed since the last save (journal.py), written and fsynced off
@@ -265,9 +294,11 @@ class LiveSession:
         cancel handling) ends it here: the client still gets its ``turn_end``."""
         self.turn_end_sent = True
         self.state.turn_in_progress = None
+        steers, self.state.pending_steers = self.state.pending_steers, []
         await self.checkpoint()
+        extra: JSONObject = {"steers": steers} if steers else {}
         await self.reporter.update(
-            "turn_end", turnId=self.turn_id, stopReason="cancelled", durationMs=0
+            "turn_end", turnId=self.turn_id, stopReason="cancelled", durationMs=0, **extra
         )
 
     async def aclose(self) -> None:
@@ -286,6 +317,8 @@ class LiveSession:
             if late:
                 await asyncio.wait(late)
         await self.model.aclose()
+        for retired in self.retired_models:
+            await retired.aclose()
         if self.memory is not None:
             await asyncio.to_thread(self.memory.close)
 
@@ -362,6 +395,22 @@ workspace/
 """
 
 
+def model_client(config: BridgeConfig) -> ModelClient:
+    """A client for the model ``config`` names."""
+    return ModelClient(
+        ModelSettings(
+            api_base=config.api_base,
+            model=config.model,
+            api_key=config.api_key,
+            context_window=config.context_window,
+            trust_env=config.trust_env,
+            prices=config.price_list,
+            echo_reasoning=config.echo_reasoning,
+            reasoning_effort=config.reasoning_effort,
+        )
+    )
+
+
 def _ignore_records(base: Path) -> None:
     """Give ``.agent-shell/`` a .gitignore for the bridge's records, unless one exists."""
     ignore = base / ".gitignore"
@@ -410,17 +459,7 @@ def open_session(
     if journal is None:
         journal = SessionJournal(store.path(state.id), state, on_disk=False)
     secrets = [config.api_key] if config.api_key else []
-    model = ModelClient(
-        ModelSettings(
-            api_base=config.api_base,
-            model=config.model,
-            api_key=config.api_key,
-            context_window=config.context_window,
-            trust_env=config.trust_env,
-            prices=config.price_list,
-            echo_reasoning=config.echo_reasoning,
-        )
-    )
+    model = model_client(config)
     memory_dir = config.memory_dir
     roles, project_roles = _session_roles(root, state, memory_dir)
     instructions = load_instructions(root, config.user_config_dir)

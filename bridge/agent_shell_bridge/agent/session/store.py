@@ -57,6 +57,9 @@ class TokenTotals(UsageCounts):
             self.cost += usage.cost(prices)
 
 
+_OMITTED_WHEN_EMPTY = ("pending_steers", "turn_times", "rewinds", "model_totals")
+
+
 @dataclass
 class SessionState:
     id: str
@@ -92,14 +95,31 @@ class SessionState:
     # The user's role definitions (RoleConfig as JSON) and whether changes are reviewed.
     role_configs: list[JSONObject] = field(default_factory=list)
     review: bool = False
+    # What the user said to steer the running turn, not yet in a request (turn/steer.py).
+    pending_steers: list[str] = field(default_factory=list)
+    # When each turn began (turn id → ISO time), for choosing a prompt to rewind to.
+    turn_times: dict[str, str] = field(default_factory=dict)
+    # Rewinds that can still be undone, newest last (agent/turn/rewind.py).
+    rewinds: list[JSONObject] = field(default_factory=list)
+    # Totals per model (its name), once the session has switched models.
+    model_totals: dict[str, TokenTotals] = field(default_factory=dict)
 
     def to_json(self) -> JSONObject:
-        return asdict(self)
+        data = asdict(self)
+        # A checkpoint without these reads (and is written) as before they existed.
+        for key in _OMITTED_WHEN_EMPTY:
+            if not data[key]:
+                del data[key]
+        return data
 
     @classmethod
     def from_json(cls, data: JSONObject) -> SessionState:
         fields = dict(data)
         fields["totals"] = TokenTotals(**fields.get("totals", {}))
+        fields["model_totals"] = {
+            str(name): TokenTotals(**counts)
+            for name, counts in (fields.get("model_totals") or {}).items()
+        }
         known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in fields.items() if k in known})
 

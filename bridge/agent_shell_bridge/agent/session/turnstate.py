@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ...model.types import UsageCounts
-from ...types import JSONObject
+from ...types import JSONObject, Prices
 from .roles import Role
 
 __all__ = ["DEPENDENCY_FILES", "TurnState", "call_signature"]
@@ -66,6 +66,9 @@ class TurnState:
     # Usage of the roles this turn ran, by role name (the lead's own is the rest).
     role_usage: dict[str, UsageCounts] = field(default_factory=dict)
     review_rounds: int = 0
+    # Usage and prices per model, when the turn used more than one.
+    usage_by_model: dict[str, UsageCounts] = field(default_factory=dict)
+    prices_by_model: dict[str, Prices | None] = field(default_factory=dict)
 
     def add_usage_of(self, name: str, sub: TurnState) -> None:
         """Count a role's sub-session in this turn, in total and under its name."""

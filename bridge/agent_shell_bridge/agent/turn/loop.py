@@ -34,8 +34,10 @@ from ..session.model_help import explain_model_error
 from ..session.reporter import src, text
 from ..session.roles import ROLE_ONLY_TOOLS
 from ..session.turnstate import TurnState
+from .models import apply_pending_model, model_totals
 from .notify import NotifyEvent, post_webhook
 from .review import review_turn
+from .steer import deliver_steers, take_leftover_steers
 from .tools import ALL_HANDLERS
 
 if TYPE_CHECKING:
@@ -80,6 +82,7 @@ def _request_messages(live: LiveSession, memories: str) -> list[JSONObject]:
 async def _fitted_model_step(live: LiveSession, turn: TurnState, memories: str) -> Completion:
     """One model step whose request fits the window; a provider's refusal as too
     long gets one emergency compaction and one retry."""
+    await apply_pending_model(live, turn)
     Conversation(live.state).deliver_notes()
     tools = _tools_for(live.state.mode, live.external_tools())
 
@@ -136,6 +139,11 @@ async def _model_step(
             contextWindow=live.config.context_window,
             contextUsed=used,
             costUsd=round(totals.cost, 6) if live.model.settings.prices else None,
+            **(
+                {"model": live.model_label, "byModel": model_totals(live)}
+                if live.state.model_totals
+                else {}
+            ),
         )
     calls = completion.tool_calls
     if calls:
@@ -239,6 +247,7 @@ async def run_turn(
                 )
                 break
             turn.steps += 1
+            await deliver_steers(live, turn)
             completion = await _fitted_model_step(live, turn, memories)
             conversation.add_assistant(completion)
             await live.checkpoint()
@@ -249,6 +258,8 @@ async def run_turn(
                     completion.refusal and not completion.content
                 ):
                     stop_reason = "refusal"
+                if stop_reason == "end_turn" and live.state.pending_steers:
+                    continue  # the user spoke after the final answer: one more round
                 if stop_reason == "end_turn" and await _reviewed_back(live, executor, turn):
                     continue
                 break
@@ -277,7 +288,7 @@ async def run_turn(
                 conversation.answer_unrun(pending)
                 await live.checkpoint()
             if turn.completed is not None:
-                if await _reviewed_back(live, executor, turn):
+                if live.state.pending_steers or await _reviewed_back(live, executor, turn):
                     turn.completed = None
                     continue
                 conversation.show(f"Done: {turn.completed}", role="assistant")
@@ -350,6 +361,7 @@ async def _begin_turn(
         attached=frame_attachments(batch.accepted) if batch.accepted else "",
         attachments=[summary(a) for a in batch.accepted],
     )
+    state.turn_times[turn_id] = datetime.now().astimezone().isoformat(timespec="seconds")
     state.turns += 1
     state.title = state.title or first_line[:80]
     state.turn_in_progress = turn_id
@@ -398,6 +410,11 @@ async def _finish(
                 prices=live.config.price_list,
                 model=live.config.model,
                 by_role=turn.usage_by_role(),
+                by_model=(
+                    {n: (u, turn.prices_by_model.get(n)) for n, u in turn.usage_by_model.items()}
+                    if len(turn.usage_by_model) > 1
+                    else None
+                ),
             )
         )
         ok = stop_reason == "end_turn"
@@ -429,6 +446,9 @@ async def _finish(
             "cachedTokens": used.cached_tokens,
             "totalTokens": used.input_tokens + used.output_tokens,
         }
+        steers = take_leftover_steers(live)
+        if steers:  # too late for a model call: the client sends them as the next prompt
+            end["steers"] = steers
         live.turn_open = False  # the client may send the next prompt from here on
         live.turn_end_sent = True
         await live.reporter.update("turn_end", **end)

@@ -8,10 +8,11 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from ...tools import catalogue as cat
-from ...tools.catalogue import CompleteStepArgs, DelegateArgs, ProposePlanArgs
+from ...tools.catalogue import AskUserArgs, CompleteStepArgs, DelegateArgs, ProposePlanArgs
 from ...tools.results import ToolResult
 from ..calls.handlers import HANDLERS, Binding, Run, bind
 from . import plan
+from .ask import ask_user as _ask_user
 from .delegate import run_delegate
 
 __all__ = ["ALL_HANDLERS", "TURN_HANDLERS"]
@@ -30,6 +31,10 @@ async def complete_step(run: Run, args: CompleteStepArgs) -> ToolResult:
     return await plan.complete_step(run.live, run.shown_call, args, run.turn, run.run_tool)
 
 
+async def ask_user(run: Run, args: AskUserArgs) -> ToolResult:
+    return await _ask_user(run, args)
+
+
 TURN_HANDLERS: Mapping[str, Binding] = MappingProxyType(
     {
         b.spec.name: b
@@ -37,6 +42,7 @@ TURN_HANDLERS: Mapping[str, Binding] = MappingProxyType(
             bind(cat.DELEGATE, delegate),
             bind(cat.PROPOSE_PLAN, propose_plan),
             bind(cat.COMPLETE_STEP, complete_step),
+            bind(cat.ASK_USER, ask_user),
         )
     }
 )

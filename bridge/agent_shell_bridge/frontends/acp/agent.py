@@ -20,6 +20,7 @@ from typing import Any
 from acp import RequestError
 from acp.interfaces import Client
 from acp.schema import (
+    ForkSessionResponse,
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
@@ -28,6 +29,7 @@ from acp.schema import (
     PromptResponse,
     RequestPermissionResponse,
     SessionNotification,
+    SetSessionConfigOptionResponse,
     SetSessionModeResponse,
     ToolCallUpdate,
 )
@@ -145,6 +147,8 @@ class AcpFrontEnd:
         self.conn: Client | None = None
         self._ids = itertools.count(1)
         self._turn_ends: dict[str, asyncio.Queue[JSONObject]] = {}
+        # A prompt sent while the session's turn runs waits here for its turn.
+        self._prompt_locks: dict[str, asyncio.Lock] = {}
         self._roots: dict[str, Path] = {}
         # Tool-call titles the user rejected "always", per session.
         self._rejected: dict[str, set[str]] = {}
@@ -260,6 +264,8 @@ class AcpFrontEnd:
                 result: Any = await self._permission(params)
             elif method == "session/request_plan":
                 result = await self._plan(params)
+            elif method == "session/ask_user":
+                result = await self._question(params)
             else:  # tool/call: this front end hands no tools to the client
                 self.rt.hub.resolve(
                     message["id"],
@@ -300,6 +306,38 @@ class AcpFrontEnd:
             self._rejected.setdefault(session_id, set()).add(title)
             chosen = "reject_once"
         return {"outcome": {"outcome": "selected", "optionId": chosen}}
+
+    async def _question(self, params: JSONObject) -> JSONObject:
+        """``ask_user`` as a permission request whose options are the answers (ACP
+        has no free-text question, so only the options can be chosen)."""
+        assert self.conn is not None
+        options = [str(o) for o in params.get("options") or []]
+        question = str(params.get("question") or "")
+        tool_call = ToolCallUpdate.model_validate(
+            {
+                "toolCallId": str(params.get("toolCallId")),
+                "title": f"Question: {question.splitlines()[0] if question else '?'}",
+                "kind": "think",
+                "status": "pending",
+                "rawInput": {"question": question, "options": options},
+                "content": [{"type": "content", "content": {"type": "text", "text": question}}],
+            }
+        )
+        answer: RequestPermissionResponse = await self.conn.request_permission(
+            session_id=str(params.get("sessionId")),
+            tool_call=tool_call,
+            options=[
+                PermissionOption.model_validate(
+                    {"optionId": f"answer_{n}", "name": option, "kind": "allow_once"}
+                )
+                for n, option in enumerate(options, start=1)
+            ],
+        )
+        outcome = _dump(answer.outcome)
+        chosen = str(outcome.get("optionId") or "")
+        if outcome.get("outcome") != "selected" or not chosen.startswith("answer_"):
+            return {"outcome": "cancelled"}
+        return {"option": int(chosen.removeprefix("answer_"))}
 
     async def _plan(self, params: JSONObject) -> JSONObject:
         """ACP has no plan editor: the plan is shown as a plan update and approved as is."""
@@ -344,7 +382,7 @@ class AcpFrontEnd:
                     "loadSession": True,
                     "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
                     "mcpCapabilities": {"http": True, "sse": True},
-                    "sessionCapabilities": {"list": {}},
+                    "sessionCapabilities": {"list": {}, "fork": {}},
                 },
                 "agentInfo": {
                     "name": "agent-shell",
@@ -426,6 +464,40 @@ class AcpFrontEnd:
             {"modes": self._modes(str(result.get("mode", "act")))}
         )
 
+    async def fork_session(self, session_id: str, cwd: str, **_: Any) -> ForkSessionResponse:
+        """A new session with this one's whole history, its own log and checkpoints."""
+        result = await self._call("session/fork", {"sessionId": session_id})
+        fork_id = self._watch(result)
+        return ForkSessionResponse.model_validate(
+            {"sessionId": fork_id, "modes": self._modes(str(result.get("mode", "act")))}
+        )
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **_: Any
+    ) -> SetSessionConfigOptionResponse:
+        """``model``: another model at the same API base, from the next request on."""
+        if config_id != "model" or not isinstance(value, str) or not value.strip():
+            raise RequestError.invalid_params({"message": f"unknown option {config_id!r}"})
+        live = self.rt.sessions.get(session_id)
+        if live is None:
+            raise RequestError.invalid_params({"message": f"unknown session {session_id!r}"})
+        await self._call(
+            "session/set_model",
+            {
+                "sessionId": session_id,
+                "name": value,
+                "model": {"api_base": live.config.api_base, "model": value},
+            },
+        )
+        option = {
+            "id": "model",
+            "name": "Model",
+            "type": "select",
+            "currentValue": value,
+            "options": [{"value": value, "name": value}],
+        }
+        return SetSessionConfigOptionResponse.model_validate({"configOptions": [option]})
+
     async def list_sessions(self, cwd: str | None = None, **_: Any) -> ListSessionsResponse:
         result = await self._call("session/list", {"cwd": cwd} if cwd else {})
         return ListSessionsResponse.model_validate(
@@ -454,6 +526,13 @@ class AcpFrontEnd:
         text, attachments = prompt_parts(_dump(prompt))
         if not text.strip():
             raise RequestError.invalid_params({"message": "the prompt has no text"})
+        # Queued behind the running turn, in the order sent: each runs as its own turn.
+        async with self._prompt_locks.setdefault(session_id, asyncio.Lock()):
+            return await self._run_prompt(session_id, text, attachments)
+
+    async def _run_prompt(
+        self, session_id: str, text: str, attachments: list[JSONObject]
+    ) -> PromptResponse:
         queue = self._turn_ends.setdefault(session_id, asyncio.Queue())
         while not queue.empty():  # turn_ends of earlier, already answered turns
             queue.get_nowait()

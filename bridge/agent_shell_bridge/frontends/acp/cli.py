@@ -88,8 +88,11 @@ async def serve_acp(args: argparse.Namespace, reader_file: BinaryIO, writer_file
     front = AcpFrontEnd(runtime)
     reader, writer = await _streams(reader_file, writer_file)
     # The SDK answers "method not found" for the optional methods the front end
-    # leaves out (fork, resume, close, config options), so it need not define them.
-    conn = AgentSideConnection(cast("Agent", front), writer, reader, listening=False)
+    # leaves out (resume, close), so it need not define them; session/fork is in
+    # the SDK's unstable part of the protocol.
+    conn = AgentSideConnection(
+        cast("Agent", front), writer, reader, listening=False, use_unstable_protocol=True
+    )
     listening = asyncio.ensure_future(conn.listen())  # ends when the client closes stdin
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGHUP):
