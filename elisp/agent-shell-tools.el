@@ -649,28 +649,13 @@ seconds or when it produced more than
 ;; program's output as it comes and kills it once it has them, instead
 ;; of waiting for all of it and then parsing every line.
 
-(defun agent-shell-tools--next-lines (pending chunks)
-  "Return (LINES . REST): PENDING then CHUNKS (newest first) cut at newlines.
-LINES are the complete lines in order, without their newline; REST
-is the text after the last newline."
-  (let* ((text (if chunks
-                   (apply #'concat pending (nreverse chunks))
-                 pending))
-         (start 0)
-         (lines nil)
-         end)
-    (while (setq end (string-search "\n" text start))
-      (push (substring text start end) lines)
-      (setq start (1+ end)))
-    (cons (nreverse lines) (substring text start))))
-
 (defun agent-shell-tools-run-lines (dir program args on-line)
   "Run PROGRAM with ARGS in DIR, handing its output to ON-LINE line by line.
 ON-LINE gets each line of standard output (decoded with
 `agent-shell-tools-process-coding', without its newline) and returns
 non-nil to stop: PROGRAM is then killed and nothing after that line
-is handed on.  ON-LINE runs outside the process filter, so it may
-signal (PROGRAM is killed then too).  Standard error is discarded.
+is handed on.  An error ON-LINE signals kills PROGRAM too and reaches
+the caller.  Standard error is discarded.
 Return PROGRAM's exit code, `stopped' when ON-LINE stopped it,
 `timeout' after `agent-shell-tools-process-timeout' seconds, or nil
 when PROGRAM is missing."
@@ -679,26 +664,31 @@ when PROGRAM is missing."
            (process-environment (agent-shell-tools-clean-environment))
            (read-process-output-max (max read-process-output-max 65536))
            (deadline (+ (float-time) agent-shell-tools-process-timeout))
-           (chunks nil)
            (pending "")
+           (stop nil)
+           (failure nil)
            (stderr (make-pipe-process :name "agent-shell-tools-stderr"
                                       :buffer nil :noquery t
                                       :filter #'ignore :sentinel #'ignore))
            (proc nil)
            (status nil))
-      (cl-flet ((hand-on (&optional final)
-                  ;; Give ON-LINE what arrived; non-nil when it asked to stop.
-                  (let ((cut (agent-shell-tools--next-lines pending chunks))
-                        (stop nil))
-                    (setq chunks nil
-                          pending (cdr cut))
-                    (let ((lines (car cut)))
-                      (when (and final (not (string-empty-p pending)))
-                        (setq lines (append lines (list pending))
-                              pending ""))
-                      (while (and lines (not stop))
-                        (setq stop (funcall on-line (pop lines)))))
-                    stop)))
+      (cl-flet ((feed (chunk final)
+                  ;; Lines go to ON-LINE as they arrive, in the filter: the
+                  ;; program is killed at the line that stops it, so one
+                  ;; that floods its output (under load Emacs may read
+                  ;; megabytes in one wait) costs no more than what is kept.
+                  (unless (or stop failure)
+                    (condition-case err
+                        (let ((text (concat pending chunk)) (start 0) end)
+                          (while (and (not stop)
+                                      (setq end (string-search "\n" text start)))
+                            (setq stop (funcall on-line (substring text start end))
+                                  start (1+ end)))
+                          (setq pending (if stop "" (substring text start)))
+                          (when (and final (not stop) (not (string-empty-p pending)))
+                            (setq stop (funcall on-line pending)
+                                  pending "")))
+                      (error (setq failure err))))))
         (unwind-protect
             (progn
               (setq proc (make-process :name "agent-shell-tools" :buffer nil
@@ -707,22 +697,26 @@ when PROGRAM is missing."
                                                      'utf-8-unix)
                                        :connection-type 'pipe
                                        :stderr stderr
-                                       :filter (lambda (_process chunk)
-                                                 (push chunk chunks))
+                                       :filter (lambda (process chunk)
+                                                 (feed chunk nil)
+                                                 (when (or stop failure)
+                                                   (delete-process process)))
                                        :noquery t :sentinel #'ignore))
               (ignore-errors (process-send-eof proc))
-              (while (and (not status) (process-live-p proc))
+              (while (and (not (or stop failure status)) (process-live-p proc))
                 ;; As in `agent-shell-tools-run': only these two processes
                 ;; are read, so nothing else re-enters meanwhile.
                 (accept-process-output proc 0.05 nil t)
                 (accept-process-output stderr 0 nil t)
-                (cond ((and chunks (hand-on)) (setq status 'stopped))
-                      ((> (float-time) deadline) (setq status 'timeout))))
-              (unless status
+                (when (> (float-time) deadline) (setq status 'timeout)))
+              (unless (or stop failure status)
                 ;; Drain what the process wrote before it exited.
                 (while (accept-process-output proc 0 nil t))
-                (setq status (if (hand-on t) 'stopped (process-exit-status proc))))
-              status)
+                (feed "" t))
+              (when failure (signal (car failure) (cdr failure)))
+              (cond (stop 'stopped)
+                    (status)
+                    (t (process-exit-status proc))))
           (when (and proc (process-live-p proc)) (delete-process proc))
           (delete-process stderr))))))
 
