@@ -692,12 +692,15 @@ and keeps a note for the model's next request."
             (test-shell--wait
              "the session saved with the undo"
              (lambda ()
-               (let ((saved (expand-file-name (format ".agent-shell/sessions/%s.json" sid)
-                                              root)))
-                 (and (file-exists-p saved)
-                      (with-temp-buffer
-                        (insert-file-contents saved)
-                        (search-forward "the user undid turn t-undo-1" nil t)))))))
+               ;; The checkpoint is a snapshot and a journal of the steps since.
+               (cl-some (lambda (name)
+                          (let ((saved (expand-file-name
+                                        (format ".agent-shell/sessions/%s%s" sid name) root)))
+                            (and (file-exists-p saved)
+                                 (with-temp-buffer
+                                   (insert-file-contents saved)
+                                   (search-forward "the user undid turn t-undo-1" nil t)))))
+                        '(".json" ".journal.jsonl")))))
         (with-current-buffer shell (setf (agent-shell-session-id agent-shell--session) nil))
         (kill-buffer shell)))))
 
