@@ -106,6 +106,11 @@
                                              (options . ["左 left" "右 right"]))))]))
               ((match . ((any_message_contains . "\"answer\": \"右 right\"")))
                (text . "右 right chosen in the log."))
+              ;; test-context.el: a prompt queued with its attachments.
+              ((match . ((last_user_contains . "带附件 hold-first")))
+               (text . "先等一下 wait for it.") (chunk_size . 1) (delay_ms . 80))
+              ((match . ((last_user_contains . "带附件 queued-second")))
+               (text . "附件收到 attachment received."))
               ;; test-queue.el: queued prompts and steers.
               ((match . ((last_user_contains . "queue-first")))
                (text . "第一 first done.") (chunk_size . 1) (delay_ms . 80))

@@ -239,7 +239,7 @@ later, it must still be attached as explicit, not refused as typed."
           (progn
             (with-current-buffer shell
               (goto-char (point-max))
-              (insert "queue-first please")
+              (insert "带附件 hold-first please")
               (agent-shell-send-input)
               (test-shell--wait "the turn's id"
                                 (lambda () (stringp (agent-shell-session-turn-id
@@ -250,12 +250,12 @@ later, it must still be attached as explicit, not refused as typed."
             (with-current-buffer shell
               (should (agent-shell-session-turn-id agent-shell--session))
               (goto-char (point-max))
-              (insert " queue-second please")
+              (insert " 带附件 queued-second please")
               (agent-shell-send-input)
               (should (= 1 (length (agent-shell-session-prompt-queue agent-shell--session))))
               (should-not (string-search "Not attached" (test-shell--transcript))))
-            (test-context--wait-turn shell "queue-second please")
-            (let ((user (test-context--last-user "queue-second please")))
+            (test-context--wait-turn shell "带附件 queued-second please")
+            (let ((user (test-context--last-user "带附件 queued-second please")))
               (should (string-search "排队 queued outside" user)))
             (should (string-search "[sent explicitly: outside the project]"
                                    (test-context--log shell))))
