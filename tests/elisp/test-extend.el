@@ -1,0 +1,232 @@
+;;; test-extend.el --- Tests for agent-shell-extend.el  -*- lexical-binding: t; -*-
+
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; Tools defined with `agent-shell-define-tool', through the real bridge
+;; and the scripted model (agent-shell-test-session.el): the tool is in
+;; the recorded request's `tools' and its result reaches the model; a
+;; `write' tool waits for `y' in the log; a wrong-typed argument is
+;; refused before the function runs; a function that signals becomes a
+;; failed result; a tool defined after the session started is offered
+;; from the next turn.
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'agent-shell)
+(require 'agent-shell-extend)
+(require 'agent-shell-test-helpers)
+(require 'agent-shell-test-session)
+
+(defvar test-extend--calls nil "Arguments the test tools were called with, newest first.")
+
+(defun test-extend--requests ()
+  "Return the bodies the scripted model received, oldest first."
+  (let* ((url-proxy-services nil)
+         (base (string-remove-suffix "/v1" test-shell--mock-base))
+         (buffer (url-retrieve-synchronously (concat base "/_mock/requests") t t 10)))
+    (unwind-protect
+        (with-current-buffer buffer
+          (goto-char (point-min))
+          (re-search-forward "\r?\n\r?\n")
+          (mapcar (lambda (r) (alist-get 'body r))
+                  (json-parse-string (decode-coding-string
+                                      (buffer-substring-no-properties (point) (point-max))
+                                      'utf-8)
+                                     :object-type 'alist :array-type 'list)))
+      (kill-buffer buffer))))
+
+(defun test-extend--request-for (marker)
+  "Return the first request whose last user message contains MARKER."
+  (cl-find-if (lambda (body)
+                (let ((users (cl-remove-if-not (lambda (m) (equal (alist-get 'role m) "user"))
+                                               (alist-get 'messages body))))
+                  (and users (string-search marker (format "%s" (alist-get 'content
+                                                                           (car (last users))))))))
+              (test-extend--requests)))
+
+(defun test-extend--tool-names (body)
+  "Return the names of the tools offered in the request BODY."
+  (mapcar (lambda (tool) (alist-get 'name (alist-get 'function tool)))
+          (alist-get 'tools body)))
+
+(defun test-extend--tool-messages ()
+  "Return the text of every tool result the model received."
+  (let (out)
+    (dolist (body (test-extend--requests))
+      (dolist (m (alist-get 'messages body))
+        (when (equal (alist-get 'role m) "tool")
+          (push (format "%s" (alist-get 'content m)) out))))
+    out))
+
+(defmacro test-extend--with-tools (&rest body)
+  "Run BODY with the test tools defined, and none of them afterwards."
+  (declare (indent 0) (debug (body)))
+  `(let ((agent-shell-extend--tools nil))
+     (setq test-extend--calls nil)
+     (agent-shell-define-tool
+      :name "ext_agenda" :risk 'read
+      :description "今天的议程 Today's agenda."
+      :args '((days integer "How many days"))
+      :function (lambda (args)
+                  (push args test-extend--calls)
+                  (format "议程 agenda for %d days" (alist-get 'days args))))
+     (agent-shell-define-tool
+      :name "ext_note" :risk 'write
+      :description "Write a note."
+      :args '((text string "The note") (urgent boolean "Urgent?" :optional t))
+      :function (lambda (args)
+                  (push args test-extend--calls)
+                  `((noted . ,(concat "noted " (alist-get 'text args))))))
+     (agent-shell-define-tool
+      :name "ext_boom" :description "Always fails."
+      :function (lambda (_args) (error "爆炸 boom")))
+     ,@body))
+
+(defun test-extend--prompt (text done)
+  "Send TEXT and wait until DONE is in the transcript and the turn ended."
+  (goto-char (point-max))
+  (insert text)
+  (agent-shell-send-input)
+  (test-shell--wait done (lambda () (string-search done (test-shell--transcript))) 20)
+  (test-shell--wait "the turn's end"
+                    (lambda () (eq (agent-shell-session-state agent-shell--session) 'idle))
+                    20))
+
+(ert-deftest test-extend/define-tool-checks-its-spec ()
+  "A bad name, risk, type or a built-in's name is an error at definition."
+  (let ((agent-shell-extend--tools nil))
+    (should-error (agent-shell-define-tool :name "bad name" :function #'ignore
+                                           :description "x"))
+    (should-error (agent-shell-define-tool :name "write_file" :function #'ignore
+                                           :description "x"))
+    (should-error (agent-shell-define-tool :name "ok" :function #'ignore :risk 'delete
+                                           :description "x"))
+    (should-error (agent-shell-define-tool :name "ok" :function #'ignore :description "x"
+                                           :args '((n float "no such type"))))
+    (should-not agent-shell-extend--tools)
+    (agent-shell-define-tool :name "ok" :function #'ignore :description "x"
+                             :args '((n integer "N") (flag boolean "F" :optional t)))
+    (let ((decl (aref (agent-shell-extend-declarations) 0)))
+      (should (equal (alist-get 'name decl) "ok"))
+      (should (equal (alist-get 'risk decl) "read"))
+      (should (equal (alist-get 'required (alist-get 'parameters decl)) ["n"])))
+    ;; Checked before the function runs; false comes as nil, arrays as lists.
+    (should (equal (agent-shell-extend--arguments
+                    "ok" '((n integer "N") (flag boolean "F" :optional t))
+                    '((n . 2) (flag . :json-false)))
+                   '((n . 2) (flag))))
+    (should-error (agent-shell-extend--arguments "ok" '((n integer "N")) '((m . 1)))
+                  :type 'agent-shell-tool-error)
+    (should-error (agent-shell-extend--arguments "ok" '((n integer "N")) nil)
+                  :type 'agent-shell-tool-error)))
+
+(ert-deftest test-extend/read-tool-is-offered-and-its-result-comes-back ()
+  "The tool is in the request's `tools'; its result reaches the model."
+  (test-extend--with-tools
+    (test-shell--with-session (root)
+      (ignore root)
+      (test-extend--prompt "ext-read-go please" "ext-read 完成 done.")
+      (should (equal test-extend--calls '(((days . 3)))))
+      (let ((names (test-extend--tool-names (test-extend--request-for "ext-read-go"))))
+        (should (member "ext_agenda" names))
+        (should (member "ext_note" names))
+        (should (member "read_file" names)))
+      (should (cl-some (lambda (m) (string-search "议程 agenda for 3 days" m))
+                       (test-extend--tool-messages)))
+      ;; Each call is a log entry.
+      (with-current-buffer (agent-shell-log-buffer
+                            (agent-shell-session-name agent-shell--session))
+        (should (string-search "ext_agenda" (buffer-string))))
+      ;; A long result is cut to head and tail, as other outputs are.
+      (agent-shell-define-tool
+       :name "ext_long" :description "Many lines."
+       :function (lambda (_args)
+                   (mapconcat (lambda (n) (format "行 line %d" n)) (number-sequence 0 999) "\n")))
+      (test-extend--prompt "ext-long-go please" "ext-long 看到 seen.")
+      (let ((result (cl-find-if (lambda (m) (string-search "行 line 999" m))
+                                (test-extend--tool-messages))))
+        (should (string-search "行 line 0" result))
+        (should (string-search "lines omitted" result))
+        (should-not (string-search "行 line 500\\n" result))))))
+
+(ert-deftest test-extend/write-tool-waits-for-y ()
+  "A `write' tool is a WAIT step; the function runs only after `y'."
+  (test-extend--with-tools
+    (test-shell--with-session (root)
+      (ignore root)
+      (let ((sid (agent-shell-session-id agent-shell--session))
+            (shell (current-buffer)))
+        (goto-char (point-max))
+        (insert "ext-write-go please")
+        (agent-shell-send-input)
+        (test-shell--wait "the permission request"
+                          (lambda () (cl-find sid (agent-shell-bridge-permissions
+                                                   agent-shell-bridge--current)
+                                              :key #'agent-shell-bridge-permission-session
+                                              :test #'equal))
+                          20)
+        (should-not test-extend--calls)
+        (let ((log (agent-shell-log-buffer (agent-shell-session-name agent-shell--session))))
+          (test-shell--wait "the WAIT entry" (lambda () (agent-shell-log-pending log)) 20)
+          (with-current-buffer log
+            (switch-to-buffer log)
+            (goto-char (point-max))
+            (execute-kbd-macro (kbd "y"))))
+        (switch-to-buffer shell)
+        (test-shell--wait "the model's answer"
+                          (lambda () (string-search "ext-write 完成 done." (test-shell--transcript)))
+                          20)
+        (should (equal test-extend--calls '(((text . "笔记 note")))))
+        (test-shell--wait "the turn's end"
+                          (lambda () (eq (agent-shell-session-state agent-shell--session) 'idle))
+                          20)))))
+
+(ert-deftest test-extend/wrong-type-and-signals-are-failed-results ()
+  "A wrong-typed argument never reaches the function; an error is a failed result."
+  (test-extend--with-tools
+    (test-shell--with-session (root)
+      (ignore root)
+      (test-extend--prompt "ext-badarg-go please" "ext-badarg 看到 seen.")
+      (should-not test-extend--calls)
+      (should (cl-some (lambda (m) (string-search "Argument `days' must be an integer" m))
+                       (test-extend--tool-messages)))
+      (test-extend--prompt "ext-boom-go please" "ext-boom 看到 seen.")
+      (should (cl-some (lambda (m) (string-search "ext_boom failed: 爆炸 boom" m))
+                       (test-extend--tool-messages)))
+      (should (eq (agent-shell-session-state agent-shell--session) 'idle)))))
+
+(ert-deftest test-extend/tool-defined-later-is-offered-next-turn ()
+  "A tool defined while the session is open is in the next turn's request."
+  (let ((agent-shell-extend--tools nil))
+    (test-shell--with-session (root)
+      (ignore root)
+      (test-extend--prompt "ext-late-one please" "ext-late-one 好 ok.")
+      (agent-shell-define-tool :name "ext_late" :description "Defined late."
+                               :function (lambda (_args) "late"))
+      (test-extend--prompt "ext-late-two please" "ext-late-two 好 ok.")
+      (should-not (member "ext_late"
+                          (test-extend--tool-names (test-extend--request-for "ext-late-one"))))
+      (should (member "ext_late"
+                      (test-extend--tool-names (test-extend--request-for "ext-late-two")))))))
+
+(ert-deftest test-extend/tools-lists-every-tool-with-its-source ()
+  "`agent-shell-tools' shows built-in and user tools in a tabulated list."
+  (let ((agent-shell-extend--tools nil))
+    (agent-shell-define-tool :name "ext_listed" :description "Listed 列出."
+                             :risk 'exec :function #'ignore)
+    (agent-shell-tools)
+    (with-current-buffer "*agent-shell tools*"
+      (should (derived-mode-p 'tabulated-list-mode))
+      (let ((text (buffer-string)))
+        (should (string-search "ext_listed" text))
+        (should (string-search "Listed 列出." text))
+        (should (string-search "buffer_overview" text))
+        (should (string-search "built-in (Emacs)" text)))
+      (kill-buffer))))
+
+(provide 'test-extend)
+;;; test-extend.el ends here
