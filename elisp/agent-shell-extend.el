@@ -37,12 +37,130 @@ The plist holds :function, :args, :risk, :description and :file.")
     (boolean . "boolean") (array . "array") (object . "object"))
   "Argument types a user tool may declare, with their JSON Schema names.")
 
+;;; Built-in Emacs Lisp tools
+
+(defcustom agent-shell-eval-elisp-enabled nil
+  "Non-nil offers the model the tool `eval_elisp'.
+It evaluates Emacs Lisp in your Emacs, so every call waits for your
+decision and cannot be allowed for the session."
+  :type 'boolean
+  :group 'agent-shell-tools
+  :package-version '(agent-shell . "0.4.0"))
+
+(defcustom agent-shell-describe-symbol-max-chars 4000
+  "Longest printed variable value `describe_symbol' returns."
+  :type 'integer
+  :group 'agent-shell-tools
+  :package-version '(agent-shell . "0.4.0"))
+
+(defconst agent-shell-extend--secret-name-regexp
+  "pass\\(?:word\\|wd\\|phrase\\)\\|secret\\|token\\|api-?key\\|auth\\|credential\\|private"
+  "Variables whose name matches this have their value withheld.")
+
+(declare-function help-function-arglist "help" (def &optional preserve-names))
+(declare-function help-split-fundoc "help" (docstring def &optional section))
+
+(defun agent-shell-extend--where (symbol type)
+  "Return the file that defined SYMBOL as TYPE (`defun' or `defvar'), or nil."
+  (when-let ((file (symbol-file symbol type)))
+    (abbreviate-file-name (file-name-sans-extension file))))
+
+(defun agent-shell-extend--describe-symbol (args)
+  "Describe the symbol named in ARGS: documentation, signature, file, value."
+  (require 'help)
+  (let* ((name (alist-get 'name args))
+         (symbol (intern-soft name)))
+    (unless (and symbol (or (fboundp symbol) (boundp symbol) (facep symbol)
+                            (get symbol 'variable-documentation)))
+      (agent-shell-tools-error "No function, variable or face is named `%s'" name))
+    (let (out)
+      (when (fboundp symbol)
+        (let* ((function (indirect-function symbol))
+               (doc (or (ignore-errors (documentation symbol t)) ""))
+               ;; The usage a docstring states (cl-defun's keywords) beats the arglist.
+               (usage (help-split-fundoc doc symbol)))
+          (push `(function
+                  . ((signature . ,(or (car usage)
+                                       (format "%S" (cons symbol (help-function-arglist
+                                                                  symbol t)))))
+                     (kind . ,(cond ((special-form-p function) "special form")
+                                    ((macrop function) "macro")
+                                    ((commandp symbol) "command")
+                                    ((subrp function) "built-in function")
+                                    (t "function")))
+                     (documentation . ,(if usage (or (cdr usage) "") doc))
+                     ,@(when-let ((file (agent-shell-extend--where symbol 'defun)))
+                         `((defined_in . ,file)))))
+                out)))
+      (when (or (boundp symbol) (get symbol 'variable-documentation))
+        (push `(variable
+                . ((documentation
+                    . ,(or (ignore-errors
+                             (documentation-property symbol 'variable-documentation t))
+                           ""))
+                   ,@(when (custom-variable-p symbol) '((customizable . t)))
+                   ,@(when-let ((file (agent-shell-extend--where symbol 'defvar)))
+                       `((defined_in . ,file)))
+                   (value
+                    . ,(cond ((not (boundp symbol)) "void")
+                             ((string-match-p agent-shell-extend--secret-name-regexp
+                                              (symbol-name symbol))
+                              "withheld: the name says it may hold a secret")
+                             (t (agent-shell-tools-truncate
+                                 (let ((print-length 50) (print-level 5))
+                                   (prin1-to-string (symbol-value symbol)))
+                                 agent-shell-describe-symbol-max-chars))))))
+              out))
+      (when (facep symbol)
+        (push `(face . ((documentation . ,(or (face-documentation symbol) "")))) out))
+      (cons `(symbol . ,name) (nreverse out)))))
+
+(defun agent-shell-extend--eval-elisp (args)
+  "Evaluate the forms of the code in ARGS; return the last value, printed.
+The forms are evaluated in order with lexical binding.
+All forms are read before the first one runs, so a syntax error runs nothing."
+  (let ((code (alist-get 'code args))
+        (position 0)
+        (forms nil)
+        (value nil))
+    (condition-case nil
+        (while t
+          (let ((read (read-from-string code position)))
+            (push (car read) forms)
+            (setq position (cdr read))))
+      (end-of-file nil))
+    (unless (string-match-p "\\`\\(?:[ \t\n\r\f]\\|;[^\n]*\\)*\\'" (substring code position))
+      (agent-shell-tools-error "The code ends in an incomplete form: %s"
+                               (agent-shell-tools-truncate (substring code position) 80)))
+    (unless forms
+      (agent-shell-tools-error "The code holds no form"))
+    (dolist (form (nreverse forms))
+      (setq value (eval form t)))
+    (let ((print-length 100) (print-level 8))
+      (prin1-to-string value))))
+
+(defvar agent-shell-extend--builtin-tools
+  '(("describe_symbol"
+     :function agent-shell-extend--describe-symbol :risk read
+     :args ((name string "The symbol's name"))
+     :description "Describe an Emacs Lisp symbol: documentation, signature and kind of its \
+function, the file that defined it, and a variable's current value.")
+    ("eval_elisp"
+     :function agent-shell-extend--eval-elisp :risk exec :ask-always t
+     :args ((code string "Emacs Lisp forms, evaluated in order with lexical binding"))
+     :description "Evaluate Emacs Lisp in the user's Emacs and return the last value, \
+printed.  Each call waits for the user's approval."))
+  "The Emacs Lisp tools that come with agent-shell, in the shape of user tools.")
+
+;;; Defining tools
+
 (defun agent-shell-extend--check-spec (name function args risk description)
   "Signal an error unless NAME, FUNCTION, ARGS, RISK and DESCRIPTION are valid."
   (unless (and (stringp name)
                (string-match-p "\\`[A-Za-z][A-Za-z0-9_-]\\{0,63\\}\\'" name))
     (error "Tool :name must be letters, digits, _ or - (64 at most): %S" name))
-  (when (or (assoc name agent-shell-tools-handlers) (string-prefix-p "mcp__" name))
+  (when (or (assoc name agent-shell-tools-handlers) (string-prefix-p "mcp__" name)
+            (assoc name agent-shell-extend--builtin-tools))
     (error "Tool name %s is taken by a built-in tool" name))
   (unless (functionp function)
     (error "Tool %s: :function must be a function" name))
@@ -82,9 +200,18 @@ see the change from their next turn."
   (setq agent-shell-extend--tools
         (cl-remove name agent-shell-extend--tools :key #'car :test #'equal)))
 
+(defun agent-shell-extend--all ()
+  "Return every Emacs Lisp tool offered now: the built-in ones, then the user's.
+`eval_elisp' is among them only when `agent-shell-eval-elisp-enabled'."
+  (append (cl-remove-if (lambda (entry)
+                          (and (equal (car entry) "eval_elisp")
+                               (not agent-shell-eval-elisp-enabled)))
+                        agent-shell-extend--builtin-tools)
+          (reverse agent-shell-extend--tools)))
+
 (defun agent-shell-extend-tool-p (name)
-  "Return non-nil when NAME is a tool defined with `agent-shell-define-tool'."
-  (and (assoc name agent-shell-extend--tools) t))
+  "Return non-nil when NAME is an Emacs Lisp tool offered now."
+  (and (assoc name (agent-shell-extend--all)) t))
 
 ;;; What the bridge is told
 
@@ -110,8 +237,9 @@ see the change from their next turn."
                `((name . ,(car entry))
                  (description . ,(plist-get spec :description))
                  (risk . ,(symbol-name (plist-get spec :risk)))
+                 ,@(and (plist-get spec :ask-always) '((grantable . :json-false)))
                  (parameters . ,(agent-shell-extend--schema (plist-get spec :args))))))
-           (reverse agent-shell-extend--tools))))
+           (agent-shell-extend--all))))
 
 (defun agent-shell-extend-prompt-params ()
   "Return the entries `session/prompt' gets from the user's tools."
@@ -155,7 +283,7 @@ tool error, before the tool's function runs."
 
 (defun agent-shell-extend-call (name args)
   "Run the user tool NAME with ARGS (decoded JSON); return its result object."
-  (let* ((spec (or (cdr (assoc name agent-shell-extend--tools))
+  (let* ((spec (or (cdr (assoc name (agent-shell-extend--all)))
                    (agent-shell-tools-error "Unknown tool: %s" name)))
          (checked (agent-shell-extend--arguments name (plist-get spec :args) args))
          (value (condition-case err
@@ -188,12 +316,14 @@ tool error, before the tool's function runs."
     (unless catalogue
       (dolist (name (agent-shell-tools-names))
         (push (list name "built-in (Emacs)" "" "") rows)))
-    (dolist (entry (reverse agent-shell-extend--tools))
+    (dolist (entry (agent-shell-extend--all))
       (let ((spec (cdr entry)))
         (push (list (car entry)
-                    (format "user%s" (if-let ((file (plist-get spec :file)))
-                                         (format " (%s)" (abbreviate-file-name file))
-                                       ""))
+                    (cond ((assoc (car entry) agent-shell-extend--builtin-tools)
+                           "built-in (Emacs Lisp)")
+                          ((plist-get spec :file)
+                           (format "user (%s)" (abbreviate-file-name (plist-get spec :file))))
+                          (t "user"))
                     (symbol-name (plist-get spec :risk))
                     (plist-get spec :description))
               rows)))

@@ -110,7 +110,8 @@
     (should-not agent-shell-extend--tools)
     (agent-shell-define-tool :name "ok" :function #'ignore :description "x"
                              :args '((n integer "N") (flag boolean "F" :optional t)))
-    (let ((decl (aref (agent-shell-extend-declarations) 0)))
+    (let ((decl (cl-find "ok" (agent-shell-extend-declarations)
+                         :key (lambda (d) (alist-get 'name d)) :test #'equal)))
       (should (equal (alist-get 'name decl) "ok"))
       (should (equal (alist-get 'risk decl) "read"))
       (should (equal (alist-get 'required (alist-get 'parameters decl)) ["n"])))
@@ -212,6 +213,100 @@
                           (test-extend--tool-names (test-extend--request-for "ext-late-one"))))
       (should (member "ext_late"
                       (test-extend--tool-names (test-extend--request-for "ext-late-two")))))))
+
+;;; describe_symbol and eval_elisp
+
+(ert-deftest test-extend/describe-symbol-tells-signature-file-and-value ()
+  "A function's signature and file, a variable's value; secrets withheld."
+  (let* ((out (agent-shell-extend-call "describe_symbol" '((name . "agent-shell-define-tool"))))
+         (fn (alist-get 'function (alist-get 'result out))))
+    (should (string-search "(agent-shell-define-tool &key NAME FUNCTION ARGS"
+                           (alist-get 'signature fn)))
+    (should-not (string-search "(fn " (alist-get 'documentation fn)))
+    (should (string-search "Make FUNCTION the agent tool NAME" (alist-get 'documentation fn)))
+    (should (string-search "agent-shell-extend" (alist-get 'defined_in fn))))
+  (let* ((agent-shell-describe-symbol-max-chars 4000)
+         (var (alist-get 'variable
+                         (alist-get 'result (agent-shell-extend-call
+                                             "describe_symbol"
+                                             '((name . "agent-shell-describe-symbol-max-chars")))))))
+    (should (equal (alist-get 'value var) "4000"))
+    (should (eq (alist-get 'customizable var) t))
+    (should (string-search "Longest printed" (alist-get 'documentation var))))
+  (let ((agent-shell-api-key "sk-秘密-secret"))
+    (should-not (string-search "秘密"
+                               (format "%S" (agent-shell-extend-call
+                                             "describe_symbol"
+                                             '((name . "agent-shell-api-key")))))))
+  (should-error (agent-shell-extend-call "describe_symbol"
+                                         '((name . "test-extend--no-such-symbol-at-all")))
+                :type 'agent-shell-tool-error))
+
+(defvar test-extend--evaluated nil "Set by code the eval tests run.")
+
+(ert-deftest test-extend/eval-elisp-is-off-by-default-and-reads-before-running ()
+  "Not offered unless enabled; then not grantable; an incomplete form runs nothing."
+  (let ((agent-shell-eval-elisp-enabled nil))
+    (should-not (agent-shell-extend-tool-p "eval_elisp"))
+    (should-not (cl-find "eval_elisp" (agent-shell-extend-declarations)
+                         :key (lambda (d) (alist-get 'name d)) :test #'equal))
+    (should (cl-find "describe_symbol" (agent-shell-extend-declarations)
+                     :key (lambda (d) (alist-get 'name d)) :test #'equal)))
+  (let ((agent-shell-eval-elisp-enabled t))
+    (let ((decl (cl-find "eval_elisp" (agent-shell-extend-declarations)
+                         :key (lambda (d) (alist-get 'name d)) :test #'equal)))
+      (should (equal (alist-get 'risk decl) "exec"))
+      (should (eq (alist-get 'grantable decl) :json-false)))
+    (should (equal (alist-get 'result (agent-shell-extend-call
+                                       "eval_elisp" '((code . "(+ 1 2) (concat \"评估\" \" ok\") ; end"))))
+                   "\"评估 ok\""))
+    (setq test-extend--evaluated nil)
+    (should-error (agent-shell-extend-call
+                   "eval_elisp" '((code . "(setq test-extend--evaluated t) (+ 1")))
+                  :type 'agent-shell-tool-error)
+    (should-not test-extend--evaluated)
+    (should-error (agent-shell-extend-call "eval_elisp" '((code . "(car 1)")))
+                  :type 'agent-shell-tool-error)))
+
+(ert-deftest test-extend/eval-elisp-asks-every-time-without-a-session-grant ()
+  "Through the bridge: a WAIT step offering no \"allow for the session\"."
+  (let ((agent-shell-eval-elisp-enabled t))
+    (test-shell--with-session (root)
+      (ignore root)
+      (let ((sid (agent-shell-session-id agent-shell--session))
+            (shell (current-buffer))
+            (permission nil))
+        (goto-char (point-max))
+        (insert "ext-eval-go please")
+        (agent-shell-send-input)
+        (test-shell--wait "the permission request"
+                          (lambda ()
+                            (setq permission
+                                  (cl-find sid (agent-shell-bridge-permissions
+                                                agent-shell-bridge--current)
+                                           :key #'agent-shell-bridge-permission-session
+                                           :test #'equal)))
+                          20)
+        (let ((options (alist-get 'options (agent-shell-bridge-permission-params permission))))
+          (should (cl-find "allow_once" options :key (lambda (o) (alist-get 'optionId o))
+                           :test #'equal))
+          (should-not (cl-find "allow_session" options
+                               :key (lambda (o) (alist-get 'optionId o)) :test #'equal)))
+        (let ((log (agent-shell-log-buffer (agent-shell-session-name agent-shell--session))))
+          (test-shell--wait "the WAIT entry" (lambda () (agent-shell-log-pending log)) 20)
+          (with-current-buffer log
+            (switch-to-buffer log)
+            (goto-char (point-max))
+            (execute-kbd-macro (kbd "y"))))
+        (switch-to-buffer shell)
+        (test-shell--wait "the model's answer"
+                          (lambda () (string-search "ext-eval 看到 seen." (test-shell--transcript)))
+                          20)
+        (test-shell--wait "the turn's end"
+                          (lambda () (eq (agent-shell-session-state agent-shell--session) 'idle))
+                          20)
+        ;; describe_symbol runs unasked.
+        (test-extend--prompt "ext-describe-go please" "ext-describe 看到 seen.")))))
 
 (ert-deftest test-extend/tools-lists-every-tool-with-its-source ()
   "`agent-shell-tools' shows built-in and user tools in a tabulated list."

@@ -44,3 +44,8 @@ def test_a_redefined_tool_has_another_identity() -> None:
     assert _decl().identity() == _decl().identity()
     assert _decl().identity() != _decl(description="changed").identity()
     assert _decl().identity() != _decl(risk="write").identity()
+
+
+def test_a_tool_that_is_not_grantable_asks_every_time() -> None:
+    verdict = _EmacsTool(None, _decl(risk="exec", grantable=False)).verdict()  # type: ignore[arg-type]
+    assert (verdict.decision, verdict.risk) == (Decision.CONFIRM, Risk.DANGEROUS)

@@ -4,7 +4,8 @@ Emacs sends the current list with every ``session/prompt`` (``userTools``), so a
 defined while a session is open is offered from its next turn. Each tool runs in Emacs
 through ``tool/call``; the bridge's policy decides from the declared risk: ``read``
 runs unasked, ``write`` and ``exec`` wait for the user and may be allowed for the
-session (a grant bound to the tool's declaration, so a redefined tool asks again).
+session (a grant bound to the tool's declaration, so a redefined tool asks again)
+unless declared not grantable (``eval_elisp``): then every call asks.
 The result is cut to head and tail like every other output, the whole text saved.
 Without Emacs (``run``, ACP) no list arrives; a call that reaches a client that cannot
 run Emacs tools fails with a message instead of failing the session.
@@ -44,6 +45,8 @@ class UserToolDecl(Params):
     description: str = Field(max_length=4000)
     risk: Literal["read", "write", "exec"] = "read"
     parameters: dict[str, Any] = Field(default_factory=dict)
+    # False: every call asks and "allow for this session" is not offered (eval_elisp).
+    grantable: bool = True
 
     @field_validator("name")
     @classmethod
@@ -70,6 +73,8 @@ class _EmacsTool:
         if self.decl.risk == "read":
             return Verdict(Decision.ALLOW, Risk.READ, "a read tool defined in Emacs")
         what = "runs code in Emacs" if self.decl.risk == "exec" else "changes things from Emacs"
+        if not self.decl.grantable:  # asks every time, never granted for the session
+            return Verdict(Decision.CONFIRM, Risk.DANGEROUS, f"a tool in Emacs that {what}")
         return Verdict(Decision.CONFIRM, Risk.WRITE, f"a tool defined in Emacs that {what}")
 
     def log_properties(self) -> dict[str, str]:
@@ -120,7 +125,7 @@ class UserTools:
             specs[decl.name] = ToolSpec(
                 decl.name,
                 Side.EMACS,
-                Risk.READ if decl.risk == "read" else Risk.WRITE,
+                _risk(decl),
                 AnyArgs,
                 decl.description,
                 _TIMEOUT_S,
@@ -138,6 +143,12 @@ class UserTools:
 
     async def aclose(self) -> None:
         self._specs = {}
+
+
+def _risk(decl: UserToolDecl) -> Risk:
+    if decl.risk == "read":
+        return Risk.READ
+    return Risk.WRITE if decl.grantable else Risk.DANGEROUS
 
 
 def set_user_tools(live: LiveSession, decls: list[UserToolDecl]) -> None:
