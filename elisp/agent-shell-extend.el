@@ -242,8 +242,57 @@ see the change from their next turn."
            (agent-shell-extend--all))))
 
 (defun agent-shell-extend-prompt-params ()
-  "Return the entries `session/prompt' gets from the user's tools."
-  `((userTools . ,(agent-shell-extend-declarations))))
+  "Return the entries `session/prompt' gets from the user's tools and skills."
+  `((userTools . ,(agent-shell-extend-declarations))
+    (skillDirectories . ,(agent-shell-extend--skill-directories))))
+
+;;; Skills
+
+(defcustom agent-shell-skills-directories '("~/.agents/skills/")
+  "Your own directories of Agent Skills, each skill a folder with a SKILL.md.
+The project's `.agents/skills/' and `.claude/skills/' are always
+looked in, and win over a skill of the same name here."
+  :type '(repeat directory)
+  :group 'agent-shell-tools
+  :package-version '(agent-shell . "0.4.0"))
+
+(defun agent-shell-extend--skill-directories ()
+  "Return `agent-shell-skills-directories' expanded, as a vector."
+  (vconcat (mapcar #'expand-file-name agent-shell-skills-directories)))
+
+(define-derived-mode agent-shell-skills-mode tabulated-list-mode "Agent-Skills"
+  "Major mode listing the Agent Skills of a project and of the user."
+  (setq tabulated-list-format [("Skill" 24 t) ("Origin" 8 t) ("Description" 60 nil)
+                               ("Folder" 0 nil)])
+  (setq tabulated-list-padding 1)
+  (tabulated-list-init-header))
+
+(defun agent-shell-extend--skill-rows (skills)
+  "Return tabulated-list entries for SKILLS, the result of `skills/list'."
+  (mapcar (lambda (skill)
+            (list (alist-get 'name skill)
+                  (vector (alist-get 'name skill) (alist-get 'origin skill)
+                          (alist-get 'description skill)
+                          (abbreviate-file-name (alist-get 'path skill)))))
+          (if (vectorp skills) (append skills nil) skills)))
+
+;;;###autoload
+(defun agent-shell-skills (&optional root)
+  "List the Agent Skills the agent is offered in ROOT (the current project)."
+  (interactive)
+  (let* ((root (or root (agent-shell-project-root)))
+         (conn (or (agent-shell-bridge-live-connection)
+                   (user-error "The bridge is not running; start a session first")))
+         (result (agent-shell-rpc-request-sync
+                  conn "skills/list"
+                  `((cwd . ,(directory-file-name (expand-file-name root)))
+                    (directories . ,(agent-shell-extend--skill-directories)))
+                  20)))
+    (with-current-buffer (get-buffer-create "*agent-shell skills*")
+      (agent-shell-skills-mode)
+      (setq tabulated-list-entries (agent-shell-extend--skill-rows (alist-get 'skills result)))
+      (tabulated-list-print)
+      (pop-to-buffer (current-buffer)))))
 
 ;;; Calls
 

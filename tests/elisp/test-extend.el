@@ -48,6 +48,16 @@
                                                                            (car (last users))))))))
               (test-extend--requests)))
 
+(defun test-extend--last-user (marker)
+  "Return the text of the last user message the model got containing MARKER."
+  (let (found)
+    (dolist (body (test-extend--requests))
+      (dolist (m (alist-get 'messages body))
+        (when (and (equal (alist-get 'role m) "user")
+                   (string-search marker (format "%s" (alist-get 'content m))))
+          (setq found (format "%s" (alist-get 'content m))))))
+    found))
+
 (defun test-extend--tool-names (body)
   "Return the names of the tools offered in the request BODY."
   (mapcar (lambda (tool) (alist-get 'name (alist-get 'function tool)))
@@ -307,6 +317,44 @@
                           20)
         ;; describe_symbol runs unasked.
         (test-extend--prompt "ext-describe-go please" "ext-describe 看到 seen.")))))
+
+;;; Skills
+
+(defun test-extend--system (body)
+  "Return the system prompt of the request BODY."
+  (alist-get 'content (car (alist-get 'messages body))))
+
+(ert-deftest test-extend/skills-offer-descriptions-then-the-body ()
+  "The first request has only the description; load_skill brings the body."
+  (agent-shell-test-with-project
+      (root '((".agents/skills/release/SKILL.md"
+               . "---\nname: release\ndescription: 发布 Cut a release of the project\n---\n# Release\n第一步 step one: tag\n")
+              (".agents/skills/release/scripts/tag.sh" . "git tag v1\n")))
+    (let ((agent-shell-skills-directories nil))
+      (test-shell--bridge)
+      (let ((shell (test-shell--start-session root)))
+        (unwind-protect
+            (with-current-buffer shell
+              (switch-to-buffer shell)
+              (test-extend--prompt "ext-skill-go please" "ext-skill 看到 seen.")
+              (let ((first (test-extend--system (test-extend--request-for "ext-skill-go"))))
+                (should (string-search "release (project): 发布 Cut a release" first))
+                (should-not (string-search "第一步 step one" first)))
+              (let ((result (cl-find-if (lambda (m) (string-search "第一步 step one: tag" m))
+                                        (test-extend--tool-messages))))
+                (should (string-search "scripts/tag.sh" result))
+                (should (string-search "the project's own text" result)))
+              ;; "/release" loads it explicitly.
+              (test-extend--prompt "/release 第二 explicit: tag it" "ext-skill-explicit 看到 seen.")
+              (should (string-search "第一步 step one"
+                                     (test-extend--last-user "第二 explicit")))
+              ;; M-x agent-shell-skills lists it.
+              (agent-shell-skills root)
+              (with-current-buffer "*agent-shell skills*"
+                (should (string-search "发布 Cut a release" (buffer-string)))
+                (should (string-search "project" (buffer-string)))
+                (kill-buffer)))
+          (when (buffer-live-p shell) (kill-buffer shell)))))))
 
 (ert-deftest test-extend/tools-lists-every-tool-with-its-source ()
   "`agent-shell-tools' shows built-in and user tools in a tabulated list."

@@ -23,13 +23,19 @@ AREAS: dict[str, tuple[str, ...]] = {
     "core": ("initialize", "ping", "shutdown"),
     "session": (
         "session/cancel",
+        "session/fork",
         "session/grants",
         "session/list",
         "session/new",
         "session/prompt",
         "session/resume",
         "session/revoke_grant",
+        "session/rewind",
+        "session/rewind_undo",
         "session/set_mode",
+        "session/set_model",
+        "session/steer",
+        "session/turns",
         "session/undo_turn_done",
     ),
     "memory": ("memory/save", "memory/search"),
@@ -37,6 +43,7 @@ AREAS: dict[str, tuple[str, ...]] = {
     "commands": ("commands/list",),
     "mcp": ("mcp/trust",),
     "roles": ("roles/trust",),
+    "skills": ("skills/list",),
 }
 DEBUG_AREA: tuple[str, tuple[str, ...]] = (
     "debug",

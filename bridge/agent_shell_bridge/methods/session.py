@@ -88,6 +88,8 @@ class PromptParams(Params):
     attachmentMaxChars: int | None = Field(None, ge=1)
     # The tools the user defined in Emacs, as they are now (absent: unchanged).
     userTools: list[UserToolDecl] | None = Field(None, max_length=200)
+    # The user's skill directories (absent: as before); the project's are always looked in.
+    skillDirectories: list[str] | None = Field(None, max_length=50)
 
     @field_validator("prompt")
     @classmethod
@@ -311,6 +313,10 @@ def register(d: Dispatcher[Runtime]) -> None:
             from ..agent.session.user_tools import set_user_tools
 
             set_user_tools(live, p.userTools)
+        if not live.busy:  # a busy session refuses the prompt below
+            from ..agent.session.skills import refresh_skills
+
+            await refresh_skills(live, p.skillDirectories)
         batch = _attachments(live, p)
         turn_id, mode = await submit_prompt(
             live,
