@@ -318,6 +318,83 @@
         ;; describe_symbol runs unasked.
         (test-extend--prompt "ext-describe-go please" "ext-describe 看到 seen.")))))
 
+;;; Hooks
+
+(defun test-extend--deny-rm (name args _buffer)
+  "Deny `run_command' of rm (NAME and ARGS of the step)."
+  (when (and (equal name "run_command")
+             (string-prefix-p "rm " (alist-get 'command args)))
+    '(deny "不许 no rm here")))
+
+(defun test-extend--rewrite-ls (name args _buffer)
+  "Rewrite `ls' (NAME and ARGS of the step) into an rm the policy denies."
+  (when (and (equal name "run_command") (equal (alist-get 'command args) "ls"))
+    '(args ((command . "rm -rf /nonexistent-agent-shell-test-dir")))))
+
+(defun test-extend--ask-agenda (name _args _buffer)
+  "Ask before the read tool `ext_agenda' (NAME)."
+  (when (equal name "ext_agenda") 'ask))
+
+(ert-deftest test-extend/pre-tool-hooks-deny-ask-and-rewrite-but-never-loosen ()
+  "A deny reaches the model; a rewrite is judged again; `ask' makes a read tool wait."
+  (test-extend--with-tools
+    (let ((agent-shell-pre-tool-functions
+           (list #'test-extend--deny-rm #'test-extend--rewrite-ls #'test-extend--ask-agenda)))
+      (test-shell--with-session (root)
+        (agent-shell-test-write root "notes.txt" "笔记\n")
+        (test-extend--prompt "ext-hook-deny please" "ext-hook-deny 看到 seen.")
+        (should (file-exists-p (expand-file-name "notes.txt" root)))
+        (should (cl-some (lambda (m) (string-search "denied by test-extend--deny-rm: 不许 no rm here" m))
+                         (test-extend--tool-messages)))
+        (with-current-buffer (agent-shell-log-buffer
+                              (agent-shell-session-name agent-shell--session))
+          (should (string-search "test-extend--deny-rm" (buffer-string))))
+        ;; The rewritten command is the policy's to judge: denied, though ls was allowed.
+        (test-extend--prompt "ext-hook-rewrite please" "ext-hook-rewrite 看到 seen.")
+        ;; A read tool the policy allows waits once a hook asks.
+        (let ((sid (agent-shell-session-id agent-shell--session))
+              (shell (current-buffer)))
+          (goto-char (point-max))
+          (insert "ext-hook-ask please")
+          (agent-shell-send-input)
+          (test-shell--wait "the permission request"
+                            (lambda () (cl-find sid (agent-shell-bridge-permissions
+                                                     agent-shell-bridge--current)
+                                                :key #'agent-shell-bridge-permission-session
+                                                :test #'equal))
+                            20)
+          (should-not test-extend--calls)
+          (let ((log (agent-shell-log-buffer (agent-shell-session-name agent-shell--session))))
+            (test-shell--wait "the WAIT entry" (lambda () (agent-shell-log-pending log)) 20)
+            (with-current-buffer log
+              (switch-to-buffer log)
+              (goto-char (point-max))
+              (execute-kbd-macro (kbd "y"))))
+          (switch-to-buffer shell)
+          (test-shell--wait "the model's answer"
+                            (lambda () (string-search "ext-hook-ask 看到 seen."
+                                                      (test-shell--transcript)))
+                            20)
+          (test-shell--wait "the turn's end"
+                            (lambda () (eq (agent-shell-session-state agent-shell--session)
+                                           'idle))
+                            20)
+          (should (equal test-extend--calls '(((days . 2))))))))))
+
+(ert-deftest test-extend/post-tool-hook-text-reaches-the-model ()
+  "Text a post-tool hook returns is added to the result."
+  (test-extend--with-tools
+    (let ((agent-shell-post-tool-functions
+           (list (lambda (name _args result _buffer)
+                   (when (and (equal name "ext_agenda") (alist-get 'content result))
+                     "格式 formatted by the hook")))))
+      (test-shell--with-session (root)
+        (ignore root)
+        (test-extend--prompt "ext-hook-post please" "ext-hook-post 看到 seen.")
+        (should (cl-some (lambda (m) (and (string-search "格式 formatted by the hook" m)
+                                          (string-search "议程 agenda for 4 days" m)))
+                         (test-extend--tool-messages)))))))
+
 ;;; Skills
 
 (defun test-extend--system (body)

@@ -90,6 +90,8 @@ class PromptParams(Params):
     userTools: list[UserToolDecl] | None = Field(None, max_length=200)
     # The user's skill directories (absent: as before); the project's are always looked in.
     skillDirectories: list[str] | None = Field(None, max_length=50)
+    # Which hooks the client runs around each step (absent: as before).
+    hooks: list[Literal["pre_tool", "post_tool"]] | None = Field(None, max_length=10)
 
     @field_validator("prompt")
     @classmethod
@@ -313,6 +315,8 @@ def register(d: Dispatcher[Runtime]) -> None:
             from ..agent.session.user_tools import set_user_tools
 
             set_user_tools(live, p.userTools)
+        if p.hooks is not None:
+            live.client_hooks = frozenset(p.hooks)
         if not live.busy:  # a busy session refuses the prompt below
             from ..agent.session.skills import refresh_skills
 

@@ -37,6 +37,7 @@ from .card import diff_item
 from .decide import approval_note, confine_role_writes, decide
 from .dispatch import execute
 from .handlers import HANDLERS, Binding
+from .hooks import post_tool_hooks, pre_tool_hooks
 from .ids import CallIds
 from .prepared import Prepared
 from .record import CallRecord, refuse_early, view_of
@@ -89,6 +90,7 @@ class ToolExecutor:
         if isinstance(checked, Outcome):
             return checked
         prepared = await decide(self.live, checked.spec, checked.args)
+        prepared, _ = await pre_tool_hooks(self.live, checked.spec, checked.args, prepared)
         prepared = confine_role_writes(turn, prepared)
         prepared.call_id = call_id
         verdict = prepared.verdict
@@ -216,6 +218,7 @@ class ToolExecutor:
             raise
         except BridgeError as exc:  # ToolFailed, ClientError and the rest
             result = ToolResult({"error": exc.message}, failed=True)
+        result = await post_tool_hooks(self.live, p.spec, p.args, result)
         duration = int((time.monotonic() - started) * 1000)
         return await record.finished(result, duration)
 
