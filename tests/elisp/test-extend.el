@@ -381,6 +381,39 @@
                             20)
           (should (equal test-extend--calls '(((days . 2))))))))))
 
+(ert-deftest test-extend/a-hook-cannot-allow-what-the-policy-asks-about ()
+  "A hook answering allow for a command the policy asks about: it still asks."
+  (let ((agent-shell-pre-tool-functions (list (lambda (_name _args _buffer) 'allow))))
+    (test-shell--with-session (root)
+      (agent-shell-test-write root "notes.txt" "笔记\n")
+      (let ((sid (agent-shell-session-id agent-shell--session))
+            (shell (current-buffer)))
+        (goto-char (point-max))
+        (insert "ext-hook-allow please")
+        (agent-shell-send-input)
+        (test-shell--wait "the permission request"
+                          (lambda () (cl-find sid (agent-shell-bridge-permissions
+                                                   agent-shell-bridge--current)
+                                              :key #'agent-shell-bridge-permission-session
+                                              :test #'equal))
+                          20)
+        (let ((log (agent-shell-log-buffer (agent-shell-session-name agent-shell--session))))
+          (test-shell--wait "the WAIT entry" (lambda () (agent-shell-log-pending log)) 20)
+          (with-current-buffer log
+            (switch-to-buffer log)
+            (goto-char (point-max))
+            (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "no")))
+              (execute-kbd-macro (kbd "n")))))
+        (switch-to-buffer shell)
+        (test-shell--wait "the model's answer"
+                          (lambda () (string-search "ext-hook-allow 看到 seen."
+                                                    (test-shell--transcript)))
+                          20)
+        (test-shell--wait "the turn's end"
+                          (lambda () (eq (agent-shell-session-state agent-shell--session) 'idle))
+                          20)
+        (should (file-exists-p (expand-file-name "notes.txt" root)))))))
+
 (ert-deftest test-extend/post-tool-hook-text-reaches-the-model ()
   "Text a post-tool hook returns is added to the result."
   (test-extend--with-tools
