@@ -125,7 +125,7 @@
                (text . "ext-boom 看到 seen."))
               ((match . ((last_user_contains . "ext-long-go")))
                (tool_calls . [((name . "ext_long"))]))
-              ((match . ((any_message_contains . "行 line 999")))
+              ((match . ((any_message_contains . "ext-long-行 999")))
                (text . "ext-long 看到 seen."))
               ((match . ((last_user_contains . "ext-eval-go")))
                (tool_calls . [((name . "eval_elisp")

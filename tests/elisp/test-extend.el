@@ -156,13 +156,13 @@
       (agent-shell-define-tool
        :name "ext_long" :description "Many lines."
        :function (lambda (_args)
-                   (mapconcat (lambda (n) (format "行 line %d" n)) (number-sequence 0 999) "\n")))
+                   (mapconcat (lambda (n) (format "ext-long-行 %d" n)) (number-sequence 0 999) "\n")))
       (test-extend--prompt "ext-long-go please" "ext-long 看到 seen.")
-      (let ((result (cl-find-if (lambda (m) (string-search "行 line 999" m))
+      (let ((result (cl-find-if (lambda (m) (string-search "ext-long-行 999" m))
                                 (test-extend--tool-messages))))
-        (should (string-search "行 line 0" result))
+        (should (string-search "ext-long-行 0\\n" result))
         (should (string-search "lines omitted" result))
-        (should-not (string-search "行 line 500\\n" result))))))
+        (should-not (string-search "ext-long-行 500\\n" result))))))
 
 (ert-deftest test-extend/write-tool-waits-for-y ()
   "A `write' tool is a WAIT step; the function runs only after `y'."
