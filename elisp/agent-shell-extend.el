@@ -323,6 +323,22 @@ Return the texts they returned, joined, or nil."
           (push said texts))))
     (and texts (mapconcat #'identity (nreverse texts) "\n"))))
 
+(defcustom agent-shell-turn-end-functions nil
+  "Functions called in the shell buffer when a turn has ended.
+Each gets the `turn_end' update: an alist with `stopReason' (such as
+\"end_turn\", \"cancelled\" or \"max_turn_requests\") and `turnId'."
+  :type 'hook
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.4.0"))
+
+(defun agent-shell-extend--turn-end (update)
+  "Run `agent-shell-turn-end-functions' with UPDATE; a failing one is logged."
+  (condition-case err
+      (run-hook-with-args 'agent-shell-turn-end-functions update)
+    (error (message "agent-shell: a turn-end hook failed: %s" (error-message-string err)))))
+
+(add-hook 'agent-shell-transcript-turn-end-functions #'agent-shell-extend--turn-end)
+
 (cl-defmethod agent-shell-rpc-handle (conn (_m (eql hook/pre_tool)) params id)
   "Answer the `hook/pre_tool' request ID with PARAMS on CONN."
   (let ((buffer (agent-shell-bridge-session-buffer (alist-get 'sessionId params))))

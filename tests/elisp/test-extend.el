@@ -165,8 +165,14 @@
         (should-not (string-search "ext-long-行 500\\n" result))))))
 
 (ert-deftest test-extend/write-tool-waits-for-y ()
-  "A `write' tool is a WAIT step; the function runs only after `y'."
+  "A `write' tool is a WAIT step; the function runs only after `y'.
+The waiting and turn-end hooks are called with the step and the end."
   (test-extend--with-tools
+    (let* ((waited nil) (ended nil)
+           (agent-shell-waiting-functions
+            (list (lambda (params) (push (alist-get 'title (alist-get 'toolCall params)) waited))))
+           (agent-shell-turn-end-functions
+            (list (lambda (update) (push (alist-get 'stopReason update) ended)))))
     (test-shell--with-session (root)
       (ignore root)
       (let ((sid (agent-shell-session-id agent-shell--session))
@@ -181,6 +187,7 @@
                                               :test #'equal))
                           20)
         (should-not test-extend--calls)
+        (should (equal waited '("ext_note")))
         (let ((log (agent-shell-log-buffer (agent-shell-session-name agent-shell--session))))
           (test-shell--wait "the WAIT entry" (lambda () (agent-shell-log-pending log)) 20)
           (with-current-buffer log
@@ -194,7 +201,8 @@
         (should (equal test-extend--calls '(((text . "笔记 note")))))
         (test-shell--wait "the turn's end"
                           (lambda () (eq (agent-shell-session-state agent-shell--session) 'idle))
-                          20)))))
+                          20)
+        (should (equal ended '("end_turn"))))))))
 
 (ert-deftest test-extend/wrong-type-and-signals-are-failed-results ()
   "A wrong-typed argument never reaches the function; an error is a failed result."
