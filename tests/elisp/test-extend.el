@@ -359,6 +359,10 @@ The waiting and turn-end hooks are called with the step and the end."
           (should (string-search "test-extend--deny-rm" (buffer-string))))
         ;; The rewritten command is the policy's to judge: denied, though ls was allowed.
         (test-extend--prompt "ext-hook-rewrite please" "ext-hook-rewrite 看到 seen.")
+        ;; The log shows the command as rewritten, the one the policy judged.
+        (with-current-buffer (agent-shell-log-buffer
+                              (agent-shell-session-name agent-shell--session))
+          (should (string-search "rm -rf /nonexistent-agent-shell-test-dir" (buffer-string))))
         ;; A read tool the policy allows waits once a hook asks.
         (let ((sid (agent-shell-session-id agent-shell--session))
               (shell (current-buffer)))

@@ -16,7 +16,7 @@ import functools
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -90,7 +90,12 @@ class ToolExecutor:
         if isinstance(checked, Outcome):
             return checked
         prepared = await decide(self.live, checked.spec, checked.args)
-        prepared, _ = await pre_tool_hooks(self.live, checked.spec, checked.args, prepared)
+        prepared, hooked = await pre_tool_hooks(self.live, checked.spec, checked.args, prepared)
+        if hooked is not checked.args:  # rewritten by a hook: show what will run
+            raw = hooked.model_dump(exclude_none=True)
+            title = _title(call.name, raw)
+            view = view_of(call_id, title, checked.spec.kind, raw)
+            checked = replace(checked, raw=raw, title=title, args=hooked, view=view)
         prepared = confine_role_writes(turn, prepared)
         prepared.call_id = call_id
         verdict = prepared.verdict

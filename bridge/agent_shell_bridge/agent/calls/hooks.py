@@ -47,7 +47,7 @@ async def pre_tool_hooks(
     live: LiveSession, spec: ToolSpec[Any], args: cat.Args, prepared: Prepared
 ) -> tuple[Prepared, cat.Args]:
     """The call as the hooks leave it: a verdict at least as strict as the policy's."""
-    if "pre_tool" not in live.client_hooks:
+    if "pre_tool" not in live.client_hooks or prepared.verdict.decision is Decision.DENY:
         return prepared, args
     answer = await _ask(
         live,
