@@ -28,6 +28,15 @@
 
 ;;; Waiting
 
+(defcustom agent-shell-waiting-functions nil
+  "Functions called when a step starts waiting for your decision.
+Each is called in the session's shell buffer with the permission
+request's params (an alist: `toolCall', `risk', `reason', `options').
+Use it to be told (a notification, a sound) that the agent waits."
+  :type 'hook
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.4.0"))
+
 (defun agent-shell-permissions-wait (conn id params)
   "Keep the permission request ID with PARAMS from CONN until the user decides.
 Its shell buffer says what waits and where to answer."
@@ -48,7 +57,11 @@ Its shell buffer says what waits and where to answer."
 or C-c C-y / C-c C-n here%s" title
                   (if-let ((note (alist-get 'note params))) (concat "\n" note) "")))
          title)
-        (agent-shell-header-set-state 'waiting)))))
+        (agent-shell-header-set-state 'waiting)
+        (condition-case err
+            (run-hook-with-args 'agent-shell-waiting-functions params)
+          (error (message "agent-shell: a waiting hook failed: %s"
+                          (error-message-string err))))))))
 
 (defun agent-shell-permissions-choose (verb)
   "Return this session's waiting permission request the user means.

@@ -89,6 +89,9 @@ within one file name.  Names are compared without regard to case."
 NAME is a tool the bridge's catalogue puts on the Emacs side.  HANDLER
 is called with ARGS and CONTEXT; FEATURE is required first.")
 
+(declare-function agent-shell-extend-call "agent-shell-extend")
+(declare-function agent-shell-extend-tool-p "agent-shell-extend")
+
 (defun agent-shell-tools-names ()
   "Return the names of the Emacs-side tools, as a list of strings."
   (mapcar #'car agent-shell-tools-handlers))
@@ -106,6 +109,11 @@ CONTEXT is an alist with `root', `op_id', `turn_id', `session_id',
 are vectors, and absent values are left out rather than sent as null.
 Failures signal `agent-shell-tool-error'."
   (let ((entry (assoc name agent-shell-tools-handlers)))
+    (when (and (not entry) (fboundp 'agent-shell-extend-tool-p)
+               (agent-shell-extend-tool-p name))
+      ;; A tool defined with `agent-shell-define-tool'.
+      (setq entry (list name (lambda (args _context) (agent-shell-extend-call name args))
+                        'agent-shell-extend)))
     (unless entry
       (agent-shell-tools-error "Unknown Emacs-side tool: %s" name))
     (unless (listp args)

@@ -46,6 +46,7 @@
 ;; agent-shell-context.el       send a region, buffer, file or error
 ;; agent-shell-ambient.el       what every prompt tells of where you are
 ;; agent-shell-bridge.el        the one bridge of this Emacs, initialised
+;; agent-shell-extend.el        tools the user defines in Emacs Lisp
 ;; agent-shell-grants.el        list and revoke a session's grants
 ;; agent-shell-permissions.el   steps waiting for the user's decision
 ;; agent-shell-ask.el           questions the model asks the user
@@ -73,6 +74,7 @@
 (require 'agent-shell-bridge)
 (require 'agent-shell-log)
 (require 'agent-shell-tools)
+(require 'agent-shell-extend)
 (require 'agent-shell-perception)
 (require 'agent-shell-plan)
 (require 'agent-shell-citations)
@@ -422,7 +424,8 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
                           (agent-shell-session-root agent-shell--session))))
      (mode . ,(symbol-name (agent-shell-session-mode agent-shell--session)))
      (attachments . ,(agent-shell-context-take-pending))
-     (attachmentMaxChars . ,agent-shell-attachment-max-chars))
+     (attachmentMaxChars . ,agent-shell-attachment-max-chars)
+     ,@(agent-shell-extend-prompt-params))
    :on-success (lambda (result)
                  (when (buffer-live-p buffer)
                    (with-current-buffer buffer

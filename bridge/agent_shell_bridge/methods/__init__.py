@@ -43,6 +43,7 @@ AREAS: dict[str, tuple[str, ...]] = {
     "commands": ("commands/list",),
     "mcp": ("mcp/trust",),
     "roles": ("roles/trust",),
+    "skills": ("skills/list",),
 }
 DEBUG_AREA: tuple[str, tuple[str, ...]] = (
     "debug",

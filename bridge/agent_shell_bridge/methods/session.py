@@ -16,6 +16,7 @@ from ..agent.conversation.attachments import Attachment
 from ..agent.conversation.messages import Conversation
 from ..agent.session.roles import RoleConfig, merge_roles
 from ..agent.session.store import SessionState, SessionStore, new_session_id
+from ..agent.session.user_tools import UserToolDecl
 from ..config import BridgeConfig
 from ..errors import InvalidParams, RootNotAllowed, SessionNotFound
 from ..mcp.config import ServerPolicy, WireServer, from_wire
@@ -85,6 +86,12 @@ class PromptParams(Params):
     # What the user attached (agent/conversation/attachments.py), and their cap.
     attachments: list[Attachment] = Field(default_factory=list, max_length=200)
     attachmentMaxChars: int | None = Field(None, ge=1)
+    # The tools the user defined in Emacs, as they are now (absent: unchanged).
+    userTools: list[UserToolDecl] | None = Field(None, max_length=200)
+    # The user's skill directories (absent: as before); the project's are always looked in.
+    skillDirectories: list[str] | None = Field(None, max_length=50)
+    # Which hooks the client runs around each step (absent: as before).
+    hooks: list[Literal["pre_tool", "post_tool"]] | None = Field(None, max_length=10)
 
     @field_validator("prompt")
     @classmethod
@@ -304,6 +311,16 @@ def register(d: Dispatcher[Runtime]) -> None:
 
         turn_mode, text = split_mode_prefix(p.text)
         live = session_of(rt, p.sessionId)
+        if p.userTools is not None:
+            from ..agent.session.user_tools import set_user_tools
+
+            set_user_tools(live, p.userTools)
+        if p.hooks is not None:
+            live.client_hooks = frozenset(p.hooks)
+        if not live.busy:  # a busy session refuses the prompt below
+            from ..agent.session.skills import refresh_skills
+
+            await refresh_skills(live, p.skillDirectories)
         batch = _attachments(live, p)
         turn_id, mode = await submit_prompt(
             live,

@@ -16,7 +16,7 @@ import functools
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -37,6 +37,7 @@ from .card import diff_item
 from .decide import approval_note, confine_role_writes, decide
 from .dispatch import execute
 from .handlers import HANDLERS, Binding
+from .hooks import post_tool_hooks, pre_tool_hooks
 from .ids import CallIds
 from .prepared import Prepared
 from .record import CallRecord, refuse_early, view_of
@@ -89,6 +90,12 @@ class ToolExecutor:
         if isinstance(checked, Outcome):
             return checked
         prepared = await decide(self.live, checked.spec, checked.args)
+        prepared, hooked = await pre_tool_hooks(self.live, checked.spec, checked.args, prepared)
+        if hooked is not checked.args:  # rewritten by a hook: show what will run
+            raw = hooked.model_dump(exclude_none=True)
+            title = _title(call.name, raw)
+            view = view_of(call_id, title, checked.spec.kind, raw)
+            checked = replace(checked, raw=raw, title=title, args=hooked, view=view)
         prepared = confine_role_writes(turn, prepared)
         prepared.call_id = call_id
         verdict = prepared.verdict
@@ -216,6 +223,7 @@ class ToolExecutor:
             raise
         except BridgeError as exc:  # ToolFailed, ClientError and the rest
             result = ToolResult({"error": exc.message}, failed=True)
+        result = await post_tool_hooks(self.live, p.spec, p.args, result)
         duration = int((time.monotonic() - started) * 1000)
         return await record.finished(result, duration)
 

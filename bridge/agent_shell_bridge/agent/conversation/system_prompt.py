@@ -62,6 +62,7 @@ def system_prompt(
     snapshot: Mapping[str, Any] | None = None,
     memories: str = "",
     instructions: Sequence[InstructionFile] = (),
+    skills: str = "",
 ) -> str:
     parts = [
         _BASE.format(
@@ -73,6 +74,8 @@ def system_prompt(
     ]
     if instructions:
         parts.append(frame_instructions(instructions))
+    if skills:  # names and descriptions only; load_skill gives a body
+        parts.append(skills)
     if snapshot:
         state = json.dumps(snapshot, ensure_ascii=False, sort_keys=True)
         parts.append("Current Emacs state (structured snapshot):\n" + state)

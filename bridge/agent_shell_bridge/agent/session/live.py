@@ -104,6 +104,8 @@ class LiveSession:
 
     # Tools gained at run time (the session's MCP servers), after the catalogue's.
     tool_sources: list[ToolSource] = field(default_factory=list)
+    # The client's hooks around steps ("pre_tool", "post_tool"), as its last prompt said.
+    client_hooks: frozenset[str] = frozenset()
 
     # The name the user knows the model by (agent-shell-models), "" for the default.
     model_name: str = ""

@@ -33,6 +33,7 @@ from ..conversation.system_prompt import summary_messages, system_prompt
 from ..session.model_help import explain_model_error
 from ..session.reporter import src, text
 from ..session.roles import ROLE_ONLY_TOOLS
+from ..session.skills import skill_index
 from ..session.turnstate import TurnState
 from .models import apply_pending_model, model_totals
 from .notify import NotifyEvent, post_webhook
@@ -72,6 +73,7 @@ def _request_messages(live: LiveSession, memories: str) -> list[JSONObject]:
                 snapshot=live.snapshot,
                 memories=memories,
                 instructions=session_instructions(live),
+                skills=skill_index(live),
             ),
         },
         *summary_messages(Conversation(live.state).summary),

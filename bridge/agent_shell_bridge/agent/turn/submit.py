@@ -12,6 +12,7 @@ from ...errors import InvalidParams, SessionBusy
 from ...project.commands import expand_command, resolve_command, split_command
 from ...types import JSONObject
 from ..conversation.attachments import Batch
+from ..session.skills import explicit_skill
 from .loop import run_turn
 
 if TYPE_CHECKING:
@@ -43,13 +44,21 @@ async def submit_prompt(
     command = split_command(text)
     if command is not None:
         name, arguments = command
-        found = await asyncio.to_thread(resolve_command, live.root, user_dir, name)
-        text = expand_command(found, arguments)
-        # A project's file arrives with a clone: it may keep a turn in ask mode but
-        # not lift a session the user keeps in ask mode into act mode.
-        lifts = found.scope == "project" and found.mode == "act"
-        if not (lifts and (session_mode or live.state.mode) == "ask"):
-            turn_mode = turn_mode or found.mode
+        try:
+            found = await asyncio.to_thread(resolve_command, live.root, user_dir, name)
+        except InvalidParams:
+            # No command of that name: "/NAME" may load the skill NAME instead.
+            loaded = await explicit_skill(live, name)
+            if loaded is None:
+                raise
+            found, text = None, f"{loaded}\n\n{arguments}".rstrip()
+        if found is not None:
+            text = expand_command(found, arguments)
+            # A project's file arrives with a clone: it may keep a turn in ask mode but
+            # not lift a session the user keeps in ask mode into act mode.
+            lifts = found.scope == "project" and found.mode == "act"
+            if not (lifts and (session_mode or live.state.mode) == "ask"):
+                turn_mode = turn_mode or found.mode
     if not text.strip():
         raise InvalidParams(f"nothing to do after /{turn_mode}")
     if session_mode is not None:
