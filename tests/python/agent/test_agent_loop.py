@@ -496,25 +496,25 @@ async def test_task_failure_is_posted_to_the_webhook(serve_app: Any, project: Pa
 
 async def test_rereading_an_unchanged_file_is_not_sent_twice(serve_app: Any, project: Path) -> None:
     read = {"tool_calls": [{"name": "read_file", "arguments": {"path": "中文.py"}}]}
-    async with running_rig(serve_app, project, [read, read, read, {"text": "ok"}]) as rig:
+    # The third read is the answer to the third request; that answer waits a little,
+    # so the user's edit, made when the request arrives (after the second read), is
+    # on disk before the third read runs: the mock and this test share the loop.
+    third = {**read, "delay_ms": 200}
+    async with running_rig(serve_app, project, [read, read, third, {"text": "ok"}]) as rig:
         sid = await rig.new_session()
 
-        def user_edits_after_second_read(message: dict[str, Any], _stream: Any) -> None:
-            update = (message.get("params") or {}).get("update") or {}
-            if (
-                update.get("sessionUpdate") == "tool_call_update"
-                and update["status"] == "completed"
-            ):
-                done.append(True)
-                if len(done) == 2:
-                    (project / "中文.py").write_text("# 改过了\n", encoding="utf-8")
+        async def user_edits_after_second_read() -> None:
+            await rig.mock.recorder.wait_for(lambda records: len(records) >= 3)
+            (project / "中文.py").write_text("# 改过了\n", encoding="utf-8")
 
-        done: list[bool] = []
-        await rig.turn(sid, "read thrice", on_message=user_edits_after_second_read)
-        first, second, third = (tool_messages(rig.requests[i])[-1] for i in (1, 2, 3))
+        async with asyncio.timeout(30):
+            editor = asyncio.create_task(user_edits_after_second_read())
+            await rig.turn(sid, "read thrice")
+            await editor
+        first, second, third_result = (tool_messages(rig.requests[i])[-1] for i in (1, 2, 3))
         assert "早上好 🚀" in first
         assert '"unchanged": true' in second and "早上好" not in second
-        assert "改过了" in third  # changed on disk: sent again in full
+        assert "改过了" in third_result  # changed on disk: sent again in full
 
 
 async def test_whole_read_of_a_long_file_keeps_head_and_tail(serve_app: Any, project: Path) -> None:
