@@ -330,22 +330,24 @@ async def test_edit_refused_when_the_user_changed_the_file_after_the_read(
                             "new_text": "    return a + b",
                         },
                     }
-                ]
+                ],
+                # Answering the second request (after the read) waits a little: the
+                # user's edit, made when that request arrives, lands before the edit.
+                "delay_ms": 200,
             },
             {"text": "ok"},
         ],
     ) as rig:
         sid = await rig.new_session()
 
-        def user_edits(message: dict[str, Any], _stream: Any) -> None:
-            update = (message.get("params") or {}).get("update") or {}
-            if (
-                update.get("sessionUpdate") == "tool_call_update"
-                and update["status"] == "completed"
-            ):
-                (project / "calc.py").write_text("# the user's edit\n", encoding="utf-8")
+        async def user_edits_after_the_read() -> None:
+            await rig.mock.recorder.wait_for(lambda records: len(records) >= 2)
+            (project / "calc.py").write_text("# the user's edit\n", encoding="utf-8")
 
-        await rig.turn(sid, "fix", on_message=user_edits)
+        async with asyncio.timeout(30):
+            editor = asyncio.create_task(user_edits_after_the_read())
+            await rig.turn(sid, "fix")
+            await editor
         assert (project / "calc.py").read_text() == "# the user's edit\n"
         assert "changed since you read it" in tool_messages(rig.requests[2])[-1]
 
