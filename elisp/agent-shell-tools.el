@@ -705,10 +705,15 @@ when PROGRAM is missing."
                                                      'utf-8-unix)
                                        :connection-type 'pipe
                                        :stderr stderr
+                                       ;; Stopped, the program gets SIGKILL from
+                                       ;; the filter (a signal only: deleting the
+                                       ;; process there is left to the loop).
                                        :filter (lambda (process chunk)
                                                  (feed chunk nil)
-                                                 (when (or stop failure)
-                                                   (delete-process process)))
+                                                 (when (and (or stop failure)
+                                                            (process-live-p process))
+                                                   (ignore-errors
+                                                     (signal-process process 'SIGKILL))))
                                        :noquery t :sentinel #'ignore))
               (ignore-errors (process-send-eof proc))
               (while (and (not (or stop failure status)) (process-live-p proc))
