@@ -28,6 +28,7 @@
 (require 'agent-shell)
 (require 'agent-shell-json)
 (require 'agent-shell-test-helpers)
+(require 'url)
 
 ;;; The mock model and the bridge
 
@@ -340,6 +341,22 @@ FIELDS are alist pairs added to the update."
   "Empty the bridge traffic buffer."
   (when-let ((buffer (get-buffer "*agent-shell events*")))
     (kill-buffer buffer)))
+
+(defun test-shell--model-requests ()
+  "Return the bodies the scripted model received, oldest first."
+  (let* ((url-proxy-services nil)
+         (base (string-remove-suffix "/v1" test-shell--mock-base))
+         (buffer (url-retrieve-synchronously (concat base "/_mock/requests") t t 10)))
+    (unwind-protect
+        (with-current-buffer buffer
+          (goto-char (point-min))
+          (re-search-forward "\r?\n\r?\n")
+          (mapcar (lambda (r) (alist-get 'body r))
+                  (json-parse-string (decode-coding-string
+                                      (buffer-substring-no-properties (point) (point-max))
+                                      'utf-8)
+                                     :object-type 'alist :array-type 'list)))
+      (kill-buffer buffer))))
 
 (provide 'agent-shell-test-session)
 ;;; agent-shell-test-session.el ends here

@@ -32,26 +32,10 @@
     ("Makefile" . "all:\n\t@echo '源码/模块.py:2: error: 坏了 broken' >&2; exit 2\n"))
   "Files of the test project.")
 
-(defun test-context--requests ()
-  "Return the bodies the scripted model received, oldest first."
-  (let* ((url-proxy-services nil)
-         (base (string-remove-suffix "/v1" test-shell--mock-base))
-         (buffer (url-retrieve-synchronously (concat base "/_mock/requests") t t 10)))
-    (unwind-protect
-        (with-current-buffer buffer
-          (goto-char (point-min))
-          (re-search-forward "\r?\n\r?\n")
-          (mapcar (lambda (r) (alist-get 'body r))
-                  (json-parse-string (decode-coding-string
-                                      (buffer-substring-no-properties (point) (point-max))
-                                      'utf-8)
-                                     :object-type 'alist :array-type 'list)))
-      (kill-buffer buffer))))
-
 (defun test-context--last-user (marker)
   "Return the last user message the model got whose text contains MARKER."
   (let (found)
-    (dolist (body (test-context--requests))
+    (dolist (body (test-shell--model-requests))
       (dolist (m (alist-get 'messages body))
         (when (and (equal (alist-get 'role m) "user")
                    (string-search marker (alist-get 'content m)))
@@ -110,7 +94,7 @@
       (let ((user (test-context--last-user "[ATTACHMENT name=\"源码/模块.py:2-3\"")))
         (should (string-prefix-p "@源码/模块.py:2-3\n\n" user))
         (let ((system (alist-get 'content (car (alist-get 'messages
-                                                          (car (last (test-context--requests))))))))
+                                                          (car (last (test-shell--model-requests))))))))
           (should (string-search "\"branch\": \"main\"" system)))
         (should (string-search
                  (format "[ATTACHMENT name=\"源码/模块.py:2-3\" kind=region path=\"%s\" \
@@ -493,7 +477,7 @@ edited line and says how many more the file has."
         (error (message "TRANSCRIPT: %s" (test-shell--transcript)) (signal (car err) (cdr err))))
       (agent-shell-approve)
       (test-context--wait-turn shell "edit with diagnostics")
-      (let* ((tool (cl-loop for body in (test-context--requests)
+      (let* ((tool (cl-loop for body in (test-shell--model-requests)
                             thereis (cl-loop for m in (alist-get 'messages body)
                                              when (and (equal (alist-get 'role m) "tool")
                                                        (string-search "replace_region"

@@ -23,22 +23,6 @@
 
 (defvar test-extend--calls nil "Arguments the test tools were called with, newest first.")
 
-(defun test-extend--requests ()
-  "Return the bodies the scripted model received, oldest first."
-  (let* ((url-proxy-services nil)
-         (base (string-remove-suffix "/v1" test-shell--mock-base))
-         (buffer (url-retrieve-synchronously (concat base "/_mock/requests") t t 10)))
-    (unwind-protect
-        (with-current-buffer buffer
-          (goto-char (point-min))
-          (re-search-forward "\r?\n\r?\n")
-          (mapcar (lambda (r) (alist-get 'body r))
-                  (json-parse-string (decode-coding-string
-                                      (buffer-substring-no-properties (point) (point-max))
-                                      'utf-8)
-                                     :object-type 'alist :array-type 'list)))
-      (kill-buffer buffer))))
-
 (defun test-extend--request-for (marker)
   "Return the first request whose last user message contains MARKER."
   (cl-find-if (lambda (body)
@@ -46,12 +30,12 @@
                                                (alist-get 'messages body))))
                   (and users (string-search marker (format "%s" (alist-get 'content
                                                                            (car (last users))))))))
-              (test-extend--requests)))
+              (test-shell--model-requests)))
 
 (defun test-extend--last-user (marker)
   "Return the text of the last user message the model got containing MARKER."
   (let (found)
-    (dolist (body (test-extend--requests))
+    (dolist (body (test-shell--model-requests))
       (dolist (m (alist-get 'messages body))
         (when (and (equal (alist-get 'role m) "user")
                    (string-search marker (format "%s" (alist-get 'content m))))
@@ -66,7 +50,7 @@
 (defun test-extend--tool-messages ()
   "Return the text of every tool result the model received."
   (let (out)
-    (dolist (body (test-extend--requests))
+    (dolist (body (test-shell--model-requests))
       (dolist (m (alist-get 'messages body))
         (when (equal (alist-get 'role m) "tool")
           (push (format "%s" (alist-get 'content m)) out))))
