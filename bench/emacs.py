@@ -9,36 +9,20 @@ redisplay, so these figures cover the Lisp side of rendering only.
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
 from pathlib import Path
 
-from .common import Figure, Scale, emacs_args
+from .common import Figure, Scale
+from .emacs_batch import run_batch
 
 __all__ = ["run"]
 
-PREFIX = b"BENCH-JSON "
-
 
 async def run(scale: Scale, work: Path) -> list[Figure]:
-    emacs = os.environ.get("BENCH_EMACS", "emacs")
     form = (
         f"(agent-shell-bench-batch {scale.emacs_chunks} {scale.emacs_history_bytes}"
         f" {scale.emacs_reps})"
     )
-    process = await asyncio.create_subprocess_exec(
-        *emacs_args(emacs, "agent-shell-bench.el", form),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=work.parent,
-    )
-    out, err = await process.communicate()
-    lines = [line for line in out.splitlines() if line.startswith(PREFIX)]
-    if process.returncode != 0 or not lines:
-        raise RuntimeError(f"emacs failed ({process.returncode}): {err.decode(errors='replace')}")
-    data = json.loads(lines[-1][len(PREFIX) :])
+    data = await run_batch("agent-shell-bench.el", form, cwd=work.parent)
     empty, end, start = data["empty"], data["history_end"], data["history_start"]
     mib = scale.emacs_history_bytes / 1024**2
     chunks = {"chunks": data["chunks"], "runs": data["reps"]}

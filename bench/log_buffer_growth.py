@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,11 +39,12 @@ from agent_shell_bridge.orglog import (
 )
 from agent_shell_bridge.orglog.render import merge_properties
 
-from .common import Figure, Scale, emacs_args
+from .common import Figure, Scale
+from .emacs_batch import run_batch
 
 __all__ = ["LogStream", "run", "session_notifications"]
 
-PREFIX = b"BENCH-JSON "
+
 SESSION = "bench-log-session"
 
 
@@ -288,7 +288,6 @@ async def run(scale: Scale, work: Path) -> list[Figure]:
 
 
 async def _run(scale: Scale, work: Path) -> list[Figure]:
-    emacs = os.environ.get("BENCH_EMACS", "emacs")
     early, late, measured = scale.log_early_turns, scale.log_late_turns, scale.log_measured_turns
     events, log_file, plain, size = await asyncio.to_thread(_prepare, scale, work)
     quoted = [json.dumps(str(p)) for p in (events, log_file, plain)]
@@ -296,18 +295,7 @@ async def _run(scale: Scale, work: Path) -> list[Figure]:
         f"(agent-shell-log-bench-batch {quoted[0]} {early} {late} {measured}"
         f" {quoted[1]} {quoted[2]} {scale.log_open_reps})"
     )
-    process = await asyncio.create_subprocess_exec(
-        *emacs_args(emacs, "agent-shell-log-bench.el", form),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=work,
-    )
-    out, err = await process.communicate()
-    lines = [line for line in out.splitlines() if line.startswith(PREFIX)]
-    if process.returncode != 0 or not lines:
-        raise RuntimeError(f"emacs failed ({process.returncode}): {err.decode(errors='replace')}")
-    data = json.loads(lines[-1][len(PREFIX) :])
+    data = await run_batch("agent-shell-log-bench.el", form, cwd=work)
     turns = {"early_turn": early, "late_turn": late, "turns_measured": measured}
     return [
         Figure(

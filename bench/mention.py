@@ -10,35 +10,20 @@ JSON, against the snapshot a prompt carried before it.
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
 from pathlib import Path
 
-from .common import Figure, Scale, emacs_args
+from .common import Figure, Scale
+from .emacs_batch import run_batch
 
 __all__ = ["run"]
 
-PREFIX = b"BENCH-JSON "
 #: What the issue allows a prompt's automatic context when nothing was sent.
 CONTEXT_BUDGET_CHARS = 1_500
 
 
 async def run(scale: Scale, work: Path) -> list[Figure]:
-    emacs = os.environ.get("BENCH_EMACS", "emacs")
     form = f"(agent-shell-context-bench-batch {scale.mention_files} {scale.mention_reps})"
-    process = await asyncio.create_subprocess_exec(
-        *emacs_args(emacs, "agent-shell-context-bench.el", form),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=work.parent,
-    )
-    out, err = await process.communicate()
-    lines = [line for line in out.splitlines() if line.startswith(PREFIX)]
-    if process.returncode != 0 or not lines:
-        raise RuntimeError(f"emacs failed ({process.returncode}): {err.decode(errors='replace')}")
-    data = json.loads(lines[-1][len(PREFIX) :])
+    data = await run_batch("agent-shell-context-bench.el", form, cwd=work.parent)
     comp, ctx = data["completion"], data["context"]
     return [
         Figure(

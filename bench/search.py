@@ -17,17 +17,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import subprocess
 import time
 from pathlib import Path
 
-from .common import Figure, Scale, bridge_command, emacs_args, median
+from .common import Figure, Scale, bridge_command, median
+from .emacs_batch import run_batch
 
 __all__ = ["SYMBOL", "make_repository", "run"]
 
-PREFIX = b"BENCH-JSON "
+
 SYMBOL = "render_widget"
 PER_DIR = 100
 REFERENCE_EVERY = 100  # one file in a hundred calls the symbol
@@ -86,23 +86,10 @@ def _rg_seconds(root: Path, reps: int) -> tuple[float, int]:
 
 
 async def _emacs(root: Path, reps: int) -> dict[str, object]:
-    emacs = os.environ.get("BENCH_EMACS", "emacs")
     bridge = json.dumps(bridge_command()[0])
     args = f"{json.dumps(str(root))} {json.dumps(SYMBOL)} {reps} {bridge}"
     form = f"(agent-shell-search-bench-batch {args})"
-    process = await asyncio.create_subprocess_exec(
-        *emacs_args(emacs, "agent-shell-search-bench.el", form),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=root,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), TIMEOUT_S)
-    lines = [line for line in out.splitlines() if line.startswith(PREFIX)]
-    if process.returncode != 0 or not lines:
-        raise RuntimeError(f"emacs failed ({process.returncode}): {err.decode(errors='replace')}")
-    data: dict[str, object] = json.loads(lines[-1][len(PREFIX) :])
-    return data
+    return await run_batch("agent-shell-search-bench.el", form, cwd=root, timeout_s=TIMEOUT_S)
 
 
 async def run(scale: Scale, work: Path) -> list[Figure]:
