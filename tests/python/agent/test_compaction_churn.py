@@ -16,29 +16,9 @@ from typing import Any
 import pytest
 
 from agent_rig import make_project, payload_of, running_rig, tool_messages
-from agent_shell_bridge.model.mock import estimate_usage
-from agent_shell_bridge.model.mock_script import MockStep
+from compaction_steps import is_compaction, provider_tokens, read, summary_step
 
-SUMMARISE = "Summarise the earlier part"
 LINES = 10_000
-
-
-def provider_tokens(body: dict[str, Any]) -> int:
-    """The request's size as the scripted provider counts it."""
-    return int(estimate_usage(body, MockStep())["prompt_tokens"])
-
-
-def is_compaction(body: dict[str, Any]) -> bool:
-    return SUMMARISE in str(body["messages"][0]["content"])
-
-
-def summary_step(text: str = "摘要：读了 big.txt 的几段。") -> dict[str, Any]:
-    return {"match": {"system_contains": SUMMARISE}, "text": text}
-
-
-def read(start: int, end: int, path: str = "big.txt") -> dict[str, Any]:
-    args = {"path": path, "start_line": start, "end_line": end}
-    return {"tool_calls": [{"name": "read_file", "arguments": args}]}
 
 
 def read_steps(count: int, lines: int = 100) -> list[dict[str, Any]]:
