@@ -187,9 +187,12 @@ buffers take the same name."
       (agent-shell--attach (alist-get 'sessionId result))
       (when-let ((mode (alist-get 'mode result)))
         (setf (agent-shell-session-mode agent-shell--session) (intern mode)))
-      (when-let ((model (agent-shell-project-nonempty (alist-get 'model result))))
+      (when-let ((model (agent-shell-project-nonempty
+                         (or (alist-get 'modelName result) (alist-get 'model result)))))
         (setf (agent-shell-session-model agent-shell--session) model)
         (force-mode-line-update))
+      (when-let ((chosen (alist-get 'chosenModel result)))
+        (agent-shell--choose-model-again chosen))
       (when-let ((path (alist-get 'logPath result)))
         (setf (agent-shell-session-log-path agent-shell--session) path)
         (agent-shell-log-set-file
@@ -559,6 +562,25 @@ counted per model from then on."
             (format "Model: %s (%s)%s" name (alist-get 'model result)
                     (if (eq (alist-get 'applied result) t) ""
                       " from the turn's next model call")))))))))
+
+(defun agent-shell--choose-model-again (chosen)
+  "Switch a resumed session back to CHOSEN, the model it had switched to.
+CHOSEN is the bridge's record of it (name, model, api_base; no key).
+Only an entry of `agent-shell-models' with the same name, model and
+API base is chosen again: the keys are found here, never kept by the
+bridge.  Otherwise a notice says the session goes on with the default."
+  (let* ((name (alist-get 'name chosen))
+         (entry (cl-find name agent-shell-models
+                         :key (lambda (m) (plist-get m :name)) :test #'equal)))
+    (if (and entry
+             (equal (plist-get entry :model) (alist-get 'model chosen))
+             (equal (plist-get entry :api-base) (alist-get 'api_base chosen)))
+        (agent-shell-switch-model name)
+      (agent-shell-transcript-notice
+       (format "This session had switched to %s (%s at %s), which is not in \
+`agent-shell-models' as it was; it goes on with %s"
+               name (alist-get 'model chosen) (alist-get 'api_base chosen)
+               (or (agent-shell-session-model agent-shell--session) agent-shell-model))))))
 
 (defun agent-shell-show-log ()
   "Show the action log of this session."

@@ -21,9 +21,12 @@
 (defun test-models--start-second ()
   "Start a second scripted model; return (PROCESS . API-BASE)."
   (let* ((script (let ((coding-system-for-write 'no-conversion))
-                   (make-temp-file "agent-shell-mock-b-" nil ".json"
-                                   (agent-shell-json-bytes
-                                    '((steps . [((text . "第二个模型 model B answers."))]))))))
+                   (make-temp-file
+                    "agent-shell-mock-b-" nil ".json"
+                    (agent-shell-json-bytes
+                     '((steps . [((match . ((last_user_contains . "resumed-b")))
+                                  (text . "恢复后 model B again."))
+                                 ((text . "第二个模型 model B answers."))]))))))
          (out "")
          (proc (make-process
                 :name "agent-shell-test-mock-b" :noquery t :connection-type 'pipe
@@ -66,6 +69,102 @@
                        (with-temp-buffer
                          (let ((coding-system-for-read 'utf-8)) (insert-file-contents file))
                          (buffer-string)))))))
+      (when (process-live-p (car second)) (delete-process (car second))))))
+
+(defun test-models--kill-bridge ()
+  "Kill the bridge with SIGKILL, so that a resume reads the session from disk."
+  (signal-process (agent-shell-rpc-bridge-conn-process
+                   (agent-shell-bridge-connection agent-shell-bridge--current))
+                  'SIGKILL)
+  (test-shell--wait "the dead bridge"
+                    (lambda () (eq (agent-shell-session-state agent-shell--session) 'dead))))
+
+(defun test-models--log-count (text)
+  "How many times TEXT is in this session's log file."
+  (let ((file (agent-shell-session-log-path agent-shell--session)))
+    (with-temp-buffer
+      (let ((coding-system-for-read 'utf-8)) (insert-file-contents file))
+      (how-many (regexp-quote text) (point-min) (point-max)))))
+
+(ert-deftest test-models/a-resumed-session-chooses-its-model-again ()
+  "Resuming a session that had switched models switches it back to that model."
+  (let ((second (test-models--start-second)))
+    (unwind-protect
+        (test-shell--with-session (root)
+          (let ((agent-shell-models `((:name "second" :api-base ,(cdr second)
+                                       :model "model-b")))
+                (sid (agent-shell-session-id agent-shell--session)))
+            (agent-shell-switch-model "second")
+            (test-shell--wait "the switch"
+                              (lambda () (string-search "Model: second (model-b)"
+                                                        (test-shell--transcript))))
+            (test-models--kill-bridge)
+            (with-current-buffer (agent-shell-resume-session (test-shell--bridge) root sid)
+              (test-shell--wait "resumed"
+                                (lambda () (eq (agent-shell-session-state agent-shell--session)
+                                               'idle))
+                                20)
+              (test-shell--wait "the model chosen again"
+                                (lambda () (equal (agent-shell-session-model agent-shell--session)
+                                                  "second"))
+                                20)
+              (should (= 2 (test-models--log-count "Model: switched from")))
+              (goto-char (point-max))
+              (insert "resumed-b 你好")
+              (agent-shell-send-input)
+              (test-shell--wait "model B's answer after the resume"
+                                (lambda () (string-search "恢复后 model B again."
+                                                          (test-shell--transcript)))
+                                20)
+              (test-shell--wait "the turn's end"
+                                (lambda () (eq (agent-shell-session-state agent-shell--session)
+                                               'idle))
+                                20))))
+      (when (process-live-p (car second)) (delete-process (car second))))))
+
+(ert-deftest test-models/a-model-no-longer-configured-is-named-not-chosen ()
+  "A resumed session whose model is not in `agent-shell-models' says so."
+  (let ((second (test-models--start-second)))
+    (unwind-protect
+        (test-shell--with-session (root)
+          (let ((sid (agent-shell-session-id agent-shell--session)))
+            (let ((agent-shell-models `((:name "second" :api-base ,(cdr second)
+                                         :model "model-b"))))
+              (agent-shell-switch-model "second")
+              (test-shell--wait "the switch"
+                                (lambda () (string-search "Model: second (model-b)"
+                                                          (test-shell--transcript)))))
+            (test-models--kill-bridge)
+            (let ((agent-shell-models nil))
+              (with-current-buffer (agent-shell-resume-session (test-shell--bridge) root sid)
+                (test-shell--wait "the notice"
+                                  (lambda () (string-search "had switched to second (model-b"
+                                                            (test-shell--transcript)))
+                                  20)
+                (should-not (equal (agent-shell-session-model agent-shell--session)
+                                   "second"))))))
+      (when (process-live-p (car second)) (delete-process (car second))))))
+
+(ert-deftest test-models/a-live-session-resumed-keeps-its-model-name ()
+  "Resuming a session the bridge still runs shows the model's name, not its id."
+  (let ((second (test-models--start-second)))
+    (unwind-protect
+        (test-shell--with-session (root)
+          (let ((agent-shell-models `((:name "second" :api-base ,(cdr second)
+                                       :model "model-b")))
+                (sid (agent-shell-session-id agent-shell--session)))
+            (agent-shell-switch-model "second")
+            (test-shell--wait "the switch"
+                              (lambda () (string-search "Model: second (model-b)"
+                                                        (test-shell--transcript))))
+            (with-current-buffer (agent-shell-resume-session (test-shell--bridge) root sid)
+              (test-shell--wait "resumed"
+                                (lambda () (eq (agent-shell-session-state agent-shell--session)
+                                               'idle))
+                                20)
+              (should (equal (agent-shell-session-model agent-shell--session) "second"))
+              ;; Still talking to it: no second switch.
+              (should (= 1 (test-models--log-count "Model: switched from"))))))
       (when (process-live-p (car second)) (delete-process (car second))))))
 
 (provide 'test-models)

@@ -238,7 +238,11 @@ def _describe(live: LiveSession) -> dict[str, Any]:
         "logPath": live.state.log_path,
         "mode": live.state.mode,
         "model": live.config.model,
+        "modelName": live.model_name or None,
         "contextWindow": live.config.context_window,
+        # Set when the session had switched models and this one still talks to the
+        # default: the client chooses it again (it holds the keys).
+        "chosenModel": live.state.chosen_model if not live.model_name else None,
         "dryRun": live.dry_run,
         "memories": live.state.memories,
         "allowlist": live.policy.allowlist_status,

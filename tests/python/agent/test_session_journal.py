@@ -131,3 +131,15 @@ def test_checkpoint_of_an_older_bridge_loads_and_goes_on(tmp_path: Path) -> None
     assert json.loads(path.read_text(encoding="utf-8")) == old.to_json()
     assert [m["content"] for m in store.load("s1").messages] == ["旧的", "新的"]
     assert store.list()[0]["turns"] == 7
+
+
+def test_the_chosen_model_is_journalled_without_a_key(tmp_path: Path) -> None:
+    """A switch of model survives a restart; a state without one writes none."""
+    store = SessionStore(tmp_path)
+    state = _state(tmp_path)
+    journal = SessionJournal(store.path("s1"), state, on_disk=False)
+    _save(journal, state)
+    state.chosen_model = {"name": "第二", "model": "model-b", "api_base": "http://127.0.0.1:9/v1"}
+    _save(journal, state)
+    assert store.load("s1").chosen_model == state.chosen_model
+    assert "chosen_model" not in SessionState(id="s2", root=str(tmp_path)).to_json()

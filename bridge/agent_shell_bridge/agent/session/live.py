@@ -126,6 +126,7 @@ class LiveSession:
         self.config = replace(config, extra_allowed_paths=self.config.extra_allowed_paths)
         self.model_name = name
         self.state.model = config.model
+        self.state.chosen_model = {"name": name, "model": config.model, "api_base": config.api_base}
         self.compaction_armed = True
         self.provider_limit = None
 

@@ -57,7 +57,7 @@ class TokenTotals(UsageCounts):
             self.cost += usage.cost(prices)
 
 
-_OMITTED_WHEN_EMPTY = ("pending_steers", "turn_times", "rewinds", "model_totals")
+_OMITTED_WHEN_EMPTY = ("pending_steers", "turn_times", "rewinds", "model_totals", "chosen_model")
 
 
 @dataclass
@@ -103,6 +103,9 @@ class SessionState:
     rewinds: list[JSONObject] = field(default_factory=list)
     # Totals per model (its name), once the session has switched models.
     model_totals: dict[str, TokenTotals] = field(default_factory=dict)
+    # The model the user switched to (name, model, api_base; never its key), so a
+    # resumed session can ask the client to choose it again.
+    chosen_model: JSONObject = field(default_factory=dict)
 
     def to_json(self) -> JSONObject:
         data = asdict(self)
