@@ -149,6 +149,9 @@ class AcpFrontEnd:
         self._turn_ends: dict[str, asyncio.Queue[JSONObject]] = {}
         # A prompt sent while the session's turn runs waits here for its turn.
         self._prompt_locks: dict[str, asyncio.Lock] = {}
+        # Cancels per session so far: a prompt waiting behind the running turn when
+        # one arrives is answered "cancelled" and never runs.
+        self._cancels: dict[str, int] = {}
         self._roots: dict[str, Path] = {}
         # Tool-call titles the user rejected "always", per session.
         self._rejected: dict[str, set[str]] = {}
@@ -526,8 +529,12 @@ class AcpFrontEnd:
         text, attachments = prompt_parts(_dump(prompt))
         if not text.strip():
             raise RequestError.invalid_params({"message": "the prompt has no text"})
-        # Queued behind the running turn, in the order sent: each runs as its own turn.
+        # Queued behind the running turn, in the order sent: each runs as its own turn,
+        # unless the client cancels meanwhile (a cancel ends all the session's work).
+        cancels = self._cancels.get(session_id, 0)
         async with self._prompt_locks.setdefault(session_id, asyncio.Lock()):
+            if self._cancels.get(session_id, 0) != cancels:
+                return PromptResponse.model_validate({"stopReason": "cancelled"})
             return await self._run_prompt(session_id, text, attachments)
 
     async def _run_prompt(
@@ -557,6 +564,7 @@ class AcpFrontEnd:
         )
 
     async def cancel(self, session_id: str, **_: Any) -> None:
+        self._cancels[session_id] = self._cancels.get(session_id, 0) + 1
         try:
             await self._call("session/cancel", {"sessionId": session_id})
         except RequestError as exc:
