@@ -29,6 +29,7 @@
 (declare-function agent-shell-transcript-insert-history "agent-shell-transcript" (history))
 (declare-function agent-shell-set-input "agent-shell" (text))
 (declare-function agent-shell-open-fork "agent-shell" (root result))
+(declare-function agent-shell-mcp-session-params "agent-shell-mcp" ())
 (declare-function diff-no-select "diff" (old new &optional switches no-async buf))
 
 ;;; Internals
@@ -438,7 +439,8 @@ With TURN-ID non-nil, the fork has the history before that turn."
   (agent-shell-open-fork
    root (agent-shell-undo--request conn "session/fork"
                                    `((sessionId . ,sid)
-                                     ,@(and turn-id `((turnId . ,turn-id)))))))
+                                     ,@(and turn-id `((turnId . ,turn-id)))
+                                     ,@(agent-shell-mcp-session-params)))))
 
 ;;;###autoload
 (defun agent-shell-fork ()

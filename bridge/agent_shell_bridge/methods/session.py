@@ -132,6 +132,11 @@ class RewindParams(SessionRef):
 
 class ForkParams(SessionRef):
     turnId: str | None = Field(None, min_length=1, max_length=120)
+    # The fork's MCP servers, as for a new session (the client's list; the project's
+    # trusted .mcp.json is added as always).
+    mcpServers: list[WireServer] = Field(default_factory=list, max_length=100)
+    mcpServerPolicy: dict[str, ServerPolicy] = Field(default_factory=dict)
+    mcpStartTimeoutS: float = Field(30.0, gt=0, le=600)
 
 
 class RewindUndoParams(SessionRef):
@@ -210,7 +215,7 @@ def _config_for(rt: Runtime, p: NewParams | ResumeParams) -> BridgeConfig:
     return rt.config.with_model(p.model)
 
 
-async def _start_mcp(live: LiveSession, p: NewParams | ResumeParams) -> dict[str, Any]:
+async def _start_mcp(live: LiveSession, p: NewParams | ResumeParams | ForkParams) -> dict[str, Any]:
     from ..agent.session.mcp_servers import attach_mcp
 
     servers = from_wire(p.mcpServers)  # bad entries: -32602 before anything starts
@@ -453,6 +458,7 @@ def register(d: Dispatcher[Runtime]) -> None:
         from ..agent.turn.rewind import fork_state
 
         live = session_of(rt, p.sessionId)
+        from_wire(p.mcpServers)  # refuse a bad server list before the fork exists
         state, prompt = fork_state(live, p.turnId)
         fork = await start_new(rt, state, live.config)
         fork.model_name = live.model_name
@@ -472,7 +478,7 @@ def register(d: Dispatcher[Runtime]) -> None:
         )
         return {
             **_describe(fork),
-            "mcp": _mcp_status(fork),
+            "mcp": await _start_mcp(fork, p),
             "history": list(Conversation(fork.state).visible),
             "prompt": prompt,
             "forkOf": live.state.id,

@@ -20,6 +20,7 @@ import pytest
 
 from agent_rig import make_project, running_rig, tool_messages
 from agent_shell_bridge.agent.session.store import SessionState, SessionStore
+from agent_shell_bridge.mcp.hub import McpHub
 from conftest import EventStream
 
 FIXTURE = str(Path(__file__).resolve().parents[1] / "mcp_fixture_server.py")
@@ -413,3 +414,35 @@ async def test_a_bad_server_list_is_invalid_params(serve_app: Any, project: Path
         assert reply["error"]["code"] == -32602
         assert "appears twice" in reply["error"]["message"]
         assert rig.runtime.sessions == {}
+
+
+async def test_a_fork_starts_the_servers_it_is_given(
+    serve_app: Any, project: Path, tmp_path: Path
+) -> None:
+    """``session/fork`` with the client's servers: the fork has its own connected
+    server, whose tools it calls; the parent's server is untouched."""
+    steps = [
+        {"match": {"last_user_contains": "before the fork"}, "text": "ok"},
+        {"match": {"last_user_contains": "in the fork"}, **_call("echo", {"text": "分叉"})},
+        {"text": "done"},
+    ]
+    async with running_rig(serve_app, project, steps) as rig:
+        sid = await rig.new_session(**_fixture(tmp_path / "rec.txt"))
+        await rig.turn(sid, "before the fork")
+        fork = await rig.client.result(
+            "session/fork", {"sessionId": sid, **_fixture(tmp_path / "fork-rec.txt")}
+        )
+        assert fork["mcp"]["connected"] == 1, fork["mcp"]
+        turn = await rig.turn(fork["sessionId"], "in the fork")
+        results = turn.tool_results()
+        assert [r["status"] for r in results] == ["completed"]
+        assert "分叉" in tool_messages(rig.requests[-1])[-1]
+        hubs = [
+            [s for s in rig.runtime.sessions[x].tool_sources if isinstance(s, McpHub)]
+            for x in (sid, fork["sessionId"])
+        ]
+        assert [len(h) for h in hubs] == [1, 1] and hubs[0][0] is not hubs[1][0]
+        bad = await rig.client.rpc(
+            "session/fork", {"sessionId": sid, "mcpServers": [{"name": "a"}]}
+        )
+        assert bad["error"]["code"] == -32602

@@ -467,9 +467,16 @@ class AcpFrontEnd:
             {"modes": self._modes(str(result.get("mode", "act")))}
         )
 
-    async def fork_session(self, session_id: str, cwd: str, **_: Any) -> ForkSessionResponse:
-        """A new session with this one's whole history, its own log and checkpoints."""
-        result = await self._call("session/fork", {"sessionId": session_id})
+    async def fork_session(
+        self, session_id: str, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> ForkSessionResponse:
+        """A new session with this one's whole history, its own log and checkpoints,
+        and the editor's MCP servers (as for a new session)."""
+        params: JSONObject = {"sessionId": session_id}
+        servers = mcp_servers_param(mcp_servers)
+        if servers:
+            params["mcpServers"] = servers
+        result = await self._call("session/fork", params)
         fork_id = self._watch(result)
         return ForkSessionResponse.model_validate(
             {"sessionId": fork_id, "modes": self._modes(str(result.get("mode", "act")))}
