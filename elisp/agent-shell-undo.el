@@ -488,6 +488,10 @@ ENTRIES, the session's index entries).  Return the bridge's answer."
              (if (nth 1 done)
                  (format "; left as you edited them: %s" (string-join (nth 1 done) ", "))
                "")))
+    (when-let ((commands (alist-get 'commandsNotUndone result)))
+      (agent-shell-transcript-notice
+       (format "Not undone: what %d command(s) run since then changed: %s"
+               (length commands) (string-join commands "; "))))
     result))
 
 ;;;###autoload

@@ -137,3 +137,33 @@ async def test_fork_has_the_history_before_the_prompt_and_its_own_log(
         whole = await rig.client.result("session/fork", {"sessionId": sid})
         assert whole["prompt"] is None
         assert [h["text"] for h in whole["history"] if h["role"] == "user"] == PROMPTS
+
+
+async def test_rewind_names_the_commands_it_cannot_take_back(serve_app: Any, project: Path) -> None:
+    """Files come back from snapshots; a command's effects do not: the answer and the
+    REWIND entry list the commands that ran from that prompt on."""
+    steps = [
+        {"match": {"last_user_contains": "plain 一"}, "text": "nothing run"},
+        {
+            "match": {"last_user_contains": "list 二"},
+            "tool_calls": [{"name": "run_command", "arguments": {"command": "ls -a"}}],
+        },
+        {"match": {"last_user_contains": "list 二"}, "text": "listed"},
+    ]
+    async with running_rig(serve_app, project, steps) as rig:
+        sid = await rig.new_session()
+        first = (await rig.turn(sid, "plain 一")).end["turnId"]
+        second = await rig.turn(sid, "list 二")
+        assert [r["status"] for r in second.tool_results()] == ["completed"]
+        kept = await rig.client.result(
+            "session/rewind",
+            {"sessionId": sid, "turnId": second.end["turnId"], "conversation": False},
+        )
+        assert kept["commandsNotUndone"] == ["ls -a"]
+        cut = await rig.client.result("session/rewind", {"sessionId": sid, "turnId": first})
+        assert cut["commandsNotUndone"] == ["ls -a"]
+        log = Path(rig.runtime.sessions[sid].state.log_path).read_text(encoding="utf-8")
+        assert "what they changed is not undone" in log and ":COMMANDS: 1" in log
+        # After the cut, nothing ran from a prompt that is no longer in the history.
+        again = await rig.client.rpc("session/rewind", {"sessionId": sid, "turnId": first})
+        assert "error" in again

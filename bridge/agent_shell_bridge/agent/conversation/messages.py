@@ -277,6 +277,31 @@ class Conversation:
             if item.get("role") == "user" and item.get("turnId") and not item.get("steer")
         ]
 
+    def commands_since(self, turn_id: str) -> list[str]:
+        """The commands that ran from turn ``turn_id``'s prompt on, as the history shows
+        them: what a rewind of files cannot take back (their effects are unknown)."""
+        visible = self._record.visible
+        at = next(
+            (
+                i
+                for i, item in enumerate(visible)
+                if item.get("turnId") == turn_id and item.get("role") == "user"
+            ),
+            None,
+        )
+        if at is None:
+            return []
+        found: list[str] = []
+        for item in visible[at:]:
+            view = item.get("view")
+            if item.get("role") != "tool" or not isinstance(view, Mapping):
+                continue
+            raw = view.get("rawInput")
+            command = raw.get("command") if isinstance(raw, Mapping) else None
+            if view.get("kind") == "execute" and item.get("status") in ("completed", "failed"):
+                found.append(str(command or item.get("title") or "a command"))
+        return found
+
     def cut_before(self, turn_id: str) -> JSONObject:
         """Cut the history and the messages just before turn ``turn_id``'s prompt.
 

@@ -72,6 +72,8 @@ async def rewind(
     prompt = next((p["text"] for p in chat.prompts() if p.get("turnId") == turn_id), None)
     if prompt is None:
         raise InvalidParams(f"no prompt of turn {turn_id!r} in this session")
+    # Read before the cut: what commands did is not in any snapshot.
+    commands = chat.commands_since(turn_id)
     record: JSONObject = {
         "id": "r" + secrets.token_hex(4),
         "turnId": turn_id,
@@ -108,6 +110,11 @@ async def rewind(
             text("Edited by the user since, left as they are:"),
             src("\n".join(skipped), "text"),
         ]
+    if commands:
+        body += [
+            text("Commands that ran since then; what they changed is not undone:"),
+            src("\n".join(commands[:50]), "sh"),
+        ]
     if conversation:
         body.append(text(f"The conversation from that prompt on ({kept} messages) was cut."))
     await live.reporter.entry(
@@ -120,6 +127,7 @@ async def rewind(
             "FILES": len(restored),
             "SKIPPED": len(skipped),
             "CONVERSATION": "cut" if conversation else "kept",
+            "COMMANDS": len(commands),
         },
         body=body,
     )
@@ -129,6 +137,7 @@ async def rewind(
         "rewindId": record["id"],
         "prompt": prompt,
         "history": list(chat.visible),
+        "commandsNotUndone": commands[:50],
     }
 
 
