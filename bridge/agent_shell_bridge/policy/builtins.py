@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from .findings import Context, Finding, worst
-from .shell_parse import Word
+from .shell_words import Word
 
 __all__ = ["BUILTINS", "SENSITIVE_VAR", "variable_target"]
 

@@ -42,7 +42,7 @@ from .rules.shells import (
     wrapper_rule,
 )
 from .rules.system import DEVICE_TOOLS_RE, RM_NAMES, rm_rule
-from .shell_parse import SimpleCommand, Word
+from .shell_words import SimpleCommand, Word
 
 __all__ = [
     "DOWNLOADERS",

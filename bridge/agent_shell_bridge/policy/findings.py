@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..types import Risk
 from .secrets import BUILTIN, SecretList
-from .shell_parse import SimpleCommand, Word
+from .shell_words import SimpleCommand, Word
 
 __all__ = ["Context", "Finding", "worst"]
 

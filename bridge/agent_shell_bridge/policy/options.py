@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .shell_parse import Word
+from .shell_words import Word
 
 __all__ = ["SPECS", "OptionSpec", "normalise", "positional"]
 

@@ -13,13 +13,14 @@ import re
 import unicodedata
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from functools import cache
 
 import tree_sitter
 import tree_sitter_bash
 
 from .arithmetic import INTEGER_VALUE_RE, Event, first_unsafe_use, scan
+from .shell_quoting import decode_ansi_c, unescape_double, unescape_unquoted
+from .shell_words import Issue, ParsedCommand, Redirect, SimpleCommand, Word
 
 __all__ = [
     "Issue",
@@ -76,21 +77,6 @@ _WORDISH = frozenset(
         "variable_name",
     }
 )
-_ANSI_SIMPLE = {
-    "a": "\a",
-    "b": "\b",
-    "e": "\x1b",
-    "E": "\x1b",
-    "f": "\f",
-    "n": "\n",
-    "r": "\r",
-    "t": "\t",
-    "v": "\v",
-    "\\": "\\",
-    "'": "'",
-    '"': '"',
-    "?": "?",
-}
 # Names bash's arithmetic assigns: x=, x+=, ++x, x-- (not ==, <=, >=, !=).
 _ARITH_ASSIGN_RE = re.compile(
     r"([A-Za-z_][A-Za-z0-9_]*)\s*(\[[^\]]*\])?\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)"
@@ -103,7 +89,6 @@ _ZERO_WIDTH_RE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u00ad]")
 _PLAIN_KINDS = frozenset({"word", "number", "variable_name", "file_descriptor", "test_operator"})
 _ESCAPED_RE = re.compile(r"\\.")
 _GLOB_RE = re.compile(r"[*?\[]")
-_DOUBLE_ESCAPE_RE = re.compile(r'\\([$`"\\\n])')
 _ASSIGNING_EXPANSION_RE = re.compile(r"^\$\{[^}]*?:?=")
 # ${[#!]NAME[SUBSCRIPT]...: the parts of a parameter expansion bash evaluates as
 # arithmetic are the subscript and, after a ":" that starts no operator, the offset.
@@ -131,76 +116,6 @@ _MAX_BOUND_BYTES = 8192
 _SUBSTITUTION_START_RE = re.compile(rb"\$\(|\$\[|`|[<>]\(")
 
 
-@dataclass(frozen=True, slots=True)
-class Word:
-    """One shell word after quote removal.
-
-    ``text`` is what bash would pass when ``literal`` is true; otherwise it is a best
-    effort (expansions kept verbatim) that is only good for spotting danger.
-    """
-
-    text: str
-    literal: bool = True
-    quoted: bool = False
-    glob: bool = False
-    expansion: bool = False
-    substitution: bool = False
-    # The whole word is a process substitution <(...): bash passes a /dev/fd path.
-    pipe: bool = False
-
-    @property
-    def key(self) -> tuple[str, bool]:
-        """Comparison key for allowlist matching: value plus whether it is exact."""
-        return (self.text, self.literal)
-
-
-@dataclass(frozen=True, slots=True)
-class Redirect:
-    """A redirection: ``op`` is the operator (``>``, ``>>``, ``<``, ``&>``, ``<<`` …)."""
-
-    op: str
-    fd: str | None
-    target: Word | None
-
-
-@dataclass(slots=True)
-class SimpleCommand:
-    """One command: leading assignments, argv and its own redirections."""
-
-    argv: list[Word]
-    assignments: list[tuple[str, Word]] = field(default_factory=list)
-    redirects: list[Redirect] = field(default_factory=list)
-    text: str = ""
-    heredoc: str | None = None
-    in_substitution: bool = False
-    # "bind" when the assignments bind a name without "=": a for/select loop
-    # variable or a name assigned inside arithmetic ($((x=1)), i++).
-    kind: str = ""
-
-    @property
-    def name(self) -> str:
-        return self.argv[0].text if self.argv else ""
-
-
-@dataclass(frozen=True, slots=True)
-class Issue:
-    """A construct that must never be auto-allowed; ``dangerous`` ones are denied."""
-
-    reason: str
-    dangerous: bool = False
-
-
-@dataclass(slots=True)
-class ParsedCommand:
-    """The flattened result of parsing one command line."""
-
-    commands: list[SimpleCommand] = field(default_factory=list)
-    issues: list[Issue] = field(default_factory=list)
-    # Redirections attached to compound statements (``(a; b) > f``).
-    redirects: list[Redirect] = field(default_factory=list)
-    functions: list[tuple[str, list[str]]] = field(default_factory=list)
-
-
 @cache
 def _parser() -> tree_sitter.Parser:
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
@@ -209,67 +124,6 @@ def _parser() -> tree_sitter.Parser:
 def _text(node: tree_sitter.Node) -> str:
     raw = node.text
     return raw.decode("utf-8", "replace") if raw is not None else ""
-
-
-def _decode_ansi_c(body: str) -> str:
-    """Decode the inside of ``$'...'`` the way bash does."""
-    out: list[str] = []
-    i = 0
-    while i < len(body):
-        ch = body[i]
-        if ch != "\\" or i + 1 >= len(body):
-            out.append(ch)
-            i += 1
-            continue
-        nxt = body[i + 1]
-        if nxt in _ANSI_SIMPLE:
-            out.append(_ANSI_SIMPLE[nxt])
-            i += 2
-        elif nxt in "xuU":
-            width = {"x": 2, "u": 4, "U": 8}[nxt]
-            m = re.match(f"[0-9A-Fa-f]{{1,{width}}}", body[i + 2 :])
-            if m:
-                out.append(chr(min(int(m.group(0), 16), 0x10FFFF)))
-                i += 2 + len(m.group(0))
-            else:
-                out.append("\\" + nxt)
-                i += 2
-        elif nxt in "01234567":
-            m = re.match(r"[0-7]{1,3}", body[i + 1 :])
-            assert m is not None
-            out.append(chr(int(m.group(0), 8) & 0xFF))
-            i += 1 + len(m.group(0))
-        elif nxt == "c" and i + 2 < len(body):
-            out.append(chr(ord(body[i + 2]) & 0x1F))
-            i += 3
-        else:
-            out.append("\\" + nxt)
-            i += 2
-    return "".join(out)
-
-
-def _unescape_unquoted(raw: str) -> str:
-    """Remove backslash escapes from an unquoted word."""
-    if "\\" not in raw:
-        return raw
-    out: list[str] = []
-    i = 0
-    while i < len(raw):
-        if raw[i] == "\\" and i + 1 < len(raw):
-            if raw[i + 1] != "\n":
-                out.append(raw[i + 1])
-            i += 2
-        else:
-            out.append(raw[i])
-            i += 1
-    return "".join(out)
-
-
-def _unescape_double(raw: str) -> str:
-    """Backslash only escapes ``$ ` " \\`` and newline inside double quotes."""
-    if "\\" not in raw:
-        return raw
-    return _DOUBLE_ESCAPE_RE.sub(lambda m: "" if m.group(1) == "\n" else m.group(1), raw)
 
 
 class _Walker:
@@ -872,7 +726,7 @@ class _Walker:
         raw = _text(node)
         if kind in _PLAIN_KINDS:
             if "\\" in raw:
-                value = _unescape_unquoted(raw)
+                value = unescape_unquoted(raw)
                 flags["quoted"] = True
                 stripped = _ESCAPED_RE.sub("", raw)
             else:
@@ -889,13 +743,13 @@ class _Walker:
             unquoted.append("\x00")
         elif kind == "ansi_c_string":
             flags["quoted"] = True
-            pieces.append(_decode_ansi_c(raw[2:-1] if len(raw) >= 3 else ""))
+            pieces.append(decode_ansi_c(raw[2:-1] if len(raw) >= 3 else ""))
             unquoted.append("\x00")
         elif kind in ("string", "translated_string"):
             flags["quoted"] = True
             for child in node.named_children:
                 if child.type == "string_content":
-                    pieces.append(_unescape_double(_text(child)))
+                    pieces.append(unescape_double(_text(child)))
                 else:
                     self._word_into(child, pieces, [], flags)
             unquoted.append("\x00")

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..policy.shell_parse import ParsedCommand
+from ..policy.shell_words import ParsedCommand
 from ..types import Decision, Risk, Verdict
 from .granted_git import runs_outside_when_granted
 from .safe_git import safe_git_environment

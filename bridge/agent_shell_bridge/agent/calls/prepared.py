@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...policy.shell_parse import ParsedCommand
+from ...policy.shell_words import ParsedCommand
 from ...tools import catalogue as cat
 from ...tools.catalogue import ToolSpec
 from ...types import Risk, Verdict

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from ..findings import Context, Finding
-from ..shell_parse import Word
+from ..shell_words import Word
 from .common import Rule, _is_option
 
 _PYTEST_FLAGS = frozenset(

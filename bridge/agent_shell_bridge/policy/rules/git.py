@@ -9,7 +9,7 @@ from types import MappingProxyType
 
 from ..findings import Context, Finding, worst
 from ..repository import foreign_repository
-from ..shell_parse import Word
+from ..shell_words import Word
 from .common import Rule, _is_option
 from .places import (
     _glob_matches,

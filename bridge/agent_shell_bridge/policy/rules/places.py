@@ -11,7 +11,7 @@ from pathlib import Path
 from ...errors import PathNotAllowed
 from ..findings import Context, Finding
 from ..paths import protected_reason_for_parts, resolve_physical, resolve_physical_text
-from ..shell_parse import Word
+from ..shell_words import Word
 
 
 def _path_text(word: Word, ctx: Context) -> str | None:

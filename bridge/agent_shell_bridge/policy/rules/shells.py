@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 
 from ..findings import Context, Finding, worst
-from ..shell_parse import SimpleCommand, Word
+from ..shell_words import SimpleCommand, Word
 from .build import _pytest
 from .common import MULTI_CALL, classify_argv, program_name
 

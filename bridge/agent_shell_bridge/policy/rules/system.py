@@ -9,7 +9,7 @@ from types import MappingProxyType
 from ...types import Risk
 from ..findings import Context, Finding, worst
 from ..options import _fixed_prefix
-from ..shell_parse import SimpleCommand, Word
+from ..shell_words import SimpleCommand, Word
 from .common import Rule, _is_option, classify_argv
 from .places import _physical, _within_roots, locate
 

@@ -8,7 +8,7 @@ from types import MappingProxyType
 
 from ..findings import Context, Finding
 from ..options import _fixed_prefix, positional
-from ..shell_parse import Word
+from ..shell_words import Word
 from .common import Rule, _is_option
 from .places import _long_is, _outside_operand
 
