@@ -38,6 +38,7 @@ system-deps:
 	{ command -v ssh-agent && command -v ssh-keygen; } >/dev/null || missing="$$missing openssh-client"; \
 	[ -d /usr/share/emacs/site-lisp/elpa/magit-3.3.0 ] || ls -d /usr/share/emacs/site-lisp/elpa/magit-* >/dev/null 2>&1 || missing="$$missing elpa-magit"; \
 	ls -d $(ELPA)/package-lint-[0-9]* >/dev/null 2>&1 || missing="$$missing elpa-package-lint"; \
+	ls -d $(ELPA)/flycheck-[0-9]* >/dev/null 2>&1 || missing="$$missing elpa-flycheck"; \
 	if [ -n "$$missing" ]; then \
 	  echo "Installing:$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \

@@ -35,6 +35,8 @@
 (declare-function flycheck-error-message "ext:flycheck" (err) t)
 (declare-function flycheck-error-checker "ext:flycheck" (err) t)
 (declare-function flycheck-running-p "ext:flycheck" ())
+(declare-function flycheck-stop "ext:flycheck" ())
+(declare-function flycheck-buffer "ext:flycheck" ())
 
 (defvar flymake-mode)
 (defvar flycheck-mode)
@@ -208,6 +210,13 @@ Flycheck on, errors first, at most ARGS' `limit'."
 Flymake before 1.3.5 has no hook of its own after a report."
   (run-hooks 'agent-shell-diagnostics--report-functions))
 
+(defun agent-shell-diagnostics--flycheck-status (status)
+  "Take Flycheck's STATUS as a report unless a check is only starting.
+Flycheck says `not-checked' when it clears the errors before a check,
+and `running' when the check starts; the others end one."
+  (unless (memq status '(not-checked running))
+    (agent-shell-diagnostics--after-report)))
+
 (defun agent-shell-diagnostics--settled-p (buffer)
   "Return non-nil when BUFFER's checker is not running."
   (with-current-buffer buffer
@@ -263,23 +272,24 @@ seconds with what it had then, saying it had not settled."
                        (funcall finish t))))
         (setq timer (run-at-time agent-shell-diagnostics-wait nil finish nil))
         (with-current-buffer buffer
-          (when (eq checker 'flymake)
-            (unless (advice-member-p #'agent-shell-diagnostics--after-report
-                                     'flymake--handle-report)
-              (advice-add 'flymake--handle-report :after
-                          #'agent-shell-diagnostics--after-report))
-            (add-hook 'agent-shell-diagnostics--report-functions hook nil t)
-            (flymake-start nil t)
-            ;; Backends that report at once, or none running: settled already.
-            (funcall hook)))
-        (when (eq checker 'flycheck)
-          ;; Flycheck has no per-report hook here: poll its state on the timer.
-          (let ((poll nil))
-            (setq poll (run-at-time 0.05 0.05
-                                    (lambda ()
-                                      (when (or done (agent-shell-diagnostics--settled-p buffer))
-                                        (cancel-timer poll)
-                                        (funcall finish t)))))))))))
+          (pcase checker
+            ('flymake
+             (unless (advice-member-p #'agent-shell-diagnostics--after-report
+                                      'flymake--handle-report)
+               (advice-add 'flymake--handle-report :after
+                           #'agent-shell-diagnostics--after-report))
+             (add-hook 'agent-shell-diagnostics--report-functions hook nil t)
+             (flymake-start nil t))
+            ('flycheck
+             ;; A check still running saw the text before the edit: stop it
+             ;; before listening, so that its end is not taken for the report.
+             (flycheck-stop)
+             (add-hook 'flycheck-status-changed-functions
+                       #'agent-shell-diagnostics--flycheck-status nil t)
+             (add-hook 'agent-shell-diagnostics--report-functions hook nil t)
+             (flycheck-buffer)))
+          ;; Checkers that report at once, or none running: settled already.
+          (funcall hook))))))
 
 (defconst agent-shell-diagnostics--edit-tools
   '("replace_region" "insert_text" "replace_pattern" "write_file")
