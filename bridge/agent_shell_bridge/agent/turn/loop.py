@@ -22,6 +22,7 @@ from ...orglog import DrawerBlock, SrcBlock, TaskUsage, TextBlock, summary_drawe
 from ...tools.catalogue import CATALOGUE, ToolSpec, tool_schemas
 from ...types import JSONObject, Risk
 from ..calls.executor import Outcome, ToolExecutor, describe_call, signature_of
+from ..calls.project_hooks import run_turn_end_hooks
 from ..conversation.attachments import Batch, frame_attachments, summary
 from ..conversation.attachments import log_blocks as attachment_blocks
 from ..conversation.attachments import log_properties as attachment_properties
@@ -458,6 +459,7 @@ async def _finish(
         if live.finishing_task is this_task:
             live.finishing_task = None
     live.in_background(_post_webhook(live, turn, stop_reason, error))
+    live.in_background(run_turn_end_hooks(live, stop_reason))
 
 
 async def _post_webhook(
