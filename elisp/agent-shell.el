@@ -203,6 +203,8 @@ buffers take the same name."
       (agent-shell-mcp-on-status (alist-get 'mcp result) t)
       (when (equal (alist-get 'allowlist result) "untrusted")
         (agent-shell-transcript-notice (agent-shell-trust-notice 'allowlist)))
+      (when (equal (alist-get 'projectHooks result) "untrusted")
+        (agent-shell-transcript-notice (agent-shell-trust-notice 'hooks)))
       (when-let ((roles (agent-shell-roles-notice result)))
         (agent-shell-transcript-notice roles))
       (when-let ((loaded (agent-shell-commands-on-session result)))
