@@ -339,6 +339,52 @@ Each gets the `turn_end' update: an alist with `stopReason' (such as
 
 (add-hook 'agent-shell-transcript-turn-end-functions #'agent-shell-extend--turn-end)
 
+(defcustom agent-shell-compaction-functions nil
+  "Functions called when the bridge has compacted a session's conversation.
+Each is called in the session's shell buffer with two arguments: that
+buffer and a plist describing the compaction:
+  :reason       \"threshold\" (the history passed its share of the
+                window) or \"window\" (the next request would not fit)
+  :summary      the summary that now stands for the earlier messages
+                (a string, \"\" when only large results became refs)
+  :messages-summarised, :messages-kept, :results-stubbed,
+  :failures-kept  counts of what went into the summary, what stayed
+                word for word, results replaced by a ref, and failures
+                carried over
+  :tokens-before, :tokens-after, :context-window  the conversation's
+                estimated size before and after, and the model's window
+  :turn-id      the turn during which it happened.
+A function that signals is logged with `message' and the others still run."
+  :type 'hook
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.4.0"))
+
+(defun agent-shell-extend--compaction-info (update)
+  "Return the plist `agent-shell-compaction-functions' get for UPDATE."
+  (cl-loop for (key . field) in '((:reason . reason) (:summary . summary)
+                                  (:messages-summarised . messagesSummarised)
+                                  (:messages-kept . messagesKept)
+                                  (:results-stubbed . resultsStubbed)
+                                  (:failures-kept . failuresKept)
+                                  (:tokens-before . tokensBefore)
+                                  (:tokens-after . tokensAfter)
+                                  (:context-window . contextWindow)
+                                  (:turn-id . turnId))
+           append (list key (alist-get field update))))
+
+(defun agent-shell-extend--compaction (update)
+  "Run `agent-shell-compaction-functions' for the `compaction' UPDATE.
+Each function runs on its own: one that signals is logged, not raised."
+  (let ((buffer (current-buffer))
+        (info (agent-shell-extend--compaction-info update)))
+    (dolist (fn (agent-shell-extend--hooks 'agent-shell-compaction-functions))
+      (condition-case err
+          (funcall fn buffer info)
+        (error (message "agent-shell: compaction hook %s failed: %s"
+                        (agent-shell-extend--hook-name fn) (error-message-string err)))))))
+
+(add-hook 'agent-shell-transcript-compaction-functions #'agent-shell-extend--compaction)
+
 (cl-defmethod agent-shell-rpc-handle (conn (_m (eql hook/pre_tool)) params id)
   "Answer the `hook/pre_tool' request ID with PARAMS on CONN."
   (let ((buffer (agent-shell-bridge-session-buffer (alist-get 'sessionId params))))

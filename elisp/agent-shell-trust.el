@@ -273,7 +273,7 @@ always) shows the file and asks first.  See
   (agent-shell-trust-project-file 'roles root review))
 
 (defun agent-shell-trust-hooks (&optional root review)
-  "Review ROOT's `.agent-shell/hooks.json' and let its commands run around steps.
+  "Review ROOT's `.agent-shell/hooks.json' and let it run its commands.
 The file names commands run before a step (they may deny it, make
 it ask, or rewrite its arguments, which the policy judges again),
 after one (their output is added to the result) and at a turn's end.
