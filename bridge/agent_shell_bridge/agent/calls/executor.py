@@ -71,7 +71,8 @@ def _title(name: str, raw: JSONObject) -> str:
 
 def _problems(exc: ValidationError) -> str:
     return "; ".join(
-        f"{'.'.join(str(x) for x in e['loc']) or 'arguments'}: {e['msg']}"
+        f"{'.'.join(str(x) for x in e['loc']) or 'arguments'}: "
+        + e["msg"].removeprefix("Value error, ")
         for e in exc.errors(include_url=False, include_input=False)
     )
 
