@@ -256,3 +256,32 @@ async def test_trusting_a_malformed_file_is_refused(
         answer = await rig.client.rpc("hooks/trust", {"cwd": str(project), "sha256": digest})
         assert answer["error"]["code"] == -32602
         assert "bogus" in answer["error"]["message"]
+
+
+async def test_emacs_hooks_answer_first_and_their_ask_holds(
+    serve_app: Any, project: Path, tmp_path: Path
+) -> None:
+    """One rule for both: the client's hook rewrites and asks, the project's command
+    then sees the rewritten call and rewrites it again; the ask still holds."""
+    steps = [run("echo from-model"), {"text": "done"}]
+    asked: list[dict[str, Any]] = []
+
+    async def answer_hooks(message: dict[str, Any], _stream: Any) -> None:
+        if message.get("method") == "hook/pre_tool":
+            asked.append(message["params"])
+            reply = {"decision": "ask", "hook": "my/elisp-hook", "reason": "先看看"}
+            reply["args"] = {"command": "echo rewrite-me"}
+            await rig.client.post_rpc({"jsonrpc": "2.0", "id": message["id"], "result": reply})
+
+    async with running_rig(serve_app, project, steps, memory_dir=tmp_path / "m") as rig:
+        _needs_sandbox(rig)
+        await _trust(rig)
+        sid = await rig.new_session()
+        turn = await rig.turn(sid, "go", on_message=answer_hooks, params={"hooks": ["pre_tool"]})
+        assert [a["arguments"] for a in asked] == [{"command": "echo from-model"}]
+        seen = (project / "hooks-seen.jsonl").read_text(encoding="utf-8")
+        assert '"command": "echo rewrite-me"' in seen and "from-model" not in seen
+        (request,) = turn.permission_requests
+        assert request["toolCall"]["rawInput"] == {"command": "echo 改写过了"}
+        assert "my/elisp-hook asks first: 先看看" in json.dumps(request, ensure_ascii=False)
+        assert _results(rig)[0]["stdout"].strip() == "改写过了"
