@@ -1,4 +1,4 @@
-;;; test-extend-hooks.el --- Tests of the session hooks of agent-shell-extend.el  -*- lexical-binding: t; -*-
+;;; test-extend-hooks.el --- Tests of the session hooks of agent-shell-hooks.el  -*- lexical-binding: t; -*-
 
 ;; SPDX-License-Identifier: GPL-3.0-or-later
 
@@ -16,6 +16,7 @@
 (require 'cl-lib)
 (require 'agent-shell)
 (require 'agent-shell-extend)
+(require 'agent-shell-hooks)
 (require 'agent-shell-test-helpers)
 (require 'agent-shell-test-session)
 
@@ -56,7 +57,7 @@ compaction, in the shell buffer, with it and a plist of what happened."
 
 (ert-deftest test-extend-hooks/compaction-info-names-every-field ()
   "The plist has one key per field of the bridge's `compaction' update."
-  (let ((info (agent-shell-extend--compaction-info
+  (let ((info (agent-shell-hooks-compaction-info
                '((sessionUpdate . "compaction") (turnId . "t1") (reason . "window")
                  (summary . "概要") (messagesSummarised . 4) (messagesKept . 2)
                  (resultsStubbed . 1) (failuresKept . 0) (tokensBefore . 900)
