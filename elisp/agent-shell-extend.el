@@ -18,6 +18,8 @@
 ;; symbol keys, and what it returns (a string or JSON data) goes back.
 ;; An error in the function becomes a failed tool result with its
 ;; message.  `M-x agent-shell-tools' lists every tool and its source.
+;; The same `session/prompt' says which hooks around steps the user has
+;; (agent-shell-hooks.el runs them) and where the user's skills are.
 
 ;;; Code:
 
@@ -250,114 +252,6 @@ see the change from their next turn."
     (skillDirectories . ,(agent-shell-extend--skill-directories))
     (hooks . ,(vconcat (and agent-shell-pre-tool-functions '("pre_tool"))
                        (and agent-shell-post-tool-functions '("post_tool"))))))
-
-;;; Hooks around every step
-
-(defcustom agent-shell-pre-tool-functions nil
-  "Functions called before each step the policy did not deny.
-Each is called with the tool's name (a string), its arguments (an
-alist with symbol keys) and the session's shell buffer, and returns
-nil (no opinion), (deny REASON), `ask', or (args NEW-ARGS).  A hook
-can only tighten: it may deny or ask where the policy allows, and
-rewritten arguments are judged by the policy again, but nothing a
-hook returns turns the policy's deny or ask into an allow.  The model
-sees a deny's REASON; the log names the hook."
-  :type 'hook
-  :group 'agent-shell-tools
-  :package-version '(agent-shell . "0.4.0"))
-
-(defcustom agent-shell-post-tool-functions nil
-  "Functions called after each step with its name, arguments, result and buffer.
-The result is an alist as the model will see it.  Text a function
-returns is added to the result (a formatter's output, a linter's
-findings); nil adds nothing."
-  :type 'hook
-  :group 'agent-shell-tools
-  :package-version '(agent-shell . "0.4.0"))
-
-(defun agent-shell-extend--hook-name (function)
-  "Return the name of the hook FUNCTION, for the log."
-  (if (symbolp function) (symbol-name function) "an anonymous hook"))
-
-(defun agent-shell-extend--hooks (variable)
-  "Return the functions of the hook VARIABLE, its global ones for a t."
-  (let ((functions (symbol-value variable)))
-    (if (functionp functions) (list functions)
-      (cl-mapcan (lambda (f) (if (eq f t) (copy-sequence (default-value variable)) (list f)))
-                 (copy-sequence functions)))))
-
-(defun agent-shell-extend-pre-tool (name args buffer)
-  "Run `agent-shell-pre-tool-functions' on NAME with ARGS in BUFFER.
-Return the answer of `hook/pre_tool': an alist with `decision',
-`reason', `hook' and `args', each only when some hook said so."
-  (let ((answer nil) (changed nil))
-    (catch 'denied
-      (dolist (fn (agent-shell-extend--hooks 'agent-shell-pre-tool-functions))
-        (let ((said (condition-case err (funcall fn name args buffer)
-                      (error (message "agent-shell: pre-tool hook %s failed: %s"
-                                      (agent-shell-extend--hook-name fn)
-                                      (error-message-string err))
-                             nil))))
-          (pcase said
-            (`(deny . ,rest)
-             (setq answer `((decision . "deny") (hook . ,(agent-shell-extend--hook-name fn))
-                            (reason . ,(format "%s" (or (car rest) "no reason given")))))
-             (throw 'denied nil))
-            ('ask (unless answer
-                    (setq answer `((decision . "ask")
-                                   (hook . ,(agent-shell-extend--hook-name fn))))))
-            (`(args ,new) (when (listp new) (setq args new changed t)))))))
-    (append answer (and changed `((args . ,(or args (make-hash-table))))))))
-
-(defun agent-shell-extend-post-tool (name args result buffer)
-  "Run `agent-shell-post-tool-functions' on NAME, ARGS and RESULT in BUFFER.
-Return the texts they returned, joined, or nil."
-  (let ((texts nil))
-    (dolist (fn (agent-shell-extend--hooks 'agent-shell-post-tool-functions))
-      (let ((said (condition-case err (funcall fn name args result buffer)
-                    (error (message "agent-shell: post-tool hook %s failed: %s"
-                                    (agent-shell-extend--hook-name fn)
-                                    (error-message-string err))
-                           nil))))
-        (when (and (stringp said) (not (string-empty-p said)))
-          (push said texts))))
-    (and texts (mapconcat #'identity (nreverse texts) "\n"))))
-
-(defcustom agent-shell-turn-end-functions nil
-  "Functions called in the shell buffer when a turn has ended.
-Each gets the `turn_end' update: an alist with `stopReason' (such as
-\"end_turn\", \"cancelled\" or \"max_turn_requests\") and `turnId'."
-  :type 'hook
-  :group 'agent-shell
-  :package-version '(agent-shell . "0.4.0"))
-
-(defun agent-shell-extend--turn-end (update)
-  "Run `agent-shell-turn-end-functions' with UPDATE; a failing one is logged."
-  (condition-case err
-      (run-hook-with-args 'agent-shell-turn-end-functions update)
-    (error (message "agent-shell: a turn-end hook failed: %s" (error-message-string err)))))
-
-(add-hook 'agent-shell-transcript-turn-end-functions #'agent-shell-extend--turn-end)
-
-(cl-defmethod agent-shell-rpc-handle (conn (_m (eql hook/pre_tool)) params id)
-  "Answer the `hook/pre_tool' request ID with PARAMS on CONN."
-  (let ((buffer (agent-shell-bridge-session-buffer (alist-get 'sessionId params))))
-    (agent-shell-rpc-respond
-     conn id (or (with-current-buffer (if (buffer-live-p buffer) buffer (current-buffer))
-                   (agent-shell-extend-pre-tool (alist-get 'tool params)
-                                                (alist-get 'arguments params) buffer))
-                 (make-hash-table))))
-  nil)
-
-(cl-defmethod agent-shell-rpc-handle (conn (_m (eql hook/post_tool)) params id)
-  "Answer the `hook/post_tool' request ID with PARAMS on CONN."
-  (let* ((buffer (agent-shell-bridge-session-buffer (alist-get 'sessionId params)))
-         (text (with-current-buffer (if (buffer-live-p buffer) buffer (current-buffer))
-                 (agent-shell-extend-post-tool (alist-get 'tool params)
-                                               (alist-get 'arguments params)
-                                               (alist-get 'result params) buffer))))
-    (agent-shell-rpc-respond conn id (if text `((text . ,text)) (make-hash-table))))
-  nil)
 
 ;;; Skills
 

@@ -356,6 +356,11 @@ still lands in its own entry."
 They run in the shell buffer, after it shows the turn as ended (the
 queued prompts go out from here, agent-shell-queue.el).")
 
+(defvar agent-shell-transcript-compaction-functions nil
+  "Functions called with the `compaction' update when the bridge compacted.
+They run in the shell buffer; the transcript itself shows nothing (the
+action log has the summary).")
+
 (defun agent-shell-transcript--on-tool-call (update)
   "Render the tool call announced by UPDATE."
   (let* ((call-id (alist-get 'toolCallId update))
@@ -580,6 +585,7 @@ began; that report must not end the new turn."
      (force-mode-line-update))
     ("turn_end" (agent-shell-transcript--on-turn-end update))
     ("mcp_servers" (agent-shell-mcp-on-update update))
+    ("compaction" (run-hook-with-args 'agent-shell-transcript-compaction-functions update))
     (kind (message "agent-shell: unknown session update %S" kind))))
 
 (defun agent-shell-transcript-start-turn-entries ()

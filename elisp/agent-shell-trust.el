@@ -6,8 +6,9 @@
 
 ;; A repository can ship files that change what the agent may do: an
 ;; allowlist of commands that run unasked, a config.el that turns the
-;; sandbox off, roles with their own prompts and tools, and a `.mcp.json'
-;; naming programs to start.  They arrive with a clone, so the bridge
+;; sandbox off, roles with their own prompts and tools, a `.mcp.json'
+;; naming programs to start, and a hooks.json of commands run around
+;; the agent's steps.  They arrive with a clone, so the bridge
 ;; applies each only once the user has trusted the exact bytes of its
 ;; current content, and again after any change; it keeps the record.
 ;;
@@ -19,7 +20,8 @@
 ;;
 ;; `agent-shell-trust-project-file' asks which file; the commands
 ;; `agent-shell-trust-allowlist', `agent-shell-trust-config',
-;; `agent-shell-trust-roles' and `agent-shell-trust-mcp' name one.
+;; `agent-shell-trust-roles', `agent-shell-trust-mcp' and
+;; `agent-shell-trust-hooks' name one.
 ;; `agent-shell-trust-notice' is the line a new session shows for a file
 ;; it does not apply yet.  Requests go through agent-shell-bridge.el.
 
@@ -66,7 +68,15 @@
      :mode js-mode
      :question agent-shell-trust--mcp-question
      :trusted agent-shell-trust--mcp-trusted
-     :notice "This project's .mcp.json starts no server until you trust it"))
+     :notice "This project's .mcp.json starts no server until you trust it")
+    (hooks
+     :file ".agent-shell/hooks.json"
+     :method "hooks/trust"
+     :command agent-shell-trust-hooks
+     :mode js-mode
+     :question "Run the commands of %s as shown around the agent's steps (in the sandbox)? "
+     :trusted agent-shell-trust--hooks-trusted
+     :notice "This project's .agent-shell/hooks.json runs no command until you trust it"))
   "The files a project ships that apply only once the user trusts them.
 Each element is (KIND . PLIST).  PLIST has :file, the file's name
 relative to the project root; :method, the bridge's method that
@@ -101,6 +111,15 @@ session says while the file is not trusted.")
   (let ((servers (append (alist-get 'servers result) nil)))
     (concat (if servers (concat "servers " (string-join servers ", ")) "no servers")
             " (used from the next session on)")))
+
+(defun agent-shell-trust--hooks-trusted (result)
+  "Say how many hook commands run once hooks.json was trusted with RESULT."
+  (let ((hooks (alist-get 'hooks result)) (parts nil))
+    (dolist (event '(pre_tool post_tool turn_end))
+      (let ((n (length (alist-get event hooks))))
+        (when (> n 0) (push (format "%s %d" event n) parts))))
+    (concat (if parts (string-join (nreverse parts) ", ") "no commands")
+            " (run in the sandbox from the next step on)")))
 
 (defun agent-shell-trust--env-names (text)
   "Return the sorted names of the variables in TEXT: ${NAME}, ${NAME:-x}.
@@ -252,6 +271,20 @@ always) shows the file and asks first.  See
 `agent-shell-trust-project-file' for ROOT."
   (interactive (list nil t))
   (agent-shell-trust-project-file 'roles root review))
+
+(defun agent-shell-trust-hooks (&optional root review)
+  "Review ROOT's `.agent-shell/hooks.json' and let it run its commands.
+The file names commands run before a step (they may deny it, make
+it ask, or rewrite its arguments, which the policy judges again),
+after one (their output is added to the result) and at a turn's end.
+They are programs of the repository, so the bridge runs them only
+after you trust the file's current content, only in the sandbox and
+with the project as working directory; any change to the file needs
+trust again.  A hook can only tighten: what the policy denies or asks
+about stays so.  REVIEW non-nil (interactively, always) shows the
+file and asks first.  See `agent-shell-trust-project-file' for ROOT."
+  (interactive (list nil t))
+  (agent-shell-trust-project-file 'hooks root review))
 
 (defun agent-shell-trust-mcp (&optional root review)
   "Review ROOT's `.mcp.json' and let new sessions start its servers.

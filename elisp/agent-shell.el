@@ -47,6 +47,7 @@
 ;; agent-shell-ambient.el       what every prompt tells of where you are
 ;; agent-shell-bridge.el        the one bridge of this Emacs, initialised
 ;; agent-shell-extend.el        tools the user defines in Emacs Lisp
+;; agent-shell-hooks.el         the user's hooks around steps and turns
 ;; agent-shell-grants.el        list and revoke a session's grants
 ;; agent-shell-permissions.el   steps waiting for the user's decision
 ;; agent-shell-ask.el           questions the model asks the user
@@ -75,6 +76,7 @@
 (require 'agent-shell-log)
 (require 'agent-shell-tools)
 (require 'agent-shell-extend)
+(require 'agent-shell-hooks)
 (require 'agent-shell-perception)
 (require 'agent-shell-plan)
 (require 'agent-shell-citations)
@@ -206,6 +208,8 @@ buffers take the same name."
       (agent-shell-mcp-on-status (alist-get 'mcp result) t)
       (when (equal (alist-get 'allowlist result) "untrusted")
         (agent-shell-transcript-notice (agent-shell-trust-notice 'allowlist)))
+      (when (equal (alist-get 'projectHooks result) "untrusted")
+        (agent-shell-transcript-notice (agent-shell-trust-notice 'hooks)))
       (when-let ((roles (agent-shell-roles-notice result)))
         (agent-shell-transcript-notice roles))
       (when-let ((loaded (agent-shell-commands-on-session result)))

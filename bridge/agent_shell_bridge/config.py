@@ -92,6 +92,8 @@ class BridgeConfig:
     extra_allowed_paths: tuple[Path, ...] = ()
     # How long to wait for the client to answer an Emacs-side tool call.
     client_tool_timeout_s: float = 120.0
+    # How long a command of the project's hooks.json may run before it is killed.
+    project_hook_timeout_s: float = 30.0
     # Where task completions and failures are posted ("generic", "wecom", "slack").
     notify_webhook: str | None = field(default=None, repr=False)
     notify_kind: str = "generic"

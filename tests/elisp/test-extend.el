@@ -189,18 +189,25 @@ The waiting and turn-end hooks are called with the step and the end."
         (should (equal ended '("end_turn"))))))))
 
 (ert-deftest test-extend/wrong-type-and-signals-are-failed-results ()
-  "A wrong-typed argument never reaches the function; an error is a failed result."
+  "A wrong-typed argument never reaches the function; an error is a failed result.
+The bridge refuses the call against the declared types before any
+pre-tool hook or Emacs is asked (its wording, not this file's)."
   (test-extend--with-tools
+    (let* ((hooked nil)
+           (agent-shell-pre-tool-functions
+            (list (lambda (name args _buffer) (push (cons name args) hooked) nil))))
     (test-shell--with-session (root)
       (ignore root)
       (test-extend--prompt "ext-badarg-go please" "ext-badarg 看到 seen.")
       (should-not test-extend--calls)
-      (should (cl-some (lambda (m) (string-search "Argument `days' must be an integer" m))
+      (should-not hooked)
+      (should (cl-some (lambda (m) (string-search
+                                    "argument `days` must be an integer, not a string" m))
                        (test-extend--tool-messages)))
       (test-extend--prompt "ext-boom-go please" "ext-boom 看到 seen.")
       (should (cl-some (lambda (m) (string-search "ext_boom failed: 爆炸 boom" m))
                        (test-extend--tool-messages)))
-      (should (eq (agent-shell-session-state agent-shell--session) 'idle)))))
+      (should (eq (agent-shell-session-state agent-shell--session) 'idle))))))
 
 (ert-deftest test-extend/tool-defined-later-is-offered-next-turn ()
   "A tool defined while the session is open is in the next turn's request."

@@ -4,8 +4,8 @@
 
 ;;; Commentary:
 
-;; One mechanism trusts a project's allowlist.el, config.el, roles.el and
-;; .mcp.json (agent-shell-trust.el).  The table's commands and bridge
+;; One mechanism trusts a project's allowlist.el, config.el, roles.el,
+;; .mcp.json and hooks.json (agent-shell-trust.el).  The table's commands and bridge
 ;; methods exist, the review shows the file and asks what trusting lets it
 ;; do, and the REAL bridge (AGENT_SHELL_TEST_BRIDGE) applies exactly the
 ;; bytes the user saw: a file changed after its review is refused.
@@ -58,7 +58,7 @@ file, method and command of each kind are the same on both sides."
                                    (plist-get (cdr entry) :command)))
                            agent-shell-trust-kinds)))
     (should (member "ping" methods))
-    (should (equal (mapcar #'car agent-shell-trust-kinds) '(allowlist config roles mcp)))
+    (should (equal (mapcar #'car agent-shell-trust-kinds) '(allowlist config roles mcp hooks)))
     (pcase-dolist (`(,kind . ,plist) agent-shell-trust-kinds)
       (let ((command (plist-get plist :command)))
         (should (equal (list kind (commandp command) (get command 'byte-obsolete-info))
@@ -138,7 +138,7 @@ chosen one, asks what trusting it lets it do, and the bridge applies it."
   (agent-shell-test-with-project (root nil)
     (let ((err (should-error (agent-shell-trust--read-kind root) :type 'user-error)))
       (should (string-search ".agent-shell/allowlist.el, .agent-shell/config.el, \
-.agent-shell/roles.el, .mcp.json" (cadr err))))
+.agent-shell/roles.el, .mcp.json, .agent-shell/hooks.json" (cadr err))))
     (should-error (agent-shell-trust-roles root) :type 'user-error)))
 
 (ert-deftest test-trust/review-buffer-goes-away ()
@@ -183,6 +183,44 @@ also when the question is quit."
     (cl-letf (((symbol-function 'yes-or-no-p) (lambda (prompt) (setq asked prompt) t)))
       (should (agent-shell-trust--review 'mcp "/tmp/.mcp.json" "{\"mcpServers\": {}}")))
     (should-not (string-search "environment" asked))))
+
+(defconst test-trust--hooks
+  "{\"pre_tool\": [{\"tools\": [\"run_command\"], \"command\": \"./检查\"}],
+ \"turn_end\": [{\"command\": \"./通知\"}]}\n"
+  "A project's hooks.json.")
+
+(defun test-trust--hooks-status (root)
+  "Return what the bridge makes of ROOT's hooks.json in a new session."
+  (alist-get 'projectHooks
+             (test-shell--sync "session/new" `((cwd . ,(directory-file-name root))))))
+
+(ert-deftest test-trust/hooks-run-only-once-trusted-and-until-changed ()
+  "`agent-shell-trust-hooks' shows hooks.json, asks what its commands may do,
+and the bridge uses the file from then on; a change needs trust again."
+  (agent-shell-test-with-project (root `((".agent-shell/hooks.json" . ,test-trust--hooks)))
+    (should (equal (test-trust--hooks-status root) "untrusted"))
+    (should (string-search "M-x agent-shell-trust-hooks" (agent-shell-trust-notice 'hooks)))
+    (let ((asked nil) (shown nil))
+      (test-trust--messages messages
+        (cl-letf (((symbol-function 'yes-or-no-p)
+                   (lambda (prompt)
+                     (setq asked prompt
+                           shown (with-current-buffer agent-shell-trust--review-buffer
+                                   (list (buffer-string) major-mode buffer-read-only)))
+                     t)))
+          (call-interactively #'agent-shell-trust-hooks))
+        (test-shell--wait "the trust answer"
+                          (lambda () (cl-find-if (lambda (m) (string-prefix-p "Trusted" m))
+                                                 (funcall messages)))
+                          20)
+        (should (string-match-p
+                 "\\`Trusted .*/\\.agent-shell/hooks\\.json: pre_tool 1, turn_end 1 (run in the sandbox"
+                 (car (funcall messages)))))
+      (should (string-search "around the agent's steps (in the sandbox)" asked))
+      (should (equal shown (list test-trust--hooks 'js-mode t))))
+    (should (equal (test-trust--hooks-status root) "trusted"))
+    (agent-shell-test-write root ".agent-shell/hooks.json" (concat test-trust--hooks " "))
+    (should (equal (test-trust--hooks-status root) "untrusted"))))
 
 (provide 'test-trust)
 ;;; test-trust.el ends here

@@ -16,6 +16,7 @@ from ..config import BridgeConfig
 from ..errors import InvalidParams
 from ..project.trust import TRUSTED_KINDS
 from ..sandbox import SandboxStatus
+from .calls.project_hooks import announce_project_hooks
 from .conversation.instructions import announce_instructions
 from .conversation.memory import recent_memories
 from .conversation.messages import Conversation
@@ -59,6 +60,7 @@ async def start_new(rt: SessionHost, state: SessionState, config: BridgeConfig) 
     await announce_instructions(live)
     await live.checkpoint()
     await _announce(live)
+    await announce_project_hooks(live)
     return live
 
 

@@ -44,6 +44,7 @@ AREAS: dict[str, tuple[str, ...]] = {
     "mcp": ("mcp/trust",),
     "roles": ("roles/trust",),
     "skills": ("skills/list",),
+    "hooks": ("hooks/trust",),
 }
 DEBUG_AREA: tuple[str, tuple[str, ...]] = (
     "debug",

@@ -263,7 +263,19 @@ def _describe(live: LiveSession) -> dict[str, Any]:
             "error": live.project_roles.error,
         },
         "sandbox": {**live.sandbox.to_json(), "projectSetting": live.sandbox_setting},
+        "projectHooks": _hooks_status(live),
     }
+
+
+def _hooks_status(live: LiveSession) -> str:
+    """What the project's hooks.json is now: none, trusted, untrusted or invalid."""
+    from ..project.hooks import load_project_hooks
+    from ..project.trust import project_trust
+
+    try:
+        return load_project_hooks(live.root, project_trust("hooks", live.config.memory_dir)).status
+    except OSError:
+        return "invalid"
 
 
 def _attachments(live: LiveSession, p: PromptParams) -> Batch:

@@ -25,12 +25,13 @@ import re
 import resource
 import signal
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 from ..limits import HEAD_LINES, TAIL_LINES
 from ..sandbox import SandboxSpec
@@ -228,6 +229,14 @@ def _limits_preexec(
     return apply
 
 
+def _stdin_file(data: bytes) -> BinaryIO:
+    """An unlinked file holding ``data``, positioned at its start, for a child's stdin."""
+    fh = tempfile.TemporaryFile()  # noqa: SIM115 (closed by the caller once spawned)
+    fh.write(data)
+    fh.seek(0)
+    return fh
+
+
 def _signal_group(pgid: int, sig: int) -> bool:
     """Send ``sig`` to a group; False when the group no longer exists."""
     try:
@@ -296,6 +305,7 @@ class ProcessRunner:
         env: Mapping[str, str] | None = None,
         settings: Mapping[str, str] | None = None,
         sandbox: SandboxSpec | None = None,
+        stdin: bytes | None = None,
     ) -> ProcessResult:
         """Run ``command`` with ``bash --noprofile --norc -c``; only for policy-accepted ones.
 
@@ -303,13 +313,14 @@ class ProcessRunner:
         ``settings`` are the bridge's own (git's safe configuration), set after it:
         their names may look secret (``GIT_CONFIG_KEY_0``), their values never are.
         With ``sandbox`` the shell runs inside bubblewrap; without, under the guard
-        that kills its descendants if the bridge dies.
+        that kills its descendants if the bridge dies. ``stdin`` is what it reads (from
+        an unlinked file, so nothing waits on a pipe); else it reads ``/dev/null``.
         """
         shell = ["bash", "--noprofile", "--norc", "-c", command]
         environment = {**self._environment(env), **(settings or {})}
         if sandbox is None:
             argv = [sys.executable, "-I", "-S", _GUARD, str(os.getpid()), "--", *shell]
-            return await self._run(argv, cwd, timeout_s, environment)
+            return await self._run(argv, cwd, timeout_s, environment, stdin=stdin)
         # The layout looks at the disk (links, secrets, sockets): not on the loop.
         mounts = await asyncio.to_thread(sandbox.mounts, environment)
         with sandbox.launch(shell, cwd=cwd, env=environment, mounts=mounts) as launch:
@@ -320,6 +331,7 @@ class ProcessRunner:
                 launch.env,
                 pass_fds=launch.pass_fds,
                 preexec=launch.preexec,
+                stdin=stdin,
             )
 
     async def run_argv(self, argv: Sequence[str], *, cwd: Path, timeout_s: float) -> ProcessResult:
@@ -363,8 +375,11 @@ class ProcessRunner:
         *,
         pass_fds: Sequence[int] = (),
         preexec: Callable[[], None] | None = None,
+        stdin: bytes | None = None,
     ) -> ProcessResult:
         await asyncio.to_thread(self._log_dir.mkdir, parents=True, exist_ok=True)
+        # Small (a hook's event), and made on the loop for the same reason as the log.
+        source = _stdin_file(stdin) if stdin is not None else None
         stamp = time.strftime("%Y%m%dT%H%M%S")
         log_path = self._log_dir / f"{stamp}-{uuid.uuid4().hex[:12]}.log"
         # Opened on the loop, not in a thread: a cancel arriving during a threaded
@@ -387,7 +402,7 @@ class ProcessRunner:
                 *argv,
                 cwd=str(cwd),
                 env=env,
-                stdin=asyncio.subprocess.DEVNULL,
+                stdin=asyncio.subprocess.DEVNULL if source is None else source,
                 stdout=stdout_fd,
                 stderr=stderr_fd,
                 start_new_session=True,
@@ -403,6 +418,9 @@ class ProcessRunner:
         except BaseException:
             pump.close()
             raise
+        finally:
+            if source is not None:  # the child has its own descriptor
+                source.close()
         pgid = proc.pid
         self._groups[pgid] = proc
         self._marks[pgid] = run_id

@@ -1,8 +1,9 @@
 """What a repository ships: its files read safely, and the trust they need.
 
 - :mod:`.files`: reading a file the project ships without being led elsewhere;
-- :mod:`.trust`: the one mechanism for trusting allowlist.el, config.el, roles.el and
-  .mcp.json;
+- :mod:`.trust`: the one mechanism for trusting allowlist.el, config.el, roles.el,
+  .mcp.json and hooks.json;
+- :mod:`.hooks`: the project's hook commands (``.agent-shell/hooks.json``);
 - :mod:`.sexp`: the reader of ``.agent-shell/*.el`` files as data;
 - :mod:`.instructions`: AGENTS.md and friends;
 - :mod:`.commands`: custom ``/NAME`` prompts;
@@ -19,6 +20,7 @@ from .._face import lazy_face
 
 if TYPE_CHECKING:
     from .files import read_project_file, reviewed_bytes
+    from .hooks import ProjectHooks, load_project_hooks
     from .instructions import Instructions, load_instructions
     from .roles import RoleConfig, load_project_roles
     from .trust import TRUSTED_KINDS, ProjectTrust, project_trust
@@ -26,9 +28,11 @@ if TYPE_CHECKING:
 __all__ = [
     "TRUSTED_KINDS",
     "Instructions",
+    "ProjectHooks",
     "ProjectTrust",
     "RoleConfig",
     "load_instructions",
+    "load_project_hooks",
     "load_project_roles",
     "project_trust",
     "read_project_file",
@@ -37,10 +41,12 @@ __all__ = [
 
 _WHERE = {
     "Instructions": "instructions",
+    "ProjectHooks": "hooks",
     "ProjectTrust": "trust",
     "RoleConfig": "roles",
     "TRUSTED_KINDS": "trust",
     "load_instructions": "instructions",
+    "load_project_hooks": "hooks",
     "load_project_roles": "roles",
     "project_trust": "trust",
     "read_project_file": "files",

@@ -1,12 +1,13 @@
 """Files a project ships that take effect only once the user trusts their exact bytes.
 
-A cloned repository controls its files, so the four that could change what the
+A cloned repository controls its files, so the five that could change what the
 agent may do — an allowlist letting commands run unasked, a ``config.el`` turning
-the sandbox off, roles with their own prompts and tools, MCP servers to start —
+the sandbox off, roles with their own prompts and tools, MCP servers to start,
+hook commands run around every step —
 count only after the user has reviewed and trusted them, and only while their
 content is byte-for-byte what was trusted: any change needs trust again. The
 records (the sha256 per project root) live with the user's data, never in the
-project. One mechanism for all four: :data:`TRUSTED_KINDS` says what each kind is,
+project. One mechanism for all five: :data:`TRUSTED_KINDS` says what each kind is,
 where it lives, which method trusts it and which Emacs command shows it; the
 bridge sends the table in ``initialize``.
 """
@@ -98,6 +99,14 @@ TRUSTED_KINDS = MappingProxyType(
                 "mcp/trust",
                 "agent-shell-trust-mcp",
                 "starts the MCP servers it names",
+            ),
+            TrustedKind(
+                "hooks",
+                ".agent-shell/hooks.json",
+                "trusted-hooks.json",
+                "hooks/trust",
+                "agent-shell-trust-hooks",
+                "runs its commands around the agent's steps, in the sandbox",
             ),
         )
     }

@@ -173,6 +173,14 @@ async def test_many_small_steps_compact_rarely_and_keep_half_the_window(
         marks = [i for i, b in enumerate(bodies) if is_compaction(b)]
         assert 1 <= len(marks) <= 5, marks
         assert_compactions_once_per_crossing(bodies, WINDOW)
+        # Each compaction is told to the client, with what it did.
+        told = turn.updates("compaction")
+        assert len(told) == len(marks)
+        for update in told:
+            assert update["summary"] == "摘要：读了 big.txt 的几段。"
+            assert update["reason"] == "threshold" and update["contextWindow"] == WINDOW
+            assert update["tokensAfter"] < update["tokensBefore"]
+            assert update["messagesSummarised"] > 0 and update["turnId"] == turn.end["turnId"]
         for i in marks:
             # Right after a compaction the request is at most half the window.
             assert sizes[i + 1] <= WINDOW // 2, (i, sizes[i + 1])

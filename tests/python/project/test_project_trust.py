@@ -1,4 +1,4 @@
-"""One trust mechanism for the four files a project ships, and one table of them.
+"""One trust mechanism for the five files a project ships, and one table of them.
 
 ``initialize`` sends the table; each kind's method trusts exactly the bytes the
 user reviewed, for that kind only, and any later change needs trust again.
@@ -19,6 +19,7 @@ CONTENT = {
     "config": "(setq agent-shell-sandbox nil) ; 设置\n",
     "roles": '(setq agent-shell-roles \'((:name "doc" :description "写文档")))\n',
     "mcp": '{"mcpServers": {"文件": {"command": "true"}}}\n',
+    "hooks": '{"turn_end": [{"command": "./通知"}]}\n',
 }
 
 

@@ -41,6 +41,7 @@ from .hooks import post_tool_hooks, pre_tool_hooks
 from .ids import CallIds
 from .prepared import Prepared
 from .record import CallRecord, refuse_early, view_of
+from .without_emacs import has_emacs, unavailable_refusal
 
 __all__ = ["Outcome", "ToolExecutor", "describe_call", "signature_of"]
 
@@ -70,7 +71,8 @@ def _title(name: str, raw: JSONObject) -> str:
 
 def _problems(exc: ValidationError) -> str:
     return "; ".join(
-        f"{'.'.join(str(x) for x in e['loc']) or 'arguments'}: {e['msg']}"
+        f"{'.'.join(str(x) for x in e['loc']) or 'arguments'}: "
+        + e["msg"].removeprefix("Value error, ")
         for e in exc.errors(include_url=False, include_input=False)
     )
 
@@ -149,8 +151,12 @@ class ToolExecutor:
         refuse = functools.partial(refuse_early, live.reporter, view, call.name, turn)
         if problem is not None:
             return await refuse(problem)
+        missing = unavailable_refusal(live, call.name, self.handlers)
+        if missing is not None:
+            return await refuse(missing)
         if spec is None:
-            return await refuse(f"Unknown tool {call.name!r}")
+            hint = "" if has_emacs(live) else " (no Emacs is connected: its tools are unavailable)"
+            return await refuse(f"Unknown tool {call.name!r}{hint}")
         try:
             args = spec.args.model_validate(raw)
         except ValidationError as exc:

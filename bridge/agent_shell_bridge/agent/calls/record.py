@@ -256,6 +256,8 @@ class CallRecord:
             log_body.append(text(f"Error: {payload['error']}"))
         if isinstance(payload.get("diff"), str) and payload["diff"] and not self.prepared.diff:
             log_body.append(src(payload["diff"], "diff"))
+        if isinstance(payload.get("hook_notes"), str):  # what the post-tool hooks added
+            log_body.extend([text("Added by hooks:"), src(payload["hook_notes"], "text")])
         done_props: Props = {"DURATION_MS": duration_ms}
         if isinstance(payload.get("sandbox"), str):
             done_props["SANDBOX"] = payload["sandbox"]

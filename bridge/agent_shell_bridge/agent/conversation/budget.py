@@ -549,6 +549,19 @@ async def compact(
         },
         body=[text("Summary:"), src(summary, "markdown")] if summarised else [],
     )
+    await live.reporter.update(
+        "compaction",
+        turnId=turn.turn_id,
+        reason=reason,
+        summary=summary if summarised else "",
+        messagesSummarised=len(summarised),
+        messagesKept=len(kept),
+        resultsStubbed=stubbed,
+        failuresKept=len(failures),
+        tokensBefore=math.ceil(before / ratio),
+        tokensAfter=math.ceil(after / ratio),
+        contextWindow=window.tokens,
+    )
     return True
 
 

@@ -63,6 +63,7 @@ def system_prompt(
     memories: str = "",
     instructions: Sequence[InstructionFile] = (),
     skills: str = "",
+    unavailable: str = "",
 ) -> str:
     parts = [
         _BASE.format(
@@ -76,6 +77,8 @@ def system_prompt(
         parts.append(frame_instructions(instructions))
     if skills:  # names and descriptions only; load_skill gives a body
         parts.append(skills)
+    if unavailable:  # a session without Emacs: what its tools cannot do here
+        parts.append(unavailable)
     if snapshot:
         state = json.dumps(snapshot, ensure_ascii=False, sort_keys=True)
         parts.append("Current Emacs state (structured snapshot):\n" + state)

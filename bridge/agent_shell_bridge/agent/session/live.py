@@ -106,6 +106,8 @@ class LiveSession:
     tool_sources: list[ToolSource] = field(default_factory=list)
     # The client's hooks around steps ("pre_tool", "post_tool"), as its last prompt said.
     client_hooks: frozenset[str] = frozenset()
+    # What the log already said about the project's hooks.json (once per content).
+    hook_notices: set[str] = field(default_factory=set)
 
     # The name the user knows the model by (agent-shell-models), "" for the default.
     model_name: str = ""

@@ -6,7 +6,9 @@ through ``tool/call``; the bridge's policy decides from the declared risk: ``rea
 runs unasked, ``write`` and ``exec`` wait for the user and may be allowed for the
 session (a grant bound to the tool's declaration, so a redefined tool asks again)
 unless declared not grantable (``eval_elisp``): then every call asks.
-The result is cut to head and tail like every other output, the whole text saved.
+The arguments are checked against the declared types first (:mod:`.user_tool_args`):
+a call that does not fit fails before any hook or Emacs sees it. The result is cut
+to head and tail like every other output, the whole text saved.
 Without Emacs (``run``, ACP) no list arrives; a call that reaches a client that cannot
 run Emacs tools fails with a message instead of failing the session.
 """
@@ -22,11 +24,12 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, field_validator
 
 from ...errors import ToolFailed
-from ...tools.catalogue import CATALOGUE, AnyArgs, Side, ToolSpec
+from ...tools.catalogue import CATALOGUE, Side, ToolSpec
 from ...tools.outputs import clip_lines
 from ...tools.results import ToolResult
 from ...types import Decision, JSONObject, Risk, Verdict
 from ...wire import Params
+from .user_tool_args import args_model, check_parameters
 
 if TYPE_CHECKING:
     from .live import LiveSession
@@ -47,6 +50,12 @@ class UserToolDecl(Params):
     parameters: dict[str, Any] = Field(default_factory=dict)
     # False: every call asks and "allow for this session" is not offered (eval_elisp).
     grantable: bool = True
+
+    @field_validator("parameters")
+    @classmethod
+    def _parameters(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_parameters(value)  # the arguments' types are checked by the bridge
+        return value
 
     @field_validator("name")
     @classmethod
@@ -90,7 +99,7 @@ class _EmacsTool:
         params: JSONObject = {
             "sessionId": live.state.id,
             "name": self.decl.name,
-            "arguments": arguments,
+            "arguments": {k: v for k, v in arguments.items() if v is not None},
             "context": {
                 "root": str(live.root),
                 "session_id": live.state.id,
@@ -126,7 +135,7 @@ class UserTools:
                 decl.name,
                 Side.EMACS,
                 _risk(decl),
-                AnyArgs,
+                args_model(decl.name, decl.parameters),
                 decl.description,
                 _TIMEOUT_S,
                 "read" if decl.risk == "read" else ("execute" if decl.risk == "exec" else "edit"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Collection
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,8 @@ from ...orglog import DrawerBlock, SrcBlock, TaskUsage, TextBlock, summary_drawe
 from ...tools.catalogue import CATALOGUE, ToolSpec, tool_schemas
 from ...types import JSONObject, Risk
 from ..calls.executor import Outcome, ToolExecutor, describe_call, signature_of
+from ..calls.project_hooks import run_turn_end_hooks
+from ..calls.without_emacs import unavailable_note, unavailable_tools
 from ..conversation.attachments import Batch, frame_attachments, summary
 from ..conversation.attachments import log_blocks as attachment_blocks
 from ..conversation.attachments import log_properties as attachment_properties
@@ -52,8 +55,10 @@ REPEAT_LIMIT = 3
 FAIL_LIMIT = 2
 
 
-def _tools_for(mode: str, extra: list[ToolSpec[Any]]) -> list[JSONObject]:
-    names = {n for n in CATALOGUE if n not in ROLE_ONLY_TOOLS}
+def _tools_for(
+    mode: str, extra: list[ToolSpec[Any]], hidden: Collection[str] = ()
+) -> list[JSONObject]:
+    names = {n for n in CATALOGUE if n not in ROLE_ONLY_TOOLS and n not in hidden}
     if mode == "ask":
         names = {n for n in names if CATALOGUE[n].risk is Risk.READ} | {"task_complete"}
         return tool_schemas(names, [s for s in extra if s.risk is Risk.READ])
@@ -74,6 +79,7 @@ def _request_messages(live: LiveSession, memories: str) -> list[JSONObject]:
                 memories=memories,
                 instructions=session_instructions(live),
                 skills=skill_index(live),
+                unavailable=unavailable_note(live, ALL_HANDLERS),
             ),
         },
         *summary_messages(Conversation(live.state).summary),
@@ -86,7 +92,8 @@ async def _fitted_model_step(live: LiveSession, turn: TurnState, memories: str) 
     long gets one emergency compaction and one retry."""
     await apply_pending_model(live, turn)
     Conversation(live.state).deliver_notes()
-    tools = _tools_for(live.state.mode, live.external_tools())
+    hidden = unavailable_tools(live, ALL_HANDLERS)  # needs Emacs, and none is connected
+    tools = _tools_for(live.state.mode, live.external_tools(), hidden)
 
     def build() -> list[JSONObject]:
         return _request_messages(live, memories)
@@ -458,6 +465,7 @@ async def _finish(
         if live.finishing_task is this_task:
             live.finishing_task = None
     live.in_background(_post_webhook(live, turn, stop_reason, error))
+    live.in_background(run_turn_end_hooks(live, stop_reason))
 
 
 async def _post_webhook(
