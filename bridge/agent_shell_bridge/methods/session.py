@@ -349,6 +349,21 @@ def register(d: Dispatcher[Runtime]) -> None:
         live = session_of(rt, p.sessionId)
         return {"cancelled": await live.cancel_turn()}
 
+    @d.method("session/jobs", SessionRef)
+    async def jobs(rt: Runtime, p: SessionRef) -> dict[str, Any]:
+        live = session_of(rt, p.sessionId)
+        return {"jobs": [job.to_json() for job in live.jobs.all()]}
+
+    @d.method("session/close", SessionRef)
+    async def close(rt: Runtime, p: SessionRef) -> dict[str, Any]:
+        """End a live session: its turn, its jobs, its processes (it can be resumed)."""
+        live = session_of(rt, p.sessionId)
+        running = len(live.jobs.running())
+        rt.sessions.pop(p.sessionId, None)
+        await live.checkpoint()
+        await live.aclose()
+        return {"closed": True, "jobsKilled": running}
+
     @d.method("session/set_mode", ModeParams)
     async def set_mode(rt: Runtime, p: ModeParams) -> dict[str, Any]:
         live = session_of(rt, p.sessionId)

@@ -110,6 +110,20 @@ class RunCommandArgs(Args):
     command: str = Field(min_length=1, max_length=10_000)
     cwd: str | None = None
     timeout_s: float | None = Field(None, gt=0, le=3600)
+    background: bool | None = Field(
+        None,
+        description="Run it as a background job (a server, a watcher): the result is "
+        "a job_id at once; read with job_output, end with job_kill. timeout_s then "
+        "limits the job (default: until killed or the session ends)",
+    )
+
+
+class JobOutputArgs(Args):
+    job_id: str = Field(min_length=1, max_length=64, description="The id run_command gave")
+
+
+class JobKillArgs(Args):
+    job_id: str = Field(min_length=1, max_length=64, description="The id run_command gave")
 
 
 class RunTestArgs(Args):

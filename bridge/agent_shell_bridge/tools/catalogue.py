@@ -33,6 +33,8 @@ from .args import (
     EditArgs,
     GrepArgs,
     InsertTextArgs,
+    JobKillArgs,
+    JobOutputArgs,
     ListDirectoryArgs,
     MagitStageArgs,
     OpenFileArgs,
@@ -67,6 +69,8 @@ __all__ = [
     "ExternalTool",
     "GrepArgs",
     "InsertTextArgs",
+    "JobKillArgs",
+    "JobOutputArgs",
     "ListDirectoryArgs",
     "MagitStageArgs",
     "OpenFileArgs",
@@ -359,7 +363,8 @@ RUN_COMMAND = ToolSpec(
     None,
     RunCommandArgs,
     "Run a shell command in the project; the safety policy decides whether "
-    "it runs, asks the user, or is refused.",
+    "it runs, asks the user, or is refused. With background true it goes on "
+    "running as a job (job_output, job_kill).",
     60,
     "execute",
     # The working directory: confined, but not the log's PATH (the command is shown).
@@ -372,6 +377,26 @@ RUN_TEST = ToolSpec(
     RunTestArgs,
     "Run the project's tests (configured or detected command) and summarise failures.",
     180,
+    "execute",
+)
+JOB_OUTPUT = ToolSpec(
+    "job_output",
+    B,
+    _R,
+    JobOutputArgs,
+    "What a background job (run_command with background true) printed since the "
+    "last read, head and tail cut, and whether it still runs (its exit code once "
+    "ended). Call it again later for more.",
+    30,
+    "read",
+)
+JOB_KILL = ToolSpec(
+    "job_kill",
+    B,
+    _R,
+    JobKillArgs,
+    "End a background job of this session and every process it started.",
+    30,
     "execute",
 )
 TASK_COMPLETE = ToolSpec(
@@ -459,6 +484,8 @@ CATALOGUE: dict[str, ToolSpec[Any]] = {
         MAGIT_STAGE,
         RUN_COMMAND,
         RUN_TEST,
+        JOB_OUTPUT,
+        JOB_KILL,
         TASK_COMPLETE,
         ASK_USER,
         DELEGATE,
