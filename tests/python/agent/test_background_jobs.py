@@ -15,6 +15,7 @@ import asyncio
 import os
 import re
 import secrets
+import signal
 import socket
 import time
 from pathlib import Path
@@ -23,6 +24,8 @@ from typing import Any
 import pytest
 
 from agent_rig import AgentRig, make_project, payload_of, running_rig, tool_messages
+from agent_shell_bridge.model.mock_script import MockScript
+from agent_shell_bridge.model.mock_server import MockServer
 
 # Run again with the sandbox forced off (make test): its path depends on the sandbox.
 pytestmark = pytest.mark.sandbox_sensitive
@@ -223,3 +226,72 @@ async def test_a_job_ends_with_its_session_and_the_cap_is_said(
         closed = await rig.client.result("session/close", {"sessionId": sid})
         assert closed == {"closed": True, "jobsKilled": 4}
         await _gone(marker)
+
+
+def _descendants(pid: int) -> set[int]:
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {p for p, ppid in parents.items() if ppid in frontier} - found
+        found |= frontier
+    return found
+
+
+def _alive(pids: set[int]) -> set[int]:
+    left = set()
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            left.add(pid)
+    return left
+
+
+async def test_after_kill_9_of_the_bridge_no_job_process_remains(
+    start_bridge: Any, tmp_path: Path
+) -> None:
+    root, marker = _project(tmp_path)
+    script = MockScript.model_validate({"steps": [START, {"text": "started"}]})
+    async with MockServer(script) as model:
+        bridge = start_bridge(
+            env={
+                "AGENT_SHELL_API_BASE": model.api_base,
+                "AGENT_SHELL_API_KEY": "sk-jobs",
+                "AGENT_SHELL_MEMORY_DIR": str(tmp_path / "memory"),
+            }
+        )
+        async with bridge.client() as client:
+            sid = (await client.result("session/new", {"cwd": str(root)}))["sessionId"]
+            async with client.events(from_now=True) as stream:
+                await client.result("session/prompt", {"sessionId": sid, "prompt": "go"})
+                async with asyncio.timeout(30):
+                    while True:
+                        message = (await stream.next_event(timeout=30)).json()
+                        if message.get("method") == "session/request_permission":
+                            answer = {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
+                            await client.post_rpc(
+                                {"jsonrpc": "2.0", "id": message["id"], "result": answer}
+                            )
+                        update = (message.get("params") or {}).get("update") or {}
+                        if update.get("sessionUpdate") == "turn_end":
+                            break
+        await _count(marker, 2)  # the job and its child, after its turn
+        kids = _alive(_descendants(bridge.pid))
+        assert _marked(marker) <= kids
+        bridge.process.send_signal(signal.SIGKILL)
+        await asyncio.to_thread(bridge.process.wait, 10)
+        deadline = time.monotonic() + GONE_S
+        while left := _alive(kids):
+            assert time.monotonic() < deadline, left
+            await asyncio.sleep(0.05)  # polling /proc, within the deadline
+        assert _marked(marker) == set()
