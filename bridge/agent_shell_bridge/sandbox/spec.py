@@ -5,7 +5,8 @@ Every wall, in the order bubblewrap builds them:
 - its own user namespace with every capability dropped (as root too: a root that
   kept them could ``umount`` the read-only ``.git``), no nested user namespaces,
   its own PID, IPC, UTS and cgroup namespaces, a new terminal session, and no
-  network unless asked for;
+  network unless asked for (a loopback of its own, or the one its session's
+  commands share, :mod:`.netns`);
 - the filesystem of :mod:`.layout`: system, toolchains and ``PATH`` prefixes
   read-only, private ``/tmp``, a ``$HOME`` holding only those and a fresh
   ``~/.cache``;
