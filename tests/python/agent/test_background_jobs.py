@@ -126,8 +126,10 @@ async def _gone(marker: str) -> None:
 
 
 async def _count(marker: str, least: int) -> None:
+    """Wait until ``least`` marked processes run (the first call), or, once more ran,
+    until they are down to ``least``."""
     deadline = time.monotonic() + GONE_S
-    while len(_marked(marker)) < least:
+    while len(_marked(marker)) != least:
         assert time.monotonic() < deadline, _marked(marker)
         await asyncio.sleep(0.05)  # polling /proc, within the deadline
 
@@ -223,8 +225,12 @@ async def test_a_job_ends_with_its_session_and_the_cap_is_said(
         assert "already runs 4 background jobs" in refused and "job_kill" in refused
         assert "no job 'job-9'" in unknown
         await _count(marker, 8)  # four jobs, each with its child
+        # The user ends one from the client; the session's end ends the rest.
+        by_user = await rig.client.result("session/kill_job", {"sessionId": sid, "jobId": "job-1"})
+        assert by_user["job"]["state"] == "killed"
+        await _count(marker, 6)
         closed = await rig.client.result("session/close", {"sessionId": sid})
-        assert closed == {"closed": True, "jobsKilled": 4}
+        assert closed == {"closed": True, "jobsKilled": 3}
         await _gone(marker)
 
 
