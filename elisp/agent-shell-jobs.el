@@ -29,8 +29,8 @@
 A job started, ended or was listed anew; see `agent-shell-jobs-running'.")
 
 (defvar-local agent-shell-jobs--table nil
-  "This shell buffer's jobs: plists (:id :command :state :exit-code
-:started-at :sandbox), oldest first.")
+  "This shell buffer's jobs, oldest first.
+Each is a plist (:id :command :state :exit-code :started-at :sandbox).")
 
 (defvar-local agent-shell-jobs--shell nil
   "In a jobs list buffer: the shell buffer whose jobs it lists.")
