@@ -24,6 +24,7 @@ import contextlib
 import ctypes
 import json
 import os
+import select
 import signal
 import sys
 from collections.abc import Callable
@@ -64,6 +65,8 @@ class SharedNetwork:
         self._net_fd = net_fd
         self._setns = _libc_call("setns")
         self.closed = False
+        # To wait, at the end, for the holder inside (bubblewrap's child) too.
+        self._pidfd = self._inner_fd()
 
     @classmethod
     async def start(cls, kit: SandboxKit) -> SharedNetwork:
@@ -133,6 +136,12 @@ class SharedNetwork:
             raise SharedNetworkUnavailable(f"its namespace vanished: {exc.strerror}") from exc
         return cls(proc, pid, user_fd, net_fd)
 
+    def _inner_fd(self) -> int | None:
+        try:
+            return os.pidfd_open(self.pid)
+        except OSError:
+            return None
+
     @property
     def alive(self) -> bool:
         return not self.closed and self._proc.returncode is None
@@ -162,6 +171,13 @@ class SharedNetwork:
             with contextlib.suppress(OSError):
                 os.close(fd)
         await _end(self._proc)
+        if self._pidfd is not None:
+            # It gets SIGKILL as its parent dies (--die-with-parent); see it gone.
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+            await asyncio.to_thread(select.select, [self._pidfd], [], [], _START_S)
+            os.close(self._pidfd)
+            self._pidfd = None
 
 
 def _read_all(fd: int) -> bytes:
