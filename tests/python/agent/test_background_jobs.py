@@ -46,16 +46,17 @@ def serve():
         conn.sendall(token.encode())
         conn.close()
 threading.Thread(target=serve, daemon=True).start()
-with open(".job/port.tmp", "w") as fh:
-    fh.write(str(server.getsockname()[1]))
-os.replace(".job/port.tmp", ".job/port")
+tmp = ".job/tmp-" + os.urandom(6).hex()  # several jobs may run at once
+def put(name, value):
+    with open(tmp, "w") as fh:
+        fh.write(str(value))
+    os.replace(tmp, ".job/" + name)
+put("port", server.getsockname()[1])
 n = 0
 while True:
     n += 1
     print(f"tick {n} 心跳", flush=True)
-    with open(".job/count.tmp", "w") as fh:
-        fh.write(str(n))
-    os.replace(".job/count.tmp", ".job/count")
+    put("count", n)
     time.sleep(0.01)
 """
 
