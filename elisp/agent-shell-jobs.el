@@ -11,8 +11,10 @@
 ;; start and end, and lists them with `agent-shell-jobs' (`k' kills the
 ;; job at point through `session/kill_job', `g' asks the bridge again).
 ;;
-;; Other parts (a dashboard) read `agent-shell-jobs-running' and hear of
-;; every change on `agent-shell-jobs-changed-functions'.
+;; Killing a shell buffer while a job runs ends its session
+;; (`session/close'), and so its jobs.  Other parts (a dashboard) read
+;; `agent-shell-jobs-running' and hear of every change on
+;; `agent-shell-jobs-changed-functions'.
 
 ;;; Code:
 
@@ -56,7 +58,18 @@ Each is a plist (:id :command :state :exit-code :started-at :sandbox).")
             (if old
                 (mapcar (lambda (j) (if (eq j old) job j)) agent-shell-jobs--table)
               (append agent-shell-jobs--table (list job))))
+      (add-hook 'kill-buffer-hook #'agent-shell-jobs--kill-buffer nil t)
       old)))
+
+(defun agent-shell-jobs--kill-buffer ()
+  "End the session of this shell buffer, and so its jobs, as it is killed.
+Only when a job still runs: the jobs belong to the session, which
+nothing shows any longer."
+  (when-let ((session (and (agent-shell-jobs-running (current-buffer))
+                           (agent-shell-session-id agent-shell--session)))
+             (conn (agent-shell-bridge-live-connection)))
+    (ignore-errors
+      (agent-shell-rpc-notify conn "session/close" `((sessionId . ,session))))))
 
 (defun agent-shell-jobs--line (job)
   "Return the transcript line telling of JOB's state."

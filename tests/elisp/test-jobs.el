@@ -94,5 +94,48 @@
               (should (cl-some (lambda (m) (string-search "no job 'job-7'" m)) messages)))
           (kill-buffer list))))))
 
+(defun test-jobs--marked (marker)
+  "Return the live processes whose arguments hold MARKER."
+  (cl-remove-if-not
+   (lambda (pid)
+     (let ((attrs (process-attributes pid)))
+       (and (not (equal (alist-get 'state attrs) "Z"))
+            (string-search marker (or (alist-get 'args attrs) "")))))
+   (list-system-processes)))
+
+(ert-deftest test-jobs/a-real-job-ends-with-its-shell-buffer ()
+  "A job the agent starts shows in its shell; killing the buffer ends it."
+  (let ((marker (format "jobmark-%d-%d" (emacs-pid) (random 1000000))))
+    (agent-shell-test-with-project
+        (root `(("Makefile" . ,(format "test:\n\tpython3 -c 'import time; time.sleep(300)' %s\n"
+                                       marker))))
+      (test-shell--bridge)
+      (let ((shell (test-shell--start-session root)))
+        (with-current-buffer shell
+          (insert "job-start-go")
+          (agent-shell-send-input)
+          (test-shell--wait "the job's line and the turn's answer"
+                            (lambda () (let ((text (test-shell--transcript)))
+                                         (and (string-search "Job job-1 started in the background"
+                                                             text)
+                                              (string-search "后台 job started." text))))
+                            30)
+          (should (equal (agent-shell-jobs-running shell)
+                         '((:id "job-1" :command "make -s test" :state "running"))))
+          (test-shell--wait "the job's process" (lambda () (test-jobs--marked marker)) 20))
+        (kill-buffer shell)
+        (test-shell--wait "no process of the job" (lambda () (null (test-jobs--marked marker)))
+                          20)
+        ;; The session's end is in its log (its last write, before the project goes).
+        (test-shell--wait "the end in the log"
+                          (lambda ()
+                            (cl-some (lambda (file)
+                                       (with-temp-buffer
+                                         (insert-file-contents file)
+                                         (search-forward "The session ended" nil t)))
+                                     (directory-files (expand-file-name ".agent-shell/logs" root)
+                                                      t "\\.org\\'")))
+                          20)))))
+
 (provide 'test-jobs)
 ;;; test-jobs.el ends here
