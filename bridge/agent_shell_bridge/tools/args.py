@@ -110,20 +110,15 @@ class RunCommandArgs(Args):
     command: str = Field(min_length=1, max_length=10_000)
     cwd: str | None = None
     timeout_s: float | None = Field(None, gt=0, le=3600)
-    background: bool | None = Field(
-        None,
-        description="Run it as a background job (a server, a watcher): the result is "
-        "a job_id at once; read with job_output, end with job_kill. timeout_s then "
-        "limits the job (default: until killed or the session ends)",
-    )
+    background: bool | None = Field(None, description="As a job (a server): returns a job_id")
 
 
 class JobOutputArgs(Args):
-    job_id: str = Field(min_length=1, max_length=64, description="The id run_command gave")
+    job_id: str = Field(min_length=1, max_length=64)
 
 
 class JobKillArgs(Args):
-    job_id: str = Field(min_length=1, max_length=64, description="The id run_command gave")
+    job_id: str = Field(min_length=1, max_length=64)
 
 
 class RunTestArgs(Args):

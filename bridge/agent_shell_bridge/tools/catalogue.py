@@ -363,8 +363,7 @@ RUN_COMMAND = ToolSpec(
     None,
     RunCommandArgs,
     "Run a shell command in the project; the safety policy decides whether "
-    "it runs, asks the user, or is refused. With background true it goes on "
-    "running as a job (job_output, job_kill).",
+    "it runs, asks the user, or is refused.",
     60,
     "execute",
     # The working directory: confined, but not the log's PATH (the command is shown).
@@ -384,9 +383,7 @@ JOB_OUTPUT = ToolSpec(
     B,
     _R,
     JobOutputArgs,
-    "What a background job (run_command with background true) printed since the "
-    "last read, head and tail cut, and whether it still runs (its exit code once "
-    "ended). Call it again later for more.",
+    "A background job's output since the last read, and whether it still runs.",
     30,
     "read",
 )
@@ -395,7 +392,7 @@ JOB_KILL = ToolSpec(
     B,
     _R,
     JobKillArgs,
-    "End a background job of this session and every process it started.",
+    "End a background job and every process it started.",
     30,
     "execute",
 )

@@ -22,7 +22,8 @@ from agent_shell_bridge.model.openai import _error_from_body
 from agent_shell_bridge.model.overflow import context_limit_of, is_context_overflow
 
 SUMMARISE = "Summarise the earlier part"
-WINDOW = 8_000
+# Room for the tools' schemas (about 4k tokens) and a few steps after them.
+WINDOW = 8_500
 
 
 def provider_tokens(body: dict[str, Any]) -> int:
