@@ -185,11 +185,15 @@ async def test_a_job_runs_past_its_turn_is_read_in_pieces_and_killed_whole(
         assert f"PROBE got {token}" in probe2["stdout"], probe2
         outside = _reach_from_outside(root)
         if sandboxed:
+            assert first.permission_requests == []  # unasked, as in the foreground
             assert "reachable by this session's later sandboxed commands" in started["network"]
             assert outside != token.encode()  # nothing outside the session gets in
         else:
             assert started["network"].startswith("No sandbox")
             assert outside == token.encode()
+            # Asked about as in the foreground, the question says it keeps running.
+            asked = first.permission_requests[0]
+            assert asked["note"].startswith("As a background job: it goes on running"), asked
         # The turn is over; the job and its child still run.
         await _count(marker, 2)
         events = _job_events(first.messages)
@@ -217,11 +221,14 @@ async def test_a_job_ends_with_its_session_and_the_cap_is_said(
     serve_app: Any, tmp_path: Path
 ) -> None:
     root, marker = _project(tmp_path)
-    steps = [START] * 5 + [call("job_output", job_id="job-9"), {"text": "five"}]
+    denied = call("run_command", command="rm -rf ~", background=True)
+    steps = [denied, *[START] * 5, call("job_output", job_id="job-9"), {"text": "five"}]
     async with running_rig(serve_app, root, steps) as rig:
         sid = await rig.new_session()
         await rig.turn(sid, "start five")
-        *ok, refused, unknown = tool_messages(rig.requests[-1])
+        wide, *ok, refused, unknown = tool_messages(rig.requests[-1])
+        # The policy judges a job as it judges the command in the foreground.
+        assert "status=denied" in wide.splitlines()[0] and "rm of '~'" in wide, wide
         assert [payload_of(m)["job_id"] for m in ok] == ["job-1", "job-2", "job-3", "job-4"]
         assert "already runs 4 background jobs" in refused and "job_kill" in refused
         assert "no job 'job-9'" in unknown
