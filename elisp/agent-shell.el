@@ -52,6 +52,7 @@
 ;; agent-shell-permissions.el   steps waiting for the user's decision
 ;; agent-shell-ask.el           questions the model asks the user
 ;; agent-shell-handlers.el      what Emacs does with each bridge message
+;; agent-shell-jobs.el          a shell buffer's background jobs, listed
 ;; agent-shell-queue.el         prompts queued and steers while a turn runs
 ;; agent-shell.el               this file
 ;; agent-shell-undo.el          undo a turn (loaded when first used)
@@ -91,6 +92,7 @@
 (require 'agent-shell-permissions)
 (require 'agent-shell-ask)
 (require 'agent-shell-handlers)
+(require 'agent-shell-jobs)
 (require 'agent-shell-context)
 (require 'agent-shell-ambient)
 (require 'agent-shell-queue)

@@ -198,7 +198,13 @@
               ((match . ((last_user_contains . "转向 steer-words")))
                (text . "转向 steered."))
               ((match . ((last_user_contains . "stream-after")))
-               (text . "取消之后：after the cancel.") (chunk_size . 2))]))
+               (text . "取消之后：after the cancel.") (chunk_size . 2))
+              ;; test-jobs.el: a background job.
+              ((match . ((last_user_contains . "job-start-go")))
+               (tool_calls . [((name . "run_command")
+                               (arguments . ((command . "make -s test") (background . t))))]))
+              ((match . ((any_message_contains . "job-1")))
+               (text . "后台 job started."))]))
   "Script of the mock model.")
 
 (defalias 'test-shell--wait #'agent-shell-test-wait)

@@ -112,6 +112,10 @@ class SessionRef(Params):
     sessionId: str
 
 
+class KillJobParams(SessionRef):
+    jobId: str = Field(min_length=1, max_length=64)
+
+
 class SteerParams(SessionRef):
     text: str = Field(min_length=1, max_length=200_000)
 
@@ -369,6 +373,36 @@ def register(d: Dispatcher[Runtime]) -> None:
     async def cancel(rt: Runtime, p: SessionRef) -> dict[str, Any]:
         live = session_of(rt, p.sessionId)
         return {"cancelled": await live.cancel_turn()}
+
+    @d.method("session/jobs", SessionRef)
+    async def jobs(rt: Runtime, p: SessionRef) -> dict[str, Any]:
+        live = session_of(rt, p.sessionId)
+        return {"jobs": [job.to_json() for job in live.jobs.all()]}
+
+    @d.method("session/kill_job", KillJobParams)
+    async def kill_job(rt: Runtime, p: KillJobParams) -> dict[str, Any]:
+        """The user ends a job (the model's job_kill, from the client)."""
+        live = session_of(rt, p.sessionId)
+        was = live.jobs.get(p.jobId).state
+        job = await live.jobs.kill(p.jobId, live.runner.kill_group)
+        if was == "running":
+            await live.reporter.entry(
+                f"Job {job.id} killed by the user: {job.command}",
+                source="user",
+                parent=None,
+                properties={"JOB": job.id},
+            )
+        return {"job": job.to_json()}
+
+    @d.method("session/close", SessionRef)
+    async def close(rt: Runtime, p: SessionRef) -> dict[str, Any]:
+        """End a live session: its turn, its jobs, its processes (it can be resumed)."""
+        live = session_of(rt, p.sessionId)
+        running = len(live.jobs.running())
+        rt.sessions.pop(p.sessionId, None)
+        await live.checkpoint()
+        await live.aclose()
+        return {"closed": True, "jobsKilled": running}
 
     @d.method("session/set_mode", ModeParams)
     async def set_mode(rt: Runtime, p: ModeParams) -> dict[str, Any]:

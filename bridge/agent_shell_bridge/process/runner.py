@@ -29,7 +29,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Literal
 
@@ -41,6 +41,7 @@ from .guard import RUN_MARK, kill_marked
 __all__ = [
     "HEAD_LINES",
     "TAIL_LINES",
+    "BackgroundRun",
     "ExecLimits",
     "ProcessResult",
     "ProcessRunner",
@@ -277,6 +278,26 @@ async def _leader_exit(proc: asyncio.subprocess.Process) -> None:
         os.close(fd)
 
 
+@dataclass(frozen=True, slots=True)
+class _Spawned:
+    proc: asyncio.subprocess.Process
+    pump: OutputPump
+    log_path: Path
+    run_id: str
+
+
+@dataclass(slots=True)
+class BackgroundRun:
+    """A command started by :meth:`ProcessRunner.start_shell`, still running or not.
+
+    ``ended`` gives its exit code, or None when it was killed or timed out.
+    """
+
+    pid: int
+    log_path: Path
+    ended: asyncio.Future[int | None] = field(init=False)
+
+
 class ProcessRunner:
     """Starts children for the tools and tracks them so shutdown can kill them all."""
 
@@ -366,17 +387,17 @@ class ProcessRunner:
         base.update(_QUIET_ENV)
         return scrubbed_environment(base, self._secrets)
 
-    async def _run(
+    async def _spawn(
         self,
         argv: list[str],
         cwd: Path,
-        timeout_s: float,
         environment: Mapping[str, str],
         *,
         pass_fds: Sequence[int] = (),
         preexec: Callable[[], None] | None = None,
         stdin: bytes | None = None,
-    ) -> ProcessResult:
+    ) -> _Spawned:
+        """Start ``argv`` in its own process group, its output pumped to a new log."""
         await asyncio.to_thread(self._log_dir.mkdir, parents=True, exist_ok=True)
         # Small (a hook's event), and made on the loop for the same reason as the log.
         source = _stdin_file(stdin) if stdin is not None else None
@@ -386,9 +407,7 @@ class ProcessRunner:
         # open would leak the descriptor the thread goes on to create. The pump owns
         # it from here on and closes it.
         pump = OutputPump(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC))
-        started = time.monotonic()
         generation = self._generation
-        timed_out = False
         # Spawning is shielded: cancelling inside create_subprocess_exec would make
         # asyncio wait for pipes that the new group's other members keep open.
         run_id = uuid.uuid4().hex
@@ -427,6 +446,26 @@ class ProcessRunner:
         if generation != self._generation:
             self._killed.add(pgid)
             _signal_group(pgid, signal.SIGKILL)
+        return _Spawned(proc, pump, log_path, run_id)
+
+    async def _run(
+        self,
+        argv: list[str],
+        cwd: Path,
+        timeout_s: float,
+        environment: Mapping[str, str],
+        *,
+        pass_fds: Sequence[int] = (),
+        preexec: Callable[[], None] | None = None,
+        stdin: bytes | None = None,
+    ) -> ProcessResult:
+        started = time.monotonic()
+        timed_out = False
+        spawned = await self._spawn(
+            argv, cwd, environment, pass_fds=pass_fds, preexec=preexec, stdin=stdin
+        )
+        proc, pump, log_path, run_id = spawned.proc, spawned.pump, spawned.log_path, spawned.run_id
+        pgid = proc.pid
         try:
             pump.start()
             try:
@@ -465,6 +504,70 @@ class ProcessRunner:
             omitted_lines=omitted,
             log_path=log_path,
         )
+
+    async def start_shell(
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        timeout_s: float | None = None,
+        settings: Mapping[str, str] | None = None,
+        sandbox: SandboxSpec | None = None,
+    ) -> BackgroundRun:
+        """Start ``command`` as :meth:`run_shell` would, and return once it runs.
+
+        Its output goes only to its log file (read it as it grows); ``ended``
+        resolves when it is over, which ends its whole group as a foreground run's
+        end does. ``timeout_s`` (None: none) ends it like a kill.
+        """
+        shell = ["bash", "--noprofile", "--norc", "-c", command]
+        environment = {**self._environment(None), **(settings or {})}
+        if sandbox is None:
+            argv = [sys.executable, "-I", "-S", _GUARD, str(os.getpid()), "--", *shell]
+            spawned = await self._spawn(argv, cwd, environment)
+        else:
+            mounts = await asyncio.to_thread(sandbox.mounts, environment)
+            with sandbox.launch(shell, cwd=cwd, env=environment, mounts=mounts) as launch:
+                spawned = await self._spawn(
+                    launch.argv,
+                    cwd,
+                    launch.env,
+                    pass_fds=launch.pass_fds,
+                    preexec=launch.preexec,
+                )
+        try:
+            spawned.pump.start()
+        except BaseException:
+            await asyncio.shield(self._terminate(spawned.proc, spawned.proc.pid, spawned.pump))
+            await asyncio.shield(self._release(spawned.proc.pid, spawned.pump, quiet=True))
+            raise
+        run = BackgroundRun(spawned.proc.pid, spawned.log_path)
+        run.ended = asyncio.ensure_future(self._background(spawned, timeout_s))
+        return run
+
+    async def _background(self, spawned: _Spawned, timeout_s: float | None) -> int | None:
+        proc, pump, pgid = spawned.proc, spawned.pump, spawned.proc.pid
+        try:
+            await asyncio.wait_for(self._wait(proc, pgid, pump, spawned.run_id), timeout_s)
+        except TimeoutError:
+            self._killed.add(pgid)
+            await self._terminate(proc, pgid, pump)
+        except BaseException:
+            await asyncio.shield(self._terminate(proc, pgid, pump))
+            await asyncio.shield(self._release(pgid, pump, quiet=True))
+            raise
+        await self._release(pgid, pump, quiet=True)
+        killed = pgid in self._killed
+        self._killed.discard(pgid)
+        return None if killed else proc.returncode
+
+    async def kill_group(self, pgid: int) -> None:
+        """End one running group (a background run) and everything it started."""
+        if pgid not in self._groups:
+            return
+        self._killed.add(pgid)
+        _signal_group(pgid, signal.SIGTERM)
+        await self._reap(pgid)
 
     async def _release(self, pgid: int, pump: OutputPump, *, quiet: bool = False) -> None:
         """Forget the group and wait for the pump: the log then holds every byte read.

@@ -5,7 +5,8 @@ Every wall, in the order bubblewrap builds them:
 - its own user namespace with every capability dropped (as root too: a root that
   kept them could ``umount`` the read-only ``.git``), no nested user namespaces,
   its own PID, IPC, UTS and cgroup namespaces, a new terminal session, and no
-  network unless asked for;
+  network unless asked for (a loopback of its own, or the one its session's
+  commands share, :mod:`.netns`);
 - the filesystem of :mod:`.layout`: system, toolchains and ``PATH`` prefixes
   read-only, private ``/tmp``, a ``$HOME`` holding only those and a fresh
   ``~/.cache``;
@@ -33,6 +34,7 @@ from ..policy.secrets import expanded_secret_paths
 from . import landlock
 from .kit import SandboxKit
 from .layout import etc_masks, system_binds, visible_paths
+from .netns import SharedNetwork
 from .special_files import SpecialFileIndex
 
 __all__ = ["IPC_VARIABLES", "SandboxLaunch", "SandboxSpec", "sandbox_environment"]
@@ -121,6 +123,9 @@ class SandboxSpec:
     roots_read_only: bool = False
     # The session's sockets and FIFOs found so far (None: look everywhere afresh).
     specials: SpecialFileIndex | None = field(default=None, compare=False, repr=False)
+    # Without network: the session's one namespace (its loopback shared by its
+    # commands and jobs) instead of a new one per command (see .netns).
+    shared_net: SharedNetwork | None = field(default=None, compare=False, repr=False)
 
     def mounts(self, env: Mapping[str, str]) -> list[str]:
         """The filesystem part of the argv (see the module doc); it looks at the disk,
@@ -178,29 +183,39 @@ class SandboxSpec:
                 fds.append(fd)
                 os.write(fd, program)
                 os.lseek(fd, 0, os.SEEK_SET)
-            out = [self.kit.bwrap, *self._namespaces()]
+            # Decided once: the argv and the child's set-up must agree on it.
+            joins = self._joins_network
+            out = [self.kit.bwrap, *self._namespaces(joins=joins)]
             out += list(mounts) if mounts is not None else self.mounts(env)
             out += ["--setenv", "TMPDIR", "/tmp"]  # noqa: S108
             if fds:
                 out += ["--seccomp", str(fds[0])]
             out += ["--chdir", str(cwd), "--", *argv]
+            preexec = landlock.scope_entrant() if self.kit.scopes else None
+            if joins:
+                assert self.shared_net is not None
+                preexec = self.shared_net.entrant(preexec)
             yield SandboxLaunch(
                 argv=out,
                 env=sandbox_environment(env),
                 pass_fds=tuple(fds),
-                preexec=landlock.scope_entrant() if self.kit.scopes else None,
+                preexec=preexec,
                 _fds=fds,
             )
         finally:
             for fd in fds:
                 os.close(fd)
 
+    @property
+    def _joins_network(self) -> bool:
+        return not self.network and self.shared_net is not None and self.shared_net.alive
+
     def _filter(self) -> bytes | None:
         if self.network and not self.kit.scopes:
             return self.kit.seccomp_no_unix
         return self.kit.seccomp
 
-    def _namespaces(self) -> list[str]:
+    def _namespaces(self, *, joins: bool = False) -> list[str]:
         out = [
             "--unshare-user",
             "--unshare-pid",
@@ -208,7 +223,7 @@ class SandboxSpec:
             "--unshare-uts",
             "--unshare-cgroup-try",
         ]
-        if not self.network:
+        if not self.network and not joins:
             out.append("--unshare-net")
         if self.kit.disable_userns:
             out.append("--disable-userns")

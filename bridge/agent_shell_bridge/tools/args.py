@@ -110,6 +110,15 @@ class RunCommandArgs(Args):
     command: str = Field(min_length=1, max_length=10_000)
     cwd: str | None = None
     timeout_s: float | None = Field(None, gt=0, le=3600)
+    background: bool | None = Field(None, description="As a job (a server): returns a job_id")
+
+
+class JobOutputArgs(Args):
+    job_id: str = Field(min_length=1, max_length=64)
+
+
+class JobKillArgs(Args):
+    job_id: str = Field(min_length=1, max_length=64)
 
 
 class RunTestArgs(Args):

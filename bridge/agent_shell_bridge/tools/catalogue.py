@@ -33,6 +33,8 @@ from .args import (
     EditArgs,
     GrepArgs,
     InsertTextArgs,
+    JobKillArgs,
+    JobOutputArgs,
     ListDirectoryArgs,
     MagitStageArgs,
     OpenFileArgs,
@@ -67,6 +69,8 @@ __all__ = [
     "ExternalTool",
     "GrepArgs",
     "InsertTextArgs",
+    "JobKillArgs",
+    "JobOutputArgs",
     "ListDirectoryArgs",
     "MagitStageArgs",
     "OpenFileArgs",
@@ -374,6 +378,24 @@ RUN_TEST = ToolSpec(
     180,
     "execute",
 )
+JOB_OUTPUT = ToolSpec(
+    "job_output",
+    B,
+    _R,
+    JobOutputArgs,
+    "A background job's output since the last read, and whether it still runs.",
+    30,
+    "read",
+)
+JOB_KILL = ToolSpec(
+    "job_kill",
+    B,
+    _R,
+    JobKillArgs,
+    "End a background job and every process it started.",
+    30,
+    "execute",
+)
 TASK_COMPLETE = ToolSpec(
     "task_complete",
     B,
@@ -459,6 +481,8 @@ CATALOGUE: dict[str, ToolSpec[Any]] = {
         MAGIT_STAGE,
         RUN_COMMAND,
         RUN_TEST,
+        JOB_OUTPUT,
+        JOB_KILL,
         TASK_COMPLETE,
         ASK_USER,
         DELEGATE,

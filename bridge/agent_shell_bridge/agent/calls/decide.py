@@ -161,6 +161,12 @@ def approval_note(live: LiveSession, p: Prepared) -> str | None:
     """Where an approved command will run, said before the user decides."""
     if p.command is None:
         return None
-    return placement.approval_note(
+    note = placement.approval_note(
         sandbox=live.sandbox, sandbox_approved=live.config.sandbox_approved_commands
     )
+    if isinstance(p.args, cat.RunCommandArgs) and p.args.background:
+        note = (
+            "As a background job: it goes on running after this step, until it ends, "
+            f"is killed or the session ends. {note}"
+        )
+    return note

@@ -66,6 +66,9 @@ def _title(name: str, raw: JSONObject) -> str:
     main = raw.get("command") or raw.get("path") or raw.get("symbol") or raw.get("pattern")
     if main is None and isinstance(raw.get("paths"), list):
         main = " ".join(str(p) for p in raw["paths"])
+    main = main or raw.get("job_id")
+    if main and raw.get("background") is True:
+        main = f"{main} (background)"
     return f"{name} {main}" if main else name
 
 

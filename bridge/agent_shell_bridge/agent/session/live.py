@@ -8,6 +8,7 @@ task running the current turn (at most one).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 from dataclasses import dataclass, field, replace
@@ -20,11 +21,13 @@ from ...errors import InvalidParams, SessionBusy
 from ...model.openai import ModelClient
 from ...model.types import ModelSettings, Usage, UsageCounts
 from ...orglog import OrgLogWriter, log_path_for
+from ...process.jobs import JobTable
 from ...process.runner import ProcessResult, ProcessRunner
 from ...project.instructions import Instructions, load_instructions
 from ...project.roles import ProjectRoles, load_project_roles
 from ...project.trust import project_trust
 from ...sandbox import SandboxSpec, SandboxStatus, SpecialFileIndex
+from ...sandbox.netns import SharedNetwork, SharedNetworkUnavailable
 from ...sandbox.project_switch import project_sandbox
 from ...sandbox.safe_git import safe_git_argv
 from ...tools.catalogue import CATALOGUE, ReadFileArgs, ToolSource, ToolSpec
@@ -33,6 +36,7 @@ from ...types import JSONObject
 from .approval import Approver, ClientApprover
 from .client import ClientLink
 from .grants import Grant, revoke_grant
+from .jobs import report_job
 from .journal import SessionJournal
 from .reporter import Reporter, finish_even_if_cancelled, text
 from .roles import BUILTIN_ROLES, Role, RoleConfig, merge_roles
@@ -101,6 +105,11 @@ class LiveSession:
 
     # Sockets and FIFOs where the sandbox shows files, kept between its commands.
     specials: SpecialFileIndex = field(default_factory=SpecialFileIndex)
+    # Background jobs (agent/session/jobs.py), and the network namespace the
+    # session's sandboxed commands share once a job needs it (or why there is none).
+    jobs: JobTable = field(default_factory=JobTable)
+    shared_net: SharedNetwork | None = None
+    shared_net_error: str | None = None
 
     # Tools gained at run time (the session's MCP servers), after the catalogue's.
     tool_sources: list[ToolSource] = field(default_factory=list)
@@ -167,7 +176,27 @@ class LiveSession:
             visible=self.config.sandbox_visible_paths,
             specials=self.specials,
             extra_secrets=self.config.extra_secrets,
+            shared_net=None if network else self.shared_net,
         )
+
+    async def shared_network(self) -> SharedNetwork | None:
+        """The network namespace the session's sandboxed commands share, made on first
+        use; None (the reason in ``shared_net_error``) where the sandbox cannot."""
+        current = self.shared_net
+        if current is not None and current.alive:
+            return current
+        if self.shared_net_error is not None:
+            return None
+        if not self.sandbox.available or self.sandbox.kit is None:
+            self.shared_net_error = f"no sandbox here ({self.sandbox.detail})"
+            return None
+        try:
+            self.shared_net = await SharedNetwork.start(self.sandbox.kit)
+        except SharedNetworkUnavailable as exc:
+            log.warning("session %s: no shared network namespace: %s", self.state.id, exc)
+            self.shared_net_error = exc.message
+            return None
+        return self.shared_net
 
     def warm_sandbox(self) -> None:
         """Walk the sandbox's shown trees once in the background, so the session's
@@ -309,6 +338,9 @@ class LiveSession:
     async def aclose(self) -> None:
         """Shut down: the turn and every child process first, then what can wait."""
         await self.cancel_turn(force=True)
+        await self.jobs.aclose(self.runner.kill_group)
+        if self.shared_net is not None:
+            await self.shared_net.aclose()
         await self.runner.kill_all()
         for source in self.tool_sources:
             try:
@@ -470,7 +502,7 @@ def open_session(
     instructions = load_instructions(root, config.user_config_dir)
     instructions.restore(state.active_instructions)
     sandbox = project_sandbox(root, detected, project_trust("config", memory_dir))
-    return LiveSession(
+    live = LiveSession(
         state=state,
         root=root,
         config=config,
@@ -501,6 +533,10 @@ def open_session(
         sandbox=sandbox.status,
         sandbox_setting=sandbox.setting,
     )
+    live.jobs.on_change = functools.partial(
+        report_job, client.hub, state.id, live.reporter, live.jobs
+    )
+    return live
 
 
 def _current_log(root: Path, state: SessionState) -> Path | None:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from ....tools import catalogue as cat
-from . import fallbacks, files, process, turn
+from . import fallbacks, files, jobs, process, turn
 from .base import Binding, Handler, Run, RunTool, bind
 
 __all__ = ["HANDLERS", "Binding", "Handler", "Run", "RunTool", "bind"]
@@ -41,6 +41,8 @@ HANDLERS: Mapping[str, Binding] = MappingProxyType(
             bind(cat.REQUEST_LOG_VIEW, turn.request_log_view),
             bind(cat.RUN_COMMAND, process.run_command),
             bind(cat.RUN_TEST, process.run_test),
+            bind(cat.JOB_OUTPUT, jobs.job_output),
+            bind(cat.JOB_KILL, jobs.job_kill),
             bind(cat.TASK_COMPLETE, turn.task_complete),
             bind(cat.REVIEW_VERDICT, turn.review_verdict),
         )

@@ -19,6 +19,7 @@ from ....tools.results import ToolResult
 from ....types import Decision, JSONObject, Risk
 from ...session.roles import test_report
 from .base import Run
+from .jobs import start_job
 
 __all__ = ["run_command", "run_test"]
 
@@ -26,6 +27,8 @@ _TEST_WORDS = ("pytest", "go test", "cargo test", "npm test", "make test", "unit
 
 
 async def run_command(run: Run, args: RunCommandArgs) -> ToolResult:
+    if args.background:
+        return await start_job(run, args, _place(run))
     return await _run_process(run, "command", args.timeout_s)
 
 
@@ -33,12 +36,13 @@ async def run_test(run: Run, args: RunTestArgs) -> ToolResult:
     return await _run_process(run, "test", None)
 
 
-async def _run_process(run: Run, kind: str, timeout_s: float | None) -> ToolResult:
+def _place(run: Run) -> placement.Placement:
+    """Where the prepared command runs (refused: raised), after the user's yes is
+    checked against what the command means now."""
     live, turn, p = run.live, run.turn, run.prepared
     assert p.command is not None and p.cwd is not None
     if p.by_user and not p.granted:
         _still_as_approved(run)
-    timeout = timeout_s or timeout_for(kind, p.command)
     where = placement.place(
         p.command,
         parsed=p.parsed,
@@ -52,6 +56,14 @@ async def _run_process(run: Run, kind: str, timeout_s: float | None) -> ToolResu
     )
     if where.refused is not None:
         raise ToolFailed(where.refused)
+    return where
+
+
+async def _run_process(run: Run, kind: str, timeout_s: float | None) -> ToolResult:
+    live, turn, p = run.live, run.turn, run.prepared
+    assert p.command is not None and p.cwd is not None
+    where = _place(run)
+    timeout = timeout_s or timeout_for(kind, p.command)
     spec = (
         live.sandbox_spec(network=where.network, writable=where.writable)
         if where.sandboxed
