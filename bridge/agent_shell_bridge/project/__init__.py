@@ -6,7 +6,8 @@
 - :mod:`.sexp`: the reader of ``.agent-shell/*.el`` files as data;
 - :mod:`.instructions`: AGENTS.md and friends;
 - :mod:`.commands`: custom ``/NAME`` prompts;
-- :mod:`.roles`: the project's ``roles.el`` and the role configuration model.
+- :mod:`.roles`: the project's ``roles.el`` and the role configuration model;
+- :mod:`.worktree`: the main working tree of a linked git worktree (its records).
 
 The names below load with their module on first use.
 """
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from .instructions import Instructions, load_instructions
     from .roles import RoleConfig, load_project_roles
     from .trust import TRUSTED_KINDS, ProjectTrust, project_trust
+    from .worktree import main_worktree
 
 __all__ = [
     "TRUSTED_KINDS",
@@ -30,6 +32,7 @@ __all__ = [
     "RoleConfig",
     "load_instructions",
     "load_project_roles",
+    "main_worktree",
     "project_trust",
     "read_project_file",
     "reviewed_bytes",
@@ -42,6 +45,7 @@ _WHERE = {
     "TRUSTED_KINDS": "trust",
     "load_instructions": "instructions",
     "load_project_roles": "roles",
+    "main_worktree": "worktree",
     "project_trust": "trust",
     "read_project_file": "files",
     "reviewed_bytes": "files",
