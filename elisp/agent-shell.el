@@ -55,6 +55,7 @@
 ;; agent-shell.el               this file
 ;; agent-shell-undo.el          undo a turn (loaded when first used)
 ;; agent-shell-memory.el        save and browse experiences (the same)
+;; agent-shell-sessions.el      every live session, live; who waits (the same)
 ;;
 ;; Project files `.agent-shell/config.el' and `.agent-shell/allowlist.el'
 ;; are data: they are read with `read' and never evaluated.
@@ -189,7 +190,8 @@ buffers take the same name."
         (setf (agent-shell-session-mode agent-shell--session) (intern mode)))
       (when-let ((model (agent-shell-project-nonempty (alist-get 'model result))))
         (setf (agent-shell-session-model agent-shell--session) model)
-        (force-mode-line-update))
+        (force-mode-line-update)
+        (agent-shell-session-changed))
       (when-let ((path (alist-get 'logPath result)))
         (setf (agent-shell-session-log-path agent-shell--session) path)
         (agent-shell-log-set-file
@@ -555,6 +557,7 @@ counted per model from then on."
          (with-current-buffer buffer
            (setf (agent-shell-session-model agent-shell--session) name)
            (force-mode-line-update)
+           (agent-shell-session-changed)
            (agent-shell-transcript-notice
             (format "Model: %s (%s)%s" name (alist-get 'model result)
                     (if (eq (alist-get 'applied result) t) ""
@@ -621,6 +624,7 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
 
 (defun agent-shell--kill-buffer ()
   "End this buffer's session when the buffer is killed."
+  (agent-shell-session-changed)
   (when (agent-shell-session-id agent-shell--session)
     (remhash (agent-shell-session-id agent-shell--session)
              (agent-shell-bridge-sessions agent-shell-bridge--current))
