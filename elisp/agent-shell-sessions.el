@@ -88,7 +88,8 @@ Nil never refreshes it on its own (states still update at once)."
   "Return the trimmed text of the small regular FILE, or nil."
   (when (and (file-regular-p file) (not (file-symlink-p file)))
     (with-temp-buffer
-      (insert-file-contents-literally file nil 0 4096)
+      (let ((coding-system-for-read 'utf-8-unix))
+        (insert-file-contents file nil 0 4096))
       (string-trim (buffer-string)))))
 
 (defun agent-shell-sessions-git-head (root)

@@ -56,6 +56,7 @@
 ;; agent-shell-undo.el          undo a turn (loaded when first used)
 ;; agent-shell-memory.el        save and browse experiences (the same)
 ;; agent-shell-sessions.el      every live session, live; who waits (the same)
+;; agent-shell-worktree.el      sessions in git worktrees, merged or removed
 ;;
 ;; Project files `.agent-shell/config.el' and `.agent-shell/allowlist.el'
 ;; are data: they are read with `read' and never evaluated.
