@@ -788,6 +788,16 @@ the original is untouched" (alist-get 'forkOf result)))
   "Extract an experience from the current session now." t)
 (autoload 'agent-shell-memory-browse "agent-shell-memory"
   "List the experiences of a project." t)
+(autoload 'agent-shell-sessions "agent-shell-sessions"
+  "List every live agent-shell session of this Emacs, updated as they change." t)
+(autoload 'agent-shell-next-waiting "agent-shell-sessions"
+  "Go to the next session that waits for you, cycling through them." t)
+(autoload 'agent-shell-sessions-mode-line-mode "agent-shell-sessions"
+  "Show in every mode line how many agent-shell sessions wait for you." t)
+(autoload 'agent-shell-start-worktree "agent-shell-worktree"
+  "Start a session in a new git worktree on a new branch." t)
+(autoload 'agent-shell-worktree-finish "agent-shell-worktree"
+  "Finish the worktree of the current session: merge, keep or remove." t)
 
 (define-derived-mode agent-shell-mode text-mode "Agent-Shell"
   "Major mode of an agent-shell session buffer.
