@@ -49,9 +49,7 @@ def _steps(label: str, tools: int, chars: int) -> list[MockStep]:
         for _ in range(tools)
     ]
     text = (REPLY * (chars // len(REPLY) + 1))[:chars]
-    reply = MockStep.model_validate(
-        {"match": match, "text": text, "chunk_size": 4, "delay_ms": 5}
-    )
+    reply = MockStep.model_validate({"match": match, "text": text, "chunk_size": 4, "delay_ms": 5})
     return [*calls, reply]
 
 
@@ -72,9 +70,7 @@ async def run(scale: Scale, work: Path) -> list[Figure]:
     emacs = os.environ.get("BENCH_EMACS", "emacs")
     sessions, tools, chars, reps = SIZES.get(scale.name, SIZES["full"])
     mock = MockServer(_script(sessions, tools, chars, reps))
-    projects = [
-        await asyncio.to_thread(_project, work / f"dashboard-{i}") for i in range(sessions)
-    ]
+    projects = [await asyncio.to_thread(_project, work / f"dashboard-{i}") for i in range(sessions)]
     home = work / "home-dashboard"
     home.mkdir(parents=True)
     memory = json.dumps(str(work / "memory-dashboard"))
