@@ -40,9 +40,25 @@
             agent-shell-dashboard-bench--lags))
     (setq agent-shell-dashboard-bench--tick now)))
 
+(defvar agent-shell-dashboard-bench--flush-time 0.0
+  "Seconds spent redrawing the dashboard in the measured run.")
+
+(defvar agent-shell-dashboard-bench--flush-max 0.0
+  "The longest single redraw of the dashboard in the measured run.")
+
 (defun agent-shell-dashboard-bench--count-row (&rest _)
   "Count one redrawn row (advice)."
   (cl-incf agent-shell-dashboard-bench--rows))
+
+(defun agent-shell-dashboard-bench--time-flush (fn &rest args)
+  "Call FN with ARGS, timing it as one redraw of the dashboard (advice)."
+  (let ((start (float-time)))
+    (prog1 (apply fn args)
+      (let ((took (- (float-time) start)))
+        (setq agent-shell-dashboard-bench--flush-time
+              (+ agent-shell-dashboard-bench--flush-time took)
+              agent-shell-dashboard-bench--flush-max
+              (max agent-shell-dashboard-bench--flush-max took))))))
 
 (defun agent-shell-dashboard-bench--wait (predicate what &optional timeout)
   "Wait until PREDICATE is non-nil, or signal an error naming WHAT."
@@ -83,14 +99,18 @@ dashboard and its mode line are on."
     (garbage-collect)
     (setq agent-shell-dashboard-bench--lags nil
           agent-shell-dashboard-bench--tick nil
-          agent-shell-dashboard-bench--rows 0)
-    (let ((probe (run-at-time 0 agent-shell-dashboard-bench--period
-                              #'agent-shell-dashboard-bench--probe-tick))
-          (start (float-time))
-          (n 0))
+          agent-shell-dashboard-bench--rows 0
+          agent-shell-dashboard-bench--flush-time 0.0
+          agent-shell-dashboard-bench--flush-max 0.0)
+    ;; The prompts go out first: what sending costs (the context of each
+    ;; prompt) is the same either way, and not what is measured.
+    (let ((n 0))
       (dolist (shell shells)
         (with-current-buffer shell
-          (agent-shell-send (format "[%s-%d] go" label (cl-incf n)))))
+          (agent-shell-send (format "[%s-%d] go" label (cl-incf n))))))
+    (let ((probe (run-at-time 0 agent-shell-dashboard-bench--period
+                              #'agent-shell-dashboard-bench--probe-tick))
+          (start (float-time)))
       (agent-shell-dashboard-bench--wait
        (lambda () (cl-every #'agent-shell-dashboard-bench--idle-p shells))
        "every turn's end")
@@ -105,6 +125,8 @@ dashboard and its mode line are on."
           (max_ms . ,(* 1000 (or (car (last lags)) 0)))
           (ticks . ,(length lags))
           (rows . ,agent-shell-dashboard-bench--rows)
+          (flush_ms . ,(* 1000 agent-shell-dashboard-bench--flush-time))
+          (flush_max_ms . ,(* 1000 agent-shell-dashboard-bench--flush-max))
           (seconds . ,took))))))
 
 (defun agent-shell-dashboard-bench-batch (api-base roots reps)
@@ -113,6 +135,8 @@ API-BASE is the scripted model; the prompts are \"[closed-R-N] go\"
 and \"[open-R-N] go\" for round R and session N."
   (advice-add 'agent-shell-sessions--redraw-row :after
               #'agent-shell-dashboard-bench--count-row)
+  (advice-add 'agent-shell-sessions--flush :around
+              #'agent-shell-dashboard-bench--time-flush)
   (let* ((agent-shell-api-base api-base)
          (shells (mapcar #'agent-shell-dashboard-bench--new-shell roots))
          (closed nil) (open nil))

@@ -127,4 +127,14 @@ async def run(scale: Scale, work: Path) -> list[Figure]:
             better="lower",
             details=details,
         ),
+        Figure(
+            key="dashboard_redraw_share",
+            title=f"Dashboard: time in its row redraws, {sessions} sessions streaming",
+            unit="s",
+            value=_median(opened, "flush_ms") / 1000,
+            baseline=_median(opened, "seconds"),
+            baseline_label="the whole round (all turns, start to end)",
+            better="lower",
+            details={"flush_max_ms": max(run["flush_max_ms"] for run in opened)},
+        ),
     ]
