@@ -92,6 +92,23 @@ Nil never refreshes it on its own (states still update at once)."
         (insert-file-contents file nil 0 4096))
       (string-trim (buffer-string)))))
 
+(defvar agent-shell-sessions--heads (make-hash-table :test #'equal)
+  "Root to (TIME . HEAD): `agent-shell-sessions-git-head' read at TIME.")
+
+(defconst agent-shell-sessions--head-ttl 5
+  "Seconds a root's git head is taken as read, for the rows.")
+
+(defun agent-shell-sessions--cached-head (root)
+  "Return `agent-shell-sessions-git-head' of ROOT, read at most every few seconds.
+A session's branch changes rarely; its row is redrawn often."
+  (let ((cached (gethash root agent-shell-sessions--heads))
+        (now (float-time)))
+    (if (and cached (< (- now (car cached)) agent-shell-sessions--head-ttl))
+        (cdr cached)
+      (let ((head (agent-shell-sessions-git-head root)))
+        (puthash root (cons now head) agent-shell-sessions--heads)
+        head))))
+
 (defun agent-shell-sessions-git-head (root)
   "Return (BRANCH . WORKTREE-P) of the git checkout ROOT, or nil.
 BRANCH is the branch name, or the short commit when detached;
@@ -168,7 +185,7 @@ no git process runs."
          (root (agent-shell-session-root session))
          (usage (agent-shell-session-usage session))
          (cost (alist-get 'costUsd usage))
-         (head (agent-shell-sessions-git-head root))
+         (head (and root (agent-shell-sessions--cached-head root)))
          (waiting (agent-shell-sessions--waiting-count session)))
     (list buffer
           (vconcat
@@ -253,6 +270,7 @@ CLOSING non-nil means the dashboard is going."
 
 (defun agent-shell-sessions--refresh ()
   "Redraw every row of the dashboard (the current buffer)."
+  (clrhash agent-shell-sessions--heads)
   (let ((format (agent-shell-sessions--format)))
     (unless (equal format tabulated-list-format)
       (setq tabulated-list-format format)
@@ -263,14 +281,10 @@ CLOSING non-nil means the dashboard is going."
 
 (defun agent-shell-sessions--row-bounds (buffer)
   "Return (BEG . END) of the row of BUFFER in the dashboard, or nil."
-  (save-excursion
-    (goto-char (point-min))
-    (let (found)
-      (while (and (not found) (not (eobp)))
-        (if (eq (tabulated-list-get-id) buffer)
-            (setq found (cons (line-beginning-position) (line-beginning-position 2)))
-          (forward-line 1)))
-      found)))
+  (when-let ((pos (text-property-any (point-min) (point-max) 'tabulated-list-id buffer)))
+    (save-excursion
+      (goto-char pos)
+      (cons (line-beginning-position) (line-beginning-position 2)))))
 
 (defun agent-shell-sessions--redraw-row (buffer)
   "Redraw the row of the shell BUFFER in place; return nil when it cannot.
@@ -279,25 +293,30 @@ A buffer that is gone, or new to the list, needs the whole list redrawn."
         (bounds (agent-shell-sessions--row-bounds buffer)))
     (when (and entry bounds (buffer-live-p buffer)
                (buffer-local-value 'agent-shell--session buffer))
-      (let* ((row (agent-shell-sessions--row buffer))
-             (windows (get-buffer-window-list (current-buffer) nil t))
-             (points (cons (point) (mapcar #'window-point windows)))
-             (beg (car bounds)) (end (cdr bounds))
-             (inhibit-read-only t))
-        (setcdr entry (cdr row))
-        (save-excursion
-          (goto-char beg)
-          (delete-region beg end)
-          (tabulated-list-print-entry buffer (cadr row)))
-        (let* ((new-end (save-excursion (goto-char beg) (line-beginning-position 2)))
-               (move (lambda (pos)
-                       (cond ((< pos beg) pos)
-                             ((>= pos end) (+ pos (- new-end end)))
-                             (t (min pos (1- new-end)))))))
-          (goto-char (funcall move (car points)))
-          (cl-mapc (lambda (window pos) (set-window-point window (funcall move pos)))
-                   windows (cdr points))))
+      (let ((row (agent-shell-sessions--row buffer)))
+        (unless (equal (cadr row) (cadr entry))
+          (agent-shell-sessions--replace-row entry row bounds)))
       t)))
+
+(defun agent-shell-sessions--replace-row (entry row bounds)
+  "Draw ROW instead of ENTRY, whose text is at BOUNDS, keeping points."
+  (let* ((windows (get-buffer-window-list (current-buffer) nil t))
+         (points (cons (point) (mapcar #'window-point windows)))
+         (beg (car bounds)) (end (cdr bounds))
+         (inhibit-read-only t))
+    (setcdr entry (cdr row))
+    (save-excursion
+      (goto-char beg)
+      (delete-region beg end)
+      (tabulated-list-print-entry (car row) (cadr row)))
+    (let* ((new-end (save-excursion (goto-char beg) (line-beginning-position 2)))
+           (move (lambda (pos)
+                   (cond ((< pos beg) pos)
+                         ((>= pos end) (+ pos (- new-end end)))
+                         (t (min pos (1- new-end)))))))
+      (goto-char (funcall move (car points)))
+      (cl-mapc (lambda (window pos) (set-window-point window (funcall move pos)))
+               windows (cdr points)))))
 
 (defun agent-shell-sessions--tick (dashboard)
   "Refresh the time column of DASHBOARD when it is displayed."
