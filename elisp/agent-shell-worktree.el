@@ -210,15 +210,23 @@ as the session's first prompt.
 Interactively the prompt comes first: the input typed in the current
 shell buffer, else one read (empty for none); the branch name
 proposed is made of its words (`agent-shell-worktree-branch-prefix').
-The session's memory and allowlist are the main project's."
+A prompt taken from a shell's input leaves that input.  The session's
+memory and allowlist are the main project's."
   (interactive
    (let* ((prompt (agent-shell-worktree--read-prompt))
           (default (agent-shell-worktree-branch-from-prompt prompt)))
      (list (read-string (format-prompt "Branch for the worktree" default)
                         nil nil default)
            prompt)))
-  (let* ((dir (agent-shell-worktree-create default-directory branch))
+  (let* ((source (current-buffer))
+         (dir (agent-shell-worktree-create default-directory branch))
          (buffer (let ((default-directory dir)) (agent-shell-start))))
+    ;; A prompt taken from this shell's input went to the new session.
+    (when (and prompt (buffer-live-p source))
+      (with-current-buffer source
+        (when (and (derived-mode-p 'agent-shell-mode)
+                   (equal (string-trim (agent-shell-input)) prompt))
+          (agent-shell-set-input ""))))
     (when (and prompt (not (string-empty-p prompt)))
       (with-current-buffer buffer
         (agent-shell-set-input prompt)

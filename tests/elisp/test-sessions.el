@@ -120,7 +120,12 @@ its WAIT step in the log; a thinking session's turn is cancelled with
                 (should-not (buffer-live-p c))
                 (should-not (test-sessions--row-text c))
                 (should (test-sessions--row-text a))
-                (test-sessions--end-turn a))
+                (test-sessions--end-turn a)
+                (test-sessions--wait-row a "A idle again" " idle ")
+                ;; Closed, the dashboard no longer listens.
+                (kill-buffer dashboard)
+                (should-not (memq #'agent-shell-sessions--note
+                                  agent-shell-session-state-functions)))
             (advice-remove 'agent-shell-sessions--refresh 'test-sessions--count)
             (when (buffer-live-p dashboard) (kill-buffer dashboard))
             (dolist (shell (list a b c))

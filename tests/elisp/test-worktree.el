@@ -95,7 +95,16 @@ Remove on the dirty worktree shows the loss and, refused, keeps all."
   (test-worktree--with-repo (root place)
     (test-shell--bridge)
     (let* ((default-directory root)
-           (shell (agent-shell-start-worktree "agent/wt-edit" "wt-edit 改一下"))
+           (main-shell (test-shell--start-session root))
+           (asked-branch nil)
+           ;; The prompt typed in the main shell names the branch and goes along.
+           (shell (with-current-buffer main-shell
+                    (agent-shell-set-input "wt-edit 改一下")
+                    (cl-letf (((symbol-function 'read-string)
+                               (lambda (prompt &optional _initial _history default &rest _)
+                                 (push prompt asked-branch)
+                                 default)))
+                      (call-interactively #'agent-shell-start-worktree))))
            (dir (test-worktree--dir place root "agent/wt-edit"))
            (edited (expand-file-name "改动.txt" dir))
            (log (with-current-buffer shell
@@ -105,6 +114,10 @@ Remove on the dirty worktree shows the loss and, refused, keeps all."
           (progn
             (with-current-buffer shell
               (should (equal (agent-shell-session-root agent-shell--session) dir)))
+            (should (equal (length asked-branch) 1))
+            (should (string-search "agent/wt-edit" (car asked-branch)))
+            (with-current-buffer main-shell
+              (should (equal (agent-shell-input) "")))
             ;; The dashboard names the branch and says it is a worktree.
             (with-current-buffer (agent-shell-sessions)
               (goto-char (point-min))
@@ -157,7 +170,8 @@ Remove on the dirty worktree shows the loss and, refused, keeps all."
             (should-not (file-exists-p dir))
             (should-not (buffer-live-p shell))
             (should-not (member "agent/wt-edit" (test-worktree--branches root))))
-        (when (buffer-live-p shell) (kill-buffer shell))
+        (dolist (buffer (list shell main-shell))
+          (when (buffer-live-p buffer) (kill-buffer buffer)))
         (agent-shell-test-cleanup-buffers dir)))))
 
 (ert-deftest test-worktree/remove-refuses-to-lose-unmerged-commits-silently ()
