@@ -51,10 +51,13 @@
   (cl-incf agent-shell-dashboard-bench--rows))
 
 (defun agent-shell-dashboard-bench--time-flush (fn &rest args)
-  "Call FN with ARGS, timing it as one redraw of the dashboard (advice)."
-  (let ((start (float-time)))
+  "Call FN with ARGS, timing it as one redraw of the dashboard (advice).
+A garbage collection that happens to run meanwhile is not counted: it
+collects what everything allocated, and the rounds count it apart."
+  (let ((start (float-time))
+        (gc gc-elapsed))
     (prog1 (apply fn args)
-      (let ((took (- (float-time) start)))
+      (let ((took (- (float-time) start (- gc-elapsed gc))))
         (setq agent-shell-dashboard-bench--flush-time
               (+ agent-shell-dashboard-bench--flush-time took)
               agent-shell-dashboard-bench--flush-max
@@ -110,7 +113,9 @@ dashboard and its mode line are on."
           (agent-shell-send (format "[%s-%d] go" label (cl-incf n))))))
     (let ((probe (run-at-time 0 agent-shell-dashboard-bench--period
                               #'agent-shell-dashboard-bench--probe-tick))
-          (start (float-time)))
+          (start (float-time))
+          (gcs gcs-done)
+          (gc-time gc-elapsed))
       (agent-shell-dashboard-bench--wait
        (lambda () (cl-every #'agent-shell-dashboard-bench--idle-p shells))
        "every turn's end")
@@ -127,6 +132,8 @@ dashboard and its mode line are on."
           (rows . ,agent-shell-dashboard-bench--rows)
           (flush_ms . ,(* 1000 agent-shell-dashboard-bench--flush-time))
           (flush_max_ms . ,(* 1000 agent-shell-dashboard-bench--flush-max))
+          (gcs . ,(- gcs-done gcs))
+          (gc_ms . ,(* 1000 (- gc-elapsed gc-time)))
           (seconds . ,took))))))
 
 (defun agent-shell-dashboard-bench-batch (api-base roots reps)
