@@ -181,7 +181,7 @@
                             ((match . ((last_user_contains . ,word)))
                              (text . ,(format "%s 好 ok." word)))))
                         (list "dash-wait-one" "dash-wait-two"))
-              ((match . ((last_user_contains . "dash-slow")))
+              ((match . ((last_user_contains . "dash-hold")))
                (text . "late") (delay_ms . 20000))
               ((match . ((last_user_contains . "wt-edit")))
                (tool_calls . [((name . "write_file")

@@ -85,7 +85,7 @@ its WAIT step in the log; a thinking session's turn is cancelled with
                             '((name . test-sessions--count)))
                 (test-sessions--send a "dash-wait-one 授权")
                 (test-sessions--wait-row a "A waiting" "waiting for you +[0-9].* 1\\b")
-                (test-sessions--send b "dash-slow 慢")
+                (test-sessions--send b "dash-hold 慢")
                 (test-sessions--wait-row b "B thinking" " thinking ")
                 (should (string-match-p " idle " (test-sessions--row-text c)))
                 (should (= calls 0))
