@@ -41,6 +41,7 @@ BENCHMARKS: tuple[str, ...] = (
     "mention",
     "session_growth",
     "log_buffer_growth",
+    "dashboard",
 )
 
 Runner = Callable[[Scale, Path], Awaitable[list[Figure]]]

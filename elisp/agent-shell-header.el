@@ -23,9 +23,12 @@
   "Set this buffer's STATE, with DETAIL (a tool name) for `running'."
   (unless (and (eq state (agent-shell-session-state agent-shell--session))
                (equal detail (agent-shell-session-state-detail agent-shell--session)))
+    (unless (eq state (agent-shell-session-state agent-shell--session))
+      (setf (agent-shell-session-state-since agent-shell--session) (current-time)))
     (setf (agent-shell-session-state agent-shell--session) state
           (agent-shell-session-state-detail agent-shell--session) detail)
-    (force-mode-line-update)))
+    (force-mode-line-update)
+    (agent-shell-session-changed)))
 
 (defun agent-shell-header--state-text ()
   "Return the state as shown in the header line."

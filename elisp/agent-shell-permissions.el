@@ -58,6 +58,7 @@ or C-c C-y / C-c C-n here%s" title
                   (if-let ((note (alist-get 'note params))) (concat "\n" note) "")))
          title)
         (agent-shell-header-set-state 'waiting)
+        (agent-shell-session-changed)
         (condition-case err
             (run-hook-with-args 'agent-shell-waiting-functions params)
           (error (message "agent-shell: a waiting hook failed: %s"
@@ -181,7 +182,8 @@ so a decision that could not be delivered can be given again."
                            (agent-shell-bridge-permissions agent-shell-bridge--current)
                            :key #'agent-shell-bridge-permission-session :test #'equal)
             (agent-shell-header-set-state
-             (if (agent-shell-session-turn-id agent-shell--session) 'thinking 'idle))))))))
+             (if (agent-shell-session-turn-id agent-shell--session) 'thinking 'idle)))
+          (agent-shell-session-changed))))))
 
 (defun agent-shell-permissions--waiting-p (entry-id)
   "Return non-nil when a permission request waits for log entry ENTRY-ID."

@@ -11,6 +11,11 @@
 ;; header line shows, the queued prompt.  agent-shell.el makes the
 ;; record when the mode starts; agent-shell-transcript.el,
 ;; agent-shell-lifecycle.el and the other parts read and set its slots.
+;;
+;; Whoever changes what a session shows elsewhere (its state, its usage,
+;; the steps waiting) calls `agent-shell-session-changed', which runs
+;; `agent-shell-session-state-functions': the sessions dashboard
+;; (agent-shell-sessions.el) redraws that session's row from it.
 
 ;;; Code:
 
@@ -47,6 +52,7 @@ A plist (:conn CONN :id ID :params PARAMS :notice RANGE).")
   ;; What the header line shows.
   (state 'starting :documentation "What the agent is doing.")
   (state-detail nil :documentation "Tool name while running one.")
+  (state-since nil :documentation "When the session entered its state.")
   (usage nil :documentation "The last `usage' update, an alist.")
   (sandbox nil :documentation "The sandbox as the bridge described it (an alist).")
   (grants nil :documentation "What the user allowed for the rest of the session.")
@@ -69,6 +75,20 @@ START and END are markers around the \"Waiting for you\" notice."))
 
 (defvar-local agent-shell--session nil
   "This shell buffer's `agent-shell-session', or nil in other buffers.")
+
+(defvar agent-shell-session-state-functions nil
+  "Abnormal hook run when what a session shows changes.
+Its state (`agent-shell-header-set-state'), its usage, its model, the
+steps waiting for the user, or the end of its buffer.  Each function
+is called with the shell buffer, perhaps a buffer being killed.  It
+runs on every streamed state change: keep it cheap, and defer any
+drawing (the sessions dashboard coalesces on a short timer).")
+
+(defun agent-shell-session-changed (&optional buffer)
+  "Run `agent-shell-session-state-functions' for BUFFER (default: this one)."
+  (when agent-shell-session-state-functions
+    (run-hook-with-args 'agent-shell-session-state-functions
+                        (or buffer (current-buffer)))))
 
 (provide 'agent-shell-session)
 ;;; agent-shell-session.el ends here

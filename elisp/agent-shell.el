@@ -57,6 +57,8 @@
 ;; agent-shell.el               this file
 ;; agent-shell-undo.el          undo a turn (loaded when first used)
 ;; agent-shell-memory.el        save and browse experiences (the same)
+;; agent-shell-sessions.el      every live session, live; who waits (the same)
+;; agent-shell-worktree.el      sessions in git worktrees, merged or removed
 ;;
 ;; Project files `.agent-shell/config.el' and `.agent-shell/allowlist.el'
 ;; are data: they are read with `read' and never evaluated.
@@ -194,7 +196,8 @@ buffers take the same name."
       (when-let ((model (agent-shell-project-nonempty
                          (or (alist-get 'modelName result) (alist-get 'model result)))))
         (setf (agent-shell-session-model agent-shell--session) model)
-        (force-mode-line-update))
+        (force-mode-line-update)
+        (agent-shell-session-changed))
       (when-let ((chosen (alist-get 'chosenModel result)))
         (agent-shell--choose-model-again chosen))
       (when-let ((path (alist-get 'logPath result)))
@@ -403,6 +406,11 @@ restarts it and resumes this session (the transcript and input stay)")))
     (agent-shell-transcript-insert "\n"))
   (agent-shell-citations-mark (agent-shell-session-output-marker agent-shell--session)))
 
+(defvar-local agent-shell--cancel-on-start nil
+  "Non-nil: cancel the turn as soon as the bridge answers its prompt.
+Set when the user cancels a turn whose prompt the bridge has not
+answered yet, so that no turn exists there to cancel.")
+
 (defun agent-shell-dispatch-prompt (text)
   "Start a turn with TEXT, already shown in the transcript.
 When it cannot be sent, no turn runs and TEXT goes back to the input."
@@ -444,11 +452,16 @@ When it cannot be sent, no turn runs and TEXT goes back to the input."
                              (agent-shell-session-turn-prompts agent-shell--session)))
                      (when (eq (agent-shell-session-turn-id agent-shell--session) 'pending)
                        (setf (agent-shell-session-turn-id agent-shell--session)
-                             (or (alist-get 'turnId result) t))))))
+                             (or (alist-get 'turnId result) t)))
+                     ;; Cancelled before the bridge had the turn: cancel it now.
+                     (when agent-shell--cancel-on-start
+                       (setq agent-shell--cancel-on-start nil)
+                       (agent-shell-cancel)))))
    :on-error (lambda (err)
                (when (buffer-live-p buffer)
                  (with-current-buffer buffer
                    (setf (agent-shell-session-turn-id agent-shell--session) nil)
+                   (setq agent-shell--cancel-on-start nil)
                    (agent-shell-transcript-notice (format "The prompt failed: %s"
                                                           (alist-get 'message err)))
                    ;; Refused prompts (an unknown /command, say) come back to
@@ -492,6 +505,8 @@ Every queued prompt goes back into the input."
   (interactive)
   (agent-shell--ensure-shell)
   (agent-shell-queue-restore-input)
+  (when (eq (agent-shell-session-turn-id agent-shell--session) 'pending)
+    (setq agent-shell--cancel-on-start t))
   (let ((buffer (current-buffer)))
     (agent-shell-bridge-request
      "session/cancel" `((sessionId . ,(agent-shell-session-id agent-shell--session)))
@@ -501,6 +516,8 @@ Every queued prompt goes back into the input."
                                 "turn cancelled" "no turn was running"))
                    (when (buffer-live-p buffer)
                      (with-current-buffer buffer
+                       (when (eq (alist-get 'cancelled result) t)
+                         (setq agent-shell--cancel-on-start nil))
                        (unless (eq (agent-shell-session-turn-id agent-shell--session)
                                    'pending)
                          (when (stringp (agent-shell-session-turn-id agent-shell--session))
@@ -564,6 +581,7 @@ counted per model from then on."
          (with-current-buffer buffer
            (setf (agent-shell-session-model agent-shell--session) name)
            (force-mode-line-update)
+           (agent-shell-session-changed)
            (agent-shell-transcript-notice
             (format "Model: %s (%s)%s" name (alist-get 'model result)
                     (if (eq (alist-get 'applied result) t) ""
@@ -649,6 +667,7 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
 
 (defun agent-shell--kill-buffer ()
   "End this buffer's session when the buffer is killed."
+  (agent-shell-session-changed)
   (when (agent-shell-session-id agent-shell--session)
     (remhash (agent-shell-session-id agent-shell--session)
              (agent-shell-bridge-sessions agent-shell-bridge--current))
@@ -811,6 +830,16 @@ the original is untouched" (alist-get 'forkOf result)))
   "Extract an experience from the current session now." t)
 (autoload 'agent-shell-memory-browse "agent-shell-memory"
   "List the experiences of a project." t)
+(autoload 'agent-shell-sessions "agent-shell-sessions"
+  "List every live agent-shell session of this Emacs, updated as they change." t)
+(autoload 'agent-shell-next-waiting "agent-shell-sessions"
+  "Go to the next session that waits for you, cycling through them." t)
+(autoload 'agent-shell-sessions-mode-line-mode "agent-shell-sessions"
+  "Show in every mode line how many agent-shell sessions wait for you." t)
+(autoload 'agent-shell-start-worktree "agent-shell-worktree"
+  "Start a session in a new git worktree on a new branch." t)
+(autoload 'agent-shell-worktree-finish "agent-shell-worktree"
+  "Finish the worktree of the current session: merge, keep or remove." t)
 
 (define-derived-mode agent-shell-mode text-mode "Agent-Shell"
   "Major mode of an agent-shell session buffer.

@@ -8,7 +8,8 @@
 ;; test-transcript.el, test-header.el, test-handlers.el,
 ;; test-permissions.el, test-project.el, test-bridge.el, test-trust.el,
 ;; test-lifecycle.el, test-streaming.el, test-commands.el, test-roles.el,
-;; test-log-bridge.el, test-queue.el, test-undo.el, test-ask.el, and one case each of test-actions.el and
+;; test-log-bridge.el, test-queue.el, test-undo.el, test-ask.el, test-sessions.el,
+;; test-worktree.el, and one case each of test-actions.el and
 ;; test-perception.el): the REAL bridge (AGENT_SHELL_TEST_BRIDGE, with its
 ;; debug methods) started once per Emacs, its scripted mock model on
 ;; loopback with one script for all of them (each suite's prompts match
@@ -186,6 +187,24 @@
                (text . "ext-late-one 好 ok."))
               ((match . ((last_user_contains . "ext-late-two")))
                (text . "ext-late-two 好 ok."))
+              ;; test-sessions.el and test-worktree.el: the dashboard, worktrees.
+              ,@(mapcan (lambda (word)
+                          `(((match . ((last_user_contains . ,word)))
+                             (tool_calls . [((name . "run_command")
+                                             (arguments . ((command . ,(format "mkdir -p 等-%s" word)))))]))
+                            ((match . ((last_user_contains . ,word)))
+                             (text . ,(format "%s 好 ok." word)))))
+                        (list "dash-wait-one" "dash-wait-two"))
+              ((match . ((last_user_contains . "dash-hold")))
+               (text . "late") (delay_ms . 20000))
+              ((match . ((last_user_contains . "cancel-before-start")))
+               (text . "never shown: cancelled") (delay_ms . 20000))
+              ((match . ((last_user_contains . "wt-edit")))
+               (tool_calls . [((name . "write_file")
+                               (arguments . ((path . "改动.txt")
+                                             (content . "工作树 worktree edit\n"))))]))
+              ((match . ((last_user_contains . "wt-edit")))
+               (text . "wt-edit 完成 done."))
               ;; test-queue.el: queued prompts and steers.
               ((match . ((last_user_contains . "queue-first")))
                (text . "第一 first done.") (chunk_size . 1) (delay_ms . 80))

@@ -114,6 +114,21 @@
     (should-not (string-search "> 队列 a" (test-shell--transcript)))
     (should (equal (agent-shell-input) "队列 a\n\nqueue b\n\ntyped"))))
 
+(ert-deftest test-queue/a-cancel-before-the-bridge-answered-the-prompt-still-cancels ()
+  "C-c C-k right after RET, before the bridge has the turn: it is cancelled once it has.
+The scripted answer waits 20 s; the turn ends cancelled well before."
+  (test-shell--with-session (root)
+    (ignore root)
+    (test-queue--type-and "cancel-before-start 立刻" #'agent-shell-send-input)
+    (should (eq (agent-shell-session-turn-id agent-shell--session) 'pending))
+    (agent-shell-cancel)
+    (test-shell--wait "the cancelled turn's end"
+                      (lambda () (string-search "[turn ended: cancelled]"
+                                                (test-shell--transcript)))
+                      10)
+    (should-not (string-search "never shown" (test-shell--transcript)))
+    (should-not agent-shell--cancel-on-start)))
+
 (ert-deftest test-queue/steers-a-cancel-left-come-back-into-the-input ()
   "A `turn_end' after a cancel carries steers no model call took: they are kept."
   (test-shell--with-shell (sid)

@@ -59,6 +59,8 @@ EXPECTED = {
     "session_growth_ping_p99",
     "log_buffer_growth",
     "log_buffer_open",
+    "dashboard_timer_lag_p99",
+    "dashboard_redraw_share",
 }
 
 
@@ -137,6 +139,30 @@ def test_bench_memory_turn_cost_at_small_size(tmp_path: Path) -> None:
         assert fig["details"]["experiences"] == 500
         assert fig["details"]["without"]["reindex_s"] >= 0
     assert not list(scratch.rglob("*.md"))
+
+
+def test_bench_dashboard_at_small_size(tmp_path: Path) -> None:
+    """``dashboard`` alone: the open dashboard redrew rows in every round (it
+    followed the sessions), and both the open and the closed rounds were probed."""
+    out = tmp_path / "results.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_SHELL_")}
+    args = ["--scale", "small", "--only", "dashboard", "--out", str(out)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    figures = json.loads(out.read_text(encoding="utf-8"))["figures"]
+    assert set(figures) == {"dashboard_timer_lag_p99", "dashboard_redraw_share"}
+    details = figures["dashboard_timer_lag_p99"]["details"]
+    assert details["sessions"] == 3
+    assert all(rows > 0 for rows in details["rows_redrawn"])
+    assert all(run["ticks"] > 0 for run in details["open"] + details["closed"])
+    assert all(run["rows"] == 0 and run["flush_ms"] == 0 for run in details["closed"])
 
 
 def test_bench_merge_replaces_only_the_figures_it_measured(tmp_path: Path) -> None:

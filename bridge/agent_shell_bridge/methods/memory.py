@@ -50,7 +50,7 @@ def register(d: Dispatcher[Runtime]) -> None:
                 # Asked for by the user, not run at every turn: the full scan, which
                 # also finds files rewritten in place since the last one.
                 for live in rt.sessions.values():
-                    index.sync_root(live.root, live.project)
+                    index.sync_root(live.memory_root, live.project)
                 hits = index.search(p.query, project=p.project, limit=p.limit)
             return [
                 {

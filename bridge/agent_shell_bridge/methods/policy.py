@@ -11,6 +11,7 @@ from pydantic import Field
 from ..errors import InvalidParams
 from ..project.files import reviewed_bytes
 from ..project.trust import allowlist_path, project_trust
+from ..project.worktree import main_worktree
 from ..runtime import Runtime
 from ..sandbox.project_switch import config_path, project_sandbox
 from ..transport.rpc import Dispatcher
@@ -41,6 +42,7 @@ def register(d: Dispatcher[Runtime]) -> None:
             root,
             extra_paths=rt.config.extra_allowed_paths,
             trust=project_trust("allowlist", rt.config.memory_dir),
+            allowlist_root=main_worktree(root),
         )
         if p.command is not None:
             verdict = engine.check_command(p.command, cwd=root)
@@ -70,12 +72,13 @@ def register(d: Dispatcher[Runtime]) -> None:
         trust = project_trust("allowlist", rt.config.memory_dir)
         await asyncio.to_thread(trust.trust, root, content)
         for live in rt.sessions.values():
-            if live.root == root:
+            if live.memory_root == root:  # its worktrees' sessions too
                 live.policy = await asyncio.to_thread(
                     PolicyEngine.for_project,
-                    root,
+                    live.root,
                     extra_paths=live.config.extra_allowed_paths,
                     trust=trust,
+                    allowlist_root=root,
                 )
         return {"sha256": digest, "commands": [entry.command for entry in allowlist.entries]}
 

@@ -110,14 +110,19 @@ class PolicyEngine:
         trust: TrustRecord | None = None,
         home: Path | None = None,
         extra_secrets: Sequence[str] = (),
+        allowlist_root: Path | None = None,
     ) -> PolicyEngine:
         """Build the engine for ``root``, reading ``.agent-shell/allowlist.el`` if present.
+
+        ``allowlist_root`` is where that file is read and trusted, when not ``root``:
+        the main working tree for a session in a linked git worktree.
 
         With ``trust`` (agent sessions), the allowlist applies only when the user has
         trusted its current content; ``allowlist_status`` says which case held.
         Without it (the user's own ``policy check`` audits) the file applies as is.
         """
-        path = allowlist_path(root)
+        owner = allowlist_root or root
+        path = allowlist_path(owner)
         status = "none"
         allowlist = None
         # Read once: what is parsed is exactly what is hashed for trust.
@@ -134,7 +139,7 @@ class PolicyEngine:
             if found.entries:
                 if trust is None:
                     allowlist, status = found, "applied"
-                elif not via_link and trust.is_trusted_content(root, content):
+                elif not via_link and trust.is_trusted_content(owner, content):
                     allowlist, status = found, "trusted"
                 else:
                     status = "untrusted"

@@ -7,7 +7,8 @@
 - :mod:`.sexp`: the reader of ``.agent-shell/*.el`` files as data;
 - :mod:`.instructions`: AGENTS.md and friends;
 - :mod:`.commands`: custom ``/NAME`` prompts;
-- :mod:`.roles`: the project's ``roles.el`` and the role configuration model.
+- :mod:`.roles`: the project's ``roles.el`` and the role configuration model;
+- :mod:`.worktree`: the main working tree of a linked git worktree (its records).
 
 The names below load with their module on first use.
 """
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from .instructions import Instructions, load_instructions
     from .roles import RoleConfig, load_project_roles
     from .trust import TRUSTED_KINDS, ProjectTrust, project_trust
+    from .worktree import main_worktree
 
 __all__ = [
     "TRUSTED_KINDS",
@@ -34,6 +36,7 @@ __all__ = [
     "load_instructions",
     "load_project_hooks",
     "load_project_roles",
+    "main_worktree",
     "project_trust",
     "read_project_file",
     "reviewed_bytes",
@@ -48,6 +51,7 @@ _WHERE = {
     "load_instructions": "instructions",
     "load_project_hooks": "hooks",
     "load_project_roles": "roles",
+    "main_worktree": "worktree",
     "project_trust": "trust",
     "read_project_file": "files",
     "reviewed_bytes": "files",

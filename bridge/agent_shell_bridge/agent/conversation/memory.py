@@ -47,9 +47,9 @@ async def refresh_memory(live: LiveSession, index: MemoryIndex) -> None:
     """Bring the index up to date for this project at a cost independent of its size
     (MemoryIndex.refresh_root), and start the periodic full scan in the background
     when one is due: it finds files rewritten in place, which nothing else sees."""
-    await asyncio.to_thread(index.refresh_root, live.root, live.project)
-    if await asyncio.to_thread(index.claim_full_scan, live.root):
-        live.in_background(_full_scan(index, live.root, live.project))
+    await asyncio.to_thread(index.refresh_root, live.memory_root, live.project)
+    if await asyncio.to_thread(index.claim_full_scan, live.memory_root):
+        live.in_background(_full_scan(index, live.memory_root, live.project))
 
 
 async def _full_scan(index: MemoryIndex, root: Path, project: str) -> None:
@@ -137,10 +137,10 @@ async def extract_experience(
     exp = parse_extraction_reply(
         completion.content, project=live.project, date=today, trigger=trigger
     )
-    path = await asyncio.to_thread(write_experience, live.root, exp)
+    path = await asyncio.to_thread(write_experience, live.memory_root, exp)
     if live.memory is not None:
         index = live.memory  # this file only: the next turn sees it, the others are not looked at
-        await asyncio.to_thread(index.index_file, live.root, path, live.project)
+        await asyncio.to_thread(index.index_file, live.memory_root, path, live.project)
     await live.reporter.entry(
         f"Memory: wrote {path.name}",
         source="memory",

@@ -26,6 +26,7 @@ from ...process.runner import ProcessResult, ProcessRunner
 from ...project.instructions import Instructions, load_instructions
 from ...project.roles import ProjectRoles, load_project_roles
 from ...project.trust import project_trust
+from ...project.worktree import main_worktree
 from ...sandbox import SandboxSpec, SandboxStatus, SpecialFileIndex
 from ...sandbox.netns import SharedNetwork, SharedNetworkUnavailable
 from ...sandbox.project_switch import project_sandbox
@@ -118,6 +119,10 @@ class LiveSession:
     # What the log already said about the project's hooks.json (once per content).
     hook_notices: set[str] = field(default_factory=set)
 
+    # Where the memory and the allowlist live when not under root: the main working
+    # tree of the repository whose linked worktree root is (project/worktree.py).
+    records_root: Path | None = None
+
     # The name the user knows the model by (agent-shell-models), "" for the default.
     model_name: str = ""
     # A model chosen while a turn streams: it takes over at the next model call.
@@ -146,8 +151,13 @@ class LiveSession:
         return self.state.review
 
     @property
+    def memory_root(self) -> Path:
+        """The project whose experiences this session reads and writes."""
+        return self.records_root or self.root
+
+    @property
     def project(self) -> str:
-        return self.root.name
+        return self.memory_root.name
 
     @property
     def client_tools(self) -> frozenset[str]:
@@ -479,6 +489,7 @@ def open_session(
     from ...policy.engine import PolicyEngine
 
     root = Path(state.root)
+    main = main_worktree(root)
     config = replace(config, extra_allowed_paths=tuple(Path(x) for x in state.extra_allowed_paths))
     base = root / ".agent-shell"
     _ignore_records(base)
@@ -514,6 +525,7 @@ def open_session(
             extra_paths=config.extra_allowed_paths,
             trust=project_trust("allowlist", config.memory_dir),
             extra_secrets=config.extra_secrets,
+            allowlist_root=main,
         ),
         runner=ProcessRunner(base / "outputs" / state.id / "raw", secrets=secrets),
         outputs=OutputStore(base / "outputs" / state.id),
@@ -532,6 +544,7 @@ def open_session(
         project_roles=project_roles,
         sandbox=sandbox.status,
         sandbox_setting=sandbox.setting,
+        records_root=main if main != root else None,
     )
     live.jobs.on_change = functools.partial(
         report_job, client.hub, state.id, live.reporter, live.jobs
