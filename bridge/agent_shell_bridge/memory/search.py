@@ -22,9 +22,12 @@ from .ranking import score_candidates
 __all__ = ["CANDIDATES", "DB_NAME", "find", "normalise", "open_current"]
 
 DB_NAME = "index.sqlite3"
-CANDIDATES = 200
+CANDIDATES = 50
 COMMON = 1000  # a term found in this many rows is too common to choose candidates
-_BM25 = "bm25(experiences_fts, 4.0, 3.0, 3.0, 2.0, 1.0)"
+# title, tags, symbols, summary, body, search_terms: the lesson's own words count
+# more than the words written for finding it.
+_BM25 = "bm25(experiences_fts, 4.0, 3.0, 3.0, 2.0, 1.0, 0.6)"
+EXPANSION_CANDIDATES = 30
 
 
 def normalise(query: str, symbols: Sequence[str], limit: int) -> tuple[QueryPlan, list[str], int]:
@@ -60,15 +63,18 @@ def _ranked(
     """
     rare = list(terms)
     match = " OR ".join(fts_string(t) for t in rare)
+    # Usually the MATCH finds fewer than COMMON rows: then this one query is all.
+    sql = f"SELECT rowid, {rank} FROM {table} WHERE {table} MATCH ? LIMIT ?"  # noqa: S608
+    found = conn.execute(sql, (match, COMMON)).fetchall()
+    if len(found) < COMMON:
+        return _best(conn, found, project, n)
+    counts = {t: _capped_count(conn, table, fts_string(t)) for t in terms}
+    rare = [t for t in terms if 0 < counts[t] < COMMON]
+    if rare:
+        match = " OR ".join(fts_string(t) for t in rare)
+    else:
+        match = " AND ".join(fts_string(t) for t in terms if counts[t] >= COMMON)
     total = _capped_count(conn, table, match)
-    if total >= COMMON:
-        counts = {t: _capped_count(conn, table, fts_string(t)) for t in terms}
-        rare = [t for t in terms if 0 < counts[t] < COMMON]
-        if rare:
-            match = " OR ".join(fts_string(t) for t in rare)
-        else:
-            match = " AND ".join(fts_string(t) for t in terms if counts[t] >= COMMON)
-        total = _capped_count(conn, table, match)
     if total < COMMON:
         sql = f"SELECT rowid, {rank} FROM {table} WHERE {table} MATCH ?"  # noqa: S608
         return _best(conn, conn.execute(sql, (match,)).fetchall(), project, n)
@@ -120,6 +126,8 @@ def find(
     project: str | None,
     symbols: list[str],
     limit: int,
+    *,
+    accepted_only: bool = False,
 ) -> list[MemoryHit]:
     """The best ``limit`` experiences for ``plan`` in the index open on ``conn``.
 
@@ -131,13 +139,19 @@ def find(
     bm25: dict[int, float] = {}
     ids: set[int] = set()
     proj = project or ""
-    if plan.fts_terms:
-        for rid, rank in _ranked(
-            conn, "experiences_fts", _BM25, plan.fts_terms, project, CANDIDATES
-        ):
+    exp_fts, exp_short = plan.expansion_terms()
+    fts_terms = (*plan.fts_terms, *(t for t in exp_fts if t not in plan.fts_terms))
+    if fts_terms:
+        # One MATCH for the query's terms and their expansions. BM25 is only a
+        # refinement of the score; coverage, which weighs the query's own words
+        # above their stand-ins, decides (ranking.py).
+        for rid, rank in _ranked(conn, "experiences_fts", _BM25, fts_terms, project, CANDIDATES):
             if rank is not None:
                 bm25[rid] = -float(rank)
             ids.add(rid)
+    if exp_short:
+        rows = _ranked(conn, "experiences_short", "rank", exp_short, project, EXPANSION_CANDIDATES)
+        ids.update(rid for rid, _ in rows)
     if plan.like_terms:
         # BM25 over one-token-per-term rows ranks rows holding more (and rarer)
         # short terms first, so a common one ("go") cannot crowd the rows
@@ -165,7 +179,9 @@ def find(
             ids.update(r[0] for r in conn.execute(own, (project, limit * 4)))
     if not ids:
         return []
-    return score_candidates(conn, plan, ids, bm25, project, symbols, limit)
+    return score_candidates(
+        conn, plan, ids, bm25, project, symbols, limit, accepted_only=accepted_only
+    )
 
 
 def open_current(db_path: str) -> sqlite3.Connection | None:
