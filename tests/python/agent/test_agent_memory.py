@@ -330,3 +330,73 @@ async def test_memory_save_returns_the_experience_title_not_the_file_slug(
         saved = await rig.client.result("memory/save", {"sessionId": sid})
         assert saved["title"] == TITLE
         assert Path(saved["path"]).name.endswith(f"--{slugify(TITLE)}.md")
+
+
+SEARCH_TERMS_LINE = 'search_terms: [加法结果不对, 测试一直失败, "assert -1 == 5", sum wrong]'
+# As the file writer puts it: quotes only where the list syntax needs them.
+WRITTEN_TERMS_LINE = "search_terms: [加法结果不对, 测试一直失败, assert -1 == 5, sum wrong]"
+
+
+def _reply_with(line: str) -> dict[str, Any]:
+    text = EXPERIENCE_REPLY.replace(f"summary: {SUMMARY}\n", f"summary: {SUMMARY}\n{line}\n")
+    return {"match": {"system_contains": "You write the long-term memory"}, "text": text}
+
+
+async def test_search_terms_from_the_model_reach_the_file_the_index_and_the_log(
+    serve_app: Any, project: Path, tmp_path: Path
+) -> None:
+    """Chinese search terms go byte for byte into the file and the log, and a later
+    task worded only like them finds the experience."""
+    later = {"text": "找到了以前的经验。"}
+    async with running_rig(
+        serve_app,
+        project,
+        [*FIX_STEPS, _reply_with(SEARCH_TERMS_LINE), later],
+        memory_dir=tmp_path / "memdb",
+    ) as rig:
+        session = await rig.client.result("session/new", {"cwd": str(project)})
+        await rig.turn(session["sessionId"], "修一下 add，make test 失败了")
+        assert "search_terms" in extraction_requests(rig)[0]["messages"][0]["content"]
+        (file,) = memory_files(project)
+        raw = file.read_bytes()
+        assert WRITTEN_TERMS_LINE.encode("utf-8") + b"\nstatus: new\n" in raw
+        exp = parse_experience(raw.decode("utf-8"))
+        assert exp.search_terms == ["加法结果不对", "测试一直失败", "assert -1 == 5", "sum wrong"]
+        log = org_log(session)
+        assert ":SEARCH_TERMS: 加法结果不对 | 测试一直失败 | assert -1 == 5 | sum wrong\n" in log
+        assert ":STATUS: new\n" in log
+        assert "Search terms dropped" not in log
+
+        # Words found only in the search terms: the index has them.
+        before = len(rig.requests)
+        turn = await rig.turn(session["sessionId"], "加法结果不对")
+        assert turn.text == "找到了以前的经验。"
+        system = rig.requests[before]["messages"][0]["content"]
+        assert file.name in system and SUMMARY in system
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("search_terms: 加法结果不对", "search_terms is not a [a, b] list"),
+        ("search_terms: []", "search_terms is an empty list"),
+        ("", "the reply has no search_terms"),
+    ],
+)
+async def test_malformed_search_terms_fall_back_to_the_lesson_and_the_log_says_so(
+    serve_app: Any, project: Path, tmp_path: Path, line: str, problem: str
+) -> None:
+    async with running_rig(
+        serve_app, project, [*FIX_STEPS, _reply_with(line)], memory_dir=tmp_path / "memdb"
+    ) as rig:
+        session = await rig.client.result("session/new", {"cwd": str(project)})
+        await rig.turn(session["sessionId"], "修一下 add，make test 失败了")
+        (file,) = memory_files(project)
+        text = file.read_text(encoding="utf-8")
+        assert "search_terms" not in text
+        exp = parse_experience(text)
+        assert exp.title == TITLE and exp.search_terms == [] and exp.status == "new"
+        log = org_log(session)
+        assert f"Search terms dropped ({problem}" in log
+        assert "indexed by the lesson's own words alone" in log
+        assert ":SEARCH_TERMS: none\n" in log

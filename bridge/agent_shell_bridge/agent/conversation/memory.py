@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import BridgeError, MemoryError_, SessionBusy
 from ...memory.experience import write_experience
-from ...memory.extract import build_extraction_messages, parse_extraction_reply
+from ...memory.extract import build_extraction_messages, parse_extraction
 from ...memory.hit import MemoryHit
 from ...memory.inject import injection_block
 from ...memory.triggers import TaskEvents, extraction_decision
@@ -134,9 +134,11 @@ async def extract_experience(
         live.account_usage(completion.usage, turn)  # extraction is part of the task's cost
     if completion is None or not completion.content.strip():
         raise MemoryError_("The model returned no experience text")
-    exp = parse_extraction_reply(
+    exp, problem = parse_extraction(
         completion.content, project=live.project, date=today, trigger=trigger
     )
+    if problem:
+        log.warning("memory extraction: %s; indexing the lesson's own words alone", problem)
     path = await asyncio.to_thread(write_experience, live.root, exp)
     if live.memory is not None:
         index = live.memory  # this file only: the next turn sees it, the others are not looked at
@@ -145,10 +147,19 @@ async def extract_experience(
         f"Memory: wrote {path.name}",
         source="memory",
         parent=parent,
-        properties={"PATH": live.display_path(path), "TRIGGER": trigger},
-        body=[text(exp.summary)],
+        properties={
+            "PATH": live.display_path(path),
+            "TRIGGER": trigger,
+            "STATUS": exp.status,
+            "SEARCH_TERMS": " | ".join(exp.search_terms) if exp.search_terms else "none",
+        },
+        body=[text(exp.summary), *([text(_dropped(problem))] if problem else [])],
     )
     return path
+
+
+def _dropped(problem: str) -> str:
+    return f"Search terms dropped ({problem}): indexed by the lesson's own words alone."
 
 
 async def save_on_request(live: LiveSession) -> Path:
