@@ -38,6 +38,7 @@ from .migrations import apply_migrations
 from .query import QueryPlan, short_grams
 from .scan import FileStat, Listing, dir_stamp, list_files, list_names, stat_file
 from .search import DB_NAME, find, normalise
+from .vocabulary import Vocabulary, build_vocabulary
 
 __all__ = ["MemoryHit", "MemoryIndex", "SyncStats"]
 
@@ -106,6 +107,8 @@ class MemoryIndex:
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._db: Any = None
+        self._writes = 0  # write transactions committed here (vocabularies follow them)
+        self._vocabularies: dict[str, tuple[tuple[int, int], Vocabulary]] = {}
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -220,6 +223,19 @@ class MemoryIndex:
                 conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+        self._writes += 1
+
+    def _vocabulary(self, project: str) -> Vocabulary:
+        """The project's vocabulary, learnt again after any change to the index."""
+        conn = self._open()
+        (version,) = conn.execute("PRAGMA data_version").fetchone()  # other processes
+        stamp = (self._writes, int(version))
+        cached = self._vocabularies.get(project)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        vocabulary = build_vocabulary(conn, project)
+        self._vocabularies[project] = (stamp, vocabulary)
+        return vocabulary
 
     # ----------------------------------------------------------------- roots
 
@@ -566,6 +582,8 @@ class MemoryIndex:
         limit: int,
         accepted_only: bool,
     ) -> list[MemoryHit]:
+        if project and not plan.empty:
+            plan = plan.expanded(self._vocabulary(project).expansions(plan))
         return find(self._open(), plan, project, symbols, limit, accepted_only=accepted_only)
 
     def count(self) -> int:
