@@ -373,6 +373,37 @@ async def test_search_terms_from_the_model_reach_the_file_the_index_and_the_log(
         assert turn.text == "找到了以前的经验。"
         system = rig.requests[before]["messages"][0]["content"]
         assert file.name in system and SUMMARY in system
+        # The log names what was injected, with its score, byte for byte.
+        log_bytes = Path(session["logPath"]).read_bytes()
+        assert f":RECALLED: {TITLE}\n".encode() in log_bytes
+        assert b":SCORES: " in log_bytes and b"(new, not reviewed yet)" in log_bytes
+        assert f":PATHS: .agent-shell/memory/{file.name}\n".encode() in log_bytes
+        assert SUMMARY.encode("utf-8") in log_bytes
+
+        # Reviewed: accepted, then forgotten. The file keeps every other byte.
+        accepted = await rig.client.result(
+            "memory/review", {"path": str(file), "decision": "accept"}
+        )
+        assert accepted["status"] == "accepted" and accepted["logged"] == [session["sessionId"]]
+        assert file.read_bytes() == raw.replace(b"status: new\n", b"status: accepted\n")
+        terms = await rig.client.result(
+            "memory/review", {"path": str(file), "searchTerms": ["减号写错", "加法结果不对"]}
+        )
+        assert terms["searchTerms"] == ["减号写错", "加法结果不对"]
+        assert "search_terms: [减号写错, 加法结果不对]\n".encode() in file.read_bytes()
+        await rig.client.result("memory/review", {"path": str(file), "decision": "forget"})
+        assert b"status: forgotten\n" in file.read_bytes()
+        hits = await rig.client.result("memory/search", {"query": "减号写错"})
+        assert hits["hits"] == []
+        log = org_log(session)
+        assert f"Memory: accept {file.name}" in log and f"Memory: forget {file.name}" in log
+        assert ":DECISION: search terms" in log
+        assert ":SEARCH_TERMS: 减号写错 | 加法结果不对\n" in log
+        bad = await rig.client.rpc(
+            "memory/review", {"path": str(project / "calc.py"), "decision": "accept"}
+        )
+        assert "not an experience file" in bad["error"]["message"]
+        assert (project / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
 
 
 @pytest.mark.parametrize(

@@ -66,8 +66,11 @@ async def inject_memories(live: LiveSession, prompt: str, parent: str) -> str:
     index = live.memory
     try:
         await refresh_memory(live, index)
+        accepted_only = live.config.memory_accepted_only
         hits: list[MemoryHit] = await asyncio.to_thread(
-            lambda: index.search(prompt, project=live.project, limit=INJECT_MAX)
+            lambda: index.search(
+                prompt, project=live.project, limit=INJECT_MAX, accepted_only=accepted_only
+            )
         )
     except (BridgeError, OSError) as exc:
         log.warning("memory search failed: %s", exc)
@@ -81,8 +84,22 @@ async def inject_memories(live: LiveSession, prompt: str, parent: str) -> str:
             f"Memory: {len(hits)} experience(s) injected into the system prompt",
             source="memory",
             parent=parent,
-            properties={"COUNT": len(hits), "RECALLED": " | ".join(h.title for h in hits)},
-            body=[src(block, "markdown")],
+            properties={
+                "COUNT": len(hits),
+                "RECALLED": " | ".join(h.title for h in hits),
+                "SCORES": " | ".join(f"{h.score:.3f}" for h in hits),
+                "PATHS": " | ".join(live.display_path(Path(h.path)) for h in hits),
+            },
+            body=[
+                text(
+                    "\n".join(
+                        f"{n}. {h.score:.3f} {Path(h.path).name} — {h.title}"
+                        + (" (new, not reviewed yet)" if h.status == "new" else "")
+                        for n, h in enumerate(hits, start=1)
+                    )
+                ),
+                src(block, "markdown"),
+            ],
         )
     return block
 
