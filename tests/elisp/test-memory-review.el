@@ -139,5 +139,18 @@ through the bridge and each decision is in the action log."
                  '("a" "b, c" "中文 乱码")))
   (should (equal (agent-shell-memory-parse-list "") nil)))
 
+(ert-deftest test-memory-review/search-terms-prompt-is-prefilled ()
+  "The save command's search-terms question offers the model's draft to edit."
+  (let* ((offered nil)
+         (answer
+          ;; The user's typing: the offered text, with one more term.
+          (cl-letf (((symbol-function 'read-string)
+                     (lambda (_prompt initial &rest _)
+                       (setq offered initial)
+                       (concat initial ", 订单 慢 ,"))))
+            (agent-shell-memory-read-search-terms '("页面很慢" "missing index")))))
+    (should (equal offered "页面很慢, missing index"))
+    (should (equal answer '("页面很慢" "missing index" "订单 慢")))))
+
 (provide 'test-memory-review)
 ;;; test-memory-review.el ends here

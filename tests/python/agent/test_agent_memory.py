@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from agent_rig import AgentRig, make_project, running_rig
+from agent_shell_bridge.config import BridgeConfig
 from agent_shell_bridge.memory.experience import parse_experience, slugify
 from agent_shell_bridge.memory.extract import EXTRACTION_SYSTEM_PROMPT
 
@@ -431,3 +432,31 @@ async def test_malformed_search_terms_fall_back_to_the_lesson_and_the_log_says_s
         assert f"Search terms dropped ({problem}" in log
         assert "indexed by the lesson's own words alone" in log
         assert ":SEARCH_TERMS: none\n" in log
+
+
+@pytest.mark.parametrize("accepted_only", [False, True])
+async def test_injection_uses_new_experiences_unless_restricted_to_accepted(
+    serve_app: Any, project: Path, tmp_path: Path, accepted_only: bool
+) -> None:
+    directory = project / ".agent-shell" / "memory"
+    directory.mkdir(parents=True)
+    for name, status in (("2025-06-01--new.md", "new"), ("2025-06-02--ok.md", "accepted")):
+        (directory / name).write_text(
+            f"---\ntitle: 减号错误 {status}\ndate: 2025-06-01\nsummary: 减号写成加号 {status}\n"
+            f"status: {status}\n---\n\n## Goal\n\nx\n",
+            encoding="utf-8",
+        )
+    async with running_rig(
+        serve_app,
+        project,
+        [{"text": "好。"}],
+        memory_dir=tmp_path / "memdb",
+        memory_accepted_only=accepted_only,
+    ) as rig:
+        session = await rig.client.result("session/new", {"cwd": str(project)})
+        await rig.turn(session["sessionId"], "减号错误")
+        system = rig.requests[-1]["messages"][0]["content"]
+        assert "2025-06-02--ok.md" in system
+        assert ("2025-06-01--new.md" in system) is not accepted_only
+    config = BridgeConfig.from_env({"AGENT_SHELL_MEMORY_ACCEPTED_ONLY": "1"})
+    assert config.memory_accepted_only and not BridgeConfig.from_env({}).memory_accepted_only
