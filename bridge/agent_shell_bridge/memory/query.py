@@ -64,10 +64,22 @@ class QueryPlan(NamedTuple):
                 fresh.append(e)
         return self._replace(expansions=(*self.expansions, *fresh)[:MAX_EXPANSIONS])
 
-    def expansion_terms(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """The expansions' terms for the trigram index and for the short-term index."""
-        fts = [e.term for e in self.expansions if len(e.term) >= 3]
-        short = [e.term for e in self.expansions if len(e.term) < 3 and " " not in e.term]
+    def expansion_terms(self, per_unit: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The terms that choose candidates for the trigram index and for the
+        short-term index: the first ``per_unit`` expansions of each unit (its stem,
+        then its synonyms in the table's order). The others still count in the
+        score; leaving them out here keeps the MATCH, and its BM25, small."""
+        taken: dict[int, int] = {}
+        fts: list[str] = []
+        short: list[str] = []
+        for e in self.expansions:
+            if taken.get(e.unit, 0) >= per_unit:
+                continue
+            taken[e.unit] = taken.get(e.unit, 0) + 1
+            if len(e.term) >= 3:
+                fts.append(e.term)
+            elif " " not in e.term:
+                short.append(e.term)
         return tuple(dict.fromkeys(fts)), tuple(dict.fromkeys(short))
 
     @property

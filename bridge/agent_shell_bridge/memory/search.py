@@ -22,12 +22,13 @@ from .ranking import score_candidates
 __all__ = ["CANDIDATES", "DB_NAME", "find", "normalise", "open_current"]
 
 DB_NAME = "index.sqlite3"
-CANDIDATES = 50
+CANDIDATES = 25
 COMMON = 1000  # a term found in this many rows is too common to choose candidates
 # title, tags, symbols, summary, body, search_terms: the lesson's own words count
 # more than the words written for finding it.
 _BM25 = "bm25(experiences_fts, 4.0, 3.0, 3.0, 2.0, 1.0, 0.6)"
 EXPANSION_CANDIDATES = 30
+EXPANSIONS_PER_TERM = 6  # of each query term, choosing candidates
 
 
 def normalise(query: str, symbols: Sequence[str], limit: int) -> tuple[QueryPlan, list[str], int]:
@@ -139,7 +140,7 @@ def find(
     bm25: dict[int, float] = {}
     ids: set[int] = set()
     proj = project or ""
-    exp_fts, exp_short = plan.expansion_terms()
+    exp_fts, exp_short = plan.expansion_terms(EXPANSIONS_PER_TERM)
     fts_terms = (*plan.fts_terms, *(t for t in exp_fts if t not in plan.fts_terms))
     if fts_terms:
         # One MATCH for the query's terms and their expansions. BM25 is only a
