@@ -16,19 +16,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import shutil
 import sqlite3
 import time
-import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from agent_shell_bridge.memory.index import MemoryIndex
-from agent_shell_bridge.memory.query import fts_string
 
 from .common import Figure, Scale, median
+from .memory import raw_fts_search
 
 __all__ = ["CORPUS", "load_queries", "run"]
 
@@ -38,47 +36,6 @@ K = 5
 MRR_DEPTH = 10
 
 Search = Callable[[dict[str, Any], int], list[str]]
-_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
-_WORD = re.compile(r"[^\W\u3400-\u4dbf\u4e00-\u9fff]+")
-
-
-def plain_terms(query: str) -> tuple[list[str], list[str]]:
-    """Every word of the query, as plain FTS5 would take it: no stop words dropped,
-    no stems, no synonyms. Words of three or more characters (and Chinese
-    trigrams) for the trigram table; shorter ones (Chinese pairs) for the other."""
-    norm = unicodedata.normalize("NFKC", query).casefold()
-    long_terms: list[str] = []
-    short_terms: list[str] = []
-    for word in _WORD.findall(norm):
-        word = word.strip("_")
-        if len(word) >= 3:
-            long_terms.append(word)
-        elif len(word) == 2:
-            short_terms.append(word)
-    for run in _CJK_RUN.findall(norm):
-        if len(run) <= 2:
-            short_terms.append(run)
-            continue
-        long_terms += [run[i : i + 3] for i in range(len(run) - 2)]
-        short_terms += [run[i : i + 2] for i in range(len(run) - 1)]
-    return list(dict.fromkeys(long_terms)), list(dict.fromkeys(short_terms))
-
-
-def raw_fts_search(conn: sqlite3.Connection, query: str, limit: int = K) -> list[str]:
-    """The baseline: raw FTS5 MATCH of the query's words, best rank first."""
-    found: list[str] = []
-    for table, terms in zip(
-        ("experiences_fts", "experiences_short"), plain_terms(query), strict=True
-    ):
-        if not terms:
-            continue
-        match = " OR ".join(fts_string(t) for t in terms)
-        sql = (
-            f"SELECT e.path FROM {table} JOIN experiences e ON e.id = {table}.rowid "  # noqa: S608
-            f"WHERE {table} MATCH ? ORDER BY rank LIMIT ?"
-        )
-        found += [row[0] for row in conn.execute(sql, (match, limit))]
-    return list(dict.fromkeys(found))[:limit]
 
 
 def load_queries() -> list[dict[str, Any]]:

@@ -99,6 +99,21 @@ def _ranked(
     return rows
 
 
+def _few(
+    conn: sqlite3.Connection,
+    table: str,
+    rank: str,
+    terms: tuple[str, ...],
+    project: str | None,
+    n: int,
+) -> list[tuple[int, float | None]] | None:
+    """:func:`_ranked` when ``terms`` match fewer than COMMON rows, else None."""
+    match = " OR ".join(fts_string(t) for t in terms)
+    sql = f"SELECT rowid, {rank} FROM {table} WHERE {table} MATCH ? LIMIT ?"  # noqa: S608
+    found = conn.execute(sql, (match, COMMON)).fetchall()
+    return _best(conn, found, project, n) if len(found) < COMMON else None
+
+
 def _best(
     conn: sqlite3.Connection, rows: list[tuple[int, float]], project: str | None, n: int
 ) -> list[tuple[int, float | None]]:
@@ -141,13 +156,26 @@ def find(
     ids: set[int] = set()
     proj = project or ""
     exp_fts, exp_short = plan.expansion_terms(EXPANSIONS_PER_TERM)
-    fts_terms = (*plan.fts_terms, *(t for t in exp_fts if t not in plan.fts_terms))
-    if fts_terms:
-        # One MATCH for the query's terms and their expansions. BM25 is only a
-        # refinement of the score; coverage, which weighs the query's own words
-        # above their stand-ins, decides (ranking.py).
-        for rid, rank in _ranked(conn, "experiences_fts", _BM25, fts_terms, project, CANDIDATES):
+    wide = (*plan.fts_terms, *(t for t in exp_fts if t not in plan.fts_terms))
+    widened = None
+    if exp_fts:
+        # The words and their expansions together: candidates, and the BM25 that
+        # refines the score (coverage, which weighs the words above their stand-ins,
+        # decides; ranking.py). Only while they match fewer than COMMON rows: in a
+        # big memory, common synonyms would cost more than they find.
+        widened = _few(conn, "experiences_fts", _BM25, wide, project, CANDIDATES)
+    if widened is not None:
+        for rid, rank in widened:
             if rank is not None:
+                bm25[rid] = -float(rank)
+            ids.add(rid)
+    if plan.fts_terms:
+        # The best rows for the words alone, so that rare synonyms cannot push the
+        # rows holding the task's own words out of the candidates.
+        for rid, rank in _ranked(
+            conn, "experiences_fts", _BM25, plan.fts_terms, project, CANDIDATES
+        ):
+            if widened is None and rank is not None:
                 bm25[rid] = -float(rank)
             ids.add(rid)
     if exp_short:
