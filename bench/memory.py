@@ -4,8 +4,8 @@ Baselines: for reindexing, reading the same files without indexing them (the I/O
 floor); for search latency and recall, a raw FTS5 ``MATCH`` on the same index: every
 word of the query (no stop words dropped, no stems, no synonyms) matched in the
 trigram table and the short-term table, each ``ORDER BY rank LIMIT 5``, with no
-candidate scoring, no project, symbol or recency ranking. Recall is also reported per query set (query
-language, with or without a symbol) for both, and for a naive ``LIKE`` substring
+candidate scoring, no project, symbol or recency ranking. Recall is also reported
+per query set (query language, with or without a symbol) for both, and for a naive ``LIKE`` substring
 scan. ``memory_search_cli`` times one ``agent-shell-bridge memory search`` process
 on the same index against ``python -c pass``.
 """
