@@ -5,9 +5,9 @@ floor); for search latency and recall, a raw FTS5 ``MATCH`` on the same index: e
 word of the query (no stop words dropped, no stems, no synonyms) matched in the
 trigram table and the short-term table, each ``ORDER BY rank LIMIT 5``, with no
 candidate scoring, no project, symbol or recency ranking. Recall is also reported
-per query set (query language, with or without a symbol) for both, and for a naive ``LIKE`` substring
-scan. ``memory_search_cli`` times one ``agent-shell-bridge memory search`` process
-on the same index against ``python -c pass``.
+per query set (query language, with or without a symbol) for both, and for a naive
+``LIKE`` substring scan. ``memory_search_cli`` times one ``agent-shell-bridge memory
+search`` process on the same index against ``python -c pass``.
 """
 
 from __future__ import annotations
