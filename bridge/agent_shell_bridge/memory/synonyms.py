@@ -171,7 +171,8 @@ STOPWORDS = frozenset(
 # with the group above).  A phrase (several
 # words) expands when the query contains it; a word expands by itself or its stem.
 _GROUPS_TEXT = """\
-slow, sluggish, latency, laggy, lag, performance, speed, seconds, timeout
+slow, sluggish, latency, laggy, lag, performance, speed, seconds, timeout, takes ages,
+    takes forever
 fail, failing, failure, broken, breaks, complains, complaining, error, errors, red, rejected
 crash, crashes, panic, fatal, dies, died, killed, segfault
 hang, hangs, stuck, stall, stalls, freeze, freezes, blocks, deadlock, deadline
@@ -203,6 +204,7 @@ throttle, throttled, throttling, rate limit, rate limited, 429, too many request
 search, searching, find, finding, lookup, results, index
 image, images, picture, pictures, photo, photos, screenshot, screenshots
 link, links, url, urls, anchor, anchors, href
+seo, search engine, search engines, google, crawler, crawl, indexed, sitemap, search console
 payment, payments, checkout, billing, stripe, webhook
 money, cent, cents, rounding, decimal, total, totals, price, tax, vat
 order, orders, purchase, purchases, sale, sales
@@ -223,6 +225,7 @@ api, endpoint, endpoints, rest, route
 number, numbers, precision, float, rounded, int64, ids
 schema, migration, migrations, compatible, incompatible
 搜索, 检索, 查找, 找不到, 没有结果
+中文, 汉字, 中文字符
 慢, 太慢, 耗时, 性能, 卡顿
 部署, 上线, 发布, 构建
 乱码, 编码, 字符集
