@@ -88,13 +88,18 @@ def _score(
     return out, misses
 
 
-def _time(search: Search, queries: list[dict[str, Any]], rounds: int) -> list[float]:
-    samples: list[float] = []
+def _time(
+    ours: Search, raw: Search, queries: list[dict[str, Any]], rounds: int
+) -> tuple[list[float], list[float]]:
+    """Milliseconds per query of both searches, taken in turns so that a change of
+    load on the machine weighs on both alike."""
+    samples: tuple[list[float], list[float]] = ([], [])
     for _ in range(rounds):
         for q in queries:
-            started = time.perf_counter()
-            search(q, K)
-            samples.append((time.perf_counter() - started) * 1000)
+            for search, out in ((ours, samples[0]), (raw, samples[1])):
+                started = time.perf_counter()
+                search(q, K)
+                out.append((time.perf_counter() - started) * 1000)
     return samples
 
 
@@ -123,8 +128,7 @@ def _measure(scale: Scale, work: Path) -> list[Figure]:
         try:
             ours(queries[0], K)  # warm the connection and caches alike
             raw(queries[0], K)
-            ours_ms = _time(ours, queries, rounds)
-            raw_ms = _time(raw, queries, rounds)
+            ours_ms, raw_ms = _time(ours, raw, queries, rounds)
             ours_fig, ours_misses = _score(ours, queries, base)
             raw_fig, raw_misses = _score(raw, queries, base)
         finally:
