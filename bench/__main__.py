@@ -35,6 +35,7 @@ BENCHMARKS: tuple[str, ...] = (
     "capture",
     "memory",
     "memory_turn_cost",
+    "memory_recall",
     "context",
     "sandbox",
     "search",

@@ -1,27 +1,29 @@
 """Memory: reindexing 10,000 experience files, search latency and recall@5.
 
 Baselines: for reindexing, reading the same files without indexing them (the I/O
-floor); for search latency and recall, a raw FTS5 ``MATCH`` on the same index: the
-query's terms (planned as the search plans them) matched in the trigram table and
-the short-term table, each ``ORDER BY rank LIMIT 5``, with no candidate scoring, no
-project, symbol or recency ranking. Recall is also reported per query set (query
-language, with or without a symbol) for both, and for a naive ``LIKE`` substring
-scan. ``memory_search_cli`` times one ``agent-shell-bridge memory search`` process
-on the same index against ``python -c pass``.
+floor); for search latency and recall, a raw FTS5 ``MATCH`` on the same index: every
+word of the query (no stop words dropped, no stems, no synonyms) matched in the
+trigram table and the short-term table, each ``ORDER BY rank LIMIT 5``, with no
+candidate scoring, no project, symbol or recency ranking. Recall is also reported
+per query set (query language, with or without a symbol) for both, and for a naive
+``LIKE`` substring scan. ``memory_search_cli`` times one ``agent-shell-bridge memory
+search`` process on the same index against ``python -c pass``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import sqlite3
 import sys
 import time
+import unicodedata
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
 from agent_shell_bridge.memory.index import MemoryIndex
-from agent_shell_bridge.memory.query import fts_string, plan_query
+from agent_shell_bridge.memory.query import fts_string
 from agent_shell_bridge.memory.synthetic import (
     LabelledQuery,
     SyntheticCorpus,
@@ -67,13 +69,38 @@ def naive_search(conn: sqlite3.Connection, query: str, limit: int = K) -> list[s
     return [row[0] for row in conn.execute(sql, (*params, limit))]
 
 
+_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
+_WORD = re.compile(r"[^\W\u3400-\u4dbf\u4e00-\u9fff]+")
+
+
+def plain_terms(query: str) -> tuple[list[str], list[str]]:
+    """Every word of the query, as plain FTS5 would take it: no stop words dropped,
+    no stems, no synonyms. Words of three or more characters (and Chinese
+    trigrams) for the trigram table; shorter ones (Chinese pairs) for the other."""
+    norm = unicodedata.normalize("NFKC", query).casefold()
+    long_terms: list[str] = []
+    short_terms: list[str] = []
+    for word in _WORD.findall(norm):
+        word = word.strip("_")
+        if len(word) >= 3:
+            long_terms.append(word)
+        elif len(word) == 2:
+            short_terms.append(word)
+    for run in _CJK_RUN.findall(norm):
+        if len(run) <= 2:
+            short_terms.append(run)
+            continue
+        long_terms += [run[i : i + 3] for i in range(len(run) - 2)]
+        short_terms += [run[i : i + 2] for i in range(len(run) - 1)]
+    return list(dict.fromkeys(long_terms)), list(dict.fromkeys(short_terms))
+
+
 def raw_fts_search(conn: sqlite3.Connection, query: str, limit: int = K) -> list[str]:
-    """The baseline: raw FTS5 MATCH on the same tables, best rank first, no scoring."""
-    plan = plan_query(query)
+    """The baseline: raw FTS5 MATCH of the query's words on the same tables, best
+    rank first; no candidate scoring, project, symbol or recency ranking."""
     found: list[str] = []
-    for table, terms in (
-        ("experiences_fts", plan.fts_terms),
-        ("experiences_short", plan.like_terms),
+    for table, terms in zip(
+        ("experiences_fts", "experiences_short"), plain_terms(query), strict=True
     ):
         if not terms:
             continue

@@ -168,7 +168,8 @@ failed or was quit) or the bridge refuses them, CONN is ended."
 (defun agent-shell-bridge--start ()
   "Start the bridge process; initialise it once it is ready.
 The memory directory reaches the bridge as AGENT_SHELL_MEMORY_DIR,
-the environment form of its --memory-dir option."
+the environment form of its --memory-dir option, and
+`agent-shell-memory-accepted-only' as AGENT_SHELL_MEMORY_ACCEPTED_ONLY."
   (make-directory agent-shell-memory-dir t)
   (setf (agent-shell-bridge-initialized agent-shell-bridge--current) nil)
   (setf (agent-shell-bridge-connection agent-shell-bridge--current)
@@ -177,6 +178,8 @@ the environment form of its --memory-dir option."
          :environment (append
                        (list (concat "AGENT_SHELL_MEMORY_DIR="
                                      (expand-file-name agent-shell-memory-dir)))
+                       (and agent-shell-memory-accepted-only
+                            '("AGENT_SHELL_MEMORY_ACCEPTED_ONLY=1"))
                        (and agent-shell-bridge-debug
                             '("AGENT_SHELL_BRIDGE_DEBUG=1")))
          :name "agent-shell-bridge"

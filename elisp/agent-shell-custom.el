@@ -114,6 +114,14 @@ Loopback traffic between Emacs and the bridge never uses a proxy."
   :group 'agent-shell
   :package-version '(agent-shell . "0.1.0"))
 
+(defcustom agent-shell-memory-accepted-only nil
+  "Non-nil: inject only experiences accepted in the review inbox.
+By default new experiences, not reviewed yet, are injected too.  The
+bridge reads it when it starts (AGENT_SHELL_MEMORY_ACCEPTED_ONLY)."
+  :type 'boolean
+  :group 'agent-shell
+  :package-version '(agent-shell . "0.1.0"))
+
 (defcustom agent-shell-workspace-root nil
   "Directory used as the project root when no project is found.
 When nil, `default-directory' is used."

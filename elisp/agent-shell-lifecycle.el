@@ -101,11 +101,24 @@ Text already typed after it stays, on the next line."
 
 ;;; Recalled experiences
 
+(defun agent-shell-lifecycle--recalled-lines (props)
+  "Return the lines naming each recalled experience of PROPS, with its score."
+  (let ((titles (split-string (or (alist-get 'RECALLED props) "") " | " t "[ \t]+"))
+        (scores (split-string (format "%s" (or (alist-get 'SCORES props) "")) " | " t))
+        (paths (split-string (or (alist-get 'PATHS props) "") " | " t)))
+    (cl-loop for title in titles
+             for n from 0
+             collect (string-join
+                      (delq nil (list (nth n scores) (nth n paths)
+                                      (concat "— " title)))
+                      " "))))
+
 (defun agent-shell-lifecycle-show-recalled (entry)
   "Name the recalled experiences of the `log/entry' ENTRY in its shell buffer.
 The bridge logs, when a turn starts, which experiences it put in the
-system prompt (source \"memory\", property RECALLED); the shell shows
-them at the start of the turn, as it does for a resumed session."
+system prompt (source \"memory\", properties RECALLED, SCORES and
+PATHS); the shell shows them at the start of the turn as one folded
+entry, each with its score and file, as it does for a resumed session."
   (let* ((props (alist-get 'properties entry))
          (recalled (and (equal (alist-get 'source entry) "memory")
                         (alist-get 'RECALLED props)))
@@ -114,10 +127,14 @@ them at the start of the turn, as it does for a resumed session."
     (when buffer
       (with-current-buffer buffer
         (let ((titles (split-string recalled " | " t "[ \t]+")))
-          (agent-shell-transcript-notice
-           (format "Recalled %d experience%s for this task: %s"
-                   (length titles) (if (cdr titles) "s" "")
-                   (string-join titles "; "))))))))
+          (agent-shell-transcript-editing
+            (agent-shell-transcript-close-block)
+            (agent-shell-transcript-attachment
+             (format "Recalled %d experience%s for this task: %s"
+                     (length titles) (if (cdr titles) "s" "")
+                     (string-join titles "; "))
+             (concat (string-join (agent-shell-lifecycle--recalled-lines props) "\n")
+                     "\n(M-x agent-shell-memory-forget drops one from the memory)"))))))))
 
 ;;; A dropped connection
 

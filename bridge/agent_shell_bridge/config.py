@@ -84,6 +84,9 @@ class BridgeConfig:
     # How often a turn starts a full scan of the project's experience files in the
     # background (it finds files rewritten in place; see memory/index.py).
     memory_full_scan_s: float = 300.0
+    # Inject only experiences the user accepted in the review inbox (default: new
+    # ones too). AGENT_SHELL_MEMORY_ACCEPTED_ONLY=1; agent-shell-memory-accepted-only.
+    memory_accepted_only: bool = False
     max_steps: int = 25
     dry_run: bool = False
     # A session's log goes on in a new file before it passes this size (Emacs asks
@@ -117,6 +120,8 @@ class BridgeConfig:
             api_key=key_from_env(env),
             api_key_source=key_source_from_env(env),
             memory_dir=Path(memory_dir).expanduser() if memory_dir else None,
+            memory_accepted_only=env.get("AGENT_SHELL_MEMORY_ACCEPTED_ONLY", "").strip().lower()
+            in ("1", "true", "yes", "on"),
             sandbox_visible_paths=tuple(
                 p for p in env.get("AGENT_SHELL_SANDBOX_PATHS", "").split(os.pathsep) if p
             ),

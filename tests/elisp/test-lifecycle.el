@@ -330,7 +330,9 @@ existed.  Now the turn ends as soon as the bridge is gone."
                   (timestamp . "2026-12-01T10:00:00+00:00")
                   (title . "Memory: 2 experience(s) injected into the system prompt")
                   (properties . ((COUNT . 2)
-                                 (RECALLED . "修复 JSON 导出 | Use ensure_ascii=False")))
+                                 (RECALLED . "修复 JSON 导出 | Use ensure_ascii=False")
+                                 (SCORES . "1.250 | 0.410")
+                                 (PATHS . ".agent-shell/memory/a.md | .agent-shell/memory/b.md")))
                   (body . []))))
      `((method . "log/entry")
        (params . ((id . "m-2") (session_id . ,sid) (source . "memory")
@@ -343,6 +345,13 @@ existed.  Now the turn ends as soon as the bridge is gone."
                                                 (test-shell--transcript))))
     (should (string-search "Recalled 2 experiences for this task: 修复 JSON 导出; \
 Use ensure_ascii=False" (test-shell--transcript)))
+    ;; Folded: the scores and files are in the entry's body, not shown.
+    (goto-char (point-min))
+    (should (search-forward "1.250" nil t))
+    (should (invisible-p (match-beginning 0)))
+    (let ((body (test-shell--entry-text "Recalled 2 experiences")))
+      (should (string-search "1.250 .agent-shell/memory/a.md — 修复 JSON 导出" body))
+      (should (string-search "0.410 .agent-shell/memory/b.md — Use ensure_ascii=False" body)))
     (should-not (string-search "wrote an experience" (test-shell--transcript)))))
 
 ;;; The scaffold

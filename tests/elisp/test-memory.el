@@ -44,7 +44,7 @@
     (should (equal (test-memory--titles) '("新的经验：修复构建" "旧的经验")))
     (goto-char (point-min))
     (should (equal (tabulated-list-get-entry)
-                   ["2025-03-04" "新的经验：修复构建" "bugfix" "build, 中文"]))))
+                   ["2025-03-04" "新的经验：修复构建" "bugfix" "accepted" "build, 中文"]))))
 
 (ert-deftest test-memory/ret-opens-k-deletes-g-refreshes ()
   "RET opens the experience, k deletes it after confirmation, g picks up new files."

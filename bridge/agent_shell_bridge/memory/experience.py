@@ -24,6 +24,7 @@ __all__ = [
     "MAX_SUMMARY",
     "MEMORY_SUBDIR",
     "SECTIONS",
+    "STATUSES",
     "Experience",
     "clamp_text",
     "experience_dir",
@@ -47,7 +48,9 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("pitfalls", "Pitfalls", ("gotchas", "遇到的坑", "坑", "踩坑")),
     ("open_issues", "Open issues", ("open questions", "todo", "遗留问题")),
 )
-_LIST_KEYS = frozenset({"tags", "symbols"})
+_LIST_KEYS = frozenset({"tags", "symbols", "search_terms"})
+#: Review states of an experience (``status:``); an empty one counts as accepted.
+STATUSES = ("new", "accepted", "rejected", "forgotten")
 _HEADING_TO_FIELD = {
     alias.casefold(): name for name, heading, aliases in SECTIONS for alias in (heading, *aliases)
 }
@@ -68,6 +71,8 @@ class Experience:
     symbols: list[str] = field(default_factory=list)
     trigger: str = ""
     summary: str = ""
+    search_terms: list[str] = field(default_factory=list)
+    status: str = ""
     goal: str = ""
     steps: str = ""
     key_decisions: str = ""
@@ -164,6 +169,8 @@ def parse_experience_text(text: str, *, require_title: bool) -> Experience:
         symbols=_as_list(fm.get("symbols")),
         trigger=_as_text(fm.get("trigger")).strip(),
         summary=_as_text(fm.get("summary")).strip(),
+        search_terms=_as_list(fm.get("search_terms")),
+        status=_as_text(fm.get("status")).strip().lower(),
         **{name: sections.get(name, "") for name, _, _ in SECTIONS},
     )
 
@@ -180,8 +187,12 @@ def render_experience(exp: Experience) -> str:
         f"symbols: {render_list(exp.symbols)}",
         f"trigger: {render_scalar(exp.trigger)}",
         f"summary: {render_scalar(exp.summary)}",
-        "---",
     ]
+    if exp.search_terms:
+        lines.append(f"search_terms: {render_list(exp.search_terms)}")
+    if exp.status:
+        lines.append(f"status: {render_scalar(exp.status)}")
+    lines.append("---")
     out = "\n".join(lines) + "\n"
     for name, heading, _ in SECTIONS:
         content = _strip_blank_edges(_normalise_newlines(getattr(exp, name)).split("\n"))

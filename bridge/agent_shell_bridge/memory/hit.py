@@ -20,6 +20,7 @@ class MemoryHit(NamedTuple):
     summary: str
     date: str
     task_type: str
+    status: str = ""  # the review state: new, accepted ('' before reviews existed)
 
     def to_dict(self) -> dict[str, Any]:
         return self._asdict()

@@ -38,6 +38,7 @@ from .migrations import apply_migrations
 from .query import QueryPlan, short_grams
 from .scan import FileStat, Listing, dir_stamp, list_files, list_names, stat_file
 from .search import DB_NAME, find, normalise
+from .vocabulary import Vocabulary, build_vocabulary
 
 __all__ = ["MemoryHit", "MemoryIndex", "SyncStats"]
 
@@ -47,7 +48,9 @@ ROOTS_NAME = "roots.json"
 MAX_FILE_BYTES = 1 << 20  # an experience is a page of notes; skip anything huge
 RACY_WINDOW_NS = 2_000_000_000  # re-hash files modified this close to their indexing
 FULL_SCAN_EVERY_S = 300.0  # how often a turn starts a full scan in the background
-_SEARCHED = ("title", "tags", "symbols", "summary", "body")
+_SEARCHED = ("title", "tags", "symbols", "summary", "body", "search_terms")
+#: Review states whose files are kept out of search (their rows hold no text).
+HIDDEN = frozenset({"rejected", "forgotten"})
 _DATE_PREFIX = re.compile(r"^(\d{4}-\d{2}-\d{2})--(.*)$")
 
 T = TypeVar("T")
@@ -104,6 +107,8 @@ class MemoryIndex:
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._db: Any = None
+        self._writes = 0  # write transactions committed here (vocabularies follow them)
+        self._vocabularies: dict[str, tuple[tuple[int, int], Vocabulary]] = {}
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -218,6 +223,19 @@ class MemoryIndex:
                 conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+        self._writes += 1
+
+    def _vocabulary(self, project: str) -> Vocabulary:
+        """The project's vocabulary, learnt again after any change to the index."""
+        conn = self._open()
+        (version,) = conn.execute("PRAGMA data_version").fetchone()  # other processes
+        stamp = (self._writes, int(version))
+        cached = self._vocabularies.get(project)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        vocabulary = build_vocabulary(conn, project)
+        self._vocabularies[project] = (stamp, vocabulary)
+        return vocabulary
 
     # ----------------------------------------------------------------- roots
 
@@ -545,18 +563,28 @@ class MemoryIndex:
         project: str | None = None,
         symbols: Sequence[str] = (),
         limit: int = 5,
+        accepted_only: bool = False,
     ) -> list[MemoryHit]:
         """The best experiences for ``query``, favouring ``project``, ``symbols`` and recency.
 
-        Any text is accepted; FTS syntax in it is treated as plain words.
+        Any text is accepted; FTS syntax in it is treated as plain words. Rejected
+        and forgotten experiences are never found; with ``accepted_only``, neither
+        are new ones still waiting for review.
         """
         plan, syms, n = normalise(query, symbols, limit)
-        return self._guard(lambda: self._search(plan, project, syms, n))
+        return self._guard(lambda: self._search(plan, project, syms, n, accepted_only))
 
     def _search(
-        self, plan: QueryPlan, project: str | None, symbols: list[str], limit: int
+        self,
+        plan: QueryPlan,
+        project: str | None,
+        symbols: list[str],
+        limit: int,
+        accepted_only: bool,
     ) -> list[MemoryHit]:
-        return find(self._open(), plan, project, symbols, limit)
+        if project and not plan.empty:
+            plan = plan.expanded(self._vocabulary(project).expansions(plan))
+        return find(self._open(), plan, project, symbols, limit, accepted_only=accepted_only)
 
     def count(self) -> int:
         """How many experience files are indexed."""
@@ -635,9 +663,28 @@ def _record(path: Path, data: bytes, root: str, project: str) -> dict[str, Any]:
             "trigger_reason": "",
             "summary": clamp_text(body, 300),
             "body": body,
+            "search_terms": "",
+            "status": "",
             "parse_error": exc.message,
         }
     body = body_after_front_matter(text.removeprefix("\ufeff").replace("\r\n", "\n"))
+    if exp.status in HIDDEN:
+        return {
+            "path": str(path),
+            "root": root,
+            "project": project,
+            "title": exp.title,
+            "date": exp.date or file_date,
+            "task_type": exp.task_type,
+            "tags": "",
+            "symbols": "",
+            "trigger_reason": "",
+            "summary": "",
+            "body": "",
+            "search_terms": "",
+            "status": exp.status,
+            "parse_error": None,
+        }
     return {
         "path": str(path),
         "root": root,
@@ -650,5 +697,7 @@ def _record(path: Path, data: bytes, root: str, project: str) -> dict[str, Any]:
         "trigger_reason": exp.trigger,
         "summary": exp.summary,
         "body": body,
+        "search_terms": "\n".join(exp.search_terms),
+        "status": exp.status,
         "parse_error": None,
     }

@@ -16,7 +16,9 @@ import re
 import unicodedata
 from typing import NamedTuple
 
-__all__ = ["QueryPlan", "fts_string", "like_pattern", "plan_query", "short_grams"]
+from .synonyms import STOPWORDS, cjk_words, expand_word, phrase_expansions, stem
+
+__all__ = ["Expansion", "QueryPlan", "fts_string", "like_pattern", "plan_query", "short_grams"]
 
 _CJK = (
     "\u2e80-\u2fdf\u3040-\u30ff\u3100-\u312f\u31a0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
@@ -27,12 +29,58 @@ MAX_QUERY_CHARS = 2000
 MAX_TERMS = 24
 
 
+STEM_WEIGHT = 0.8
+SYNONYM_WEIGHT = 0.5
+MAX_EXPANSIONS = 40
+
+
+class Expansion(NamedTuple):
+    """Another word for one of the query's units, counting ``weight`` of it (< 1)."""
+
+    unit: int  # index into QueryPlan.units
+    term: str
+    weight: float
+
+
 class QueryPlan(NamedTuple):
-    """What to look for: ``units`` score coverage; the rest select candidates."""
+    """What to look for: ``units`` score coverage; the rest select candidates.
+
+    ``expansions`` (stems, synonyms, the project's vocabulary) select candidates of
+    their own and stand in for a missing unit at less than its weight.
+    """
 
     units: tuple[str, ...]  # lower-cased terms whose presence is scored
     fts_terms: tuple[str, ...]  # >= 3 characters, searched in the trigram index
     like_terms: tuple[str, ...]  # < 3 characters, searched in the short-term index
+    expansions: tuple[Expansion, ...] = ()
+
+    def expanded(self, more: list[Expansion]) -> QueryPlan:
+        """This plan with ``more`` expansions (those of known terms dropped)."""
+        known = set(self.units) | {e.term for e in self.expansions}
+        fresh: list[Expansion] = []
+        for e in more:
+            if e.term not in known:
+                known.add(e.term)
+                fresh.append(e)
+        return self._replace(expansions=(*self.expansions, *fresh)[:MAX_EXPANSIONS])
+
+    def expansion_terms(self, per_unit: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The terms that choose candidates for the trigram index and for the
+        short-term index: the first ``per_unit`` expansions of each unit (its stem,
+        then its synonyms in the table's order). The others still count in the
+        score; leaving them out here keeps the MATCH, and its BM25, small."""
+        taken: dict[int, int] = {}
+        fts: list[str] = []
+        short: list[str] = []
+        for e in self.expansions:
+            if taken.get(e.unit, 0) >= per_unit:
+                continue
+            taken[e.unit] = taken.get(e.unit, 0) + 1
+            if len(e.term) >= 3:
+                fts.append(e.term)
+            elif " " not in e.term:
+                short.append(e.term)
+        return tuple(dict.fromkeys(fts)), tuple(dict.fromkeys(short))
 
     @property
     def empty(self) -> bool:
@@ -80,7 +128,38 @@ def plan_query(text: str) -> QueryPlan:
             fts.append(tok)
     if not units and singles:
         units, like = singles[:MAX_TERMS], singles[:MAX_TERMS]
-    return QueryPlan(_dedupe(units), _dedupe(fts), _dedupe(like))
+    meaningful = [u for u in units if u not in STOPWORDS]
+    if meaningful and len(meaningful) < len(units):
+        # "the", "keeps": they match nearly every file and only dilute the rest.
+        units = meaningful
+        fts = [t for t in fts if t not in STOPWORDS]
+        like = [t for t in like if t not in STOPWORDS]
+    plan = QueryPlan(_dedupe(units), _dedupe(fts), _dedupe(like))
+    return plan.expanded(_expansions(plan.units, norm))
+
+
+def _expansions(units: tuple[str, ...], norm: str) -> list[Expansion]:
+    """Stems and table synonyms of ``units``; phrases of the table found in ``norm``."""
+    out: list[Expansion] = []
+    for i, unit in enumerate(units):
+        base = stem(unit)
+        if base != unit and len(base) >= 3:
+            out.append(Expansion(i, base, STEM_WEIGHT))
+        out.extend(Expansion(i, w, SYNONYM_WEIGHT) for w in expand_word(unit))
+    for phrase, synonyms in phrase_expansions(norm):
+        owners = [i for i, u in enumerate(units) if u in phrase.split()]
+        for i in owners[:1]:
+            out.extend(Expansion(i, w, SYNONYM_WEIGHT) for w in synonyms)
+    for run in re.findall(rf"[{_CJK}]+", norm):
+        for key, synonyms in cjk_words():
+            pos = run.find(key)
+            if pos < 0:
+                continue
+            unit = key if key in units else run[pos : pos + 2]
+            if unit in units:
+                i = units.index(unit)
+                out.extend(Expansion(i, w, SYNONYM_WEIGHT) for w in synonyms)
+    return out
 
 
 @functools.cache

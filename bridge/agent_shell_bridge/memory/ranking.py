@@ -37,6 +37,43 @@ def _tester(unit: str) -> _Test:
     return lambda text: unit in text
 
 
+#: Where a term counts most: title, tags and symbols; the summary; the body; the
+#: search terms (how someone might describe the problem, written for the lesson).
+FIELD_WEIGHTS = (1.0, 0.8, 0.6, 0.5)
+
+
+class _Matcher:
+    """Tells which of the query's terms occur in a (case-folded) text."""
+
+    def __init__(self, terms: list[str]) -> None:
+        self._plain = [(i, t) for i, t in enumerate(terms) if not _bounded(t)]
+        self._bounded = [
+            (i, re.compile(rf"(?<![a-z0-9]){re.escape(t)}(?![a-z0-9])"))
+            for i, t in enumerate(terms)
+            if _bounded(t)
+        ]
+
+    def found(self, text: str) -> set[int]:
+        if not text:
+            return set()
+        hits = {i for i, t in self._plain if t in text}
+        hits.update(i for i, p in self._bounded if p.search(text) is not None)
+        return hits
+
+
+def _bounded(term: str) -> bool:
+    """Short ASCII words ("go", "ci") count only as whole words."""
+    return len(term) < 3 and _ASCII_WORD.match(term) is not None
+
+
+def _best_field(found: list[set[int]], term: int) -> float:
+    """The weight of the best field ``term`` was found in (0 when none)."""
+    for i, w in enumerate(FIELD_WEIGHTS):
+        if term in found[i]:
+            return w
+    return 0.0
+
+
 def _recency(date: str, today: dt.date) -> float:
     try:
         age = (today - dt.date.fromisoformat(date)).days
@@ -53,6 +90,8 @@ def score_candidates(
     project: str | None,
     symbols: list[str],
     limit: int | None = None,
+    *,
+    accepted_only: bool = False,
 ) -> list[MemoryHit]:
     """Blend term coverage, BM25, project, symbols and recency into one score.
 
@@ -61,35 +100,62 @@ def score_candidates(
     top = max(bm25.values(), default=0.0)
     today = dt.date.today()
     want_syms = [s.casefold() for s in symbols]
-    tests = [_tester(unit) for unit in plan.units]
-    n_units = len(tests)
+    # Every term once: the units first, then their stand-ins (stems, synonyms, the
+    # project's words) as (weight, term index) per unit, best weight first.
+    terms: list[str] = list(plan.units)
+    where = {t: i for i, t in enumerate(terms)}
+    alternatives: list[list[tuple[float, int]]] = [[] for _ in plan.units]
+    for e in sorted(plan.expansions, key=lambda e: -e.weight):
+        if 0 <= e.unit < len(alternatives):
+            if e.term not in where:
+                where[e.term] = len(terms)
+                terms.append(e.term)
+            alternatives[e.unit].append((e.weight, where[e.term]))
+    matcher = _Matcher(terms)
+    n_units = len(plan.units)
     recency: dict[str, float] = {}
     scored: list[tuple[float, str, tuple[object, ...]]] = []
     id_list = sorted(ids)
+    shown = (
+        "status IN ('accepted', '')" if accepted_only else "status NOT IN ('rejected', 'forgotten')"
+    )
     for start in range(0, len(id_list), 500):
         chunk = id_list[start : start + 500]
         marks = ",".join("?" * len(chunk))
-        cols = "id, path, title, project, summary, date, task_type, tags, symbols, body"
-        sql = f"SELECT {cols} FROM experiences WHERE id IN ({marks})"  # noqa: S608
+        cols = (
+            "id, path, title, project, summary, date, task_type, tags, symbols, body, "
+            "search_terms, status"
+        )
+        sql = f"SELECT {cols} FROM experiences WHERE id IN ({marks}) AND {shown}"  # noqa: S608
         for row in conn.execute(sql, chunk):
-            rid, path, title, proj, summary, date, task_type, tags, syms, body = row
-            head = f"{title}\n{tags}\n{syms}".casefold()
-            summ: str | None = None
-            text_body: str | None = None
+            (
+                rid,
+                path,
+                title,
+                proj,
+                summary,
+                date,
+                task_type,
+                tags,
+                syms,
+                body,
+                terms_text,
+                status,
+            ) = row
+            found = [
+                matcher.found(f"{title}\n{tags}\n{syms}".casefold()),
+                matcher.found(summary.casefold()),
+                matcher.found(body.casefold()),
+                matcher.found(terms_text.casefold()),
+            ]
             coverage = 0.0
-            for test in tests:
-                if test(head):
-                    coverage += 1.0
-                    continue
-                if summ is None:
-                    summ = summary.casefold()
-                if test(summ):
-                    coverage += 0.8
-                    continue
-                if text_body is None:
-                    text_body = body.casefold()
-                if test(text_body):
-                    coverage += 0.6
+            for u in range(n_units):
+                got = _best_field(found, u)
+                for w, alt in alternatives[u]:
+                    if w <= got:
+                        break  # an exact match is never outweighed; the rest weigh less
+                    got = max(got, w * _best_field(found, alt))
+                coverage += got
             coverage = coverage / n_units if n_units else 0.0
             rel = bm25.get(rid, 0.0) / top if top > 0 else 0.0
             text = 0.7 * coverage + 0.3 * rel
@@ -99,11 +165,8 @@ def score_candidates(
                 for s in want_syms:
                     if s in doc_syms:
                         sym += 1.0
-                    else:
-                        if text_body is None:
-                            text_body = body.casefold()
-                        if s in text_body:
-                            sym += 0.4
+                    elif s in body.casefold():
+                        sym += 0.4
                 sym /= len(want_syms)
             if not plan.empty and text <= 0.0 and sym <= 0.0:
                 continue
@@ -112,12 +175,12 @@ def score_candidates(
             score = text + SYMBOL_WEIGHT * sym + RECENCY_WEIGHT * recency[date]
             if project and proj == project:
                 score += PROJECT_BOOST
-            scored.append((round(score, 6), path, (title, proj, summary, date, task_type)))
+            scored.append((round(score, 6), path, (title, proj, summary, date, task_type, status)))
     scored.sort(key=lambda item: (-item[0], item[1]))
     if limit is not None:
         scored = scored[:limit]
     hits: list[MemoryHit] = []
-    for score, path, (title, proj, summary, date, task_type) in scored:
+    for score, path, (title, proj, summary, date, task_type, status) in scored:
         hits.append(
             MemoryHit(
                 path=path,
@@ -127,6 +190,7 @@ def score_candidates(
                 summary=clamp_text(str(summary), 300),
                 date=str(date),
                 task_type=str(task_type),
+                status=str(status),
             )
         )
     return hits

@@ -22,9 +22,13 @@ from .ranking import score_candidates
 __all__ = ["CANDIDATES", "DB_NAME", "find", "normalise", "open_current"]
 
 DB_NAME = "index.sqlite3"
-CANDIDATES = 200
+CANDIDATES = 25
 COMMON = 1000  # a term found in this many rows is too common to choose candidates
-_BM25 = "bm25(experiences_fts, 4.0, 3.0, 3.0, 2.0, 1.0)"
+# title, tags, symbols, summary, body, search_terms: the lesson's own words count
+# more than the words written for finding it.
+_BM25 = "bm25(experiences_fts, 4.0, 3.0, 3.0, 2.0, 1.0, 0.6)"
+EXPANSION_CANDIDATES = 30
+EXPANSIONS_PER_TERM = 6  # of each query term, choosing candidates
 
 
 def normalise(query: str, symbols: Sequence[str], limit: int) -> tuple[QueryPlan, list[str], int]:
@@ -60,15 +64,18 @@ def _ranked(
     """
     rare = list(terms)
     match = " OR ".join(fts_string(t) for t in rare)
+    # Usually the MATCH finds fewer than COMMON rows: then this one query is all.
+    sql = f"SELECT rowid, {rank} FROM {table} WHERE {table} MATCH ? LIMIT ?"  # noqa: S608
+    found = conn.execute(sql, (match, COMMON)).fetchall()
+    if len(found) < COMMON:
+        return _best(conn, found, project, n)
+    counts = {t: _capped_count(conn, table, fts_string(t)) for t in terms}
+    rare = [t for t in terms if 0 < counts[t] < COMMON]
+    if rare:
+        match = " OR ".join(fts_string(t) for t in rare)
+    else:
+        match = " AND ".join(fts_string(t) for t in terms if counts[t] >= COMMON)
     total = _capped_count(conn, table, match)
-    if total >= COMMON:
-        counts = {t: _capped_count(conn, table, fts_string(t)) for t in terms}
-        rare = [t for t in terms if 0 < counts[t] < COMMON]
-        if rare:
-            match = " OR ".join(fts_string(t) for t in rare)
-        else:
-            match = " AND ".join(fts_string(t) for t in terms if counts[t] >= COMMON)
-        total = _capped_count(conn, table, match)
     if total < COMMON:
         sql = f"SELECT rowid, {rank} FROM {table} WHERE {table} MATCH ?"  # noqa: S608
         return _best(conn, conn.execute(sql, (match,)).fetchall(), project, n)
@@ -90,6 +97,21 @@ def _ranked(
         )
         rows += conn.execute(mine, (match, project, n)).fetchall()
     return rows
+
+
+def _few(
+    conn: sqlite3.Connection,
+    table: str,
+    rank: str,
+    terms: tuple[str, ...],
+    project: str | None,
+    n: int,
+) -> list[tuple[int, float | None]] | None:
+    """:func:`_ranked` when ``terms`` match fewer than COMMON rows, else None."""
+    match = " OR ".join(fts_string(t) for t in terms)
+    sql = f"SELECT rowid, {rank} FROM {table} WHERE {table} MATCH ? LIMIT ?"  # noqa: S608
+    found = conn.execute(sql, (match, COMMON)).fetchall()
+    return _best(conn, found, project, n) if len(found) < COMMON else None
 
 
 def _best(
@@ -120,6 +142,8 @@ def find(
     project: str | None,
     symbols: list[str],
     limit: int,
+    *,
+    accepted_only: bool = False,
 ) -> list[MemoryHit]:
     """The best ``limit`` experiences for ``plan`` in the index open on ``conn``.
 
@@ -131,13 +155,32 @@ def find(
     bm25: dict[int, float] = {}
     ids: set[int] = set()
     proj = project or ""
-    if plan.fts_terms:
-        for rid, rank in _ranked(
-            conn, "experiences_fts", _BM25, plan.fts_terms, project, CANDIDATES
-        ):
+    exp_fts, exp_short = plan.expansion_terms(EXPANSIONS_PER_TERM)
+    wide = (*plan.fts_terms, *(t for t in exp_fts if t not in plan.fts_terms))
+    widened = None
+    if exp_fts:
+        # The words and their expansions together: candidates, and the BM25 that
+        # refines the score (coverage, which weighs the words above their stand-ins,
+        # decides; ranking.py). Only while they match fewer than COMMON rows: in a
+        # big memory, common synonyms would cost more than they find.
+        widened = _few(conn, "experiences_fts", _BM25, wide, project, CANDIDATES)
+    if widened is not None:
+        for rid, rank in widened:
             if rank is not None:
                 bm25[rid] = -float(rank)
             ids.add(rid)
+    if plan.fts_terms:
+        # The best rows for the words alone, so that rare synonyms cannot push the
+        # rows holding the task's own words out of the candidates.
+        for rid, rank in _ranked(
+            conn, "experiences_fts", _BM25, plan.fts_terms, project, CANDIDATES
+        ):
+            if widened is None and rank is not None:
+                bm25[rid] = -float(rank)
+            ids.add(rid)
+    if exp_short:
+        rows = _ranked(conn, "experiences_short", "rank", exp_short, project, EXPANSION_CANDIDATES)
+        ids.update(rid for rid, _ in rows)
     if plan.like_terms:
         # BM25 over one-token-per-term rows ranks rows holding more (and rarer)
         # short terms first, so a common one ("go") cannot crowd the rows
@@ -165,7 +208,9 @@ def find(
             ids.update(r[0] for r in conn.execute(own, (project, limit * 4)))
     if not ids:
         return []
-    return score_candidates(conn, plan, ids, bm25, project, symbols, limit)
+    return score_candidates(
+        conn, plan, ids, bm25, project, symbols, limit, accepted_only=accepted_only
+    )
 
 
 def open_current(db_path: str) -> sqlite3.Connection | None:

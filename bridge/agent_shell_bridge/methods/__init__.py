@@ -38,7 +38,7 @@ AREAS: dict[str, tuple[str, ...]] = {
         "session/turns",
         "session/undo_turn_done",
     ),
-    "memory": ("memory/save", "memory/search"),
+    "memory": ("memory/review", "memory/save", "memory/search"),
     "policy": ("policy/check", "policy/trust_allowlist", "policy/trust_config"),
     "commands": ("commands/list",),
     "mcp": ("mcp/trust",),

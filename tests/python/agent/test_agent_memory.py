@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from agent_rig import AgentRig, make_project, running_rig
+from agent_shell_bridge.config import BridgeConfig
 from agent_shell_bridge.memory.experience import parse_experience, slugify
 from agent_shell_bridge.memory.extract import EXTRACTION_SYSTEM_PROMPT
 
@@ -330,3 +331,132 @@ async def test_memory_save_returns_the_experience_title_not_the_file_slug(
         saved = await rig.client.result("memory/save", {"sessionId": sid})
         assert saved["title"] == TITLE
         assert Path(saved["path"]).name.endswith(f"--{slugify(TITLE)}.md")
+
+
+SEARCH_TERMS_LINE = 'search_terms: [加法结果不对, 测试一直失败, "assert -1 == 5", sum wrong]'
+# As the file writer puts it: quotes only where the list syntax needs them.
+WRITTEN_TERMS_LINE = "search_terms: [加法结果不对, 测试一直失败, assert -1 == 5, sum wrong]"
+
+
+def _reply_with(line: str) -> dict[str, Any]:
+    text = EXPERIENCE_REPLY.replace(f"summary: {SUMMARY}\n", f"summary: {SUMMARY}\n{line}\n")
+    return {"match": {"system_contains": "You write the long-term memory"}, "text": text}
+
+
+async def test_search_terms_from_the_model_reach_the_file_the_index_and_the_log(
+    serve_app: Any, project: Path, tmp_path: Path
+) -> None:
+    """Chinese search terms go byte for byte into the file and the log, and a later
+    task worded only like them finds the experience."""
+    later = {"text": "找到了以前的经验。"}
+    async with running_rig(
+        serve_app,
+        project,
+        [*FIX_STEPS, _reply_with(SEARCH_TERMS_LINE), later],
+        memory_dir=tmp_path / "memdb",
+    ) as rig:
+        session = await rig.client.result("session/new", {"cwd": str(project)})
+        await rig.turn(session["sessionId"], "修一下 add，make test 失败了")
+        assert "search_terms" in extraction_requests(rig)[0]["messages"][0]["content"]
+        (file,) = memory_files(project)
+        raw = file.read_bytes()
+        assert WRITTEN_TERMS_LINE.encode("utf-8") + b"\nstatus: new\n" in raw
+        exp = parse_experience(raw.decode("utf-8"))
+        assert exp.search_terms == ["加法结果不对", "测试一直失败", "assert -1 == 5", "sum wrong"]
+        log = org_log(session)
+        assert ":SEARCH_TERMS: 加法结果不对 | 测试一直失败 | assert -1 == 5 | sum wrong\n" in log
+        assert ":STATUS: new\n" in log
+        assert "Search terms dropped" not in log
+
+        # Words found only in the search terms: the index has them.
+        before = len(rig.requests)
+        turn = await rig.turn(session["sessionId"], "加法结果不对")
+        assert turn.text == "找到了以前的经验。"
+        system = rig.requests[before]["messages"][0]["content"]
+        assert file.name in system and SUMMARY in system
+        # The log names what was injected, with its score, byte for byte.
+        log_bytes = Path(session["logPath"]).read_bytes()
+        assert f":RECALLED: {TITLE}\n".encode() in log_bytes
+        assert b":SCORES: " in log_bytes and b"(new, not reviewed yet)" in log_bytes
+        assert f":PATHS: .agent-shell/memory/{file.name}\n".encode() in log_bytes
+        assert SUMMARY.encode("utf-8") in log_bytes
+
+        # Reviewed: accepted, then forgotten. The file keeps every other byte.
+        accepted = await rig.client.result(
+            "memory/review", {"path": str(file), "decision": "accept"}
+        )
+        assert accepted["status"] == "accepted" and accepted["logged"] == [session["sessionId"]]
+        assert file.read_bytes() == raw.replace(b"status: new\n", b"status: accepted\n")
+        terms = await rig.client.result(
+            "memory/review", {"path": str(file), "searchTerms": ["减号写错", "加法结果不对"]}
+        )
+        assert terms["searchTerms"] == ["减号写错", "加法结果不对"]
+        assert "search_terms: [减号写错, 加法结果不对]\n".encode() in file.read_bytes()
+        await rig.client.result("memory/review", {"path": str(file), "decision": "forget"})
+        assert b"status: forgotten\n" in file.read_bytes()
+        hits = await rig.client.result("memory/search", {"query": "减号写错"})
+        assert hits["hits"] == []
+        log = org_log(session)
+        assert f"Memory: accept {file.name}" in log and f"Memory: forget {file.name}" in log
+        assert ":DECISION: search terms" in log
+        assert ":SEARCH_TERMS: 减号写错 | 加法结果不对\n" in log
+        bad = await rig.client.rpc(
+            "memory/review", {"path": str(project / "calc.py"), "decision": "accept"}
+        )
+        assert "not an experience file" in bad["error"]["message"]
+        assert (project / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("search_terms: 加法结果不对", "search_terms is not a [a, b] list"),
+        ("search_terms: []", "search_terms is an empty list"),
+        ("", "the reply has no search_terms"),
+    ],
+)
+async def test_malformed_search_terms_fall_back_to_the_lesson_and_the_log_says_so(
+    serve_app: Any, project: Path, tmp_path: Path, line: str, problem: str
+) -> None:
+    async with running_rig(
+        serve_app, project, [*FIX_STEPS, _reply_with(line)], memory_dir=tmp_path / "memdb"
+    ) as rig:
+        session = await rig.client.result("session/new", {"cwd": str(project)})
+        await rig.turn(session["sessionId"], "修一下 add，make test 失败了")
+        (file,) = memory_files(project)
+        text = file.read_text(encoding="utf-8")
+        assert "search_terms" not in text
+        exp = parse_experience(text)
+        assert exp.title == TITLE and exp.search_terms == [] and exp.status == "new"
+        log = org_log(session)
+        assert f"Search terms dropped ({problem}" in log
+        assert "indexed by the lesson's own words alone" in log
+        assert ":SEARCH_TERMS: none\n" in log
+
+
+@pytest.mark.parametrize("accepted_only", [False, True])
+async def test_injection_uses_new_experiences_unless_restricted_to_accepted(
+    serve_app: Any, project: Path, tmp_path: Path, accepted_only: bool
+) -> None:
+    directory = project / ".agent-shell" / "memory"
+    directory.mkdir(parents=True)
+    for name, status in (("2025-06-01--new.md", "new"), ("2025-06-02--ok.md", "accepted")):
+        (directory / name).write_text(
+            f"---\ntitle: 减号错误 {status}\ndate: 2025-06-01\nsummary: 减号写成加号 {status}\n"
+            f"status: {status}\n---\n\n## Goal\n\nx\n",
+            encoding="utf-8",
+        )
+    async with running_rig(
+        serve_app,
+        project,
+        [{"text": "好。"}],
+        memory_dir=tmp_path / "memdb",
+        memory_accepted_only=accepted_only,
+    ) as rig:
+        session = await rig.client.result("session/new", {"cwd": str(project)})
+        await rig.turn(session["sessionId"], "减号错误")
+        system = rig.requests[-1]["messages"][0]["content"]
+        assert "2025-06-02--ok.md" in system
+        assert ("2025-06-01--new.md" in system) is not accepted_only
+    config = BridgeConfig.from_env({"AGENT_SHELL_MEMORY_ACCEPTED_ONLY": "1"})
+    assert config.memory_accepted_only and not BridgeConfig.from_env({}).memory_accepted_only

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from agent_shell_bridge.cli import COMMANDS, build_parser
+from agent_shell_bridge.memory import migrations
 from agent_shell_bridge.memory.experience import Experience, write_experience
 from agent_shell_bridge.methods import AREAS, DEBUG_AREA, build_dispatcher
 from agent_shell_bridge.runtime import Runtime
@@ -126,9 +127,19 @@ def test_one_shot_search_hands_an_index_it_cannot_read_to_the_writer(
     if damage == "missing":
         db.unlink()
     elif damage == "old-schema":
-        # As schema 1 left it: without what migrations 2 (short terms) and 3
-        # (directory stamps) add.
+        # As schema 1 left it: without what migrations 2 (short terms), 3
+        # (directory stamps) and 4 (search terms, status) add.
+        first = migrations.MIGRATIONS[0]
         with sqlite3.connect(db) as conn:
+            conn.executescript(
+                "DROP INDEX experiences_status; DROP TRIGGER experiences_ai; "
+                "DROP TRIGGER experiences_ad; DROP TRIGGER experiences_au; "
+                "DROP TABLE experiences_fts; "
+                "ALTER TABLE experiences DROP COLUMN search_terms; "
+                "ALTER TABLE experiences DROP COLUMN status; "
+                + first[first.index("CREATE VIRTUAL TABLE") :]
+                + "INSERT INTO experiences_fts (experiences_fts) VALUES ('rebuild');"
+            )
             conn.executescript(
                 "DROP TRIGGER experiences_aux_ad; DROP TABLE experiences_short; "
                 "DROP TABLE experience_symbols; DROP INDEX experiences_date; "

@@ -111,3 +111,22 @@ def test_missing_title_and_summary_are_derived() -> None:
 def test_unusable_reply_raises(reply: str) -> None:
     with pytest.raises(MemoryError_):
         parse_extraction_reply(reply, **KW)
+
+
+def test_search_terms_are_validated() -> None:
+    from agent_shell_bridge.memory.extract import parse_extraction, validate_search_terms
+
+    reply = REPLY.replace(
+        "summary: 按 rune 解码。\n",
+        "summary: 按 rune 解码。\nsearch_terms: [中文乱码, parse error, 中文乱码]\n",
+    )
+    exp, problem = parse_extraction(reply, **KW)
+    assert (exp.search_terms, problem, exp.status) == (["中文乱码", "parse error"], "", "new")
+    assert validate_search_terms(["a", "b"]) == (["a", "b"], "")  # "- item" lines
+    assert validate_search_terms("[" + ", ".join(f"t{i}" for i in range(17)) + "]")[1] == (
+        "search_terms has 17 items (at most 16)"
+    )
+    terms, problem = validate_search_terms("[" + "x" * 81 + "]")
+    assert terms == [] and problem.startswith("search_terms item is not a short phrase")
+    assert validate_search_terms("{oops}")[1].startswith("search_terms is not a [a, b] list")
+    assert validate_search_terms(None) == ([], "the reply has no search_terms")

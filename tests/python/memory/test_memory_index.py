@@ -244,7 +244,8 @@ def test_deleted_file_is_dropped(index: MemoryIndex, roots: tuple[Path, Path]) -
     path.unlink()
     stats = index.sync_root(roots[1])
     assert stats.removed == 1
-    assert index.search("pytest") == []
+    # "pytest" also finds other testing lessons (its synonyms); never the deleted one.
+    assert path.name not in {Path(h.path).name for h in index.search("pytest", limit=50)}
     assert index.count() == 3
 
 

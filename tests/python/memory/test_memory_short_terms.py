@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_shell_bridge.memory import migrations
 from agent_shell_bridge.memory.experience import Experience, write_experience
 from agent_shell_bridge.memory.index import MemoryIndex
 from agent_shell_bridge.memory.query import plan_query, short_grams
@@ -130,6 +131,16 @@ def test_index_from_before_the_short_term_table_is_filled_on_open(tmp_path: Path
     db = index.db_path
     index.close()
     conn = sqlite3.connect(db, isolation_level=None)
+    first = migrations.MIGRATIONS[0]
+    conn.executescript(
+        # Back to migration 0001's full-text table, without the later columns.
+        "DROP INDEX experiences_status; DROP TRIGGER experiences_ai; "
+        "DROP TRIGGER experiences_ad; DROP TRIGGER experiences_au; DROP TABLE experiences_fts; "
+        "ALTER TABLE experiences DROP COLUMN search_terms; "
+        "ALTER TABLE experiences DROP COLUMN status; "
+        + first[first.index("CREATE VIRTUAL TABLE") :]
+        + "INSERT INTO experiences_fts (experiences_fts) VALUES ('rebuild');"
+    )
     conn.executescript(
         "DROP TRIGGER experiences_aux_ad; DROP TABLE experiences_short; "
         "DROP TABLE experience_symbols; DROP INDEX experiences_date; "

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import BridgeError, MemoryError_, SessionBusy
 from ...memory.experience import write_experience
-from ...memory.extract import build_extraction_messages, parse_extraction_reply
+from ...memory.extract import build_extraction_messages, parse_extraction
 from ...memory.hit import MemoryHit
 from ...memory.inject import injection_block
 from ...memory.triggers import TaskEvents, extraction_decision
@@ -66,8 +66,11 @@ async def inject_memories(live: LiveSession, prompt: str, parent: str) -> str:
     index = live.memory
     try:
         await refresh_memory(live, index)
+        accepted_only = live.config.memory_accepted_only
         hits: list[MemoryHit] = await asyncio.to_thread(
-            lambda: index.search(prompt, project=live.project, limit=INJECT_MAX)
+            lambda: index.search(
+                prompt, project=live.project, limit=INJECT_MAX, accepted_only=accepted_only
+            )
         )
     except (BridgeError, OSError) as exc:
         log.warning("memory search failed: %s", exc)
@@ -81,8 +84,22 @@ async def inject_memories(live: LiveSession, prompt: str, parent: str) -> str:
             f"Memory: {len(hits)} experience(s) injected into the system prompt",
             source="memory",
             parent=parent,
-            properties={"COUNT": len(hits), "RECALLED": " | ".join(h.title for h in hits)},
-            body=[src(block, "markdown")],
+            properties={
+                "COUNT": len(hits),
+                "RECALLED": " | ".join(h.title for h in hits),
+                "SCORES": " | ".join(f"{h.score:.3f}" for h in hits),
+                "PATHS": " | ".join(live.display_path(Path(h.path)) for h in hits),
+            },
+            body=[
+                text(
+                    "\n".join(
+                        f"{n}. {h.score:.3f} {Path(h.path).name} — {h.title}"
+                        + (" (new, not reviewed yet)" if h.status == "new" else "")
+                        for n, h in enumerate(hits, start=1)
+                    )
+                ),
+                src(block, "markdown"),
+            ],
         )
     return block
 
@@ -134,9 +151,11 @@ async def extract_experience(
         live.account_usage(completion.usage, turn)  # extraction is part of the task's cost
     if completion is None or not completion.content.strip():
         raise MemoryError_("The model returned no experience text")
-    exp = parse_extraction_reply(
+    exp, problem = parse_extraction(
         completion.content, project=live.project, date=today, trigger=trigger
     )
+    if problem:
+        log.warning("memory extraction: %s; indexing the lesson's own words alone", problem)
     path = await asyncio.to_thread(write_experience, live.memory_root, exp)
     if live.memory is not None:
         index = live.memory  # this file only: the next turn sees it, the others are not looked at
@@ -145,10 +164,19 @@ async def extract_experience(
         f"Memory: wrote {path.name}",
         source="memory",
         parent=parent,
-        properties={"PATH": live.display_path(path), "TRIGGER": trigger},
-        body=[text(exp.summary)],
+        properties={
+            "PATH": live.display_path(path),
+            "TRIGGER": trigger,
+            "STATUS": exp.status,
+            "SEARCH_TERMS": " | ".join(exp.search_terms) if exp.search_terms else "none",
+        },
+        body=[text(exp.summary), *([text(_dropped(problem))] if problem else [])],
     )
     return path
+
+
+def _dropped(problem: str) -> str:
+    return f"Search terms dropped ({problem}): indexed by the lesson's own words alone."
 
 
 async def save_on_request(live: LiveSession) -> Path:

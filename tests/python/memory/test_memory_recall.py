@@ -1,0 +1,102 @@
+"""Finding a lesson from other words: search terms, stems, synonyms, the project's
+vocabulary, and the review states that keep files out of search (real SQLite)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent_shell_bridge.memory.experience import Experience, write_experience
+from agent_shell_bridge.memory.index import MemoryIndex
+from agent_shell_bridge.memory.query import plan_query
+from agent_shell_bridge.memory.synonyms import stem
+
+
+def _write(root: Path, title: str, **fields: object) -> Path:
+    exp = Experience(title=title, date="2025-06-01", project=root.name, task_type="bugfix")
+    for key, value in fields.items():
+        setattr(exp, key, value)
+    return write_experience(root, exp)
+
+
+def _index(tmp_path: Path) -> tuple[MemoryIndex, Path]:
+    root = tmp_path / "shop"
+    root.mkdir()
+    return MemoryIndex(tmp_path / "mem"), root
+
+
+def test_search_terms_find_a_lesson_its_own_words_would_not(tmp_path: Path) -> None:
+    index, root = _index(tmp_path)
+    lesson = _write(
+        root,
+        "Add a btree index on orders.customer_id",
+        summary="Seq Scan over 4M rows; CREATE INDEX CONCURRENTLY.",
+        search_terms=["orders page really slow", "admin listing takes seconds"],
+    )
+    _write(root, "Orders CSV export", summary="Added an export button.")
+    with index:
+        index.sync_root(root)
+        hits = index.search("admin listing takes seconds", project="shop")
+        assert hits[0].path == str(lesson.resolve())
+
+
+def test_an_exact_match_is_never_buried_by_expansions(tmp_path: Path) -> None:
+    index, root = _index(tmp_path)
+    exact = _write(root, "Checkout is slow", summary="The checkout was slow: N+1 queries.")
+    # Only synonyms of both words, and many of them.
+    _write(
+        root,
+        "Payment screen sluggish",
+        summary="The payment view had latency; performance of the billing dashboard.",
+        search_terms=["sluggish", "latency", "performance", "payment", "billing"],
+    )
+    with index:
+        index.sync_root(root)
+        hits = index.search("checkout slow", project="shop")
+        assert Path(hits[0].path).name == exact.name
+        assert len(hits) == 2  # the synonyms still find the other one
+
+
+def test_stems_and_synonyms_in_the_plan() -> None:
+    plan = plan_query("the checks keep complaining about long lines")
+    assert plan.units == ("checks", "complaining", "long", "lines")  # stop words dropped
+    terms = {(plan.units[e.unit], e.term, e.weight) for e in plan.expansions}
+    assert ("complaining", "complain", 0.8) in terms
+    assert ("checks", "lint", 0.5) in terms
+    assert ("long", "line length", 0.5) in terms  # a phrase of the table
+    assert all(e.weight < 1 for e in plan.expansions)
+    assert [stem(w) for w in ("swapped", "dates", "installing", "crashes")] == [
+        "swap",
+        "date",
+        "install",
+        "crash",
+    ]
+    assert any(e.term == "编码" for e in plan_query("数据出现乱码").expansions)
+
+
+def test_the_project_vocabulary_links_words_its_lessons_use_together(tmp_path: Path) -> None:
+    index, root = _index(tmp_path)
+    # Words of this project's own (in no built-in table): "quokka" goes with "wombat".
+    for n in range(2):
+        _write(root, f"Fix {n}", tags=["wombat"], search_terms=["quokka"])
+    target = _write(root, "Wombat cache rebuilt", summary="Rebuild the cache.")
+    with index:
+        index.sync_root(root)
+        assert str(target.resolve()) in {h.path for h in index.search("quokka", project="shop")}
+        # Outside the project (no vocabulary) the word alone cannot find it.
+        assert str(target.resolve()) not in {h.path for h in index.search("quokka")}
+
+
+def test_review_states_decide_what_search_finds(tmp_path: Path) -> None:
+    index, root = _index(tmp_path)
+    new = _write(root, "Flaky coupon test new", status="new")
+    accepted = _write(root, "Flaky coupon test accepted", status="accepted")
+    legacy = _write(root, "Flaky coupon test legacy")  # no status: saved before reviews
+    _write(root, "Flaky coupon test rejected", status="rejected")
+    _write(root, "Flaky coupon test forgotten", status="forgotten")
+    with index:
+        index.sync_root(root)
+        found = {Path(h.path).name for h in index.search("flaky coupon", limit=10)}
+        assert found == {new.name, accepted.name, legacy.name}
+        only = {Path(h.path).name for h in index.search("flaky coupon", accepted_only=True)}
+        assert only == {accepted.name, legacy.name}
+        assert index.count() == 5  # the hidden ones keep an empty row
