@@ -23,8 +23,11 @@ AREAS: dict[str, tuple[str, ...]] = {
     "core": ("initialize", "ping", "shutdown"),
     "session": (
         "session/cancel",
+        "session/close",
         "session/fork",
         "session/grants",
+        "session/jobs",
+        "session/kill_job",
         "session/list",
         "session/new",
         "session/prompt",
