@@ -830,6 +830,10 @@ the original is untouched" (alist-get 'forkOf result)))
   "Extract an experience from the current session now." t)
 (autoload 'agent-shell-memory-browse "agent-shell-memory"
   "List the experiences of a project." t)
+(autoload 'agent-shell-memory-review "agent-shell-memory"
+  "Review the project's new experiences one at a time." t)
+(autoload 'agent-shell-memory-forget "agent-shell-memory"
+  "Forget an experience: out of the index, its file marked forgotten." t)
 (autoload 'agent-shell-sessions "agent-shell-sessions"
   "List every live agent-shell session of this Emacs, updated as they change." t)
 (autoload 'agent-shell-next-waiting "agent-shell-sessions"
