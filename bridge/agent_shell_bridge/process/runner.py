@@ -322,11 +322,19 @@ class ProcessRunner:
                 preexec=launch.preexec,
             )
 
-    async def run_argv(self, argv: Sequence[str], *, cwd: Path, timeout_s: float) -> ProcessResult:
-        """Run ``argv`` directly, without a shell."""
+    async def run_argv(
+        self, argv: Sequence[str], *, cwd: Path, timeout_s: float, stdin_fd: int | None = None
+    ) -> ProcessResult:
+        """Run ``argv`` directly, without a shell.
+
+        ``stdin_fd`` (default ``/dev/null``) is a descriptor the caller keeps and
+        closes: a remote run reads its channel's end from it (``remote/runner.py``).
+        """
         if not argv:
             raise ValueError("empty argv")
-        return await self._run(list(argv), cwd, timeout_s, self._environment(None))
+        return await self._run(
+            list(argv), cwd, timeout_s, self._environment(None), stdin_fd=stdin_fd
+        )
 
     async def kill_all(self) -> None:
         """Kill every live child process group (used at shutdown)."""
@@ -363,6 +371,7 @@ class ProcessRunner:
         *,
         pass_fds: Sequence[int] = (),
         preexec: Callable[[], None] | None = None,
+        stdin_fd: int | None = None,
     ) -> ProcessResult:
         await asyncio.to_thread(self._log_dir.mkdir, parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%dT%H%M%S")
@@ -387,7 +396,7 @@ class ProcessRunner:
                 *argv,
                 cwd=str(cwd),
                 env=env,
-                stdin=asyncio.subprocess.DEVNULL,
+                stdin=asyncio.subprocess.DEVNULL if stdin_fd is None else stdin_fd,
                 stdout=stdout_fd,
                 stderr=stderr_fd,
                 start_new_session=True,

@@ -1,0 +1,63 @@
+"""What a remote host offers, asked once per connection."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..sandbox import SandboxStatus
+from .connection import RemoteConnection
+from .errors import RemoteFailed
+
+__all__ = ["NO_REMOTE_SANDBOX", "RemoteProbe", "probe_host"]
+
+NO_REMOTE_SANDBOX = "no sandbox (remote)"
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteProbe:
+    """The answer of the helper's ``probe`` (see :mod:`.helper`)."""
+
+    uid: int
+    user: str
+    home: str
+    python: str
+    bwrap: str | None
+    bwrap_works: bool
+    bwrap_detail: str
+    # "/bin" → "dir" or "link:usr/bin", for the system directories there.
+    system: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def sandboxed(self) -> bool:
+        return self.bwrap is not None and self.bwrap_works
+
+    def status(self) -> SandboxStatus:
+        """The session's sandbox as the header and the placement see it."""
+        if self.sandboxed:
+            return SandboxStatus(True, "bubblewrap (remote)")
+        return SandboxStatus.off(f"{NO_REMOTE_SANDBOX}: {self.bwrap_detail}")
+
+    @property
+    def label(self) -> str:
+        return "bubblewrap (remote)" if self.sandboxed else NO_REMOTE_SANDBOX
+
+
+async def probe_host(connection: RemoteConnection) -> RemoteProbe:
+    """Ask the host what it offers (python3, bubblewrap and whether it works there)."""
+    raw = await connection.call_json({"op": "probe"}, timeout_s=40)
+    try:
+        system = raw.get("system") or {}
+        assert isinstance(system, dict)
+        bwrap = raw.get("bwrap")
+        return RemoteProbe(
+            uid=int(str(raw["uid"])),
+            user=str(raw["user"]),
+            home=str(raw["home"]),
+            python=str(raw["python"]),
+            bwrap=str(bwrap) if bwrap else None,
+            bwrap_works=bool(raw["bwrap_works"]),
+            bwrap_detail=str(raw["bwrap_detail"]),
+            system={str(k): str(v) for k, v in system.items()},
+        )
+    except (KeyError, ValueError, AssertionError) as exc:
+        raise RemoteFailed(f"the remote probe answered in an unknown shape: {exc}") from exc

@@ -1,0 +1,73 @@
+"""A remote project, connected: its target, connection, probe, runner and files.
+
+:meth:`RemoteProject.connect` opens the connection, probes the host once, and
+resolves the project root there (a root that is not a directory, or ``/`` or the
+remote ``$HOME`` itself, is refused as a local one would be);
+:meth:`RemoteProject.reconnect` does the same after a drop, for a resumed session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import RootNotAllowed
+from ..process.runner import ProcessRunner
+from .connection import RemoteConnection
+from .errors import RemoteFailed
+from .files import RemoteFiles
+from .mirror import open_mirror
+from .probe import RemoteProbe, probe_host
+from .runner import RemoteRunner
+from .target import RemoteTarget
+
+__all__ = ["RemoteProject"]
+
+
+@dataclass
+class RemoteProject:
+    target: RemoteTarget
+    connection: RemoteConnection
+    probe: RemoteProbe
+    root: str
+    mirror: Path
+    runner: RemoteRunner
+    files: RemoteFiles
+
+    @classmethod
+    async def connect(
+        cls,
+        target: RemoteTarget,
+        *,
+        runtime_dir: Path,
+        ssh_options: Sequence[str] = (),
+        secrets: Sequence[str] = (),
+        mirror: Path | None = None,
+    ) -> RemoteProject:
+        connection = RemoteConnection(target, runtime_dir, ssh_options=ssh_options)
+        await connection.open()
+        try:
+            probe = await probe_host(connection)
+            answer = await connection.call_json({"op": "realpath", "path": target.path})
+        except BaseException:
+            await connection.close()
+            raise
+        root = str(answer["path"])
+        if not answer.get("dir"):
+            await connection.close()
+            raise RemoteFailed(f"{target.tramp_name(target.path)} is not a directory there")
+        if root in ("/", probe.home.rstrip("/")) or probe.home.startswith(root.rstrip("/") + "/"):
+            await connection.close()
+            raise RootNotAllowed(f"{root} on {target.label} is / or a home, not a project")
+        mirror = mirror or open_mirror(target)
+        local = ProcessRunner(mirror / ".agent-shell" / "outputs" / "remote-raw", secrets=secrets)
+        runner = RemoteRunner(connection, probe, root, local, local_cwd=mirror)
+        return cls(target, connection, probe, root, mirror, runner, RemoteFiles(connection, root))
+
+    async def reconnect(self) -> None:
+        """Connect again after a drop (the probe and root are those of the first time)."""
+        await self.connection.open()
+
+    async def aclose(self) -> None:
+        await self.connection.close()
