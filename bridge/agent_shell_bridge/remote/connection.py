@@ -92,6 +92,8 @@ class RemoteConnection:
         self._options = tuple(ssh_options)
         self._timeout = connect_timeout_s
         self._master: asyncio.subprocess.Process | None = None
+        # Set when a request found the connection gone; cleared by the next open().
+        self.dropped: RemoteDisconnected | None = None
         self._helper_source = _HELPER.read_text(encoding="utf-8")
         who = f"{target.kind}\0{target.label}"
         # Short: a Unix socket's path has room for about 100 bytes.
@@ -173,6 +175,7 @@ class RemoteConnection:
                 raise RemoteDisconnected(f"cannot connect to {self.target.label}: {why}")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(master.wait(), _READY_POLL_S)
+        self.dropped = None
 
     async def _master_error(self, master: asyncio.subprocess.Process) -> str:
         if master.returncode is None:
@@ -201,10 +204,11 @@ class RemoteConnection:
     def lost(self, detail: str) -> RemoteDisconnected:
         """The error of a request that failed because the connection is gone."""
         last = detail.strip().splitlines()[-1] if detail.strip() else "no answer"
-        return RemoteDisconnected(
+        self.dropped = RemoteDisconnected(
             f"the connection to {self.target.label} was lost ({last}); the turn ended. "
-            "Reconnect (resume the session) to go on."
+            "The next prompt (or resuming the session) connects again."
         )
+        return self.dropped
 
     # -- requests ---------------------------------------------------------------
 

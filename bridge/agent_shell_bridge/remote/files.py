@@ -10,6 +10,7 @@ through TRAMP buffers instead; these serve the bridge's own file tools.
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Sequence
 
 from .connection import RemoteConnection
 from .errors import RemoteEscape, RemoteFailed
@@ -53,16 +54,28 @@ class RemoteFiles:
             raise _escape_or(exc) from None
         return int(str(answer["written"]))
 
-    async def list(self, path: str = ".") -> list[tuple[str, str]]:
+    async def list(
+        self, path: str = ".", *, depth: int = 1, skip: Sequence[str] = ()
+    ) -> dict[str, object]:
+        """The entries under PATH, DEPTH levels down (``dir/`` for directories), as
+        the local ``list_directory`` gives them; links are listed, never followed."""
+        request = {
+            "op": "list",
+            "path": self.absolute(path),
+            "root": self.root,
+            "depth": depth,
+            "skip": sorted(skip),
+        }
         try:
-            answer = await self.connection.call_json(
-                {"op": "list", "path": self.absolute(path), "root": self.root}
-            )
+            return await self.connection.call_json(request)
         except RemoteFailed as exc:
             raise _escape_or(exc) from None
-        entries = answer.get("entries")
-        assert isinstance(entries, list)
-        return [(str(e["name"]), str(e["kind"])) for e in entries]
+
+    async def exists(self, path: str) -> bool:
+        """Whether PATH exists there (links resolved; out of the project: refused)."""
+        real = await self.resolve(path)
+        answer = await self.connection.call_json({"op": "realpath", "path": real})
+        return bool(answer.get("exists"))
 
 
 def _escape_or(exc: RemoteFailed) -> Exception:

@@ -194,17 +194,28 @@ def _write(request: dict[str, Any]) -> None:
 
 def _list(request: dict[str, Any]) -> None:
     real = _confined(str(request["path"]), str(request["root"]))
+    depth = max(1, int(request.get("depth", 1)))
+    skip = set(request.get("skip", []))
+    limit = int(request.get("limit", 2000))
+    if not os.path.isdir(real):
+        _fail(f"{request['path']} is not a directory")
     entries = []
-    try:
-        names = sorted(os.listdir(real))
-    except OSError as exc:
-        _fail(f"{request['path']}: {exc.strerror}")
-        return
-    for name in names:
-        full = os.path.join(real, name)
-        kind = "link" if os.path.islink(full) else "dir" if os.path.isdir(full) else "file"
-        entries.append({"name": name, "kind": kind})
-    print(json.dumps({"path": real, "entries": entries}))
+    truncated = False
+    for current, dirs, files in os.walk(real):  # links are listed, never followed
+        level = current[len(real) :].count("/")
+        dirs[:] = sorted(d for d in dirs if d not in skip)
+        shown = [d + "/" for d in dirs] + sorted(files)
+        if level + 1 >= depth:
+            dirs[:] = []
+        for name in shown:
+            rel = os.path.relpath(os.path.join(current, name), real)
+            entries.append(rel + "/" if name.endswith("/") else rel)
+            if len(entries) >= limit:
+                truncated = True
+                break
+        if truncated:
+            break
+    print(json.dumps({"path": real, "entries": sorted(set(entries)), "truncated": truncated}))
 
 
 _OPS = {

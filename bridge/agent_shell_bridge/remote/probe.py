@@ -34,8 +34,8 @@ class RemoteProbe:
     def status(self) -> SandboxStatus:
         """The session's sandbox as the header and the placement see it."""
         if self.sandboxed:
-            return SandboxStatus(True, "bubblewrap (remote)")
-        return SandboxStatus.off(f"{NO_REMOTE_SANDBOX}: {self.bwrap_detail}")
+            return SandboxStatus(True, f"bubblewrap on the remote host ({self.bwrap})", remote=True)
+        return SandboxStatus(False, f"{NO_REMOTE_SANDBOX}: {self.bwrap_detail}", remote=True)
 
     @property
     def label(self) -> str:

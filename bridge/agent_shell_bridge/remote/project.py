@@ -65,6 +65,21 @@ class RemoteProject:
         runner = RemoteRunner(connection, probe, root, local, local_cwd=mirror)
         return cls(target, connection, probe, root, mirror, runner, RemoteFiles(connection, root))
 
+    def describe(self) -> dict[str, object]:
+        """What ``session/new`` tells the client of the remote side."""
+        return {
+            "tramp": self.target.tramp_name(self.root),
+            "host": self.target.label,
+            "root": self.root,
+            "mirror": str(self.mirror),
+            "sandbox": self.probe.label,
+        }
+
+    async def ready(self) -> None:
+        """Connected for a turn: connect again when the last one dropped."""
+        if self.connection.dropped is not None or not self.connection.alive():
+            await self.connection.open()
+
     async def reconnect(self) -> None:
         """Connect again after a drop (the probe and root are those of the first time)."""
         await self.connection.open()

@@ -88,7 +88,12 @@ async def decide(live: LiveSession, spec: ToolSpec[Any], args: cat.Args) -> Prep
     if spec.edits:
         assert isinstance(args, cat.EditArgs)
         resolved, display = paths[0]
-        if resolved.exists() and display not in live.state.read_hashes:
+        exists = (
+            resolved.exists()
+            if live.remote is None
+            else await live.remote.files.exists(resolved.relative_to(live.root).as_posix())
+        )
+        if exists and display not in live.state.read_hashes:
             reason = (
                 f"{display} exists and has not been read in this session; "
                 "read_file it first, then edit"

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     # tree-sitter and the memory index sqlite-utils.
     from ...memory.index import MemoryIndex
     from ...policy.engine import PolicyEngine
+    from ...remote.project import RemoteProject
     from .turnstate import TurnState
 
 __all__ = ["LiveSession", "head_branch", "open_session"]
@@ -106,6 +107,8 @@ class LiveSession:
     tool_sources: list[ToolSource] = field(default_factory=list)
     # The client's hooks around steps ("pre_tool", "post_tool"), as its last prompt said.
     client_hooks: frozenset[str] = frozenset()
+    # A remote project (remote/): ROOT is then its local mirror, for the records.
+    remote: RemoteProject | None = None
 
     # The name the user knows the model by (agent-shell-models), "" for the default.
     model_name: str = ""
@@ -323,6 +326,8 @@ class LiveSession:
             await retired.aclose()
         if self.memory is not None:
             await asyncio.to_thread(self.memory.close)
+        if self.remote is not None:
+            await self.remote.aclose()
 
     async def quiet_run(self, argv: list[str], *, timeout_s: float) -> ProcessResult:
         """Run a small internal command; its output log is not kept (nothing links it)."""
@@ -434,11 +439,14 @@ def open_session(
     *,
     approver: Approver | None = None,
     journal: SessionJournal | None = None,
+    remote: RemoteProject | None = None,
 ) -> LiveSession:
     """Assemble the parts of a session (new or resumed) from its state.
 
     A resumed session passes the JOURNAL made when its state was loaded, and keeps
-    appending to its current log file; a new one starts a log file.
+    appending to its current log file; a new one starts a log file. A REMOTE
+    project's session has its mirror as root, the host's sandbox, and its files
+    through the connection (no Emacs-side tool: Emacs would look here).
     """
     from ...memory.index import MemoryIndex
     from ...policy.engine import PolicyEngine
@@ -467,7 +475,12 @@ def open_session(
     instructions = load_instructions(root, config.user_config_dir)
     instructions.restore(state.active_instructions)
     sandbox = project_sandbox(root, detected, project_trust("config", memory_dir))
-    return LiveSession(
+    if remote is not None:
+        from ...remote.client_files import RemoteClientFiles
+
+        client = ClientLink(client.hub, files=RemoteClientFiles(remote.files, root))
+        sandbox = replace(sandbox, status=remote.probe.status())
+    live = LiveSession(
         state=state,
         root=root,
         config=config,
@@ -497,7 +510,9 @@ def open_session(
         project_roles=project_roles,
         sandbox=sandbox.status,
         sandbox_setting=sandbox.setting,
+        remote=remote,
     )
+    return live
 
 
 def _current_log(root: Path, state: SessionState) -> Path | None:

@@ -14,6 +14,7 @@ from ....errors import ToolFailed
 from ....tools import files
 from ....tools.catalogue import EditArgs, GrepArgs, ListDirectoryArgs, ReadFileArgs
 from ....tools.results import ToolResult
+from ....types import JSONObject
 from ..edit_plan import plan_edit
 from .base import Run
 
@@ -46,6 +47,14 @@ async def read_file(run: Run, args: ReadFileArgs) -> ToolResult:
 async def list_directory(run: Run, args: ListDirectoryArgs) -> ToolResult:
     resolved, display = run.paths[0]
     root = run.live.root
+    if run.live.remote is not None:  # listed there, links never followed
+        rel = resolved.relative_to(root).as_posix() or "."
+        depth = args.depth or 2
+        listing = await run.live.remote.files.list(rel, depth=depth, skip=sorted(files.SKIP_DIRS))
+        result: JSONObject = {"path": display, "depth": depth, "entries": listing["entries"]}
+        if listing.get("truncated"):
+            result["truncated"] = True
+        return ToolResult(result)
     secrets = run.live.policy.secrets
     return ToolResult(
         await asyncio.to_thread(
@@ -56,6 +65,11 @@ async def list_directory(run: Run, args: ListDirectoryArgs) -> ToolResult:
 
 async def grep(run: Run, args: GrepArgs) -> ToolResult:
     resolved, display = run.paths[0]
+    if run.live.remote is not None:
+        raise ToolFailed(
+            "grep is not available in a remote project yet: search with run_command "
+            "(rg or grep run on the remote host, read-only)"
+        )
     timeout = run.prepared.spec.timeout_s
     return ToolResult(
         await files.grep(
