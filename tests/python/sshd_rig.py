@@ -78,8 +78,9 @@ class SshRig:
     def tramp(self, path: str) -> str:
         return f"/ssh:{self.user}@127.0.0.1#{self.port}:{path}"
 
-    def make_project(self, name: str, files: dict[str, str]) -> Path:
-        """A directory of the user's, holding FILES (owned by the user)."""
+    def make_project(self, name: str, files: dict[str, str], *, git: bool = False) -> Path:
+        """A directory of the user's, holding FILES (owned by the user), with GIT a
+        repository of them on the branch ``main`` (one commit, ``init``)."""
         root = self.home / name
         if root.exists():
             shutil.rmtree(root)
@@ -88,6 +89,11 @@ class SshRig:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
         root.mkdir(exist_ok=True)
+        if git:
+            g = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-C", str(root)]
+            subprocess.run([*g, "init", "-q", "-b", "main"], check=True)
+            subprocess.run([*g, "add", "-A"], check=True)
+            subprocess.run([*g, "commit", "-q", "-m", "init"], check=True)
         subprocess.run(["chown", "-R", f"{self.uid}:{self.uid}", str(root)], check=True)
         return root
 

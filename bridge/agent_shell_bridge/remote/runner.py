@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
@@ -167,6 +167,11 @@ class RemoteRunner:
         path = PurePosixPath(self.root, cwd)
         return os.path.normpath(str(path))
 
+    async def run_argv(self, argv: Sequence[str], *, cwd: str, timeout_s: float) -> ProcessResult:
+        """Run ARGV on the host without a shell and without a sandbox: the bridge's own
+        small commands (``git status`` with the safe settings), as locally."""
+        return await self._run(list(argv), self.remote_cwd(cwd), timeout_s, None)
+
     async def run_shell(
         self,
         command: str,
@@ -189,6 +194,15 @@ class RemoteRunner:
             )
         else:
             argv = shell
+        return await self._run(argv, where, timeout_s, settings)
+
+    async def _run(
+        self,
+        argv: list[str],
+        where: str,
+        timeout_s: float,
+        settings: Mapping[str, str] | None,
+    ) -> ProcessResult:
         request = {
             "op": "run",
             "argv": argv,

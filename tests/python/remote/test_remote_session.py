@@ -56,7 +56,9 @@ async def test_a_task_on_a_remote_project(
     serve_app: Any, ssh_rig: SshRig, local_dirs: Path, tmp_path: Path
 ) -> None:
     root = ssh_rig.make_project(
-        f"task-{os.getpid()}", {"app.py": APP, "test_app.py": TEST, "Makefile": MAKEFILE}
+        f"task-{os.getpid()}",
+        {"app.py": APP, "test_app.py": TEST, "Makefile": MAKEFILE, ".gitignore": "__pycache__/\n"},
+        git=True,
     )
     steps = [
         call("list_directory", path="."),
@@ -64,6 +66,7 @@ async def test_a_task_on_a_remote_project(
         call("read_file", path="app.py"),
         call("replace_pattern", path="app.py", pattern="a - b", replacement="a + b", literal=True),
         call("run_command", command="make test"),
+        call("project_status"),
         {"text": "fixed: 加法"},
     ]
     here = tmp_path / "elsewhere"
@@ -81,13 +84,17 @@ async def test_a_task_on_a_remote_project(
         assert turn.end["stopReason"] == "end_turn", turn.end
         framed = max((tool_messages(r) for r in rig.requests), key=len)
         results = [payload_of(m) for m in framed]
-        listing, failing, read, edited, passing = results
+        listing, failing, read, edited, passing, status = results
         assert {"app.py", "Makefile", "test_app.py"} <= set(listing["entries"])
         assert failing["exit_code"] == 2 and "add(2, 2) gave 0" in failing["stderr"]
         assert failing["sandbox"] == "bubblewrap (remote)"
         assert "a - b" in read["text"]
         assert "+    return a + b" in edited["diff"]
         assert passing["exit_code"] == 0 and "通过" in passing["stdout"]
+        # git ran there, on the remote repository.
+        assert status["root"] == ssh_rig.tramp(str(root))
+        assert status["branch"] == "main" and status["changed"] == ["app.py"]
+        assert status["commits"][0].endswith(" init")
         # The edit waited for the user's yes, the commands did not (remote sandbox).
         assert len(turn.permission_requests) == 1
         assert "app.py" in turn.permission_requests[0]["toolCall"]["title"]

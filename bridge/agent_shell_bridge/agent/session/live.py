@@ -330,8 +330,13 @@ class LiveSession:
             await self.remote.aclose()
 
     async def quiet_run(self, argv: list[str], *, timeout_s: float) -> ProcessResult:
-        """Run a small internal command; its output log is not kept (nothing links it)."""
-        result = await self.runner.run_argv(argv, cwd=self.root, timeout_s=timeout_s)
+        """Run a small internal command; its output log is not kept (nothing links it).
+
+        In a remote project it runs there, at the remote root (git for the status)."""
+        if self.remote is not None:
+            result = await self.remote.runner.run_argv(argv, cwd=".", timeout_s=timeout_s)
+        else:
+            result = await self.runner.run_argv(argv, cwd=self.root, timeout_s=timeout_s)
         if result.log_path is not None:
             await asyncio.to_thread(result.log_path.unlink, missing_ok=True)
         return result
