@@ -653,7 +653,8 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
     (agent-shell-bridge-with-connection
      (lambda (conn)
        (agent-shell-rpc-request
-        conn "session/list" `((cwd . ,(directory-file-name root)))
+        conn "session/list" `((cwd . ,(directory-file-name root))
+                              ,@(agent-shell-remote-session-params root))
         :on-success (lambda (result) (agent-shell--choose-session conn root result))
         :on-error (lambda (err) (message "agent-shell: listing sessions failed: %s"
                                          (alist-get 'message err))))))))

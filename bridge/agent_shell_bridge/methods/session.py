@@ -157,6 +157,8 @@ class RevokeParams(SessionRef):
 
 class ListParams(Params):
     cwd: str | None = None
+    # A remote project's sessions, from its local mirror (no connection is made).
+    remote: RemoteParams | None = None
 
 
 class ResumeParams(SessionRef):
@@ -410,7 +412,15 @@ def register(d: Dispatcher[Runtime]) -> None:
 
     @d.method("session/list", ListParams)
     async def list_sessions(rt: Runtime, p: ListParams) -> dict[str, Any]:
-        roots = {project_root(p.cwd)} if p.cwd else {s.root for s in rt.sessions.values()}
+        if p.remote is not None:
+            from ..remote.mirror import mirror_dir
+            from ..remote.target import parse_tramp
+
+            roots = {mirror_dir(parse_tramp(p.remote.tramp))}
+        elif p.cwd:
+            roots = {project_root(p.cwd)}
+        else:
+            roots = {s.root for s in rt.sessions.values()}
         found: list[dict[str, Any]] = []
         for root in roots:
             found.extend(await asyncio.to_thread(SessionStore(root).list))

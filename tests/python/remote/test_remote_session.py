@@ -156,6 +156,10 @@ async def test_a_cut_connection_ends_the_turn_and_the_next_one_reconnects(
         assert again.end["stopReason"] == "end_turn", again.end
         result = payload_of(max((tool_messages(r) for r in rig.requests), key=len)[-1])
         assert result["stdout"] == "back"
+        listed = await rig.client.result(
+            "session/list", {"cwd": str(here), **remote_params(ssh_rig, root)}
+        )
+        assert [x["sessionId"] for x in listed["sessions"]] == [sid]
         # And a bridge that forgot the session resumes it from the mirror, reconnecting.
         await rig.runtime.sessions.pop(sid).aclose()
         resumed = await rig.client.result(
