@@ -315,7 +315,12 @@ def register(d: Dispatcher[Runtime]) -> None:
             if remote is not None:
                 await remote.aclose()
             raise InvalidParams(str(exc)) from exc
-        live = await start_new(rt, state, config, remote=remote)
+        try:
+            live = await start_new(rt, state, config, remote=remote)
+        except BaseException:
+            if remote is not None:
+                await remote.aclose()
+            raise
         return {**_describe(live), "mcp": await _start_mcp(live, p)}
 
     @d.method("session/prompt", PromptParams)

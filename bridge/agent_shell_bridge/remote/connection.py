@@ -53,11 +53,12 @@ def control_dir(base: Path) -> Path:
     base.mkdir(parents=True, exist_ok=True, mode=0o700)
     path = base / "ssh-control"
     path.mkdir(exist_ok=True, mode=0o700)
-    info = path.lstat()
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-        raise RemoteFailed(f"{path} is not a directory of this user's")
-    if stat.S_IMODE(info.st_mode) != 0o700:
-        path.chmod(0o700)
+    for each in (base, path):  # neither may be a link, or another user's
+        info = each.lstat()
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+            raise RemoteFailed(f"{each} is not a directory of this user's")
+        if stat.S_IMODE(info.st_mode) != 0o700:
+            each.chmod(0o700)
     return path
 
 

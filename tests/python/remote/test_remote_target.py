@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from agent_shell_bridge.remote.errors import RemoteRefused
+from agent_shell_bridge.remote.connection import control_dir, default_runtime_dir
+from agent_shell_bridge.remote.errors import RemoteFailed, RemoteRefused
 from agent_shell_bridge.remote.mirror import mirror_dir, open_mirror
 from agent_shell_bridge.remote.target import RemoteTarget, parse_tramp
 
@@ -59,3 +61,15 @@ def test_mirror_is_keyed_by_host_and_path(tmp_path: Path) -> None:
     assert (made / ".agent-shell").is_dir()
     assert (made / "project.txt").read_text(encoding="utf-8") == "/ssh:dev@h#22:/srv/应用\n"
     assert made.stat().st_mode & 0o777 == 0o700
+
+
+def test_the_control_directory_is_private(tmp_path: Path) -> None:
+    made = control_dir(tmp_path / "run")
+    assert made.stat().st_mode & 0o777 == 0o700
+    assert (tmp_path / "run").stat().st_mode & 0o777 == 0o700
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "planted").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(RemoteFailed, match="not a directory of this user's"):
+        control_dir(tmp_path / "planted")
+    assert default_runtime_dir({"XDG_RUNTIME_DIR": str(tmp_path)}) == tmp_path / "agent-shell"
+    assert default_runtime_dir({}).name == f"agent-shell-{os.getuid()}"
