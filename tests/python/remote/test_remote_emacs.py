@@ -47,7 +47,8 @@ async def test_agent_shell_start_in_a_tramp_dired_buffer(ssh_rig: SshRig, tmp_pa
     bridge = os.environ.get("AGENT_SHELL_TEST_BRIDGE") or str(
         HERE.parents[2] / ".venv" / "bin" / "agent-shell-bridge"
     )
-    if shutil.which("emacs") is None or not Path(bridge).exists():
+    emacs = os.environ.get("EMACS", "emacs")  # make test-emacs30 sets its Emacs 30
+    if shutil.which(emacs) is None or not Path(bridge).exists():
         pytest.skip("needs emacs and the bridge (make venv)")
     root = ssh_rig.make_project(
         f"emacs-{os.getpid()}",
@@ -81,7 +82,7 @@ async def test_agent_shell_start_in_a_tramp_dired_buffer(ssh_rig: SshRig, tmp_pa
     }
     try:
         proc = await asyncio.create_subprocess_exec(
-            "emacs",
+            emacs,
             "-Q",
             "--batch",
             "-L",

@@ -180,6 +180,8 @@ async def test_hostile_script_meets_the_remote_sandbox(
     finally:
         for s in listeners:
             s.close()
+        (emacs_dir / "server").unlink(missing_ok=True)
+        (agent_dir / "agent.sock").unlink(missing_ok=True)
 
 
 async def test_symlink_out_of_the_remote_root_is_refused(project: RemoteProject) -> None:
