@@ -71,6 +71,32 @@ class RemoteFiles:
         except RemoteFailed as exc:
             raise _escape_or(exc) from None
 
+    async def grep(
+        self,
+        pattern: str,
+        path: str = ".",
+        *,
+        glob: str | None = None,
+        skip: Sequence[str] = (),
+        limit: int = 200,
+        timeout_s: float = 30.0,
+    ) -> dict[str, object]:
+        """Lines matching PATTERN (Python's re, there) under PATH: ``{matches:
+        [{path, line, text}], truncated}``; links are never followed."""
+        request = {
+            "op": "grep",
+            "pattern": pattern,
+            "path": self.absolute(path),
+            "root": self.root,
+            "glob": glob,
+            "skip": sorted(skip),
+            "limit": limit,
+        }
+        try:
+            return await self.connection.call_json(request, timeout_s=timeout_s)
+        except RemoteFailed as exc:
+            raise _escape_or(exc) from None
+
     async def exists(self, path: str) -> bool:
         """Whether PATH exists there (links resolved; out of the project: refused)."""
         real = await self.resolve(path)

@@ -21,6 +21,7 @@ refusal; anything else is the command's.
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import json
 import os
 import re
@@ -218,6 +219,46 @@ def _list(request: dict[str, Any]) -> None:
     print(json.dumps({"path": real, "entries": sorted(set(entries)), "truncated": truncated}))
 
 
+def _grep(request: dict[str, Any]) -> None:
+    root = os.path.realpath(str(request["root"]))
+    real = _confined(str(request["path"]), root)
+    glob = request.get("glob")
+    skip = set(request.get("skip", []))
+    limit = int(request.get("limit", 200))
+    try:
+        rx = re.compile(str(request["pattern"]))
+    except re.error as exc:
+        _fail(f"Invalid pattern: {exc}")
+        return
+    if os.path.isfile(real):
+        files = [real]
+    else:
+        files = []
+        for current, dirs, names in os.walk(real):  # links are never followed
+            dirs[:] = sorted(d for d in dirs if d not in skip)
+            files.extend(os.path.join(current, n) for n in sorted(names))
+    hits: list[dict[str, Any]] = []
+    for file in files:
+        if glob and not fnmatch.fnmatch(os.path.basename(file), str(glob)):
+            continue
+        if os.path.islink(file) or not _inside(os.path.realpath(file), root):
+            continue
+        try:
+            with open(file, encoding="utf-8") as fh:
+                lines = fh.read().splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        for number, line in enumerate(lines, start=1):
+            if rx.search(line):
+                hits.append(
+                    {"path": os.path.relpath(file, root), "line": number, "text": line[:300]}
+                )
+                if len(hits) >= limit:
+                    print(json.dumps({"matches": hits, "truncated": True}))
+                    return
+    print(json.dumps({"matches": hits, "truncated": False}))
+
+
 _OPS = {
     "probe": _probe,
     "run": _run,
@@ -225,6 +266,7 @@ _OPS = {
     "read": _read,
     "write": _write,
     "list": _list,
+    "grep": _grep,
 }
 
 

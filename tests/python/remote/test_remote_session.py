@@ -67,6 +67,7 @@ async def test_a_task_on_a_remote_project(
         call("replace_pattern", path="app.py", pattern="a - b", replacement="a + b", literal=True),
         call("run_command", command="make test"),
         call("project_status"),
+        call("grep", pattern=r"return a [+-] b"),
         {"text": "fixed: 加法"},
     ]
     here = tmp_path / "elsewhere"
@@ -84,7 +85,7 @@ async def test_a_task_on_a_remote_project(
         assert turn.end["stopReason"] == "end_turn", turn.end
         framed = max((tool_messages(r) for r in rig.requests), key=len)
         results = [payload_of(m) for m in framed]
-        listing, failing, read, edited, passing, status = results
+        listing, failing, read, edited, passing, status, found = results
         assert {"app.py", "Makefile", "test_app.py"} <= set(listing["entries"])
         assert failing["exit_code"] == 2 and "add(2, 2) gave 0" in failing["stderr"]
         assert failing["sandbox"] == "bubblewrap (remote)"
@@ -95,6 +96,7 @@ async def test_a_task_on_a_remote_project(
         assert status["root"] == ssh_rig.tramp(str(root))
         assert status["branch"] == "main" and status["changed"] == ["app.py"]
         assert status["commits"][0].endswith(" init")
+        assert found["matches"] == [{"path": "app.py", "line": 2, "text": "    return a + b"}]
         # The edit waited for the user's yes, the commands did not (remote sandbox).
         assert len(turn.permission_requests) == 1
         assert "app.py" in turn.permission_requests[0]["toolCall"]["title"]

@@ -198,6 +198,13 @@ async def test_symlink_out_of_the_remote_root_is_refused(project: RemoteProject)
     assert not (root.parent / "planted.txt").exists()
     with pytest.raises(RemoteEscape):
         await project.files.read("../../../etc/passwd")
+    found = await project.files.grep("root:", ".")
+    assert found["matches"] == []  # the link to /etc/passwd is not followed
+    (root / "sub" / "note.txt").write_text("root: 根\n")
+    found = await project.files.grep("root:", "sub")
+    assert found["matches"] == [{"path": "sub/note.txt", "line": 1, "text": "root: 根"}]
+    with pytest.raises(RemoteEscape):
+        await project.files.grep("x", "sub/up")
 
 
 async def test_without_a_remote_sandbox_only_strict_readers_run_unasked(

@@ -65,11 +65,20 @@ async def list_directory(run: Run, args: ListDirectoryArgs) -> ToolResult:
 
 async def grep(run: Run, args: GrepArgs) -> ToolResult:
     resolved, display = run.paths[0]
-    if run.live.remote is not None:
-        raise ToolFailed(
-            "grep is not available in a remote project yet: search with run_command "
-            "(rg or grep run on the remote host, read-only)"
+    live = run.live
+    if live.remote is not None:  # searched there
+        found = await live.remote.files.grep(
+            args.pattern,
+            resolved.relative_to(live.root).as_posix() or ".",
+            glob=args.glob,
+            skip=sorted(files.SKIP_DIRS),
+            limit=files.MAX_GREP_HITS,
+            timeout_s=run.prepared.spec.timeout_s,
         )
+        result: JSONObject = {"pattern": args.pattern, "path": display, "matches": found["matches"]}
+        if found.get("truncated"):
+            result["truncated"] = True
+        return ToolResult(result)
     timeout = run.prepared.spec.timeout_s
     return ToolResult(
         await files.grep(
