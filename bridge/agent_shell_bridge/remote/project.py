@@ -65,6 +65,17 @@ class RemoteProject:
         runner = RemoteRunner(connection, probe, root, local, local_cwd=mirror)
         return cls(target, connection, probe, root, mirror, runner, RemoteFiles(connection, root))
 
+    def localize(self, path: str) -> str:
+        """PATH with the remote root's absolute name (or its TRAMP name) replaced by
+        the mirror's, so the host's names of project files are confined like
+        relative ones; any other PATH unchanged (and judged as it is)."""
+        for prefix in (self.target.tramp_name(self.root), self.root):
+            if path == prefix:
+                return str(self.mirror)
+            if path.startswith(prefix.rstrip("/") + "/"):
+                return str(self.mirror / path[len(prefix.rstrip("/")) + 1 :])
+        return path
+
     def describe(self) -> dict[str, object]:
         """What ``session/new`` tells the client of the remote side."""
         return {

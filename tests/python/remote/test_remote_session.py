@@ -63,7 +63,7 @@ async def test_a_task_on_a_remote_project(
     steps = [
         call("list_directory", path="."),
         call("run_command", command="make test"),
-        call("read_file", path="app.py"),
+        call("read_file", path=f"{root}/app.py"),  # the host's name of it
         call("replace_pattern", path="app.py", pattern="a - b", replacement="a + b", literal=True),
         call("run_command", command="make test"),
         call("project_status"),

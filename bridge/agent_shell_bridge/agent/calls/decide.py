@@ -64,6 +64,8 @@ async def decide(live: LiveSession, spec: ToolSpec[Any], args: cat.Args) -> Prep
     paths: list[tuple[Path, str]] = []
     try:
         for arg, candidate in spec.path_values(args):
+            if live.remote is not None:  # the host's absolute names of project files
+                candidate = live.remote.localize(candidate)
             resolved = live.policy.resolve_path(candidate, arg.op)
             paths.append((resolved, live.display_path(resolved)))
     except PathNotAllowed as exc:
