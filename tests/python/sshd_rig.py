@@ -139,6 +139,16 @@ class SshRig:
                     killed += 1
         return killed
 
+    def down(self) -> None:
+        """Stop sshd altogether: the host is unreachable until :meth:`up`."""
+        self.cut()
+        self.proc.terminate()
+        self.proc.wait(10)
+
+    def up(self) -> None:
+        """Start sshd again, on the same port with the same keys."""
+        self.proc = _listen(self.dir, self.port)
+
     def stop(self) -> None:
         self.cut()
         self.proc.terminate()
@@ -185,7 +195,12 @@ LogLevel ERROR
 """
     (where / "sshd_config").write_text(config)
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
-    with (where / "sshd.log").open("wb") as log:
+    proc = _listen(where, port)
+    return SshRig(user.pw_name, user.pw_uid, Path(user.pw_dir), port, where, proc)
+
+
+def _listen(where: Path, port: int) -> subprocess.Popen[bytes]:
+    with (where / "sshd.log").open("ab") as log:
         proc = subprocess.Popen(
             [SSHD, "-D", "-e", "-f", str(where / "sshd_config")],
             stdin=subprocess.DEVNULL,
@@ -200,7 +215,7 @@ LogLevel ERROR
             return s.connect_ex(("127.0.0.1", port)) == 0
 
     wait_for(listening, 10, "sshd to listen")
-    return SshRig(user.pw_name, user.pw_uid, Path(user.pw_dir), port, where, proc)
+    return proc
 
 
 @contextlib.contextmanager

@@ -153,7 +153,16 @@ async def test_a_cut_connection_ends_the_turn_and_the_next_one_reconnects(
         log = next((mirror / ".agent-shell" / "logs").glob("*.org")).read_text(encoding="utf-8")
         assert f"sleep {word}" in log and "was lost" in log
         assert len(rig.requests) == 1  # the turn ended at the drop: no second model call
-        # The next prompt connects again.
+        # With sshd down, a prompt ends at once, saying so; once it is back, the
+        # next prompt connects again.
+        ssh_rig.down()
+        try:
+            refused = await rig.turn(sid, "while down")
+        finally:
+            ssh_rig.up()
+        assert refused.end["stopReason"] == "error"
+        assert "cannot connect to" in refused.end["error"]["message"]
+        assert len(rig.requests) == 1  # the model was not asked
         again = await rig.turn(sid, "again")
         assert again.end["stopReason"] == "end_turn", again.end
         result = payload_of(max((tool_messages(r) for r in rig.requests), key=len)[-1])
