@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 __all__ = ["RemoteParams", "connect_remote"]
 
 _OPTION_RE = re.compile(r"\A[A-Za-z]+=[^\n\r\0]*\Z")
-# Options that run a program of their own, or take over the bridge's connection.
+# Options that run a program of their own, take over the bridge's connection, or
+# forward something of this machine's to the host.
 _REFUSED_OPTIONS = frozenset(
     {
         "proxycommand",
@@ -33,6 +34,17 @@ _REFUSED_OPTIONS = frozenset(
         "controlmaster",
         "controlpersist",
         "remotecommand",
+        # Code loaded into ssh itself.
+        "pkcs11provider",
+        "securitykeyprovider",
+        # What would open this machine to the remote host.
+        "forwardagent",
+        "forwardx11",
+        "forwardx11trusted",
+        "localforward",
+        "remoteforward",
+        "dynamicforward",
+        "tunnel",
     }
 )
 

@@ -19,6 +19,7 @@ import ctypes
 import hashlib
 import json
 import os
+import secrets
 import shlex
 import signal
 import stat
@@ -159,7 +160,10 @@ class RemoteConnection:
             "-o",
             "LogLevel=ERROR",
         ]
-        argv += [self.target.host]
+        # Nothing of this machine's reaches the host through it, whatever the user's
+        # ~/.ssh/config says for that host: no agent, no X, no port forwards.
+        argv += ["-o", "ForwardAgent=no", "-o", "ForwardX11=no", "-o", "ClearAllForwardings=yes"]
+        argv += ["-o", "PermitLocalCommand=no", self.target.host]
         master = await asyncio.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.DEVNULL,
@@ -230,11 +234,17 @@ class RemoteConnection:
     async def call(
         self, request: Mapping[str, object], *, data: bytes = b"", timeout_s: float = 30.0
     ) -> bytes:
-        """One short helper request; its standard output, or a typed error."""
+        """One short helper request; its standard output, or a typed error.
+
+        The helper answers after a line holding this request's nonce: whatever the
+        remote login shell printed first (a chatty ``.bashrc``) is cut off, so it
+        can never be taken for a file's content.
+        """
         if not self.alive():
             raise self.lost("not connected")
+        nonce = secrets.token_hex(16)
         proc = await asyncio.create_subprocess_exec(
-            *self.helper_argv(request),
+            *self.helper_argv({**request, "nonce": nonce}),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -258,7 +268,11 @@ class RemoteConnection:
                     f"{self.target.label} has no python3, which remote projects need"
                 )
             raise RemoteFailed(f"remote request failed ({proc.returncode}): {text.strip()[-300:]}")
-        return out
+        mark = nonce.encode() + b"\n"
+        at = out.find(mark)
+        if at < 0:
+            raise RemoteFailed("the remote helper did not answer (its output never began)")
+        return out[at + len(mark) :]
 
     async def call_json(
         self, request: Mapping[str, object], *, data: bytes = b"", timeout_s: float = 30.0

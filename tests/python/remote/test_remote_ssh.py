@@ -268,3 +268,21 @@ async def test_a_timeout_kills_the_remote_group(project: RemoteProject, ssh_rig:
     )
     assert result.timed_out
     await asyncio.to_thread(wait_for, lambda: not _leftovers(ssh_rig, word), 15, "no leftovers")
+
+
+async def test_a_chatty_login_shell_never_reaches_a_file(
+    project: RemoteProject, ssh_rig: SshRig
+) -> None:
+    bashrc = ssh_rig.home / ".bashrc"
+    before = bashrc.read_bytes() if bashrc.exists() else None
+    bashrc.write_text("echo chatty-login-shell 吵\n" + (before or b"").decode())
+    try:
+        shown = await project.runner.run_shell("true", cwd=".", timeout_s=10, sandboxed=False)
+        assert "chatty-login-shell" in shown.stdout  # the login shell did print first
+        assert (await project.files.read("app.py")).decode() == APP
+        assert await project.files.exists("app.py")
+    finally:
+        if before is None:
+            bashrc.unlink()
+        else:
+            bashrc.write_bytes(before)
