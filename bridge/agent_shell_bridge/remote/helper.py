@@ -173,6 +173,11 @@ def _read(request: dict[str, Any]) -> None:
 def _write(request: dict[str, Any]) -> None:
     path, root = str(request["path"]), str(request["root"])
     parent = _confined(os.path.dirname(path) or ".", root)
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except OSError as exc:
+        _fail(f"{os.path.dirname(path)}: {exc.strerror}")
+    parent = _confined(parent, root)  # again, now that it exists
     target = os.path.join(parent, os.path.basename(path))
     if os.path.islink(target):
         _confined(target, root)
@@ -180,11 +185,12 @@ def _write(request: dict[str, Any]) -> None:
     tmp = os.path.join(parent, f".{os.path.basename(path)}.agent-shell-{os.getpid()}")
     try:
         mode = os.stat(target).st_mode & 0o7777 if os.path.exists(target) else 0o644
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
         os.replace(tmp, os.path.realpath(target) if os.path.islink(target) else target)
     except OSError as exc:
         with contextlib.suppress(OSError):

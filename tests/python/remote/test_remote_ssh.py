@@ -82,6 +82,12 @@ async def test_failing_test_then_edit_then_passing(project: RemoteProject, ssh_r
     await project.files.write("app.py", fixed.encode())
     written = Path(project.root) / "app.py"
     assert written.read_bytes() == fixed.encode()
+    assert written.stat().st_mode & 0o777 == 0o644  # its mode kept
+    await project.files.write("新/文件.txt", "中文 ✓\n".encode())
+    made = Path(project.root) / "新" / "文件.txt"
+    assert made.read_bytes() == "中文 ✓\n".encode()
+    assert made.stat().st_uid == ssh_rig.uid
+    assert (await project.files.read("新/文件.txt")).decode() == "中文 ✓\n"
     assert written.stat().st_uid == ssh_rig.uid  # written there, by that user
     second = await project.runner.run_placed(
         "make test", judged=judged, cwd=".", timeout_s=20, asked=Asked()
