@@ -2,7 +2,9 @@
 
 :meth:`RemoteProject.connect` opens the connection, probes the host once, and
 resolves the project root there (a root that is not a directory, or ``/`` or the
-remote ``$HOME`` itself, is refused as a local one would be);
+remote ``$HOME`` itself, is refused as a local one would be), and copies the
+project's ``AGENTS.md`` (or ``CLAUDE.md``) into the mirror, where the session
+reads its instructions;
 :meth:`RemoteProject.reconnect` does the same after a drop, for a resumed session.
 """
 
@@ -14,8 +16,9 @@ from pathlib import Path
 
 from ..errors import RootNotAllowed
 from ..process.runner import ProcessRunner
+from ..project.instructions import PROJECT_NAMES
 from .connection import RemoteConnection
-from .errors import RemoteFailed
+from .errors import RemoteEscape, RemoteFailed
 from .files import RemoteFiles
 from .mirror import open_mirror
 from .probe import RemoteProbe, probe_host
@@ -23,6 +26,9 @@ from .runner import RemoteRunner
 from .target import RemoteTarget
 
 __all__ = ["RemoteProject"]
+
+# Larger instruction files are left out rather than copied.
+_MAX_INSTRUCTIONS_BYTES = 512 * 1024
 
 
 @dataclass
@@ -61,9 +67,15 @@ class RemoteProject:
             await connection.close()
             raise RootNotAllowed(f"{root} on {target.label} is / or a home, not a project")
         mirror = mirror or open_mirror(target)
+        files = RemoteFiles(connection, root)
+        try:
+            await _copy_instructions(files, mirror)
+        except BaseException:
+            await connection.close()
+            raise
         local = ProcessRunner(mirror / ".agent-shell" / "outputs" / "remote-raw", secrets=secrets)
         runner = RemoteRunner(connection, probe, root, local, local_cwd=mirror)
-        return cls(target, connection, probe, root, mirror, runner, RemoteFiles(connection, root))
+        return cls(target, connection, probe, root, mirror, runner, files)
 
     def localize(self, path: str) -> str:
         """PATH with the remote root's absolute name (or its TRAMP name) replaced by
@@ -97,3 +109,18 @@ class RemoteProject:
 
     async def aclose(self) -> None:
         await self.connection.close()
+
+
+async def _copy_instructions(files: RemoteFiles, mirror: Path) -> None:
+    """The project's AGENTS.md (or CLAUDE.md) from the host into the mirror's root,
+    where the session reads its instructions; one gone there goes here too."""
+    for name in PROJECT_NAMES:
+        copy = mirror / name
+        try:
+            data = await files.read(name)
+        except (RemoteFailed, RemoteEscape):  # none there, or a link out of the project
+            data = None
+        if data is None or len(data) > _MAX_INSTRUCTIONS_BYTES:
+            copy.unlink(missing_ok=True)
+        else:
+            copy.write_bytes(data)

@@ -7,6 +7,7 @@ commands and the files are on the "remote" side, which logs in as its own user.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import tempfile
@@ -57,7 +58,13 @@ async def test_a_task_on_a_remote_project(
 ) -> None:
     root = ssh_rig.make_project(
         f"task-{os.getpid()}",
-        {"app.py": APP, "test_app.py": TEST, "Makefile": MAKEFILE, ".gitignore": "__pycache__/\n"},
+        {
+            "app.py": APP,
+            "test_app.py": TEST,
+            "Makefile": MAKEFILE,
+            ".gitignore": "__pycache__/\n",
+            "AGENTS.md": "远程说明: run make test before saying done.\n",
+        },
         git=True,
     )
     steps = [
@@ -82,6 +89,7 @@ async def test_a_task_on_a_remote_project(
         assert opened["sandbox"]["label"] == "bubblewrap (remote)"
         assert mirror.is_relative_to(local_dirs / "agent-shell" / "remote")
         turn = await rig.turn(sid, "make the test pass")
+        assert "远程说明" in json.dumps(rig.requests[0], ensure_ascii=False)  # its AGENTS.md
         assert turn.end["stopReason"] == "end_turn", turn.end
         framed = max((tool_messages(r) for r in rig.requests), key=len)
         results = [payload_of(m) for m in framed]
