@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import glob
 import json
 import os
 import re
@@ -53,7 +54,22 @@ def _confined(path: str, root: str) -> str:
     return real
 
 
-def _probe(_request: dict[str, Any]) -> None:
+def _toolchains(home: str, request: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The toolchain directories under HOME (relative names), and the credential
+    files or folders inside them (absolute), both as the request lists them."""
+    shown = [
+        rel
+        for rel in request.get("toolchains", [])
+        if os.path.isdir(os.path.join(home, rel)) and not os.path.islink(os.path.join(home, rel))
+    ]
+    masked = []
+    for entry in request.get("secrets", []):
+        if any(entry == rel or entry.startswith(rel + "/") for rel in shown):
+            masked.extend(sorted(glob.glob(os.path.join(home, entry))))
+    return shown, masked
+
+
+def _probe(request: dict[str, Any]) -> None:
     bwrap = None
     for d in [*os.environ.get("PATH", "/usr/bin:/bin").split(":"), "/usr/bin", "/bin"]:
         candidate = os.path.join(d or ".", "bwrap")
@@ -76,12 +92,16 @@ def _probe(_request: dict[str, Any]) -> None:
             system[d] = "link:" + os.readlink(d)
         elif os.path.isdir(d):
             system[d] = "dir"
+    home = os.path.expanduser("~")
+    shown, masked = _toolchains(home, request)
     print(
         json.dumps(
             {
+                "toolchains": shown,
+                "masked": [[p, "dir" if os.path.isdir(p) else "file"] for p in masked],
                 "uid": os.getuid(),
                 "user": os.environ.get("USER") or os.environ.get("LOGNAME") or "",
-                "home": os.path.expanduser("~"),
+                "home": home,
                 "python": sys.version.split()[0],
                 "bwrap": bwrap,
                 "bwrap_works": works,

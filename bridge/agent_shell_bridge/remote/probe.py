@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from ..sandbox import SandboxStatus
+from ..policy.secrets import SECRET_PATHS
+from ..sandbox import HOME_TOOLCHAINS, SandboxStatus
 from .connection import RemoteConnection
 from .errors import RemoteFailed
 
@@ -26,6 +28,10 @@ class RemoteProbe:
     bwrap_detail: str
     # "/bin" → "dir" or "link:usr/bin", for the system directories there.
     system: dict[str, str] = field(default_factory=dict)
+    # Toolchains under the remote $HOME (relative: ".cargo", ".local/bin") shown
+    # read-only in its sandbox, and the credential files in them, masked there.
+    toolchains: tuple[str, ...] = ()
+    masked: tuple[tuple[str, str], ...] = ()
 
     @property
     def sandboxed(self) -> bool:
@@ -44,7 +50,12 @@ class RemoteProbe:
 
 async def probe_host(connection: RemoteConnection) -> RemoteProbe:
     """Ask the host what it offers (python3, bubblewrap and whether it works there)."""
-    raw = await connection.call_json({"op": "probe"}, timeout_s=40)
+    request = {
+        "op": "probe",
+        "toolchains": list(HOME_TOOLCHAINS),
+        "secrets": [e for e in SECRET_PATHS if any(e.startswith(t + "/") for t in HOME_TOOLCHAINS)],
+    }
+    raw = await connection.call_json(request, timeout_s=40)
     try:
         system = raw.get("system") or {}
         assert isinstance(system, dict)
@@ -58,6 +69,16 @@ async def probe_host(connection: RemoteConnection) -> RemoteProbe:
             bwrap_works=bool(raw["bwrap_works"]),
             bwrap_detail=str(raw["bwrap_detail"]),
             system={str(k): str(v) for k, v in system.items()},
+            toolchains=tuple(str(t) for t in _list(raw.get("toolchains"))),
+            masked=tuple((str(m[0]), str(m[1])) for m in _list(raw.get("masked"))),
         )
-    except (KeyError, ValueError, AssertionError) as exc:
+    except (KeyError, ValueError, AssertionError, IndexError, TypeError) as exc:
         raise RemoteFailed(f"the remote probe answered in an unknown shape: {exc}") from exc
+
+
+def _list(value: object) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"expected a list, got {type(value).__name__}")
+    return value

@@ -3,12 +3,12 @@
 The same walls as the local sandbox where they can be built from afar: its own
 user, PID, IPC, UTS and cgroup namespaces with every capability dropped, a new
 terminal session, no network unless asked for; the host's system directories
-read-only, a private ``/tmp``, ``/var/tmp`` and ``/run`` and an empty ``$HOME``
-(so no socket of the user's sessions there — an Emacs server, an ssh-agent, a bus
-— is reachable; the environment loses their addresses too); the project writable,
+read-only, a private ``/tmp``, ``/var/tmp`` and ``/run`` and a ``$HOME`` holding
+only the toolchains found there (read-only, their credential files masked) — so no
+socket of the user's sessions (an Emacs server, an ssh-agent, a bus) is
+reachable, and the environment loses their addresses too; the project writable,
 except its ``.git`` and ``.agent-shell``. Not built remotely: the seccomp filter,
-Landlock, the masks of secrets and the special-file index of the local sandbox
-(see ``doc/remote.org``).
+Landlock and the special-file index of the local sandbox (see ``doc/remote.org``).
 """
 
 from __future__ import annotations
@@ -51,6 +51,16 @@ def remote_bwrap_argv(
         argv += ["--tmpfs", private]
     home = normpath(probe.home)
     argv += ["--tmpfs", home]
+    for rel in probe.toolchains:  # read-only, their credentials masked
+        shown = join(home, rel)
+        argv += ["--ro-bind", shown, shown]
+    for path, kind in probe.masked:
+        # As the local sandbox masks them (spec.py): an empty read-only folder, or
+        # /dev/null, which a user namespace's nodev mount makes unreadable too.
+        if kind == "dir":
+            argv += ["--tmpfs", path, "--remount-ro", path]
+        else:
+            argv += ["--ro-bind", "/dev/null", path]
     root = normpath(root)
     argv += ["--bind" if writable else "--ro-bind", root, root]
     for sub in _READ_ONLY_IN_ROOT:

@@ -10,6 +10,7 @@ import asyncio
 import dataclasses
 import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -292,3 +293,46 @@ async def test_a_chatty_login_shell_never_reaches_a_file(
             bashrc.unlink()
         else:
             bashrc.write_bytes(before)
+
+
+async def test_the_remote_home_shows_toolchains_not_credentials(
+    ssh_rig: SshRig, tmp_path: Path
+) -> None:
+    home = ssh_rig.home
+    tool = home / ".local" / "bin" / "hello-tool"
+    tool.parent.mkdir(parents=True, exist_ok=True)
+    tool.write_text("#!/bin/sh\necho 工具 works\n")
+    tool.chmod(0o755)
+    creds = home / ".cargo" / "credentials.toml"
+    creds.parent.mkdir(parents=True, exist_ok=True)
+    creds.write_text("token = 'cargo-secret-123'\n")
+    (home / "private-notes.txt").write_text("not for the agent\n")
+    subprocess.run(["chown", "-R", f"{ssh_rig.uid}:{ssh_rig.uid}", str(home)], check=True)
+    root = ssh_rig.make_project(f"tools-{os.getpid()}", {"x.txt": "x\n"})
+    runtime = Path(tempfile.mkdtemp(prefix="asr-"))
+    remote = await RemoteProject.connect(
+        parse_tramp(ssh_rig.tramp(str(root))),
+        runtime_dir=runtime,
+        ssh_options=ssh_rig.options,
+        mirror=tmp_path / "mirror",
+    )
+    try:
+        assert ".local/bin" in remote.probe.toolchains and ".cargo" in remote.probe.toolchains
+        run = await remote.runner.run_shell(
+            "~/.local/bin/hello-tool; cat ~/.cargo/credentials.toml; ls -A ~",
+            cwd=".",
+            timeout_s=20,
+            sandboxed=True,
+        )
+        assert run.exit_code == 0, run.stderr
+        assert "工具 works" in run.stdout
+        assert "cargo-secret" not in run.stdout  # masked inside the shown toolchain
+        assert "credentials.toml: Permission denied" in run.stderr  # /dev/null over it
+        assert "private-notes.txt" not in run.stdout and ".bashrc" not in run.stdout
+        assert creds.read_text() == "token = 'cargo-secret-123'\n"  # untouched there
+    finally:
+        await remote.aclose()
+        shutil.rmtree(runtime, ignore_errors=True)
+        (home / "private-notes.txt").unlink()
+        creds.unlink()
+        tool.unlink()

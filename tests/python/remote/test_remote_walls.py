@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from agent_shell_bridge.remote.connection import RemoteConnection
@@ -89,3 +90,20 @@ def test_commands_are_one_quoted_line_for_ssh_and_an_argv_for_containers(tmp_pat
         "echo",
         "a b",
     ]
+
+
+def test_toolchains_are_shown_read_only_with_their_credentials_masked() -> None:
+    probe = dataclasses.replace(
+        PROBE,
+        toolchains=(".cargo", ".m2"),
+        masked=(("/home/dev/.cargo/credentials.toml", "file"), ("/home/dev/.m2/keys", "dir")),
+    )
+    argv = remote_bwrap_argv(
+        probe, ["true"], root="/home/dev/app", cwd="/home/dev/app", network=False
+    )
+    ro = _pairs(argv, "--ro-bind")
+    assert ("/home/dev/.cargo", "/home/dev/.cargo") in ro
+    assert ("/dev/null", "/home/dev/.cargo/credentials.toml") in ro
+    tmpfs = [argv[i + 1] for i, a in enumerate(argv) if a == "--tmpfs"]
+    assert tmpfs.index("/home/dev") < tmpfs.index("/home/dev/.m2/keys")
+    assert argv.index("/home/dev/.cargo") < argv.index("/home/dev/.cargo/credentials.toml")
