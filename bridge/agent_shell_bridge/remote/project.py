@@ -10,12 +10,15 @@ reads its instructions;
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import RootNotAllowed
 from ..process.runner import ProcessRunner
+from ..process.test_summary import detect_test_command
 from ..project.instructions import PROJECT_NAMES
 from .connection import RemoteConnection
 from .errors import RemoteEscape, RemoteFailed
@@ -27,6 +30,7 @@ from .target import RemoteTarget
 
 __all__ = ["RemoteProject"]
 
+_SKIP = (".git", "node_modules", "__pycache__", ".venv", ".mypy_cache")
 # Larger instruction files are left out rather than copied.
 _MAX_INSTRUCTIONS_BYTES = 512 * 1024
 
@@ -77,6 +81,25 @@ class RemoteProject:
         runner = RemoteRunner(connection, probe, root, local, local_cwd=mirror)
         return cls(target, connection, probe, root, mirror, runner, files)
 
+    async def test_command(self) -> str | None:
+        """The project's test command, guessed there as locally
+        (:func:`..process.test_summary.detect_test_command`): from the names at the
+        root and in ``tests/``/``test/``, and the Makefile's and package.json's text."""
+        listing = await self.files.list(".", depth=2, skip=_SKIP)
+        entries = [str(e) for e in _as_list(listing.get("entries"))]
+        with tempfile.TemporaryDirectory(prefix="agent-shell-detect-") as scratch:
+            here = Path(scratch)
+            for entry in entries:
+                nested = "/" in entry and not entry.startswith(("tests/", "test/"))
+                if entry.endswith("/") or nested or ".." in entry.split("/"):
+                    continue
+                (here / entry).parent.mkdir(parents=True, exist_ok=True)
+                (here / entry).touch()
+            for name in ("Makefile", "package.json"):
+                if name in entries:
+                    (here / name).write_bytes(await self.files.read(name))
+            return detect_test_command(here)
+
     def localize(self, path: str) -> str:
         """PATH with the remote root's absolute name (or its TRAMP name) replaced by
         the mirror's, so the host's names of project files are confined like
@@ -124,3 +147,7 @@ async def _copy_instructions(files: RemoteFiles, mirror: Path) -> None:
             copy.unlink(missing_ok=True)
         else:
             copy.write_bytes(data)
+
+
+def _as_list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []

@@ -72,7 +72,7 @@ async def test_a_task_on_a_remote_project(
         call("run_command", command="make test"),
         call("read_file", path=f"{root}/app.py"),  # the host's name of it
         call("replace_pattern", path="app.py", pattern="a - b", replacement="a + b", literal=True),
-        call("run_command", command="make test"),
+        call("run_test"),  # its command guessed there: make test
         call("project_status"),
         call("grep", pattern=r"return a [+-] b"),
         {"text": "fixed: 加法"},
@@ -100,6 +100,7 @@ async def test_a_task_on_a_remote_project(
         assert "a - b" in read["text"]
         assert "+    return a + b" in edited["diff"]
         assert passing["exit_code"] == 0 and "通过" in passing["stdout"]
+        assert passing["summary"]["ok"] is True and passing["sandbox"] == "bubblewrap (remote)"
         # git ran there, on the remote repository.
         assert status["root"] == ssh_rig.tramp(str(root))
         assert status["branch"] == "main" and status["changed"] == ["app.py"]

@@ -72,7 +72,11 @@ async def decide(live: LiveSession, spec: ToolSpec[Any], args: cat.Args) -> Prep
         return _denied(spec, args, spec.risk or Risk.READ, exc.message)
 
     if isinstance(args, cat.RunTestArgs):
-        command = args.command or detect_test_command(live.root)
+        command = args.command or (
+            detect_test_command(live.root)
+            if live.remote is None
+            else await live.remote.test_command()
+        )
         if not command:
             return _denied(spec, args, Risk.READ, _NO_TEST_COMMAND)
         return _decide_command(live, spec, args, command, live.root)
