@@ -79,9 +79,12 @@ context fill and any in the model name show as written."
       (if grants
           (format " │ %d grant%s" (length grants) (if (cdr grants) "s" ""))
         "")
-      (if (eq (alist-get 'available (agent-shell-session-sandbox session)) :json-false)
-          " │ no sandbox"
-        "")
+      (let* ((sandbox (agent-shell-session-sandbox session))
+             (label (alist-get 'label sandbox)))
+        ;; The bridge's label says where: "no sandbox (remote)" on a remote host.
+        (if (eq (alist-get 'available sandbox) :json-false)
+            (concat " │ " (if (stringp label) label "no sandbox"))
+          ""))
       (agent-shell-mcp-header)))))
 
 (provide 'agent-shell-header)

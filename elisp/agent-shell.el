@@ -25,6 +25,7 @@
 ;; agent-shell-rpc-http.el      the HTTP/1.1 client and the event stream
 ;; agent-shell-rpc.el           the bridge process, joining the two above
 ;; agent-shell-project.el       project root, API key, `.agent-shell/' files
+;; agent-shell-remote.el        a project on another host, through TRAMP
 ;; agent-shell-trust.el         trusting the files a project ships
 ;; agent-shell-tools.el         the Emacs-side tools' dispatcher and checks
 ;; agent-shell-perception.el    read-only tools: buffers, project, symbols
@@ -84,6 +85,7 @@
 (require 'agent-shell-plan)
 (require 'agent-shell-citations)
 (require 'agent-shell-project)
+(require 'agent-shell-remote)
 (require 'agent-shell-mcp)
 (require 'agent-shell-transcript)
 (require 'agent-shell-grants)
@@ -205,6 +207,8 @@ buffers take the same name."
         (agent-shell-log-set-file
          (agent-shell-log-buffer (agent-shell-session-name agent-shell--session)) path))
       (mapc #'agent-shell-transcript-notice (alist-get 'notices result))
+      (when-let ((remote (agent-shell-remote-describe result)))
+        (agent-shell-transcript-notice remote))
       (setf (agent-shell-session-sandbox agent-shell--session) (alist-get 'sandbox result))
       (when (equal (alist-get 'projectSetting
                               (agent-shell-session-sandbox
@@ -233,8 +237,12 @@ buffers take the same name."
 SETTINGS are ROOT's project settings, read when not given.
 WIDE-CONFIRMED non-nil means the user explicitly confirmed ROOT
 although it is $HOME or /; only then is `allow_wide_root' sent."
-  (let ((settings (or settings (agent-shell-project-read-config root))))
+  (let ((settings (or settings
+                      ;; A remote project's own files are not read from here.
+                      (and (not (agent-shell-remote-p root))
+                           (agent-shell-project-read-config root)))))
     `((cwd . ,(directory-file-name root))
+      ,@(agent-shell-remote-session-params root)
       ,@(and wide-confirmed '((allow_wide_root . t)))
       (mode . ,(symbol-name
                 (agent-shell-project-setting settings 'agent-shell-default-mode)))
@@ -280,7 +288,9 @@ unsent input."
          (root (car chosen))
          (name (agent-shell--name-for-root root))
          (buffer (get-buffer-create (agent-shell--buffer-name name))))
-    (agent-shell-project-scaffold root)
+    (if (agent-shell-remote-p root)
+        (agent-shell-remote-session-params root) ; refuses a method it cannot use
+      (agent-shell-project-scaffold root))
     (with-current-buffer buffer
       (cond
        ((not (derived-mode-p 'agent-shell-mode)) nil)
@@ -294,7 +304,8 @@ unsent input."
         (setq root nil)))
       (when root
         (agent-shell--setup name root nil)
-        (let ((settings (agent-shell-project-read-config root)))
+        (let ((settings (and (not (agent-shell-remote-p root))
+                             (agent-shell-project-read-config root))))
           (setf (agent-shell-session-mode agent-shell--session)
                 (agent-shell-project-setting settings 'agent-shell-default-mode))
           (agent-shell-header-set-state 'starting)
@@ -689,7 +700,8 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
     (agent-shell-bridge-with-connection
      (lambda (conn)
        (agent-shell-rpc-request
-        conn "session/list" `((cwd . ,(directory-file-name root)))
+        conn "session/list" `((cwd . ,(directory-file-name root))
+                              ,@(agent-shell-remote-session-params root))
         :on-success (lambda (result) (agent-shell--choose-session conn root result))
         :on-error (lambda (err) (message "agent-shell: listing sessions failed: %s"
                                          (alist-get 'message err))))))))
@@ -745,6 +757,7 @@ name at the prompt, complete it; elsewhere, indent as TAB would."
     (agent-shell-rpc-request
      conn "session/resume" `((sessionId . ,session-id)
                              (cwd . ,(directory-file-name root))
+                             ,@(agent-shell-remote-session-params root)
                              ,@(agent-shell-mcp-session-params))
      :on-success (lambda (result)
                    (when (buffer-live-p buffer)

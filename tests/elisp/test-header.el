@@ -57,6 +57,9 @@
           '((available . :json-false) (label . "no sandbox")))
     (should (string-search " │ no sandbox" (agent-shell-header-line)))
     (setf (agent-shell-session-sandbox agent-shell--session)
+          '((available . :json-false) (label . "no sandbox (remote)")))
+    (should (string-search " │ no sandbox (remote)" (agent-shell-header-line)))
+    (setf (agent-shell-session-sandbox agent-shell--session)
           '((available . t) (label . "bubblewrap")))
     (should-not (string-search "sandbox" (agent-shell-header-line)))))
 

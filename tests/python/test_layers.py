@@ -24,6 +24,7 @@ LAYERS = (
     "policy",
     "sandbox",
     "process",
+    "remote",
     "model",
     "orglog",
     "memory",

@@ -10,7 +10,7 @@ import asyncio
 import functools
 import gc
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..config import BridgeConfig
 from ..errors import InvalidParams
@@ -27,6 +27,9 @@ from .session.live import LiveSession, open_session
 from .session.model_help import key_notice
 from .session.reporter import text
 from .session.store import SessionState, SessionStore
+
+if TYPE_CHECKING:
+    from ..remote.project import RemoteProject
 
 __all__ = ["SessionHost", "resume_saved", "start_new"]
 
@@ -50,9 +53,17 @@ def _settle_heap() -> None:
     gc.freeze()
 
 
-async def start_new(rt: SessionHost, state: SessionState, config: BridgeConfig) -> LiveSession:
+async def start_new(
+    rt: SessionHost,
+    state: SessionState,
+    config: BridgeConfig,
+    *,
+    remote: RemoteProject | None = None,
+) -> LiveSession:
     """Open a new session, save it, and tell the log what the user should know."""
-    live = await asyncio.to_thread(open_session, rt.link, rt.sandbox, state, config)
+    live = await asyncio.to_thread(
+        functools.partial(open_session, rt.link, rt.sandbox, state, config, remote=remote)
+    )
     _settle_heap()
     rt.sessions[state.id] = live
     live.warm_sandbox()
@@ -61,11 +72,43 @@ async def start_new(rt: SessionHost, state: SessionState, config: BridgeConfig) 
     await live.checkpoint()
     await _announce(live)
     await announce_project_hooks(live)
+    await _announce_remote(live)
     return live
 
 
+async def _announce_remote(live: LiveSession) -> None:
+    """A remote project: where its commands and files are, and where its records."""
+    remote = live.remote
+    if remote is None:
+        return
+    where = (
+        "in its bubblewrap sandbox"
+        if remote.probe.sandboxed
+        else "with no sandbox there: only strictly read-only commands run without asking"
+    )
+    await live.reporter.entry(
+        f"Remote project: {remote.target.tramp_name(remote.root)}",
+        source="bridge",
+        parent=None,
+        properties={"REMOTE": remote.target.label, "SANDBOX": remote.probe.label},
+        body=[
+            text(
+                f"Commands run on {remote.target.label} through one ssh connection, "
+                f"{where}; "
+                "files are read and written there. The API key stays on this machine; "
+                f"this log, the sessions and the memory stay here too, in {live.root}."
+            )
+        ],
+    )
+
+
 async def resume_saved(
-    rt: SessionHost, root: Path, session_id: str, config: BridgeConfig
+    rt: SessionHost,
+    root: Path,
+    session_id: str,
+    config: BridgeConfig,
+    *,
+    remote: RemoteProject | None = None,
 ) -> LiveSession:
     """Reopen a saved session of the project at ``root``.
 
@@ -85,7 +128,9 @@ async def resume_saved(
     drop_unscoped_mcp_grants(state)  # granted nothing any more; not listed as active
     # dry-run, step limit and extra paths come back from the checkpoint.
     live = await asyncio.to_thread(
-        functools.partial(open_session, rt.link, rt.sandbox, state, config, journal=journal)
+        functools.partial(
+            open_session, rt.link, rt.sandbox, state, config, journal=journal, remote=remote
+        )
     )
     _settle_heap()
     if interrupted:

@@ -26,6 +26,7 @@ from ..runtime import Runtime
 from ..tools.catalogue import CATALOGUE
 from ..transport.rpc import Dispatcher
 from ..wire import ModelConfig, Params
+from .remote_session import RemoteParams, connect_remote
 
 if TYPE_CHECKING:
     from ..agent.conversation.attachments import Batch
@@ -66,6 +67,8 @@ class NewParams(Params):
     mcpServers: list[WireServer] = Field(default_factory=list, max_length=100)
     mcpServerPolicy: dict[str, ServerPolicy] = Field(default_factory=dict)
     mcpStartTimeoutS: float = Field(30.0, gt=0, le=600)
+    # A project on another host (TRAMP): cwd is then ignored (remote_session.py).
+    remote: RemoteParams | None = None
 
     @field_validator("extra_allowed_paths")
     @classmethod
@@ -163,10 +166,13 @@ class RevokeParams(SessionRef):
 
 class ListParams(Params):
     cwd: str | None = None
+    # A remote project's sessions, from its local mirror (no connection is made).
+    remote: RemoteParams | None = None
 
 
 class ResumeParams(SessionRef):
     cwd: str
+    remote: RemoteParams | None = None
     model: ModelConfig | None = None
     mcpServers: list[WireServer] = Field(default_factory=list, max_length=100)
     mcpServerPolicy: dict[str, ServerPolicy] = Field(default_factory=dict)
@@ -268,6 +274,7 @@ def _describe(live: LiveSession) -> dict[str, Any]:
         },
         "sandbox": {**live.sandbox.to_json(), "projectSetting": live.sandbox_setting},
         "projectHooks": _hooks_status(live),
+        **({"remote": live.remote.describe()} if live.remote is not None else {}),
     }
 
 
@@ -305,11 +312,15 @@ def register(d: Dispatcher[Runtime]) -> None:
     async def new(rt: Runtime, p: NewParams) -> dict[str, Any]:
         from ..agent.opening import start_new
 
-        root = project_root(p.cwd)
-        if not p.allow_wide_root:
-            check_wide_root(root)
         from_wire(p.mcpServers)  # refuse a bad server list before the session exists
         config = _config_for(rt, p)
+        remote = await connect_remote(p.remote, config) if p.remote is not None else None
+        if remote is not None:
+            root = remote.mirror  # its records; the root there was checked on connecting
+        else:
+            root = project_root(p.cwd)
+            if not p.allow_wide_root:
+                check_wide_root(root)
         state = SessionState(
             id=new_session_id(),
             root=str(root),
@@ -326,8 +337,15 @@ def register(d: Dispatcher[Runtime]) -> None:
         try:
             merge_roles(p.roles, CATALOGUE.keys())
         except ValueError as exc:
+            if remote is not None:
+                await remote.aclose()
             raise InvalidParams(str(exc)) from exc
-        live = await start_new(rt, state, config)
+        try:
+            live = await start_new(rt, state, config, remote=remote)
+        except BaseException:
+            if remote is not None:
+                await remote.aclose()
+            raise
         return {**_describe(live), "mcp": await _start_mcp(live, p)}
 
     @d.method("session/prompt", PromptParams)
@@ -454,7 +472,15 @@ def register(d: Dispatcher[Runtime]) -> None:
 
     @d.method("session/list", ListParams)
     async def list_sessions(rt: Runtime, p: ListParams) -> dict[str, Any]:
-        roots = {project_root(p.cwd)} if p.cwd else {s.root for s in rt.sessions.values()}
+        if p.remote is not None:
+            from ..remote.mirror import mirror_dir
+            from ..remote.target import parse_tramp
+
+            roots = {mirror_dir(parse_tramp(p.remote.tramp))}
+        elif p.cwd:
+            roots = {project_root(p.cwd)}
+        else:
+            roots = {s.root for s in rt.sessions.values()}
         found: list[dict[str, Any]] = []
         for root in roots:
             found.extend(await asyncio.to_thread(SessionStore(root).list))
@@ -466,10 +492,17 @@ def register(d: Dispatcher[Runtime]) -> None:
     async def resume(rt: Runtime, p: ResumeParams) -> dict[str, Any]:
         from ..agent.opening import resume_saved
 
-        root = project_root(p.cwd)
         live = rt.sessions.get(p.sessionId)
         if live is None:
-            live = await resume_saved(rt, root, p.sessionId, _config_for(rt, p))
+            config = _config_for(rt, p)
+            remote = await connect_remote(p.remote, config) if p.remote is not None else None
+            root = remote.mirror if remote is not None else project_root(p.cwd)
+            try:
+                live = await resume_saved(rt, root, p.sessionId, config, remote=remote)
+            except BaseException:
+                if remote is not None:
+                    await remote.aclose()
+                raise
             mcp = await _start_mcp(live, p)
         else:
             mcp = _mcp_status(live)

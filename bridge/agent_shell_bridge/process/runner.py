@@ -355,11 +355,19 @@ class ProcessRunner:
                 stdin=stdin,
             )
 
-    async def run_argv(self, argv: Sequence[str], *, cwd: Path, timeout_s: float) -> ProcessResult:
-        """Run ``argv`` directly, without a shell."""
+    async def run_argv(
+        self, argv: Sequence[str], *, cwd: Path, timeout_s: float, stdin_fd: int | None = None
+    ) -> ProcessResult:
+        """Run ``argv`` directly, without a shell.
+
+        ``stdin_fd`` (default ``/dev/null``) is a descriptor the caller keeps and
+        closes: a remote run reads its channel's end from it (``remote/runner.py``).
+        """
         if not argv:
             raise ValueError("empty argv")
-        return await self._run(list(argv), cwd, timeout_s, self._environment(None))
+        return await self._run(
+            list(argv), cwd, timeout_s, self._environment(None), stdin_fd=stdin_fd
+        )
 
     async def kill_all(self) -> None:
         """Kill every live child process group (used at shutdown)."""
@@ -396,6 +404,7 @@ class ProcessRunner:
         pass_fds: Sequence[int] = (),
         preexec: Callable[[], None] | None = None,
         stdin: bytes | None = None,
+        stdin_fd: int | None = None,
     ) -> _Spawned:
         """Start ``argv`` in its own process group, its output pumped to a new log."""
         await asyncio.to_thread(self._log_dir.mkdir, parents=True, exist_ok=True)
@@ -421,7 +430,11 @@ class ProcessRunner:
                 *argv,
                 cwd=str(cwd),
                 env=env,
-                stdin=asyncio.subprocess.DEVNULL if source is None else source,
+                stdin=(
+                    source
+                    if source is not None
+                    else (asyncio.subprocess.DEVNULL if stdin_fd is None else stdin_fd)
+                ),
                 stdout=stdout_fd,
                 stderr=stderr_fd,
                 start_new_session=True,
@@ -458,11 +471,18 @@ class ProcessRunner:
         pass_fds: Sequence[int] = (),
         preexec: Callable[[], None] | None = None,
         stdin: bytes | None = None,
+        stdin_fd: int | None = None,
     ) -> ProcessResult:
         started = time.monotonic()
         timed_out = False
         spawned = await self._spawn(
-            argv, cwd, environment, pass_fds=pass_fds, preexec=preexec, stdin=stdin
+            argv,
+            cwd,
+            environment,
+            pass_fds=pass_fds,
+            preexec=preexec,
+            stdin=stdin,
+            stdin_fd=stdin_fd,
         )
         proc, pump, log_path, run_id = spawned.proc, spawned.pump, spawned.log_path, spawned.run_id
         pgid = proc.pid

@@ -37,6 +37,8 @@ class SandboxStatus:
     available: bool
     detail: str
     kit: SandboxKit | None = None
+    # The sandbox of a remote project's host (remote/probe.py), not this machine's.
+    remote: bool = False
 
     @property
     def bwrap(self) -> str | None:
@@ -44,8 +46,10 @@ class SandboxStatus:
 
     @property
     def label(self) -> str:
-        """What the header line and the log say: ``bubblewrap`` or ``no sandbox``."""
-        return "bubblewrap" if self.available else "no sandbox"
+        """What the header line and the log say: ``bubblewrap`` or ``no sandbox``
+        (with `` (remote)`` after it for a remote project's host)."""
+        label = "bubblewrap" if self.available else "no sandbox"
+        return f"{label} (remote)" if self.remote else label
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -64,13 +64,19 @@ async def decide(live: LiveSession, spec: ToolSpec[Any], args: cat.Args) -> Prep
     paths: list[tuple[Path, str]] = []
     try:
         for arg, candidate in spec.path_values(args):
+            if live.remote is not None:  # the host's absolute names of project files
+                candidate = live.remote.localize(candidate)
             resolved = live.policy.resolve_path(candidate, arg.op)
             paths.append((resolved, live.display_path(resolved)))
     except PathNotAllowed as exc:
         return _denied(spec, args, spec.risk or Risk.READ, exc.message)
 
     if isinstance(args, cat.RunTestArgs):
-        command = args.command or detect_test_command(live.root)
+        command = args.command or (
+            detect_test_command(live.root)
+            if live.remote is None
+            else await live.remote.test_command()
+        )
         if not command:
             return _denied(spec, args, Risk.READ, _NO_TEST_COMMAND)
         return _decide_command(live, spec, args, command, live.root)
@@ -88,7 +94,12 @@ async def decide(live: LiveSession, spec: ToolSpec[Any], args: cat.Args) -> Prep
     if spec.edits:
         assert isinstance(args, cat.EditArgs)
         resolved, display = paths[0]
-        if resolved.exists() and display not in live.state.read_hashes:
+        exists = (
+            resolved.exists()
+            if live.remote is None
+            else await live.remote.files.exists(resolved.relative_to(live.root).as_posix())
+        )
+        if exists and display not in live.state.read_hashes:
             reason = (
                 f"{display} exists and has not been read in this session; "
                 "read_file it first, then edit"

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     # tree-sitter and the memory index sqlite-utils.
     from ...memory.index import MemoryIndex
     from ...policy.engine import PolicyEngine
+    from ...remote.project import RemoteProject
     from .turnstate import TurnState
 
 __all__ = ["LiveSession", "head_branch", "open_session"]
@@ -122,6 +123,8 @@ class LiveSession:
     # Where the memory and the allowlist live when not under root: the main working
     # tree of the repository whose linked worktree root is (project/worktree.py).
     records_root: Path | None = None
+    # A remote project (remote/): ROOT is then its local mirror, for the records.
+    remote: RemoteProject | None = None
 
     # The name the user knows the model by (agent-shell-models), "" for the default.
     model_name: str = ""
@@ -368,10 +371,17 @@ class LiveSession:
             await retired.aclose()
         if self.memory is not None:
             await asyncio.to_thread(self.memory.close)
+        if self.remote is not None:
+            await self.remote.aclose()
 
     async def quiet_run(self, argv: list[str], *, timeout_s: float) -> ProcessResult:
-        """Run a small internal command; its output log is not kept (nothing links it)."""
-        result = await self.runner.run_argv(argv, cwd=self.root, timeout_s=timeout_s)
+        """Run a small internal command; its output log is not kept (nothing links it).
+
+        In a remote project it runs there, at the remote root (git for the status)."""
+        if self.remote is not None:
+            result = await self.remote.runner.run_argv(argv, cwd=".", timeout_s=timeout_s)
+        else:
+            result = await self.runner.run_argv(argv, cwd=self.root, timeout_s=timeout_s)
         if result.log_path is not None:
             await asyncio.to_thread(result.log_path.unlink, missing_ok=True)
         return result
@@ -479,11 +489,14 @@ def open_session(
     *,
     approver: Approver | None = None,
     journal: SessionJournal | None = None,
+    remote: RemoteProject | None = None,
 ) -> LiveSession:
     """Assemble the parts of a session (new or resumed) from its state.
 
     A resumed session passes the JOURNAL made when its state was loaded, and keeps
-    appending to its current log file; a new one starts a log file.
+    appending to its current log file; a new one starts a log file. A REMOTE
+    project's session has its mirror as root, the host's sandbox, and its files
+    through the connection (no Emacs-side tool: Emacs would look here).
     """
     from ...memory.index import MemoryIndex
     from ...policy.engine import PolicyEngine
@@ -513,6 +526,11 @@ def open_session(
     instructions = load_instructions(root, config.user_config_dir)
     instructions.restore(state.active_instructions)
     sandbox = project_sandbox(root, detected, project_trust("config", memory_dir))
+    if remote is not None:
+        from ...remote.client_files import RemoteClientFiles
+
+        client = ClientLink(client.hub, files=RemoteClientFiles(remote.files, root))
+        sandbox = replace(sandbox, status=remote.probe.status())
     live = LiveSession(
         state=state,
         root=root,
@@ -545,6 +563,7 @@ def open_session(
         sandbox=sandbox.status,
         sandbox_setting=sandbox.setting,
         records_root=main if main != root else None,
+        remote=remote,
     )
     live.jobs.on_change = functools.partial(
         report_job, client.hub, state.id, live.reporter, live.jobs

@@ -244,6 +244,8 @@ async def run_turn(
     executor = ToolExecutor(live, ALL_HANDLERS)
     conversation = Conversation(live.state)
     try:
+        if live.remote is not None:
+            await live.remote.ready()  # connects again after a drop
         memories = "" if quiet_memory else await inject_memories(live, prompt, task_entry)
         while True:
             if turn.steps >= live.max_steps:
@@ -292,6 +294,8 @@ async def run_turn(
                         call, outcome.status, payload, title=describe_call(call), view=outcome.view
                     )
                     pending.pop(0)
+                    if live.remote is not None and live.remote.connection.dropped is not None:
+                        raise live.remote.connection.dropped  # the turn ends here
             finally:
                 # Every call the model made needs a result, or the next request is invalid.
                 conversation.answer_unrun(pending)

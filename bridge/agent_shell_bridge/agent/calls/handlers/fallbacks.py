@@ -105,10 +105,12 @@ async def _git_status(live: LiveSession) -> JSONObject:
             raise ToolFailed("git failed: " + (res.stderr or res.stdout).strip()[:300])
         return res.stdout
 
+    remote = live.remote
+    root = remote.target.tramp_name(remote.root) if remote is not None else str(live.root)
     try:
         branch = (await git("rev-parse", "--abbrev-ref", "HEAD")).strip()
     except ToolFailed:
-        return {"root": str(live.root), "git": False}
+        return {"root": root, "git": False}
     status = await git("status", "--porcelain=v1")
     staged, changed, untracked = [], [], []
     for line in status.splitlines():
@@ -123,7 +125,7 @@ async def _git_status(live: LiveSession) -> JSONObject:
     commits = (await git("log", "-5", "--format=%h %s")).splitlines()
     stat = (await git("diff", "--stat")).strip().splitlines()
     return {
-        "root": str(live.root),
+        "root": root,
         "branch": branch,
         "staged": staged,
         "changed": changed,

@@ -14,6 +14,7 @@ from ....errors import ToolFailed
 from ....tools import files
 from ....tools.catalogue import EditArgs, GrepArgs, ListDirectoryArgs, ReadFileArgs
 from ....tools.results import ToolResult
+from ....types import JSONObject
 from ..edit_plan import plan_edit
 from .base import Run
 
@@ -46,6 +47,14 @@ async def read_file(run: Run, args: ReadFileArgs) -> ToolResult:
 async def list_directory(run: Run, args: ListDirectoryArgs) -> ToolResult:
     resolved, display = run.paths[0]
     root = run.live.root
+    if run.live.remote is not None:  # listed there, links never followed
+        rel = resolved.relative_to(root).as_posix() or "."
+        depth = args.depth or 2
+        listing = await run.live.remote.files.list(rel, depth=depth, skip=sorted(files.SKIP_DIRS))
+        result: JSONObject = {"path": display, "depth": depth, "entries": listing["entries"]}
+        if listing.get("truncated"):
+            result["truncated"] = True
+        return ToolResult(result)
     secrets = run.live.policy.secrets
     return ToolResult(
         await asyncio.to_thread(
@@ -56,6 +65,20 @@ async def list_directory(run: Run, args: ListDirectoryArgs) -> ToolResult:
 
 async def grep(run: Run, args: GrepArgs) -> ToolResult:
     resolved, display = run.paths[0]
+    live = run.live
+    if live.remote is not None:  # searched there
+        found = await live.remote.files.grep(
+            args.pattern,
+            resolved.relative_to(live.root).as_posix() or ".",
+            glob=args.glob,
+            skip=sorted(files.SKIP_DIRS),
+            limit=files.MAX_GREP_HITS,
+            timeout_s=run.prepared.spec.timeout_s,
+        )
+        result: JSONObject = {"pattern": args.pattern, "path": display, "matches": found["matches"]}
+        if found.get("truncated"):
+            result["truncated"] = True
+        return ToolResult(result)
     timeout = run.prepared.spec.timeout_s
     return ToolResult(
         await files.grep(

@@ -11,7 +11,7 @@ import asyncio
 import time
 
 from ....errors import ToolFailed
-from ....process.runner import timeout_for
+from ....process.runner import ProcessResult, timeout_for
 from ....process.test_summary import summarize_test_output
 from ....sandbox import placement, protected_git, set_aside_after_run
 from ....tools.catalogue import RunCommandArgs, RunTestArgs
@@ -28,6 +28,13 @@ _TEST_WORDS = ("pytest", "go test", "cargo test", "npm test", "make test", "unit
 
 async def run_command(run: Run, args: RunCommandArgs) -> ToolResult:
     if args.background:
+        if run.live.remote is not None:
+            # A job runs through this machine's runner: in a remote session it would
+            # run here, in the records' mirror, not on the host.
+            raise ToolFailed(
+                "background jobs do not run in a remote session yet; run the command "
+                "in the foreground (with a timeout_s) instead"
+            )
         return await start_job(run, args, _place(run))
     return await _run_process(run, "command", args.timeout_s)
 
@@ -64,6 +71,19 @@ async def _run_process(run: Run, kind: str, timeout_s: float | None) -> ToolResu
     assert p.command is not None and p.cwd is not None
     where = _place(run)
     timeout = timeout_s or timeout_for(kind, p.command)
+    if live.remote is not None:
+        runner = live.remote.runner
+        cwd = p.cwd.relative_to(live.root).as_posix() if p.cwd.is_relative_to(live.root) else "."
+        result = await runner.run_shell(
+            p.command,
+            cwd=cwd,
+            timeout_s=timeout,
+            sandboxed=where.sandboxed,
+            network=where.network,
+            writable=where.writable,
+            settings=where.settings,
+        )
+        return _result(run, kind, timeout, result, where.label + " (remote)", [])
     spec = (
         live.sandbox_spec(network=where.network, writable=where.writable)
         if where.sandboxed
@@ -89,6 +109,20 @@ async def _run_process(run: Run, kind: str, timeout_s: float | None) -> ToolResu
                     display=live.root,
                 )
             )
+    return _result(run, kind, timeout, result, "none" if spec is None else where.label, set_aside)
+
+
+def _result(
+    run: Run,
+    kind: str,
+    timeout: float,
+    result: ProcessResult,
+    label: str,
+    set_aside: list[str],
+) -> ToolResult:
+    """The tool result of a finished run (a remote one's too)."""
+    live, turn, p = run.live, run.turn, run.prepared
+    assert p.command is not None
     payload: JSONObject = {
         "exit_code": result.exit_code,
         "stdout": result.stdout,
@@ -96,7 +130,7 @@ async def _run_process(run: Run, kind: str, timeout_s: float | None) -> ToolResu
         "duration_ms": result.duration_ms,
         "truncated": result.truncated,
         "timed_out": result.timed_out,
-        "sandbox": "none" if spec is None else where.label,
+        "sandbox": label,
     }
     if set_aside:
         payload["warning"] = "; ".join(set_aside)

@@ -1,0 +1,314 @@
+"""The remote side: a small program sent with every request, standard library only.
+
+Run on the remote host as ``python3 -I -S -c SOURCE REQUEST`` (REQUEST is one JSON
+argument), never installed there. Its operations:
+
+- ``probe``: what the host offers (user, home, python, bubblewrap and whether it
+  works, how the system directories are laid out);
+- ``run``: a command in its own session and process group, with the environment
+  cleared of the addresses of the user's sessions and of secret-looking variables.
+  It is the command's watchdog: when its standard input closes (the ssh channel
+  went away: a dropped connection, a killed client, a dead bridge) it kills the
+  command's group and anything carrying the run's mark, then exits. When the
+  command ends it kills what the command left behind too;
+- ``realpath``, ``read``, ``write``, ``list``: files, each confined to the project
+  root after every link is resolved on that host.
+
+Exit status 120 with one JSON line ``{"error": …}`` on stderr is the helper's own
+refusal; anything else is the command's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import glob
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from typing import Any
+
+HELPER_FAILED = 120
+_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
+
+
+def _fail(message: str) -> None:
+    sys.stderr.write(json.dumps({"error": message}) + "\n")
+    sys.stderr.flush()
+    os._exit(HELPER_FAILED)
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _confined(path: str, root: str) -> str:
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    if not _inside(real, real_root):
+        _fail(f"{path} resolves to {real}, outside the project {real_root}")
+    return real
+
+
+def _toolchains(home: str, request: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The toolchain directories under HOME (relative names), and the credential
+    files or folders inside them (absolute), both as the request lists them."""
+    shown = [
+        rel
+        for rel in request.get("toolchains", [])
+        if os.path.isdir(os.path.join(home, rel)) and not os.path.islink(os.path.join(home, rel))
+    ]
+    masked = []
+    for entry in request.get("secrets", []):
+        if any(entry == rel or entry.startswith(rel + "/") for rel in shown):
+            masked.extend(sorted(glob.glob(os.path.join(home, entry))))
+    return shown, masked
+
+
+def _probe(request: dict[str, Any]) -> None:
+    bwrap = None
+    for d in [*os.environ.get("PATH", "/usr/bin:/bin").split(":"), "/usr/bin", "/bin"]:
+        candidate = os.path.join(d or ".", "bwrap")
+        if os.access(candidate, os.X_OK):
+            bwrap = candidate
+            break
+    works, detail = False, "bubblewrap is not installed"
+    if bwrap is not None:
+        argv = [bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/"]
+        argv += ["--proc", "/proc", "--dev", "/dev", "true"]
+        try:
+            done = subprocess.run(argv, capture_output=True, timeout=15, check=False)
+            works = done.returncode == 0
+            detail = "works" if works else done.stderr.decode(errors="replace").strip()[:300]
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            detail = str(exc)
+    system = {}
+    for d in _SYSTEM:
+        if os.path.islink(d):
+            system[d] = "link:" + os.readlink(d)
+        elif os.path.isdir(d):
+            system[d] = "dir"
+    home = os.path.expanduser("~")
+    shown, masked = _toolchains(home, request)
+    print(
+        json.dumps(
+            {
+                "toolchains": shown,
+                "masked": [[p, "dir" if os.path.isdir(p) else "file"] for p in masked],
+                "uid": os.getuid(),
+                "user": os.environ.get("USER") or os.environ.get("LOGNAME") or "",
+                "home": home,
+                "python": sys.version.split()[0],
+                "bwrap": bwrap,
+                "bwrap_works": works,
+                "bwrap_detail": detail,
+                "system": system,
+                "path": os.environ.get("PATH", ""),
+            }
+        )
+    )
+
+
+def _kill_marked(mark: str) -> None:
+    needle = ("AGENT_SHELL_RUN=" + mark).encode()
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                found = needle in fh.read().split(b"\0")
+        except OSError:
+            continue
+        if found:
+            with contextlib.suppress(OSError):
+                os.kill(int(entry), signal.SIGKILL)
+
+
+def _run(request: dict[str, Any]) -> None:
+    argv = [str(a) for a in request["argv"]]
+    cwd = str(request["cwd"])
+    mark = str(request["mark"])
+    drop = set(request.get("drop", []))
+    secret = re.compile(str(request.get("secret_re", "(?!)")), re.IGNORECASE)
+    env = {k: v for k, v in os.environ.items() if k not in drop and not secret.search(k)}
+    env.update({str(k): str(v) for k, v in request.get("set", {}).items()})
+    env["AGENT_SHELL_RUN"] = mark
+    root = request.get("root")
+    if root is not None:
+        cwd = _confined(cwd, str(root))
+    try:
+        child = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            restore_signals=True,
+        )
+    except OSError as exc:
+        _fail(f"{argv[0]}: {exc.strerror}")
+        return
+
+    def kill_all() -> None:
+        with contextlib.suppress(OSError):
+            os.killpg(child.pid, signal.SIGKILL)
+        _kill_marked(mark)
+
+    def watch() -> None:  # the channel: EOF (or an error) means the other end is gone
+        with contextlib.suppress(OSError):
+            while os.read(0, 4096):
+                pass
+        kill_all()
+        os._exit(137)
+
+    threading.Thread(target=watch, daemon=True).start()
+    code = child.wait()
+    kill_all()  # nothing of the run outlives it
+    sys.stdout.flush()
+    os._exit(code if code >= 0 else 128 - code)
+
+
+def _realpath(request: dict[str, Any]) -> None:
+    path = os.path.realpath(str(request["path"]))
+    print(json.dumps({"path": path, "exists": os.path.exists(path), "dir": os.path.isdir(path)}))
+
+
+def _read(request: dict[str, Any]) -> None:
+    real = _confined(str(request["path"]), str(request["root"]))
+    try:
+        with open(real, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        _fail(f"{request['path']}: {exc.strerror}")
+        return
+    sys.stdout.buffer.write(data)
+    sys.stdout.flush()
+
+
+def _write(request: dict[str, Any]) -> None:
+    path, root = str(request["path"]), str(request["root"])
+    parent = _confined(os.path.dirname(path) or ".", root)
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except OSError as exc:
+        _fail(f"{os.path.dirname(path)}: {exc.strerror}")
+    parent = _confined(parent, root)  # again, now that it exists
+    target = os.path.join(parent, os.path.basename(path))
+    if os.path.islink(target):
+        _confined(target, root)
+    data = sys.stdin.buffer.read()
+    tmp = os.path.join(parent, f".{os.path.basename(path)}.agent-shell-{os.getpid()}")
+    try:
+        mode = os.stat(target).st_mode & 0o7777 if os.path.exists(target) else 0o644
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, os.path.realpath(target) if os.path.islink(target) else target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        _fail(f"{path}: {exc.strerror}")
+    print(json.dumps({"written": len(data)}))
+
+
+def _list(request: dict[str, Any]) -> None:
+    real = _confined(str(request["path"]), str(request["root"]))
+    depth = max(1, int(request.get("depth", 1)))
+    skip = set(request.get("skip", []))
+    limit = int(request.get("limit", 2000))
+    if not os.path.isdir(real):
+        _fail(f"{request['path']} is not a directory")
+    entries = []
+    truncated = False
+    for current, dirs, files in os.walk(real):  # links are listed, never followed
+        level = current[len(real) :].count("/")
+        dirs[:] = sorted(d for d in dirs if d not in skip)
+        shown = [d + "/" for d in dirs] + sorted(files)
+        if level + 1 >= depth:
+            dirs[:] = []
+        for name in shown:
+            rel = os.path.relpath(os.path.join(current, name), real)
+            entries.append(rel + "/" if name.endswith("/") else rel)
+            if len(entries) >= limit:
+                truncated = True
+                break
+        if truncated:
+            break
+    print(json.dumps({"path": real, "entries": sorted(set(entries)), "truncated": truncated}))
+
+
+def _grep(request: dict[str, Any]) -> None:
+    root = os.path.realpath(str(request["root"]))
+    real = _confined(str(request["path"]), root)
+    glob = request.get("glob")
+    skip = set(request.get("skip", []))
+    limit = int(request.get("limit", 200))
+    try:
+        rx = re.compile(str(request["pattern"]))
+    except re.error as exc:
+        _fail(f"Invalid pattern: {exc}")
+        return
+    if os.path.isfile(real):
+        files = [real]
+    else:
+        files = []
+        for current, dirs, names in os.walk(real):  # links are never followed
+            dirs[:] = sorted(d for d in dirs if d not in skip)
+            files.extend(os.path.join(current, n) for n in sorted(names))
+    hits: list[dict[str, Any]] = []
+    for file in files:
+        if glob and not fnmatch.fnmatch(os.path.basename(file), str(glob)):
+            continue
+        if os.path.islink(file) or not _inside(os.path.realpath(file), root):
+            continue
+        try:
+            with open(file, encoding="utf-8") as fh:
+                lines = fh.read().splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        for number, line in enumerate(lines, start=1):
+            if rx.search(line):
+                hits.append(
+                    {"path": os.path.relpath(file, root), "line": number, "text": line[:300]}
+                )
+                if len(hits) >= limit:
+                    print(json.dumps({"matches": hits, "truncated": True}))
+                    return
+    print(json.dumps({"matches": hits, "truncated": False}))
+
+
+_OPS = {
+    "probe": _probe,
+    "run": _run,
+    "realpath": _realpath,
+    "read": _read,
+    "write": _write,
+    "list": _list,
+    "grep": _grep,
+}
+
+
+def main(argv: list[str]) -> None:
+    try:
+        request = json.loads(argv[1])
+        op = _OPS[request["op"]]
+    except (IndexError, ValueError, KeyError, TypeError):
+        _fail("usage: helper REQUEST-JSON with a known op")
+        return
+    nonce = request.get("nonce")
+    if isinstance(nonce, str):  # the answer starts after this line (connection.py)
+        sys.stdout.buffer.write(nonce.encode() + b"\n")
+        sys.stdout.flush()
+    op(request)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

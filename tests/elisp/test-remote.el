@@ -1,0 +1,52 @@
+;;; test-remote.el --- Tests for agent-shell-remote.el  -*- lexical-binding: t; -*-
+
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; A TRAMP root becomes the `remote' parameter of a session; methods that
+;; run no commands are refused in one line; no connection is ever made
+;; (the names below point at hosts that do not exist).
+
+;;; Code:
+
+(require 'ert)
+(require 'agent-shell)
+(require 'agent-shell-remote)
+
+(ert-deftest test-remote/ssh-root-becomes-the-remote-param ()
+  (let* ((agent-shell-remote-ssh-options '("IdentityFile=/tmp/k"))
+         (root "/ssh:dev@build.invalid#2222:/srv/应用/")
+         (params (agent-shell-remote-session-params root)))
+    (should (agent-shell-remote-p root))
+    (should (equal (alist-get 'tramp (alist-get 'remote params))
+                   "/ssh:dev@build.invalid#2222:/srv/应用"))
+    (should (equal (alist-get 'sshOptions (alist-get 'remote params))
+                   ["IdentityFile=/tmp/k"]))
+    (should-not (agent-shell-remote-session-params "/srv/app/"))))
+
+(ert-deftest test-remote/new-session-params-carry-it ()
+  (let ((params (agent-shell-new-session-params "/scp:host.invalid:/srv/app/")))
+    (should (equal (alist-get 'cwd params) "/scp:host.invalid:/srv/app"))
+    (should (alist-get 'remote params))
+    (should (equal (alist-get 'mode params) (symbol-name agent-shell-default-mode)))))
+
+(ert-deftest test-remote/unusable-methods-are-refused-in-one-line ()
+  (dolist (case '(("/sudo:root@localhost:/etc/" . "/sudo: runs no project commands")
+                  ("/ftp:me@host.invalid:/pub/" . "/ftp: runs no project commands")
+                  ("/ssh:a.invalid|ssh:b.invalid:/x/" . "several hops")))
+    (let ((err (should-error (agent-shell-remote-session-params (car case))
+                             :type 'user-error)))
+      (should (string-search (cdr case) (cadr err)))
+      (should-not (string-search "\n" (cadr err))))))
+
+(ert-deftest test-remote/the-session-notice-says-where ()
+  (should (string-search
+           "commands run there (bubblewrap (remote))"
+           (agent-shell-remote-describe
+            '((remote . ((tramp . "/ssh:h:/srv/app") (sandbox . "bubblewrap (remote)")
+                         (mirror . "/tmp/m")))))))
+  (should-not (agent-shell-remote-describe '((sessionId . "s")))))
+
+(provide 'test-remote)
+;;; test-remote.el ends here

@@ -1,0 +1,60 @@
+;;; drive_remote_start.el --- Emacs side of test_remote_emacs.py  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; Run by the test in `emacs -Q --batch' against its sshd: Dired on the
+;; remote project through TRAMP, `agent-shell-start' there, one prompt, the
+;; edit approved; what Emacs saw is printed between markers.
+
+;;; Code:
+
+(require 'agent-shell)
+(require 'tramp)
+(require 'dired)
+
+(setq tramp-persistency-file-name nil
+      tramp-verbose 1
+      tramp-use-ssh-controlmaster-options t
+      ;; The test's identity and known hosts (%c of TRAMP's ssh command line).
+      tramp-ssh-controlmaster-options (getenv "AS_TRAMP_SSH")
+      agent-shell-api-base (getenv "AS_API_BASE")
+      agent-shell-api-key "sk-remote-test-key"
+      agent-shell-remote-ssh-options (split-string (getenv "AS_SSH_OPTIONS") "\n" t)
+      agent-shell-log-notify-on-wait nil)
+
+(defun drive-wait (what pred seconds)
+  "Wait for PRED (WHAT, for the error) at most SECONDS."
+  (let ((deadline (+ (float-time) seconds)))
+    (while (not (funcall pred))
+      (when (> (float-time) deadline)
+        (error "Timed out waiting for %s" what))
+      (accept-process-output nil 0.05))))
+
+(defun drive-print (tag text)
+  "Print TEXT between markers named TAG."
+  (princ (format "%s-BEGIN\n%s\n%s-END\n" tag text tag)))
+
+(condition-case err
+    (let ((dired-buffer (dired-noselect (getenv "AS_TRAMP_DIR"))))
+      (with-current-buffer dired-buffer
+        (let ((shell (agent-shell-start)))
+          (with-current-buffer shell
+            (drive-wait "the session" (lambda () (agent-shell-session-id agent-shell--session)) 60)
+            (goto-char (point-max))
+            (insert "make the test pass 远程")
+            (agent-shell-send-input)
+            (drive-wait "the edit's permission request"
+                        (lambda () (ignore-errors (agent-shell-permissions-choose "Approve")))
+                        60)
+            (agent-shell-approve)
+            (drive-wait "the end of the turn"
+                        (lambda () (and (eq (agent-shell-session-state agent-shell--session) 'idle)
+                                        (string-search "fixed remotely" (buffer-string))))
+                        60)
+            (drive-print "HEADER" (agent-shell-header-line))
+            (drive-print "TRANSCRIPT" (buffer-substring-no-properties (point-min) (point-max)))
+            (kill-emacs 0)))))
+  (error (princ (format "DRIVER-ERROR %S\n" err))
+         (kill-emacs 3)))
+
+;;; drive_remote_start.el ends here
