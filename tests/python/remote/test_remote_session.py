@@ -75,6 +75,8 @@ async def test_a_task_on_a_remote_project(
         call("run_test"),  # its command guessed there: make test
         call("project_status"),
         call("grep", pattern=r"return a [+-] b"),
+        # A job would run through this machine's runner, in the mirror: refused.
+        call("run_command", command="python3 -m http.server 8765", background=True),
         {"text": "fixed: 加法"},
     ]
     here = tmp_path / "elsewhere"
@@ -93,7 +95,7 @@ async def test_a_task_on_a_remote_project(
         assert turn.end["stopReason"] == "end_turn", turn.end
         framed = max((tool_messages(r) for r in rig.requests), key=len)
         results = [payload_of(m) for m in framed]
-        listing, failing, read, edited, passing, status, found = results
+        listing, failing, read, edited, passing, status, found, job = results
         assert {"app.py", "Makefile", "test_app.py"} <= set(listing["entries"])
         assert failing["exit_code"] == 2 and "add(2, 2) gave 0" in failing["stderr"]
         assert failing["sandbox"] == "bubblewrap (remote)"
@@ -106,6 +108,7 @@ async def test_a_task_on_a_remote_project(
         assert status["branch"] == "main" and status["changed"] == ["app.py"]
         assert status["commits"][0].endswith(" init")
         assert found["matches"] == [{"path": "app.py", "line": 2, "text": "    return a + b"}]
+        assert "do not run in a remote session" in job["error"], job
         # The edit waited for the user's yes, the commands did not (remote sandbox).
         assert len(turn.permission_requests) == 1
         assert "app.py" in turn.permission_requests[0]["toolCall"]["title"]

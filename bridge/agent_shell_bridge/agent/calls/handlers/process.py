@@ -28,13 +28,8 @@ _TEST_WORDS = ("pytest", "go test", "cargo test", "npm test", "make test", "unit
 
 async def run_command(run: Run, args: RunCommandArgs) -> ToolResult:
     if args.background:
-        if run.live.remote is not None:
-            # A job runs through this machine's runner: in a remote session it would
-            # run here, in the records' mirror, not on the host.
-            raise ToolFailed(
-                "background jobs do not run in a remote session yet; run the command "
-                "in the foreground (with a timeout_s) instead"
-            )
+        if run.live.remote is not None:  # decide() refuses it first: it would run here
+            raise ToolFailed("background jobs do not run in a remote session")
         return await start_job(run, args, _place(run))
     return await _run_process(run, "command", args.timeout_s)
 
@@ -67,7 +62,7 @@ def _place(run: Run) -> placement.Placement:
 
 
 async def _run_process(run: Run, kind: str, timeout_s: float | None) -> ToolResult:
-    live, turn, p = run.live, run.turn, run.prepared
+    live, p = run.live, run.prepared
     assert p.command is not None and p.cwd is not None
     where = _place(run)
     timeout = timeout_s or timeout_for(kind, p.command)
