@@ -136,26 +136,40 @@ dashboard and its mode line are on."
           (gc_ms . ,(* 1000 (- gc-elapsed gc-time)))
           (seconds . ,took))))))
 
+(defconst agent-shell-dashboard-bench--large-gc (* 16 1024 1024)
+  "The `gc-cons-threshold' of the second set of rounds (bytes).
+Emacs's default (800 kB) makes a streaming Emacs collect garbage
+every few hundred milliseconds; many users raise it, and the second
+set of rounds shows the timer with collections that rare.")
+
 (defun agent-shell-dashboard-bench-batch (api-base roots reps)
   "Measure REPS rounds, closed then open, with one session per ROOTS; print them.
 API-BASE is the scripted model; the prompts are \"[closed-R-N] go\"
-and \"[open-R-N] go\" for round R and session N."
+and \"[open-R-N] go\" for round R and session N, then the same with
+\"gc\" in the label, run with `agent-shell-dashboard-bench--large-gc'."
   (advice-add 'agent-shell-sessions--redraw-row :after
               #'agent-shell-dashboard-bench--count-row)
   (advice-add 'agent-shell-sessions--flush :around
               #'agent-shell-dashboard-bench--time-flush)
   (let* ((agent-shell-api-base api-base)
          (shells (mapcar #'agent-shell-dashboard-bench--new-shell roots))
-         (closed nil) (open nil))
+         (closed nil) (open nil) (closed-gc nil) (open-gc nil))
     (dotimes (r reps)
       (push (agent-shell-dashboard-bench--run shells (format "closed-%d" r) nil) closed)
       (push (agent-shell-dashboard-bench--run shells (format "open-%d" r) t) open))
+    (let ((gc-cons-threshold agent-shell-dashboard-bench--large-gc))
+      (dotimes (r reps)
+        (push (agent-shell-dashboard-bench--run shells (format "gcclosed-%d" r) nil) closed-gc)
+        (push (agent-shell-dashboard-bench--run shells (format "gcopen-%d" r) t) open-gc)))
     (princ (concat "BENCH-JSON "
                    (json-serialize
                     `((sessions . ,(length shells))
                       (reps . ,reps)
                       (closed . ,(vconcat (nreverse closed)))
-                      (open . ,(vconcat (nreverse open)))))
+                      (open . ,(vconcat (nreverse open)))
+                      (gc_threshold . ,agent-shell-dashboard-bench--large-gc)
+                      (closed_large_gc . ,(vconcat (nreverse closed-gc)))
+                      (open_large_gc . ,(vconcat (nreverse open-gc)))))
                    "\n"))
     (when (agent-shell-bridge-live-connection)
       (agent-shell-rpc-stop (agent-shell-bridge-connection agent-shell-bridge--current)))))

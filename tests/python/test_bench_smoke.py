@@ -63,6 +63,7 @@ EXPECTED = {
     "log_buffer_growth",
     "log_buffer_open",
     "dashboard_timer_lag_p99",
+    "dashboard_timer_lag_p99_large_gc",
     "dashboard_redraw_share",
 }
 
@@ -160,12 +161,20 @@ def test_bench_dashboard_at_small_size(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     figures = json.loads(out.read_text(encoding="utf-8"))["figures"]
-    assert set(figures) == {"dashboard_timer_lag_p99", "dashboard_redraw_share"}
+    assert set(figures) == {
+        "dashboard_timer_lag_p99",
+        "dashboard_timer_lag_p99_large_gc",
+        "dashboard_redraw_share",
+    }
     details = figures["dashboard_timer_lag_p99"]["details"]
     assert details["sessions"] == 3
     assert all(rows > 0 for rows in details["rows_redrawn"])
     assert all(run["ticks"] > 0 for run in details["open"] + details["closed"])
     assert all(run["rows"] == 0 and run["flush_ms"] == 0 for run in details["closed"])
+    large = figures["dashboard_timer_lag_p99_large_gc"]["details"]
+    assert large["gc_cons_threshold"] == 16 * 1024 * 1024
+    assert all(run["rows"] > 0 for run in large["open"])
+    assert all(run["ticks"] > 0 for run in large["open"] + large["closed"])
 
 
 def test_bench_merge_replaces_only_the_figures_it_measured(tmp_path: Path) -> None:
