@@ -42,6 +42,12 @@ compaction, in the shell buffer, with it and a plist of what happened."
       (test-shell--wait "the model's answer"
                         (lambda () (string-search "ext-compact 读完 done." (test-shell--transcript)))
                         30)
+      ;; The turn's end is still being logged: wait for it, or the project's
+      ;; removal races the bridge's last writes.
+      (test-shell--wait "the turn's end"
+                        (lambda () (and (eq (agent-shell-session-state agent-shell--session) 'idle)
+                                        (not (agent-shell-session-turn-id agent-shell--session))))
+                        20)
       (should (= (length seen) 1))
       (pcase-let ((`(,buffer ,current ,info) (car seen)))
         (should (eq buffer (current-buffer)))
