@@ -125,8 +125,21 @@ is deleted when BODY returns normally and kept when it fails."
              (setq ,ok t))
          (agent-shell-test-cleanup-buffers ,(car spec))
          (if ,ok
-             (delete-directory ,(car spec) t)
+             (agent-shell-test-delete-project ,(car spec))
            (message "Kept failing test project: %s" ,(car spec)))))))
+
+(defun agent-shell-test-delete-project (root)
+  "Delete the test project ROOT.
+A bridge may still be writing a session's last log lines there when a
+test ends (a cancel sent as its shell buffer was killed): a removal
+that meets a file created meanwhile is tried again, a few times."
+  (let ((tries 0))
+    (while (condition-case err
+               (progn (delete-directory root t) nil)
+             (file-error
+              (if (and (< (cl-incf tries) 20) (file-exists-p root))
+                  (progn (accept-process-output nil 0.1) t)
+                (signal (car err) (cdr err))))))))
 
 (defun agent-shell-test-context (root &rest overrides)
   "Return a tool context for ROOT with a fresh op_id, changed by OVERRIDES.
