@@ -380,6 +380,22 @@ FIELDS are alist pairs added to the update."
   (when-let ((buffer (get-buffer "*agent-shell events*")))
     (kill-buffer buffer)))
 
+(defun test-shell--send-until-permission (text)
+  "Send TEXT as this shell's prompt; return the permission request it leads to."
+  (let ((sid (agent-shell-session-id agent-shell--session))
+        (found nil))
+    (goto-char (point-max))
+    (insert text)
+    (agent-shell-send-input)
+    (test-shell--wait "the permission request"
+                      (lambda ()
+                        (setq found (cl-find sid (agent-shell-bridge-permissions
+                                                  agent-shell-bridge--current)
+                                             :key #'agent-shell-bridge-permission-session
+                                             :test #'equal)))
+                      20)
+    found))
+
 (defun test-shell--model-requests ()
   "Return the bodies the scripted model received, oldest first."
   (let* ((url-proxy-services nil)

@@ -159,17 +159,8 @@ The waiting and turn-end hooks are called with the step and the end."
             (list (lambda (update) (push (alist-get 'stopReason update) ended)))))
     (test-shell--with-session (root)
       (ignore root)
-      (let ((sid (agent-shell-session-id agent-shell--session))
-            (shell (current-buffer)))
-        (goto-char (point-max))
-        (insert "ext-write-go please")
-        (agent-shell-send-input)
-        (test-shell--wait "the permission request"
-                          (lambda () (cl-find sid (agent-shell-bridge-permissions
-                                                   agent-shell-bridge--current)
-                                              :key #'agent-shell-bridge-permission-session
-                                              :test #'equal))
-                          20)
+      (let ((shell (current-buffer)))
+        (test-shell--send-until-permission "ext-write-go please")
         (should-not test-extend--calls)
         (should (equal waited '("ext_note")))
         (let ((log (agent-shell-log-buffer (agent-shell-session-name agent-shell--session))))
@@ -282,20 +273,9 @@ pre-tool hook or Emacs is asked (its wording, not this file's)."
   (let ((agent-shell-eval-elisp-enabled t))
     (test-shell--with-session (root)
       (ignore root)
-      (let ((sid (agent-shell-session-id agent-shell--session))
-            (shell (current-buffer))
+      (let ((shell (current-buffer))
             (permission nil))
-        (goto-char (point-max))
-        (insert "ext-eval-go please")
-        (agent-shell-send-input)
-        (test-shell--wait "the permission request"
-                          (lambda ()
-                            (setq permission
-                                  (cl-find sid (agent-shell-bridge-permissions
-                                                agent-shell-bridge--current)
-                                           :key #'agent-shell-bridge-permission-session
-                                           :test #'equal)))
-                          20)
+        (setq permission (test-shell--send-until-permission "ext-eval-go please"))
         (let ((options (alist-get 'options (agent-shell-bridge-permission-params permission))))
           (should (cl-find "allow_once" options :key (lambda (o) (alist-get 'optionId o))
                            :test #'equal))
@@ -355,17 +335,8 @@ pre-tool hook or Emacs is asked (its wording, not this file's)."
                               (agent-shell-session-name agent-shell--session))
           (should (string-search "rm -rf /nonexistent-agent-shell-test-dir" (buffer-string))))
         ;; A read tool the policy allows waits once a hook asks.
-        (let ((sid (agent-shell-session-id agent-shell--session))
-              (shell (current-buffer)))
-          (goto-char (point-max))
-          (insert "ext-hook-ask please")
-          (agent-shell-send-input)
-          (test-shell--wait "the permission request"
-                            (lambda () (cl-find sid (agent-shell-bridge-permissions
-                                                     agent-shell-bridge--current)
-                                                :key #'agent-shell-bridge-permission-session
-                                                :test #'equal))
-                            20)
+        (let ((shell (current-buffer)))
+          (test-shell--send-until-permission "ext-hook-ask please")
           (should-not test-extend--calls)
           (let ((log (agent-shell-log-buffer (agent-shell-session-name agent-shell--session))))
             (test-shell--wait "the WAIT entry" (lambda () (agent-shell-log-pending log)) 20)
@@ -389,17 +360,8 @@ pre-tool hook or Emacs is asked (its wording, not this file's)."
   (let ((agent-shell-pre-tool-functions (list (lambda (_name _args _buffer) 'allow))))
     (test-shell--with-session (root)
       (agent-shell-test-write root "notes.txt" "笔记\n")
-      (let ((sid (agent-shell-session-id agent-shell--session))
-            (shell (current-buffer)))
-        (goto-char (point-max))
-        (insert "ext-hook-allow please")
-        (agent-shell-send-input)
-        (test-shell--wait "the permission request"
-                          (lambda () (cl-find sid (agent-shell-bridge-permissions
-                                                   agent-shell-bridge--current)
-                                              :key #'agent-shell-bridge-permission-session
-                                              :test #'equal))
-                          20)
+      (let ((shell (current-buffer)))
+        (test-shell--send-until-permission "ext-hook-allow please")
         (let ((log (agent-shell-log-buffer (agent-shell-session-name agent-shell--session))))
           (test-shell--wait "the WAIT entry" (lambda () (agent-shell-log-pending log)) 20)
           (with-current-buffer log

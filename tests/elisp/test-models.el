@@ -79,6 +79,22 @@
   (test-shell--wait "the dead bridge"
                     (lambda () (eq (agent-shell-session-state agent-shell--session) 'dead))))
 
+(defmacro test-models--with-second (spec &rest body)
+  "Run BODY with a second scripted model; SPEC is (BASE-VAR), its API base."
+  (declare (indent 1) (debug ((symbolp) body)))
+  (let ((second (make-symbol "second")))
+    `(let* ((,second (test-models--start-second))
+            (,(car spec) (cdr ,second)))
+       (unwind-protect (progn ,@body)
+         (when (process-live-p (car ,second)) (delete-process (car ,second)))))))
+
+(defun test-models--switch-to-second ()
+  "Switch this shell to the model \"second\" and wait for the notice."
+  (agent-shell-switch-model "second")
+  (test-shell--wait "the switch"
+                    (lambda () (string-search "Model: second (model-b)"
+                                              (test-shell--transcript)))))
+
 (defun test-models--log-count (text)
   "How many times TEXT is in this session's log file."
   (let ((file (agent-shell-session-log-path agent-shell--session)))
@@ -88,16 +104,11 @@
 
 (ert-deftest test-models/a-resumed-session-chooses-its-model-again ()
   "Resuming a session that had switched models switches it back to that model."
-  (let ((second (test-models--start-second)))
-    (unwind-protect
+  (test-models--with-second (base)
         (test-shell--with-session (root)
-          (let ((agent-shell-models `((:name "second" :api-base ,(cdr second)
-                                       :model "model-b")))
+          (let ((agent-shell-models `((:name "second" :api-base ,base :model "model-b")))
                 (sid (agent-shell-session-id agent-shell--session)))
-            (agent-shell-switch-model "second")
-            (test-shell--wait "the switch"
-                              (lambda () (string-search "Model: second (model-b)"
-                                                        (test-shell--transcript))))
+            (test-models--switch-to-second)
             (test-models--kill-bridge)
             (with-current-buffer (agent-shell-resume-session (test-shell--bridge) root sid)
               (test-shell--wait "resumed"
@@ -119,21 +130,15 @@
               (test-shell--wait "the turn's end"
                                 (lambda () (eq (agent-shell-session-state agent-shell--session)
                                                'idle))
-                                20))))
-      (when (process-live-p (car second)) (delete-process (car second))))))
+                                20))))))
 
 (ert-deftest test-models/a-model-no-longer-configured-is-named-not-chosen ()
   "A resumed session whose model is not in `agent-shell-models' says so."
-  (let ((second (test-models--start-second)))
-    (unwind-protect
+  (test-models--with-second (base)
         (test-shell--with-session (root)
           (let ((sid (agent-shell-session-id agent-shell--session)))
-            (let ((agent-shell-models `((:name "second" :api-base ,(cdr second)
-                                         :model "model-b"))))
-              (agent-shell-switch-model "second")
-              (test-shell--wait "the switch"
-                                (lambda () (string-search "Model: second (model-b)"
-                                                          (test-shell--transcript)))))
+            (let ((agent-shell-models `((:name "second" :api-base ,base :model "model-b"))))
+              (test-models--switch-to-second))
             (test-models--kill-bridge)
             (let ((agent-shell-models nil))
               (with-current-buffer (agent-shell-resume-session (test-shell--bridge) root sid)
@@ -142,21 +147,15 @@
                                                             (test-shell--transcript)))
                                   20)
                 (should-not (equal (agent-shell-session-model agent-shell--session)
-                                   "second"))))))
-      (when (process-live-p (car second)) (delete-process (car second))))))
+                                   "second"))))))))
 
 (ert-deftest test-models/a-live-session-resumed-keeps-its-model-name ()
   "Resuming a session the bridge still runs shows the model's name, not its id."
-  (let ((second (test-models--start-second)))
-    (unwind-protect
+  (test-models--with-second (base)
         (test-shell--with-session (root)
-          (let ((agent-shell-models `((:name "second" :api-base ,(cdr second)
-                                       :model "model-b")))
+          (let ((agent-shell-models `((:name "second" :api-base ,base :model "model-b")))
                 (sid (agent-shell-session-id agent-shell--session)))
-            (agent-shell-switch-model "second")
-            (test-shell--wait "the switch"
-                              (lambda () (string-search "Model: second (model-b)"
-                                                        (test-shell--transcript))))
+            (test-models--switch-to-second)
             (with-current-buffer (agent-shell-resume-session (test-shell--bridge) root sid)
               (test-shell--wait "resumed"
                                 (lambda () (eq (agent-shell-session-state agent-shell--session)
@@ -164,8 +163,7 @@
                                 20)
               (should (equal (agent-shell-session-model agent-shell--session) "second"))
               ;; Still talking to it: no second switch.
-              (should (= 1 (test-models--log-count "Model: switched from"))))))
-      (when (process-live-p (car second)) (delete-process (car second))))))
+              (should (= 1 (test-models--log-count "Model: switched from"))))))))
 
 (provide 'test-models)
 ;;; test-models.el ends here
