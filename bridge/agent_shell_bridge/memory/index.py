@@ -5,8 +5,9 @@ The files are the truth; this index is a cache that can be thrown away.  It live
 its ``roots`` table and in ``memory_dir/roots.json`` (written atomically), so that a
 missing or damaged database is rebuilt from the files without losing anything.
 
-Search (:mod:`.search`) never scans the table: terms of three or more characters are
-matched in the trigram FTS5 index, shorter ones (two-character Chinese words, "go")
+Search (:mod:`.search`) never scans the table: words are looked up in the word FTS5
+index, Chinese terms of three or more characters in the trigram FTS5 index, shorter
+ones (two-character Chinese words, "go")
 in the short-term FTS5 index, symbols through the indexed ``experience_symbols``
 table.
 

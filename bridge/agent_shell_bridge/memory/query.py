@@ -18,13 +18,21 @@ from typing import NamedTuple
 
 from .synonyms import STOPWORDS, cjk_words, expand_word, phrase_expansions, stem
 
-__all__ = ["Expansion", "QueryPlan", "fts_string", "like_pattern", "plan_query", "short_grams"]
+__all__ = [
+    "CJK",
+    "Expansion",
+    "QueryPlan",
+    "fts_string",
+    "like_pattern",
+    "plan_query",
+    "short_grams",
+]
 
-_CJK = (
+CJK = (
     "\u2e80-\u2fdf\u3040-\u30ff\u3100-\u312f\u31a0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
     "\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f"
 )
-_TOKEN = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W{_CJK}]+)")
+_TOKEN = re.compile(rf"(?P<cjk>[{CJK}]+)|(?P<word>[^\W{CJK}]+)")
 MAX_QUERY_CHARS = 2000
 MAX_TERMS = 24
 
@@ -150,7 +158,7 @@ def _expansions(units: tuple[str, ...], norm: str) -> list[Expansion]:
         owners = [i for i, u in enumerate(units) if u in phrase.split()]
         for i in owners[:1]:
             out.extend(Expansion(i, w, SYNONYM_WEIGHT) for w in synonyms)
-    for run in re.findall(rf"[{_CJK}]+", norm):
+    for run in re.findall(rf"[{CJK}]+", norm):
         for key, synonyms in cjk_words():
             pos = run.find(key)
             if pos < 0:
@@ -170,9 +178,9 @@ def _indexing_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[s
     which never indexes, does not pay for them.
     """
     return (
-        re.compile(rf"[{_CJK}]+"),
+        re.compile(rf"[{CJK}]+"),
         # Parts of words ("go" in "go_lang"): runs of word characters but "_" and CJK.
-        re.compile(rf"(?<![^\W_{_CJK}])[^\W_{_CJK}]{{1,2}}(?![^\W_{_CJK}])"),
+        re.compile(rf"(?<![^\W_{CJK}])[^\W_{CJK}]{{1,2}}(?![^\W_{CJK}])"),
         re.compile(r"(?<![a-z0-9])[a-z0-9]{1,2}(?![a-z0-9])"),
     )
 

@@ -2,17 +2,17 @@
 
 Term coverage (field-weighted: title, tags and symbols count most, then the summary,
 then the body) carries most weight and works for terms of any length; BM25 from the
-trigram index refines it; the current project, matching symbols and recency add
+full-text indexes refines it; the current project, matching symbols and recency add
 fixed boosts so that a close match from elsewhere can still beat a weak local one.
 """
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import math
 import re
 import sqlite3
-from collections.abc import Callable
 
 from .hit import MemoryHit, clamp_text
 from .query import QueryPlan
@@ -25,53 +25,44 @@ RECENCY_WEIGHT = 0.1
 RECENCY_HALF_LIFE_DAYS = 180.0
 
 _ASCII_WORD = re.compile(r"^[a-z0-9_]+$")
-_Test = Callable[[str], bool]
-
-
-def _tester(unit: str) -> _Test:
-    """How to tell whether ``unit`` occurs in a (case-folded) text."""
-    if len(unit) < 3 and _ASCII_WORD.match(unit):
-        # Short ASCII words ("go", "ci") count only as whole words.
-        pattern = re.compile(rf"(?<![a-z0-9]){re.escape(unit)}(?![a-z0-9])")
-        return lambda text: pattern.search(text) is not None
-    return lambda text: unit in text
-
 
 #: Where a term counts most: title, tags and symbols; the summary; the body; the
 #: search terms (how someone might describe the problem, written for the lesson).
 FIELD_WEIGHTS = (1.0, 0.8, 0.6, 0.5)
 
 
-class _Matcher:
-    """Tells which of the query's terms occur in a (case-folded) text."""
+def _bounded(term: str) -> re.Pattern[str] | None:
+    """Short ASCII words ("go", "ci") count only as whole words: their pattern."""
+    if len(term) < 3 and _ASCII_WORD.match(term):
+        return re.compile(rf"(?<![a-z0-9]){re.escape(term)}(?![a-z0-9])")
+    return None
+
+
+class _Weigher:
+    """The weight of the best field each of the query's terms occurs in.
+
+    A candidate's fields are joined best first, so a term's first occurrence is in
+    the best field it occurs in: one ``str.find`` per term and candidate.
+    """
 
     def __init__(self, terms: list[str]) -> None:
-        self._plain = [(i, t) for i, t in enumerate(terms) if not _bounded(t)]
-        self._bounded = [
-            (i, re.compile(rf"(?<![a-z0-9]){re.escape(t)}(?![a-z0-9])"))
-            for i, t in enumerate(terms)
-            if _bounded(t)
-        ]
+        self._terms = terms
+        self._bounded = [(i, p) for i, t in enumerate(terms) if (p := _bounded(t)) is not None]
 
-    def found(self, text: str) -> set[int]:
-        if not text:
-            return set()
-        hits = {i for i, t in self._plain if t in text}
-        hits.update(i for i, p in self._bounded if p.search(text) is not None)
-        return hits
-
-
-def _bounded(term: str) -> bool:
-    """Short ASCII words ("go", "ci") count only as whole words."""
-    return len(term) < 3 and _ASCII_WORD.match(term) is not None
-
-
-def _best_field(found: list[set[int]], term: int) -> float:
-    """The weight of the best field ``term`` was found in (0 when none)."""
-    for i, w in enumerate(FIELD_WEIGHTS):
-        if term in found[i]:
-            return w
-    return 0.0
+    def weights(self, fields: tuple[str, ...]) -> list[float]:
+        folded = [f.casefold() for f in fields]
+        text = "\0".join(folded)
+        ends: list[int] = []
+        end = -1
+        for f in folded:
+            end += len(f) + 1
+            ends.append(end)
+        found = [text.find(t) for t in self._terms]
+        for i, pattern in self._bounded:
+            m = pattern.search(text)
+            found[i] = m.start() if m is not None else -1
+        cut = bisect.bisect_left
+        return [0.0 if at < 0 else FIELD_WEIGHTS[cut(ends, at)] for at in found]
 
 
 def _recency(date: str, today: dt.date) -> float:
@@ -86,7 +77,7 @@ def score_candidates(
     conn: sqlite3.Connection,
     plan: QueryPlan,
     ids: set[int],
-    bm25: dict[int, float],
+    relevance: dict[int, float],
     project: str | None,
     symbols: list[str],
     limit: int | None = None,
@@ -95,9 +86,10 @@ def score_candidates(
 ) -> list[MemoryHit]:
     """Blend term coverage, BM25, project, symbols and recency into one score.
 
+    ``relevance`` holds each candidate's BM25 as a share (0..1) of the best found.
+
     Returns the best ``limit`` hits (all when None), best first, ties by path.
     """
-    top = max(bm25.values(), default=0.0)
     today = dt.date.today()
     want_syms = [s.casefold() for s in symbols]
     # Every term once: the units first, then their stand-ins (stems, synonyms, the
@@ -111,7 +103,7 @@ def score_candidates(
                 where[e.term] = len(terms)
                 terms.append(e.term)
             alternatives[e.unit].append((e.weight, where[e.term]))
-    matcher = _Matcher(terms)
+    weigher = _Weigher(terms)
     n_units = len(plan.units)
     recency: dict[str, float] = {}
     scored: list[tuple[float, str, tuple[object, ...]]] = []
@@ -142,22 +134,17 @@ def score_candidates(
                 terms_text,
                 status,
             ) = row
-            found = [
-                matcher.found(f"{title}\n{tags}\n{syms}".casefold()),
-                matcher.found(summary.casefold()),
-                matcher.found(body.casefold()),
-                matcher.found(terms_text.casefold()),
-            ]
+            weight = weigher.weights((f"{title}\n{tags}\n{syms}", summary, body, terms_text))
             coverage = 0.0
             for u in range(n_units):
-                got = _best_field(found, u)
+                got = weight[u]
                 for w, alt in alternatives[u]:
                     if w <= got:
                         break  # an exact match is never outweighed; the rest weigh less
-                    got = max(got, w * _best_field(found, alt))
+                    got = max(got, w * weight[alt])
                 coverage += got
             coverage = coverage / n_units if n_units else 0.0
-            rel = bm25.get(rid, 0.0) / top if top > 0 else 0.0
+            rel = relevance.get(rid, 0.0)
             text = 0.7 * coverage + 0.3 * rel
             sym = 0.0
             if want_syms:

@@ -11,22 +11,26 @@ rebuilds it from the experience files.
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from collections.abc import Sequence
 
 from .hit import MemoryHit
 from .migrations import SCHEMA_VERSION
-from .query import QueryPlan, fts_string, plan_query
+from .query import CJK, QueryPlan, fts_string, plan_query
 from .ranking import score_candidates
 
 __all__ = ["CANDIDATES", "DB_NAME", "find", "normalise", "open_current"]
 
 DB_NAME = "index.sqlite3"
-CANDIDATES = 25
+CANDIDATES = 15
 COMMON = 1000  # a term found in this many rows is too common to choose candidates
 # title, tags, symbols, summary, body, search_terms: the lesson's own words count
 # more than the words written for finding it.
 _BM25 = "bm25(experiences_fts, 4.0, 3.0, 3.0, 2.0, 1.0, 0.6)"
+WORDS = "experiences_words"
+_BM25_WORDS = "bm25(experiences_words, 4.0, 3.0, 3.0, 2.0, 1.0, 0.6)"
+_CJK_CHAR = re.compile(f"[{CJK}]")
 EXPANSION_CANDIDATES = 30
 EXPANSIONS_PER_TERM = 6  # of each query term, choosing candidates
 
@@ -36,6 +40,17 @@ def normalise(query: str, symbols: Sequence[str], limit: int) -> tuple[QueryPlan
     plan = plan_query(query if isinstance(query, str) else "")
     syms = [s for s in dict.fromkeys(str(s).strip() for s in symbols) if s][:16]
     return plan, syms, max(1, min(int(limit), 100))
+
+
+def _match(table: str, term: str) -> str:
+    """``term`` as an FTS5 string for ``table``: a prefix in the word index, so that
+    "slow" finds "slowly" (its porter stem keeps the "li") and a stem its words."""
+    quoted = fts_string(term)
+    return quoted + "*" if table == WORDS else quoted
+
+
+def _any_of(table: str, terms: Sequence[str]) -> str:
+    return " OR ".join(_match(table, t) for t in terms)
 
 
 def _capped_count(conn: sqlite3.Connection, table: str, match: str) -> int:
@@ -48,7 +63,7 @@ def _ranked(
     conn: sqlite3.Connection,
     table: str,
     rank: str,
-    terms: tuple[str, ...],
+    terms: Sequence[str],
     project: str | None,
     n: int,
 ) -> list[tuple[int, float | None]]:
@@ -62,23 +77,18 @@ def _ranked(
     Common terms still count in the candidates' scores (ranking.py). Fewer than
     COMMON rows are fetched whole and chosen here; more, through ORDER BY ... LIMIT.
     """
-    rare = list(terms)
-    match = " OR ".join(fts_string(t) for t in rare)
-    # Usually the MATCH finds fewer than COMMON rows: then this one query is all.
-    sql = f"SELECT rowid, {rank} FROM {table} WHERE {table} MATCH ? LIMIT ?"  # noqa: S608
-    found = conn.execute(sql, (match, COMMON)).fetchall()
-    if len(found) < COMMON:
-        return _best(conn, found, project, n)
-    counts = {t: _capped_count(conn, table, fts_string(t)) for t in terms}
+    found = _few(conn, table, rank, terms, project, n)
+    if found is not None:
+        return found  # usually: this one query is all
+    counts = {t: _capped_count(conn, table, _match(table, t)) for t in terms}
     rare = [t for t in terms if 0 < counts[t] < COMMON]
     if rare:
-        match = " OR ".join(fts_string(t) for t in rare)
+        match = _any_of(table, rare)
     else:
-        match = " AND ".join(fts_string(t) for t in terms if counts[t] >= COMMON)
+        match = " AND ".join(_match(table, t) for t in terms if counts[t] >= COMMON)
     total = _capped_count(conn, table, match)
     if total < COMMON:
-        sql = f"SELECT rowid, {rank} FROM {table} WHERE {table} MATCH ?"  # noqa: S608
-        return _best(conn, conn.execute(sql, (match,)).fetchall(), project, n)
+        return _best(conn, table, rank, match, project, n, None) or []
     order = "r"  # the alias: BM25 is computed once per row, not twice
     if not rare:
         # Too many to rank: the newest, whose ranks would mean nothing (left out).
@@ -103,29 +113,41 @@ def _few(
     conn: sqlite3.Connection,
     table: str,
     rank: str,
-    terms: tuple[str, ...],
+    terms: Sequence[str],
     project: str | None,
     n: int,
 ) -> list[tuple[int, float | None]] | None:
     """:func:`_ranked` when ``terms`` match fewer than COMMON rows, else None."""
-    match = " OR ".join(fts_string(t) for t in terms)
-    sql = f"SELECT rowid, {rank} FROM {table} WHERE {table} MATCH ? LIMIT ?"  # noqa: S608
-    found = conn.execute(sql, (match, COMMON)).fetchall()
-    return _best(conn, found, project, n) if len(found) < COMMON else None
+    return _best(conn, table, rank, _any_of(table, terms), project, n, COMMON)
 
 
 def _best(
-    conn: sqlite3.Connection, rows: list[tuple[int, float]], project: str | None, n: int
-) -> list[tuple[int, float | None]]:
-    """The best ``n`` of ``rows`` (fewer than COMMON), and the best ``n`` of ``project``."""
+    conn: sqlite3.Connection,
+    table: str,
+    rank: str,
+    match: str,
+    project: str | None,
+    n: int,
+    cap: int | None,
+) -> list[tuple[int, float | None]] | None:
+    """The best ``n`` rows ``match`` finds, and the best ``n`` of ``project``; None
+    when it finds ``cap`` rows or more (then they are too many to rank here). Each
+    row comes with whether it is the project's, in the same query."""
+    sql = (
+        f"SELECT {table}.rowid, {rank}, e.project = ? FROM {table} "  # noqa: S608 - fixed text
+        f"JOIN experiences e ON e.id = {table}.rowid WHERE {table} MATCH ?"
+    )
+    args: tuple[object, ...] = (project or "", match)
+    if cap is not None:
+        sql += " LIMIT ?"
+        args += (cap,)
+    rows: list[tuple[int, float, int]] = conn.execute(sql, args).fetchall()
+    if cap is not None and len(rows) >= cap:
+        return None
     rows.sort(key=lambda r: r[1])
-    out: list[tuple[int, float | None]] = list(rows[:n])
-    rest = rows[n:]
-    if project and rest:
-        marks = ",".join("?" * len(rest))
-        sql = f"SELECT id FROM experiences WHERE project = ? AND id IN ({marks})"  # noqa: S608
-        mine = {r[0] for r in conn.execute(sql, (project, *(r[0] for r in rest)))}
-        out += [r for r in rest if r[0] in mine][:n]
+    out: list[tuple[int, float | None]] = [(r[0], r[1]) for r in rows[:n]]
+    if project:
+        out += [(r[0], r[1]) for r in rows[n:] if r[2]][:n]
     return out
 
 
@@ -134,6 +156,55 @@ def _all_of(conn: sqlite3.Connection, project: str, ids: list[int]) -> bool:
     marks = ",".join("?" * len(ids))
     sql = f"SELECT count(*) FROM experiences WHERE project = ? AND id IN ({marks})"  # noqa: S608
     return int(conn.execute(sql, (project, *ids)).fetchone()[0]) == len(ids)
+
+
+def _relevance(rows: list[tuple[int, float | None]], into: dict[int, float]) -> None:
+    """Add ``rows``' BM25 to ``into`` as a share of their best (0..1), keeping the
+    higher share of a row two searches found: BM25 of different tables and
+    different terms is not on one scale, its share of the best is."""
+    ranks = {rid: -float(rank) for rid, rank in rows if rank is not None}
+    top = max(ranks.values(), default=0.0)
+    if top <= 0:
+        return
+    for rid, value in ranks.items():
+        share = max(value, 0.0) / top
+        if share > into.get(rid, 0.0):
+            into[rid] = share
+
+
+def _split(terms: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Terms the word index can find, and those only the trigram index can (Chinese
+    runs, which unicode61 would keep as one token)."""
+    words: list[str] = []
+    cjk: list[str] = []
+    for t in terms:
+        (cjk if _CJK_CHAR.search(t) else words).append(t)
+    return words, cjk
+
+
+def _choose(
+    conn: sqlite3.Connection,
+    table: str,
+    rank: str,
+    own: Sequence[str],
+    wider: Sequence[str],
+    project: str | None,
+    ids: set[int],
+    relevance: dict[int, float],
+) -> None:
+    """Candidates from ``table``: the best for the words and their stand-ins
+    together while they match fewer than COMMON rows (in a big memory, common
+    synonyms would cost more than they find), and the best for the words alone, so
+    that rare synonyms cannot push the rows holding the task's own words out."""
+    widened = _few(conn, table, rank, (*own, *wider), project, CANDIDATES) if wider else None
+    if widened is not None:
+        ids.update(rid for rid, _ in widened)
+        _relevance(widened, relevance)
+    if own:
+        alone = _ranked(conn, table, rank, own, project, CANDIDATES)
+        ids.update(rid for rid, _ in alone)
+        if widened is None:
+            _relevance(alone, relevance)
 
 
 def find(
@@ -147,37 +218,21 @@ def find(
 ) -> list[MemoryHit]:
     """The best ``limit`` experiences for ``plan`` in the index open on ``conn``.
 
-    Never scans the table, and reads only the rows it ranks: terms of three or more
-    characters are matched in the trigram FTS5 index, shorter ones in the short-term
-    FTS5 index, symbols through the indexed ``experience_symbols`` table, each with
-    a LIMIT; the candidates' text is then read by id and scored.
+    Never scans the table, and reads only the rows it ranks: words and their
+    stand-ins are looked up in the word index, Chinese terms of three or more
+    characters in the trigram index, shorter ones in the short-term index, symbols
+    through the indexed ``experience_symbols`` table, each with a LIMIT; the
+    candidates' text is then read by id and scored (ranking.py: coverage decides,
+    weighing the words above their stand-ins; BM25 refines).
     """
-    bm25: dict[int, float] = {}
+    relevance: dict[int, float] = {}
     ids: set[int] = set()
     proj = project or ""
     exp_fts, exp_short = plan.expansion_terms(EXPANSIONS_PER_TERM)
-    wide = (*plan.fts_terms, *(t for t in exp_fts if t not in plan.fts_terms))
-    widened = None
-    if exp_fts:
-        # The words and their expansions together: candidates, and the BM25 that
-        # refines the score (coverage, which weighs the words above their stand-ins,
-        # decides; ranking.py). Only while they match fewer than COMMON rows: in a
-        # big memory, common synonyms would cost more than they find.
-        widened = _few(conn, "experiences_fts", _BM25, wide, project, CANDIDATES)
-    if widened is not None:
-        for rid, rank in widened:
-            if rank is not None:
-                bm25[rid] = -float(rank)
-            ids.add(rid)
-    if plan.fts_terms:
-        # The best rows for the words alone, so that rare synonyms cannot push the
-        # rows holding the task's own words out of the candidates.
-        for rid, rank in _ranked(
-            conn, "experiences_fts", _BM25, plan.fts_terms, project, CANDIDATES
-        ):
-            if widened is None and rank is not None:
-                bm25[rid] = -float(rank)
-            ids.add(rid)
+    own_words, own_cjk = _split(plan.fts_terms)
+    more_words, more_cjk = _split([t for t in exp_fts if t not in plan.fts_terms])
+    _choose(conn, WORDS, _BM25_WORDS, own_words, more_words, project, ids, relevance)
+    _choose(conn, "experiences_fts", _BM25, own_cjk, more_cjk, project, ids, relevance)
     if exp_short:
         rows = _ranked(conn, "experiences_short", "rank", exp_short, project, EXPANSION_CANDIDATES)
         ids.update(rid for rid, _ in rows)
@@ -209,7 +264,7 @@ def find(
     if not ids:
         return []
     return score_candidates(
-        conn, plan, ids, bm25, project, symbols, limit, accepted_only=accepted_only
+        conn, plan, ids, relevance, project, symbols, limit, accepted_only=accepted_only
     )
 
 

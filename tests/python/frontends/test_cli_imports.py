@@ -128,10 +128,12 @@ def test_one_shot_search_hands_an_index_it_cannot_read_to_the_writer(
         db.unlink()
     elif damage == "old-schema":
         # As schema 1 left it: without what migrations 2 (short terms), 3
-        # (directory stamps) and 4 (search terms, status) add.
+        # (directory stamps), 4 (search terms, status) and 5 (the word index) add.
         first = migrations.MIGRATIONS[0]
         with sqlite3.connect(db) as conn:
             conn.executescript(
+                "DROP TRIGGER experiences_words_ai; DROP TRIGGER experiences_words_ad; "
+                "DROP TRIGGER experiences_words_au; DROP TABLE experiences_words; "
                 "DROP INDEX experiences_status; DROP TRIGGER experiences_ai; "
                 "DROP TRIGGER experiences_ad; DROP TRIGGER experiences_au; "
                 "DROP TABLE experiences_fts; "

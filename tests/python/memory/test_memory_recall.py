@@ -3,6 +3,7 @@ vocabulary, and the review states that keep files out of search (real SQLite).""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from agent_shell_bridge.memory.experience import Experience, write_experience
@@ -100,3 +101,31 @@ def test_review_states_decide_what_search_finds(tmp_path: Path) -> None:
         only = {Path(h.path).name for h in index.search("flaky coupon", accepted_only=True)}
         assert only == {accepted.name, legacy.name}
         assert index.count() == 5  # the hidden ones keep an empty row
+
+
+def test_word_index_finds_word_forms_and_is_filled_by_its_migration(tmp_path: Path) -> None:
+    index, root = _index(tmp_path)
+    lesson = _write(root, "Dashboard renders slowly", summary="Cached the aggregates.")
+    _write(root, "Dashboard colours", summary="New palette.")
+    with index:
+        index.sync_root(root)
+        db = index.db_path
+    conn = sqlite3.connect(db, isolation_level=None)
+    # Back to schema 4: the word index dropped, then made again by migration 5.
+    conn.executescript(
+        "DROP TRIGGER experiences_words_ai; DROP TRIGGER experiences_words_ad; "
+        "DROP TRIGGER experiences_words_au; DROP TABLE experiences_words; "
+        "PRAGMA user_version = 4;"
+    )
+    conn.close()
+    with MemoryIndex(tmp_path / "mem") as reopened:
+        hits = reopened.search("the dashboard is slow", project="shop")
+        assert hits[0].path == str(lesson.resolve())
+        check = sqlite3.connect(reopened.db_path)
+        try:
+            found = check.execute(
+                "SELECT count(*) FROM experiences_words WHERE experiences_words MATCH 'slow*'"
+            ).fetchone()[0]
+        finally:
+            check.close()
+        assert found == 1

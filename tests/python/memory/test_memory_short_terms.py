@@ -134,6 +134,8 @@ def test_index_from_before_the_short_term_table_is_filled_on_open(tmp_path: Path
     first = migrations.MIGRATIONS[0]
     conn.executescript(
         # Back to migration 0001's full-text table, without the later columns.
+        "DROP TRIGGER experiences_words_ai; DROP TRIGGER experiences_words_ad; "
+        "DROP TRIGGER experiences_words_au; DROP TABLE experiences_words; "
         "DROP INDEX experiences_status; DROP TRIGGER experiences_ai; "
         "DROP TRIGGER experiences_ad; DROP TRIGGER experiences_au; DROP TABLE experiences_fts; "
         "ALTER TABLE experiences DROP COLUMN search_terms; "
