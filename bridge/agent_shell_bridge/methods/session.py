@@ -402,7 +402,7 @@ def register(d: Dispatcher[Runtime]) -> None:
         """The user ends a job (the model's job_kill, from the client)."""
         live = session_of(rt, p.sessionId)
         was = live.jobs.get(p.jobId).state
-        job = await live.jobs.kill(p.jobId, live.runner.kill_group)
+        job = await live.jobs.kill(p.jobId, live.kill_job_group)
         if was == "running":
             await live.reporter.entry(
                 f"Job {job.id} killed by the user: {job.command}",

@@ -296,6 +296,8 @@ class BackgroundRun:
     pid: int
     log_path: Path
     ended: asyncio.Future[int | None] = field(init=False)
+    # What its end left to say beyond its code (a remote job's lost connection).
+    note: str | None = field(default=None, init=False)
 
 
 class ProcessRunner:
@@ -555,6 +557,24 @@ class ProcessRunner:
                     pass_fds=launch.pass_fds,
                     preexec=launch.preexec,
                 )
+        return await self._started(spawned, timeout_s)
+
+    async def start_argv(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        timeout_s: float | None = None,
+        stdin_fd: int | None = None,
+    ) -> BackgroundRun:
+        """Start ``argv`` without a shell, as :meth:`run_argv` would, and return once
+        it runs (a remote job: its channel's end is ``stdin_fd``, as there)."""
+        if not argv:
+            raise ValueError("empty argv")
+        spawned = await self._spawn(list(argv), cwd, self._environment(None), stdin_fd=stdin_fd)
+        return await self._started(spawned, timeout_s)
+
+    async def _started(self, spawned: _Spawned, timeout_s: float | None) -> BackgroundRun:
         try:
             spawned.pump.start()
         except BaseException:

@@ -11,6 +11,12 @@ argument), never installed there. Its operations:
   went away: a dropped connection, a killed client, a dead bridge) it kills the
   command's group and anything carrying the run's mark, then exits. When the
   command ends it kills what the command left behind too;
+- ``kill``: a run's processes (those carrying its mark) and their process groups,
+  until none is left (a background job ended on request);
+- ``git_before`` and ``set_aside``: the host's clock and the root's own ``.git``
+  before a sandboxed run, and after it the git metadata the run planted in the
+  project, renamed out of git's way by the bridge's own walk
+  (``sandbox/git_metadata.py``, whose source comes with the request);
 - ``realpath``, ``read``, ``write``, ``list``: files, each confined to the project
   root after every link is resolved on that host.
 
@@ -30,6 +36,8 @@ import signal
 import subprocess
 import sys
 import threading
+import time
+import types
 from typing import Any
 
 HELPER_FAILED = 120
@@ -114,19 +122,75 @@ def _probe(request: dict[str, Any]) -> None:
 
 
 def _kill_marked(mark: str) -> None:
-    needle = ("AGENT_SHELL_RUN=" + mark).encode()
     me = os.getpid()
+    for pid in _marked(mark):
+        if pid != me:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _marked(mark: str) -> list[int]:
+    """The processes carrying MARK (what a run started, setsid'd ones included)."""
+    needle = ("AGENT_SHELL_RUN=" + mark).encode()
+    found = []
     for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == me:
+        if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/environ", "rb") as fh:
-                found = needle in fh.read().split(b"\0")
+                if needle in fh.read().split(b"\0"):
+                    found.append(int(entry))
         except OSError:
             continue
-        if found:
+    return found
+
+
+def _kill(request: dict[str, Any]) -> None:
+    mark = str(request["mark"])
+    if len(mark) < 16:
+        _fail("a run's mark is too short to name it")
+    deadline = time.monotonic() + float(request.get("wait_s", 10))
+    killed = 0
+    while True:
+        pids = _marked(mark)
+        if not pids:
+            break
+        for pid in pids:  # its group too: what left the mark behind in its environment
             with contextlib.suppress(OSError):
-                os.kill(int(entry), signal.SIGKILL)
+                os.killpg(os.getpgid(pid), signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        killed += len(pids)
+        if time.monotonic() > deadline:
+            _fail(f"processes of the run are still there: {pids}")
+        time.sleep(0.02)
+    print(json.dumps({"killed": killed}))
+
+
+def _git_before(request: dict[str, Any]) -> None:
+    root = _confined(str(request["root"]), str(request["root"]))
+    dotgit = os.path.join(root, ".git")
+    protected = [dotgit] if os.path.lexists(dotgit) else []
+    print(json.dumps({"now_ns": time.time_ns(), "protected": protected}))
+
+
+def _set_aside(request: dict[str, Any]) -> None:
+    from pathlib import Path
+
+    root = _confined(str(request["root"]), str(request["root"]))
+    module = types.ModuleType("agent_shell_git_metadata")
+    sys.modules[module.__name__] = module  # dataclasses look their module up
+    try:
+        exec(compile(str(request["module"]), "git_metadata.py", "exec"), module.__dict__)  # noqa: S102 - the bridge's own walk
+    except (SyntaxError, TypeError) as exc:  # a python3 older than the walk's
+        _fail(f"the git metadata check needs a newer python3 there ({exc})")
+    notes = module.set_aside_after_run(
+        [Path(root)],
+        since_ns=int(request["since_ns"]),
+        protected=[Path(str(p)) for p in request.get("protected", [])],
+        display=Path(root),
+    )
+    print(json.dumps({"notes": [str(n) for n in notes]}))
 
 
 def _run(request: dict[str, Any]) -> None:
@@ -288,6 +352,9 @@ def _grep(request: dict[str, Any]) -> None:
 _OPS = {
     "probe": _probe,
     "run": _run,
+    "kill": _kill,
+    "git_before": _git_before,
+    "set_aside": _set_aside,
     "realpath": _realpath,
     "read": _read,
     "write": _write,

@@ -75,8 +75,6 @@ async def test_a_task_on_a_remote_project(
         call("run_test"),  # its command guessed there: make test
         call("project_status"),
         call("grep", pattern=r"return a [+-] b"),
-        # A job would run through this machine's runner, in the mirror: refused.
-        call("run_command", command="python3 -m http.server 8765", background=True),
         {"text": "fixed: 加法"},
     ]
     here = tmp_path / "elsewhere"
@@ -95,7 +93,7 @@ async def test_a_task_on_a_remote_project(
         assert turn.end["stopReason"] == "end_turn", turn.end
         framed = max((tool_messages(r) for r in rig.requests), key=len)
         results = [payload_of(m) for m in framed]
-        listing, failing, read, edited, passing, status, found, job = results
+        listing, failing, read, edited, passing, status, found = results
         assert {"app.py", "Makefile", "test_app.py"} <= set(listing["entries"])
         assert failing["exit_code"] == 2 and "add(2, 2) gave 0" in failing["stderr"]
         assert failing["sandbox"] == "bubblewrap (remote)"
@@ -108,7 +106,6 @@ async def test_a_task_on_a_remote_project(
         assert status["branch"] == "main" and status["changed"] == ["app.py"]
         assert status["commits"][0].endswith(" init")
         assert found["matches"] == [{"path": "app.py", "line": 2, "text": "    return a + b"}]
-        assert "do not run in a remote session" in job["error"], job
         # The edit waited for the user's yes, the commands did not (remote sandbox).
         assert len(turn.permission_requests) == 1
         assert "app.py" in turn.permission_requests[0]["toolCall"]["title"]
@@ -191,3 +188,66 @@ async def test_a_cut_connection_ends_the_turn_and_the_next_one_reconnects(
         assert resumed["root"] == str(mirror)
         assert any("back" in str(item) for item in resumed["history"])
     assert parse_tramp(ssh_rig.tramp(str(root))).path == str(root)
+
+
+SERVE = """\
+import sys, time
+print("后台 ready", sys.argv[1], flush=True)
+time.sleep(600)
+"""
+
+
+async def test_background_jobs_of_a_remote_session_run_and_end_there(
+    serve_app: Any, ssh_rig: SshRig, local_dirs: Path, tmp_path: Path
+) -> None:
+    word = f"36{os.getpid() % 1000}"
+    makefile = f"test:\n\tpython3 serve.py {word}\ncheck:\n\tpython3 serve.py {word}-2\n"
+    root = ssh_rig.make_project(f"jobs-{os.getpid()}", {"serve.py": SERVE, "Makefile": makefile})
+    steps = [
+        call("run_command", command="make -s test", background=True),
+        {"text": "started"},
+        call("job_output", job_id="job-1"),
+        call("job_kill", job_id="job-1"),
+        {"text": "killed"},
+        call("run_command", command="make -s check", background=True),
+        {"text": "started again"},
+    ]
+
+    def there(tag: str) -> list[tuple[int, str]]:
+        return [p for p in ssh_rig.user_processes() if f"serve.py {tag}" in p[1]]
+
+    here = tmp_path / "elsewhere"
+    here.mkdir()
+    async with running_rig(serve_app, here, steps) as rig:
+        opened = await rig.client.result(
+            "session/new", {"cwd": str(here), **remote_params(ssh_rig, root)}
+        )
+        sid = opened["sessionId"]
+        mirror = Path(opened["root"])
+        first = await rig.turn(sid, "start the server")
+        assert first.end["stopReason"] == "end_turn", first.end
+        assert first.permission_requests == []  # unasked: in the remote sandbox
+        started = payload_of(tool_messages(rig.requests[-1])[-1])
+        assert started["job_id"] == "job-1" and started["sandbox"] == "bubblewrap (remote)"
+        assert "NOT reachable" in started["network"]
+        # It runs there, as that user, its output coming into the mirror's log.
+        await asyncio.to_thread(wait_for, lambda: there(word), 15, "the job there")
+        log = rig.runtime.sessions[sid].outputs.path_of(started["log_ref"])
+        assert log.is_relative_to(mirror)
+        await asyncio.to_thread(
+            wait_for, lambda: f"后台 ready {word}" in log.read_text(encoding="utf-8"), 15, "output"
+        )
+        listed = await rig.client.result("session/jobs", {"sessionId": sid})
+        assert [(j["id"], j["state"]) for j in listed["jobs"]] == [("job-1", "running")]
+        second = await rig.turn(sid, "read it, then stop it")
+        assert second.end["stopReason"] == "end_turn", second.end
+        output, killed = [payload_of(m) for m in tool_messages(rig.requests[-1])[-2:]]
+        assert output["running"] is True and f"后台 ready {word}" in output["output"]
+        assert killed["state"] == "killed"
+        assert not there(word)  # job_kill returned: nothing of it left there
+        third = await rig.turn(sid, "start it again")
+        assert third.end["stopReason"] == "end_turn", third.end
+        await asyncio.to_thread(wait_for, lambda: there(f"{word}-2"), 15, "the second job")
+        closed = await rig.client.result("session/close", {"sessionId": sid})
+        assert closed["jobsKilled"] == 1
+        assert not there(word) and not there(f"{word}-2")  # the session's close ended it there

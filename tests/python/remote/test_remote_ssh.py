@@ -22,7 +22,7 @@ from agent_shell_bridge.remote.errors import RemoteDisconnected, RemoteEscape, R
 from agent_shell_bridge.remote.project import RemoteProject
 from agent_shell_bridge.remote.runner import RemoteRunner
 from agent_shell_bridge.remote.target import parse_tramp
-from agent_shell_bridge.sandbox.placement import Asked
+from agent_shell_bridge.sandbox.placement import Asked, Placement
 from agent_shell_bridge.types import Decision
 from sshd_rig import SshRig, sshd, wait_for
 
@@ -336,3 +336,98 @@ async def test_the_remote_home_shows_toolchains_not_credentials(
         (home / "private-notes.txt").unlink()
         creds.unlink()
         tool.unlink()
+
+
+def _plant(sub: str, marker: Path) -> str:
+    """A command making SUB a repository whose fsmonitor would touch MARKER."""
+    return (
+        f"mkdir -p {sub}/.git/objects {sub}/.git/refs/heads && "
+        f"echo 'ref: refs/heads/main' > {sub}/.git/HEAD && "
+        f"printf '[core]\\n\\tfsmonitor = touch {marker}; false\\n' > {sub}/.git/config && "
+        "echo planted-种"
+    )
+
+
+async def test_git_metadata_a_sandboxed_remote_run_plants_is_set_aside_there(
+    project: RemoteProject, ssh_rig: SshRig
+) -> None:
+    root = Path(project.root)
+    marker = ssh_rig.home / f"fired-{os.getpid()}"
+    marker.unlink(missing_ok=True)
+    # Outside the sandbox (the user's yes) nothing is walked: plain git there fires it.
+    approved = Placement(sandboxed=False, network=False)
+    ran = await project.runner.run_placement(
+        _plant("bare", marker), approved, cwd=".", timeout_s=20
+    )
+    assert ran.result.exit_code == 0 and ran.set_aside == ()
+    await project.runner.run_argv(["git", "status", "--short"], cwd="bare", timeout_s=20)
+    assert marker.exists()  # what the walk is for
+    marker.unlink()
+    sandboxed = Placement(sandboxed=True, network=False)
+    ran = await project.runner.run_placement(
+        _plant("sub", marker), sandboxed, cwd=".", timeout_s=20
+    )
+    assert ran.result.exit_code == 0 and "planted-种" in ran.result.stdout, ran.result.stderr
+    assert [n for n in ran.set_aside if n.startswith("sub/.git (repository)")], ran.set_aside
+    assert not (root / "sub" / ".git").exists()
+    aside = root / "sub" / ".git.made-by-a-sandboxed-command-0"
+    assert "fsmonitor" in (aside / "config").read_text()
+    assert aside.stat().st_uid == ssh_rig.uid  # renamed there, by that user
+    shown = await project.runner.run_argv(["git", "status", "--short"], cwd="sub", timeout_s=20)
+    assert "not a git repository" in shown.stderr
+    assert not marker.exists()
+    # A job's end is walked the same way.
+    job = await project.runner.start_shell(
+        _plant("job", marker), cwd=".", timeout_s=30, sandboxed=True
+    )
+    assert await asyncio.wait_for(job.ended, 30) == 0
+    assert job.note is not None and "job/.git (repository) was planted" in job.note
+    assert not (root / "job" / ".git").exists()
+
+
+async def _log_says(path: Path, text: str) -> None:
+    await asyncio.to_thread(
+        wait_for, lambda: text in path.read_text(encoding="utf-8", errors="replace"), 15, text
+    )
+
+
+@pytest.mark.parametrize("sandboxed", [False, True])
+async def test_a_background_job_runs_there_and_job_kill_leaves_nothing(
+    project: RemoteProject, ssh_rig: SshRig, sandboxed: bool
+) -> None:
+    word = f"34{os.getpid() % 1000}{int(sandboxed)}"
+    command = f"echo 后台-started; setsid sleep {word} & sleep {word}; echo never"
+    job = await project.runner.start_shell(command, cwd=".", timeout_s=None, sandboxed=sandboxed)
+    await _log_says(job.log_path, "后台-started")
+    await asyncio.to_thread(
+        wait_for, lambda: len(_leftovers(ssh_rig, f"sleep {word}")) >= 2, 15, "sleeps"
+    )
+    assert all(
+        os.stat(f"/proc/{pid}").st_uid == ssh_rig.uid for pid, _ in _leftovers(ssh_rig, word)
+    )
+    assert not job.ended.done()
+    await project.runner.kill_job(job.pid)
+    assert not _leftovers(ssh_rig, word)  # gone there when the kill returns, setsid's too
+    # It ended there (the watchdog's code for a killed command), not by its local end.
+    assert await asyncio.wait_for(job.ended, 10) == 137
+    assert "never" not in job.log_path.read_text(encoding="utf-8")
+    assert project.connection.dropped is None
+
+
+async def test_a_cut_connection_ends_a_background_job_there(
+    project: RemoteProject, ssh_rig: SshRig
+) -> None:
+    word = f"35{os.getpid() % 1000}"
+    command = f"setsid sleep {word} & sleep {word}"
+    job = await project.runner.start_shell(command, cwd=".", timeout_s=None, sandboxed=True)
+    await asyncio.to_thread(
+        wait_for, lambda: len(_leftovers(ssh_rig, f"sleep {word}")) >= 2, 15, "sleeps"
+    )
+    assert ssh_rig.cut() > 0
+    assert await asyncio.wait_for(job.ended, 20) is None
+    assert job.note is not None and "was lost" in job.note
+    await asyncio.to_thread(wait_for, lambda: not _leftovers(ssh_rig, word), 15, "no leftovers")
+    assert project.connection.dropped is not None  # the next turn connects again
+    await project.ready()
+    again = await project.runner.run_shell("echo back", cwd=".", timeout_s=10, sandboxed=True)
+    assert again.stdout == "back"

@@ -56,12 +56,6 @@ def confine_role_writes(turn: TurnState, prepared: Prepared) -> Prepared:
     return _denied(prepared.spec, prepared.args, Risk.WRITE, reason)
 
 
-_NO_REMOTE_JOBS = (
-    "background jobs do not run in a remote session yet; run the command in the "
-    "foreground (with a timeout_s) instead"
-)
-
-
 async def decide(live: LiveSession, spec: ToolSpec[Any], args: cat.Args) -> Prepared:
     if live.state.mode == "ask" and spec.risk is not Risk.READ and spec.name != "task_complete":
         return _denied(spec, args, spec.risk or Risk.WRITE, "ask mode: no edits or commands")
@@ -87,10 +81,6 @@ async def decide(live: LiveSession, spec: ToolSpec[Any], args: cat.Args) -> Prep
             return _denied(spec, args, Risk.READ, _NO_TEST_COMMAND)
         return _decide_command(live, spec, args, command, live.root)
     if isinstance(args, cat.RunCommandArgs):
-        if args.background and live.remote is not None:
-            # A job runs through this machine's runner: it would run here, in the
-            # records' mirror, not on the host. Refused before anyone is asked.
-            return _denied(spec, args, Risk.WRITE, _NO_REMOTE_JOBS)
         # Its one path is the working directory, confined above; the log shows the
         # command rather than a PATH.
         cwd = paths[0][0] if paths else live.root

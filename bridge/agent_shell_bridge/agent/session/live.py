@@ -192,6 +192,14 @@ class LiveSession:
             shared_net=None if network else self.shared_net,
         )
 
+    async def kill_job_group(self, pid: int) -> None:
+        """End a background job by its run's pid: on the host for a remote project
+        (its processes there first), here otherwise (its whole group)."""
+        if self.remote is not None:
+            await self.remote.runner.kill_job(pid)
+        else:
+            await self.runner.kill_group(pid)
+
     async def shared_network(self) -> SharedNetwork | None:
         """The network namespace the session's sandboxed commands share, made on first
         use; None (the reason in ``shared_net_error``) where the sandbox cannot."""
@@ -351,7 +359,7 @@ class LiveSession:
     async def aclose(self) -> None:
         """Shut down: the turn and every child process first, then what can wait."""
         await self.cancel_turn(force=True)
-        await self.jobs.aclose(self.runner.kill_group)
+        await self.jobs.aclose(self.kill_job_group)
         if self.shared_net is not None:
             await self.shared_net.aclose()
         await self.runner.kill_all()

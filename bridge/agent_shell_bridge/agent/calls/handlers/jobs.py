@@ -7,7 +7,8 @@ session's later sandboxed commands share one network namespace
 (:mod:`....sandbox.netns`), so a server it starts answers them and nothing
 outside the session; where that cannot be, the result says so. Its output is
 read as it grows (:mod:`....process.jobs`) and framed for the model like any
-command's.
+command's. A remote project's job runs on its host (:mod:`....remote.runner`),
+in that host's sandbox when it is placed in one.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from ....process.jobs import Job
 from ....sandbox import placement, protected_git, set_aside_after_run
 from ....tools.catalogue import JobKillArgs, JobOutputArgs, RunCommandArgs
 from ....tools.results import ToolResult
@@ -48,12 +50,79 @@ def _network_note(where: placement.Placement, shared: bool, why_not: str | None)
     )
 
 
+def remote_cwd(run: Run) -> str:
+    """The prepared command's working directory, relative to a remote project's root."""
+    live, p = run.live, run.prepared
+    assert p.cwd is not None
+    return p.cwd.relative_to(live.root).as_posix() if p.cwd.is_relative_to(live.root) else "."
+
+
+def _remote_network_note(where: placement.Placement) -> str:
+    if not where.sandboxed:
+        return (
+            "No sandbox: the job runs on the remote host with the user's permissions "
+            "there and that host's network."
+        )
+    if where.network:
+        return "The job has the remote host's network (it was approved with network access)."
+    return (
+        "The job runs in the remote host's sandbox with a loopback of its own: a server "
+        "it starts is NOT reachable by later commands (no shared network namespace there)."
+    )
+
+
+async def _start_remote_job(
+    run: Run, args: RunCommandArgs, where: placement.Placement
+) -> ToolResult:
+    """A remote project's job: started on the host through its connection."""
+    live, p = run.live, run.prepared
+    assert p.command is not None and live.remote is not None
+    started = await live.remote.runner.start_shell(
+        p.command,
+        cwd=remote_cwd(run),
+        timeout_s=args.timeout_s,
+        sandboxed=where.sandboxed,
+        network=where.network,
+        writable=where.writable,
+        settings=where.settings,
+    )
+    ref, path = live.outputs.adopt(started.log_path)
+    started.log_path = path  # the writer's descriptor follows the rename
+    label = where.label + " (remote)"
+    job = await live.jobs.add(p.command, started, sandbox=label)
+    job.log_ref = ref
+
+    async def noted() -> None:
+        # Its end's notes: a lost connection, git metadata it planted, set aside.
+        await asyncio.wait([started.ended])
+        if started.note:
+            job.warnings.append(started.note)
+
+    live.in_background(noted())
+    return _started(job, label, _remote_network_note(where), ref, p.command)
+
+
+def _started(job: Job, label: str, network: str, ref: str, command: str) -> ToolResult:
+    payload: JSONObject = {
+        "job_id": job.id,
+        "state": job.state,
+        "sandbox": label,
+        "network": network,
+        "log_ref": ref,
+        "note": "Running in the background: read it with job_output, end it with "
+        "job_kill; it ends with the session.",
+    }
+    return ToolResult(payload, log_text=f"{job.id} started: {command}")
+
+
 async def start_job(run: Run, args: RunCommandArgs, where: placement.Placement) -> ToolResult:
     """Start the prepared command, placed at ``where``, as a job; the result names it
     at once."""
     live, p = run.live, run.prepared
     assert p.command is not None and p.cwd is not None
     live.jobs.check_room()
+    if live.remote is not None:
+        return await _start_remote_job(run, args, where)
     shared = False
     if where.sandboxed and not where.network:
         shared = await live.shared_network() is not None
@@ -87,16 +156,8 @@ async def start_job(run: Run, args: RunCommandArgs, where: placement.Placement) 
             job.warnings.extend(found)
 
         live.in_background(set_aside())
-    payload: JSONObject = {
-        "job_id": job.id,
-        "state": job.state,
-        "sandbox": label,
-        "network": _network_note(where, shared, live.shared_net_error),
-        "log_ref": ref,
-        "note": "Running in the background: read it with job_output, end it with "
-        "job_kill; it ends with the session.",
-    }
-    return ToolResult(payload, log_text=f"{job.id} started: {p.command}")
+    network = _network_note(where, shared, live.shared_net_error)
+    return _started(job, label, network, ref, p.command)
 
 
 async def job_output(run: Run, args: JobOutputArgs) -> ToolResult:
@@ -130,7 +191,7 @@ async def job_output(run: Run, args: JobOutputArgs) -> ToolResult:
 async def job_kill(run: Run, args: JobKillArgs) -> ToolResult:
     live = run.live
     before = live.jobs.get(args.job_id).state
-    job = await live.jobs.kill(args.job_id, live.runner.kill_group)
+    job = await live.jobs.kill(args.job_id, live.kill_job_group)
     payload: JSONObject = {"job_id": job.id, "state": job.state, "exit_code": job.exit_code}
     if before != "running":
         payload["note"] = f"the job had already ended ({before})"

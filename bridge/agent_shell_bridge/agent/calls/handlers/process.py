@@ -19,7 +19,7 @@ from ....tools.results import ToolResult
 from ....types import Decision, JSONObject, Risk
 from ...session.roles import test_report
 from .base import Run
-from .jobs import start_job
+from .jobs import remote_cwd, start_job
 
 __all__ = ["run_command", "run_test"]
 
@@ -28,8 +28,6 @@ _TEST_WORDS = ("pytest", "go test", "cargo test", "npm test", "make test", "unit
 
 async def run_command(run: Run, args: RunCommandArgs) -> ToolResult:
     if args.background:
-        if run.live.remote is not None:  # decide() refuses it first: it would run here
-            raise ToolFailed("background jobs do not run in a remote session")
         return await start_job(run, args, _place(run))
     return await _run_process(run, "command", args.timeout_s)
 
@@ -67,18 +65,11 @@ async def _run_process(run: Run, kind: str, timeout_s: float | None) -> ToolResu
     where = _place(run)
     timeout = timeout_s or timeout_for(kind, p.command)
     if live.remote is not None:
-        runner = live.remote.runner
-        cwd = p.cwd.relative_to(live.root).as_posix() if p.cwd.is_relative_to(live.root) else "."
-        result = await runner.run_shell(
-            p.command,
-            cwd=cwd,
-            timeout_s=timeout,
-            sandboxed=where.sandboxed,
-            network=where.network,
-            writable=where.writable,
-            settings=where.settings,
+        ran = await live.remote.runner.run_placement(
+            p.command, where, cwd=remote_cwd(run), timeout_s=timeout
         )
-        return _result(run, kind, timeout, result, where.label + " (remote)", [])
+        label = where.label + " (remote)"
+        return _result(run, kind, timeout, ran.result, label, list(ran.set_aside))
     spec = (
         live.sandbox_spec(network=where.network, writable=where.writable)
         if where.sandboxed
