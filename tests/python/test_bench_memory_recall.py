@@ -33,7 +33,7 @@ def test_corpus_is_as_described() -> None:
     assert len(projects) == 3
     queries = data["queries"]
     assert sum(not q["shares_content_word"] for q in queries) * 3 >= len(queries)
-    assert {q["split"] for q in queries} == {"tuning", "held_out"}
+    assert {q["split"] for q in queries} == {"tuning", "held_out", "fresh"}
     for q in queries:
         assert (CORPUS / q["lesson"]).is_file(), q
 

@@ -147,17 +147,24 @@ def plan_query(text: str) -> QueryPlan:
 
 
 def _expansions(units: tuple[str, ...], norm: str) -> list[Expansion]:
-    """Stems and table synonyms of ``units``; phrases of the table found in ``norm``."""
-    out: list[Expansion] = []
+    """Stems and table synonyms of ``units``; phrases of the table found in ``norm``.
+
+    Each unit's list holds its stem, then the synonyms of a phrase it starts ("web
+    client" → "frontend" before "client" → "customer"), then its own synonyms; the
+    lists are taken in turns, so that the cap on expansions (MAX_EXPANSIONS) leaves
+    every unit some of its stand-ins rather than all to the first units.
+    """
+    phrased: list[list[Expansion]] = [[] for _ in units]
+    own: list[list[Expansion]] = [[] for _ in units]
     for i, unit in enumerate(units):
         base = stem(unit)
         if base != unit and len(base) >= 3:
-            out.append(Expansion(i, base, STEM_WEIGHT))
-        out.extend(Expansion(i, w, SYNONYM_WEIGHT) for w in expand_word(unit))
+            phrased[i].append(Expansion(i, base, STEM_WEIGHT))
+        own[i].extend(Expansion(i, w, SYNONYM_WEIGHT) for w in expand_word(unit))
     for phrase, synonyms in phrase_expansions(norm):
         owners = [i for i, u in enumerate(units) if u in phrase.split()]
         for i in owners[:1]:
-            out.extend(Expansion(i, w, SYNONYM_WEIGHT) for w in synonyms)
+            phrased[i].extend(Expansion(i, w, SYNONYM_WEIGHT) for w in synonyms)
     for run in re.findall(rf"[{CJK}]+", norm):
         for key, synonyms in cjk_words():
             pos = run.find(key)
@@ -166,7 +173,11 @@ def _expansions(units: tuple[str, ...], norm: str) -> list[Expansion]:
             unit = key if key in units else run[pos : pos + 2]
             if unit in units:
                 i = units.index(unit)
-                out.extend(Expansion(i, w, SYNONYM_WEIGHT) for w in synonyms)
+                own[i].extend(Expansion(i, w, SYNONYM_WEIGHT) for w in synonyms)
+    queues = [p + o for p, o in zip(phrased, own, strict=True)]
+    out: list[Expansion] = []
+    for depth in range(max((len(q) for q in queues), default=0)):
+        out.extend(q[depth] for q in queues if depth < len(q))
     return out
 
 

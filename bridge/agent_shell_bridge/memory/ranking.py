@@ -57,12 +57,12 @@ class _Weigher:
         for f in folded:
             end += len(f) + 1
             ends.append(end)
-        found = [text.find(t) for t in self._terms]
+        found = list(map(text.find, self._terms))
         for i, pattern in self._bounded:
             m = pattern.search(text)
             found[i] = m.start() if m is not None else -1
         cut = bisect.bisect_left
-        return [0.0 if at < 0 else FIELD_WEIGHTS[cut(ends, at)] for at in found]
+        return [FIELD_WEIGHTS[cut(ends, at)] if at >= 0 else 0.0 for at in found]
 
 
 def _recency(date: str, today: dt.date) -> float:

@@ -23,7 +23,7 @@ from .ranking import score_candidates
 __all__ = ["CANDIDATES", "DB_NAME", "find", "normalise", "open_current"]
 
 DB_NAME = "index.sqlite3"
-CANDIDATES = 15
+CANDIDATES = 10
 COMMON = 1000  # a term found in this many rows is too common to choose candidates
 # title, tags, symbols, summary, body, search_terms: the lesson's own words count
 # more than the words written for finding it.
@@ -31,7 +31,7 @@ _BM25 = "bm25(experiences_fts, 4.0, 3.0, 3.0, 2.0, 1.0, 0.6)"
 WORDS = "experiences_words"
 _BM25_WORDS = "bm25(experiences_words, 4.0, 3.0, 3.0, 2.0, 1.0, 0.6)"
 _CJK_CHAR = re.compile(f"[{CJK}]")
-EXPANSION_CANDIDATES = 30
+EXPANSION_CANDIDATES = 15
 EXPANSIONS_PER_TERM = 6  # of each query term, choosing candidates
 
 

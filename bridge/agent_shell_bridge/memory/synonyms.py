@@ -174,13 +174,21 @@ _GROUPS_TEXT = """\
 slow, sluggish, latency, laggy, lag, performance, speed, seconds, timeout, takes ages,
     takes forever
 fail, failing, failure, broken, breaks, complains, complaining, error, errors, red, rejected
-crash, crashes, panic, fatal, dies, died, killed, segfault
+crash, crashes, crashed, panic, fatal, dies, died, killed, segfault, blows up, blew up,
+    blowing up, internal error, traceback
 hang, hangs, stuck, stall, stalls, freeze, freezes, blocks, deadlock, deadline
 flaky, intermittent, sometimes, random, randomly, nondeterministic
 lint, linter, linting, style, style check, checker, checks, static analysis,
     ruff, flake8, eslint, pylint
 long lines, line too long, line length, line-length, e501, max line
 page, pages, view, screen, listing, list, admin, dashboard, ui
+home, homepage, home page, landing page, front page, first page, start page, index page
+mobile, phone, phones, smartphone, smartphones, android, ios, tablet, small screens
+frontend, front end, front-end, web client, client side, client-side, javascript, js,
+    typescript, browser
+silently, silent, ignored, ignores, no output, no effect, does nothing, stopped reporting,
+    not applied, no rules, skipped
+article, articles, post, posts, pages, docs, content
 date, dates, timestamp, timestamps, datetime, time, calendar, month, day, locale
 locale, language, languages, translation, translations, i18n, l10n, localization,
     german, french, spanish, japanese, arabic, chinese
@@ -204,15 +212,17 @@ throttle, throttled, throttling, rate limit, rate limited, 429, too many request
 search, searching, find, finding, lookup, results, index
 image, images, picture, pictures, photo, photos, screenshot, screenshots
 link, links, url, urls, anchor, anchors, href
-seo, search engine, search engines, google, crawler, crawl, indexed, sitemap, search console
+seo, search engine, search engines, google, crawler, crawl, indexed, sitemap, search console,
+    web results, web search, google results
 payment, payments, checkout, billing, stripe, webhook
 money, cent, cents, rounding, decimal, total, totals, price, tax, vat
 order, orders, purchase, purchases, sale, sales
 customer, customers, user, users, client, clients
 product, products, catalogue, catalog, item, items
 dependencies, dependency, packages, package, libraries, library, modules, deps, requirements
+upgrade, upgrading, upgraded, bump, bumped, bumping, update, updated, new version
 install, installing, installed, reinstall, reinstalling
-type check, type checker, mypy, typing, types, static types
+type check, type checker, mypy, typing, types, static types, static checker, type errors
 format, formatter, formatting, prettier, black, gofmt, wrap, rewrap
 worker, workers, background, queue, queued, task, tasks, jobs, celery
 restart, restarts, restarting, killed, exit code, evicted

@@ -74,6 +74,41 @@ def test_stems_and_synonyms_in_the_plan() -> None:
     assert any(e.term == "编码" for e in plan_query("数据出现乱码").expansions)
 
 
+def test_a_phrase_speaks_for_its_words_and_every_word_gets_stand_ins() -> None:
+    plan = plan_query("our linter for the web client stopped reporting anything after upgrading")
+    web = plan.units.index("web")
+    mine = [e.term for e in plan.expansions if e.unit == web]
+    assert mine[0] == "frontend"  # "web client" as a phrase, before "client" alone
+    client = plan.units.index("client")
+    first_for_client = next(e.term for e in plan.expansions if e.unit == client)
+    assert first_for_client not in mine
+    # The cap on expansions is shared: the last words still get theirs.
+    owners = {e.unit for e in plan.expansions}
+    assert owners == set(range(len(plan.units)))
+    stopped = plan.units.index("stopped")
+    assert any(e.term == "silently" for e in plan.expansions if e.unit == stopped)
+
+
+def test_a_paraphrase_across_several_words_finds_its_lesson(tmp_path: Path) -> None:
+    index, root = _index(tmp_path)
+    lesson = _write(
+        root,
+        "ESLint 9 ignored our .eslintrc",
+        summary="The frontend lint step passed with obvious errors: no rules ran, silently.",
+    )
+    for n in range(6):
+        _write(
+            root,
+            f"Upgrade webpack from {n} to {n + 1}",
+            summary="Bumped the version; lint and type checks pass after upgrading.",
+        )
+    with index:
+        index.sync_root(root)
+        query = "our linter for the web client stopped reporting anything after upgrading"
+        hits = index.search(query, project="shop", limit=3)
+        assert Path(hits[0].path).name == lesson.name
+
+
 def test_the_project_vocabulary_links_words_its_lessons_use_together(tmp_path: Path) -> None:
     index, root = _index(tmp_path)
     # Words of this project's own (in no built-in table): "quokka" goes with "wombat".
