@@ -17,6 +17,7 @@
 
 ;;; Code:
 
+(require 'cl-lib)
 (require 'subr-x)
 
 
@@ -68,6 +69,59 @@ A ROOT that cannot be a remote project signals a `user-error' saying why."
     (format "Remote project %s: commands run there (%s); the log stays here: %s"
             (alist-get 'tramp remote) (alist-get 'sandbox remote)
             (abbreviate-file-name (or (alist-get 'mirror remote) "?")))))
+
+;;; The records of a remote project
+
+;; The bridge keeps a remote project's records (snapshots, logs,
+;; sessions) in a local mirror whose project.txt names the project the
+;; way `remote/target.py' writes it: /ssh:USER@HOST#PORT:/PATH, with scp,
+;; sshx and scpx written as ssh and no trailing slash.
+
+(defconst agent-shell-remote--name-regexp
+  (concat "\\`/\\([A-Za-z0-9-]+\\):\\(?:\\([^@:/|]+\\)@\\)?\\([^:#|/]*\\)"
+          "\\(?:#\\([0-9]+\\)\\)?:\\(/.*\\)?\\'")
+  "A single-hop TRAMP name: method, user, host, port and path.")
+
+(defun agent-shell-remote-canonical-name (name)
+  "Return the remote project NAME as the bridge writes it, or nil.
+Only the name is parsed; no connection is made."
+  (let ((case-fold-search nil))
+    (when (and (stringp name) (string-match agent-shell-remote--name-regexp name))
+      (let* ((method (match-string 1 name))
+             (user (match-string 2 name))
+             (host (match-string 3 name))
+             (port (match-string 4 name))
+             (path (string-trim (or (match-string 5 name) "/") "/+" "/+")))
+        (format "/%s:%s%s%s:/%s"
+                (if (member method '("ssh" "scp" "sshx" "scpx")) "ssh" method)
+                (if user (concat user "@") "") host (if port (concat "#" port) "")
+                path)))))
+
+(defun agent-shell-remote-records-directory ()
+  "Return the directory holding the mirrors of remote projects."
+  (expand-file-name "agent-shell/remote/"
+                    (or (getenv "XDG_DATA_HOME") (expand-file-name "~/.local/share/"))))
+
+(defun agent-shell-remote-mirror (root)
+  "Return the local mirror directory of the remote project ROOT, or nil.
+It is the one whose project.txt names ROOT; nil before any session."
+  (let ((want (agent-shell-remote-canonical-name root))
+        (base (agent-shell-remote-records-directory))
+        (file-name-handler-alist nil))
+    (when (and want (file-directory-p base))
+      (cl-loop for host in (directory-files base t "\\`[^.]")
+               thereis
+               (and (file-directory-p host)
+                    (cl-loop for dir in (directory-files host t "\\`[^.]")
+                             for note = (expand-file-name "project.txt" dir)
+                             thereis
+                             (and (file-regular-p note)
+                                  (equal (with-temp-buffer
+                                           (let ((coding-system-for-read 'utf-8-unix))
+                                             (insert-file-contents note))
+                                           (string-trim (buffer-string)))
+                                         want)
+                                  (file-name-as-directory dir))))))))
 
 (provide 'agent-shell-remote)
 ;;; agent-shell-remote.el ends here

@@ -10,6 +10,11 @@
 ;; refuses when the user edited one of those files since, or when the
 ;; index points outside the project; the bridge is told, so the action
 ;; log records the undo and the model hears of it.
+;;
+;; A remote (TRAMP) project's index and snapshots are in its local
+;; mirror (`agent-shell-remote-mirror'), its files on the host: they are
+;; checked and restored through TRAMP, confined to the remote root after
+;; the host resolved their links, and buffers visiting them are reverted.
 
 ;;; Code:
 
@@ -18,6 +23,7 @@
 (require 'agent-shell-session)
 (require 'agent-shell-tools)
 (require 'agent-shell-actions)
+(require 'agent-shell-remote)
 
 (declare-function project-current "project" (&optional maybe-prompt directory))
 (declare-function project-root "project" (project))
@@ -34,18 +40,36 @@
 
 ;;; Internals
 
+(defun agent-shell-undo--records (root)
+  "Return the directory holding ROOT's snapshot index and action logs.
+That is ROOT itself, or the local mirror of a remote ROOT."
+  (if (agent-shell-tools-remote-p root)
+      (or (agent-shell-remote-mirror root)
+          (agent-shell-tools-error
+           "No records of the remote project %s on this machine (no session has run there)"
+           root))
+    root))
+
+(defun agent-shell-undo--read-index (root)
+  "Return the entries of ROOT's snapshot index (its mirror's when remote)."
+  (agent-shell-actions-read-index (agent-shell-undo--records root)))
+
+(defun agent-shell-undo--append-index (root entry)
+  "Append ENTRY to ROOT's snapshot index (its mirror's when remote)."
+  (agent-shell-actions-append-index (agent-shell-undo--records root) entry))
+
 (defun agent-shell-undo--turn-entries (root turn-id)
   "Return the index entries of ROOT written during TURN-ID, oldest first."
   (cl-remove-if-not (lambda (entry)
                       (and (equal (alist-get 'turn_id entry) turn-id)
                            (alist-get 'op_id entry)))
-                    (agent-shell-actions-read-index root)))
+                    (agent-shell-undo--read-index root)))
 
 (defun agent-shell-undo-last-turn (root)
   "Return the id of the last turn in ROOT's index that was not undone."
   (let ((undone nil)
         (last nil))
-    (dolist (entry (agent-shell-actions-read-index root))
+    (dolist (entry (agent-shell-undo--read-index root))
       (let ((turn (alist-get 'turn_id entry)))
         (cond ((alist-get 'undo_of entry) (push (alist-get 'undo_of entry) undone))
               ((and turn (alist-get 'op_id entry)) (setq last turn)))))
@@ -77,12 +101,25 @@ roots and record what the turn left (`sha256_after')."
                        (not (and buffer (buffer-modified-p buffer))))
            collect file))
 
+(defun agent-shell-undo--put-bytes (snapshot file)
+  "Write the bytes of the local SNAPSHOT over the remote FILE, keeping its mode."
+  (with-temp-buffer
+    (set-buffer-multibyte nil)
+    (let ((coding-system-for-read 'no-conversion))
+      (insert-file-contents-literally snapshot))
+    (let ((coding-system-for-write 'no-conversion)
+          (create-lockfiles nil)
+          (backup-inhibited t))
+      (write-region nil nil file nil 'silent))))
+
 (defun agent-shell-undo--restore (root file first)
   "Put FILE of ROOT back as the index entry FIRST found it."
   (let ((buffer (find-buffer-visiting file)))
     (if (alist-get 'existed first)
         (let ((snapshot (agent-shell-undo--snapshot-file root first)))
-          (copy-file snapshot file t t t)
+          (if (agent-shell-tools-remote-p file)
+              (agent-shell-undo--put-bytes snapshot file)
+            (copy-file snapshot file t t t))
           (when buffer
             (with-current-buffer buffer
               (let ((inhibit-message t)) (revert-buffer t t t)))))
@@ -105,15 +142,39 @@ count, never anything the index itself names."
     (extra_roots . ,(mapcar #'expand-file-name
                             (bound-and-true-p agent-shell-extra-allowed-paths)))))
 
+(defun agent-shell-undo--remote-path (name root)
+  "Return the TRAMP name of the file NAME of the remote project ROOT.
+NAME must be a plain relative name; the host resolves its links, and
+the result must stay under ROOT's own truename and be writable there
+by the rules of local files (nothing under .git or .agent-shell)."
+  (let ((parts (split-string name "/")))
+    (when (or (file-name-absolute-p name) (string-prefix-p "~" name)
+              (cl-some (lambda (part) (member part '("" "." ".."))) parts))
+      (agent-shell-tools-error "Not a plain name relative to the project"))
+    (let* ((base (file-name-as-directory (file-truename root)))
+           (true (directory-file-name (file-truename (concat base name))))
+           (below (and (string-prefix-p base true) (substring true (length base)))))
+      (unless (and below (not (string-empty-p below)))
+        (agent-shell-tools-error "It leads out of the project %s" root))
+      (when-let ((reason (or (agent-shell-tools-protected-reason parts)
+                             (agent-shell-tools-protected-reason
+                              (split-string below "/" t)))))
+        (agent-shell-tools-error "%s" reason))
+      true)))
+
 (defun agent-shell-undo--index-path (entry context)
   "Return the file that index ENTRY names, resolved for writing.
 The name goes through `agent-shell-tools-resolve' in CONTEXT, so
-symlinks are followed before the check and protected files refused."
-  (let ((name (alist-get 'path entry)))
+symlinks are followed before the check and protected files refused;
+in a remote project, through `agent-shell-undo--remote-path'."
+  (let ((name (alist-get 'path entry))
+        (root (alist-get 'root context)))
     (unless (and (stringp name) (not (string-empty-p name)))
       (agent-shell-tools-error "Snapshot index entry has a bad path: %S" name))
     (condition-case err
-        (agent-shell-tools-resolve name context t)
+        (if (agent-shell-tools-remote-p root)
+            (agent-shell-undo--remote-path name root)
+          (agent-shell-tools-resolve name context t))
       (agent-shell-tool-error
        (agent-shell-tools-error "Refusing snapshot index entry for %S: %s"
                                 name (cadr err))))))
@@ -123,7 +184,8 @@ symlinks are followed before the check and protected files refused."
 It must lie inside ROOT's snapshot directory with no symlink on the way."
   (let* ((name (alist-get 'snapshot entry))
          (dir (file-name-as-directory
-               (agent-shell-tools-truename agent-shell-actions--snapshot-dir root)))
+               (agent-shell-tools-truename agent-shell-actions--snapshot-dir
+                                           (agent-shell-undo--records root))))
          (file (and (stringp name) (not (file-name-absolute-p name))
                     (agent-shell-tools-expand name dir))))
     (unless (and file
@@ -136,8 +198,10 @@ It must lie inside ROOT's snapshot directory with no symlink on the way."
 (defun agent-shell-undo--check-index (root)
   "Refuse to undo from ROOT's index unless agent-shell itself wrote it.
 The index and its directories must not be symlinks, and git must not
-track the index: a repository could otherwise ship one."
-  (let* ((index (agent-shell-actions-index-file root))
+track the index: a repository could otherwise ship one.  A remote
+ROOT's index is in its mirror, which no repository holds."
+  (let* ((root (agent-shell-undo--records root))
+         (index (agent-shell-actions-index-file root))
          (expected (agent-shell-tools-expand
                     (concat agent-shell-actions--snapshot-dir "index.jsonl")
                     (agent-shell-tools-truename root))))
@@ -154,22 +218,31 @@ track the index: a repository could otherwise ship one."
        "The snapshot index of %s is tracked by git, so it may come from the repository; not undoing from it"
        root))))
 
+(defun agent-shell-undo--same-root (root)
+  "Return a predicate telling whether a session root names ROOT.
+Remote names are compared as names, opening no connection."
+  (if (agent-shell-tools-remote-p root)
+      (let ((want (agent-shell-remote-canonical-name root)))
+        (lambda (other) (equal (agent-shell-remote-canonical-name other) want)))
+    (let ((root (file-truename (file-name-as-directory root))))
+      (lambda (other)
+        (and (not (agent-shell-tools-remote-p other))
+             (equal (file-truename (file-name-as-directory other)) root))))))
+
 (defun agent-shell-undo--shell-for-root (root)
   "Return the live agent-shell buffer whose project is ROOT, or nil."
-  (let ((root (file-truename (file-name-as-directory root))))
+  (let ((same (agent-shell-undo--same-root root)))
     (cl-find-if (lambda (buffer)
                   (and (eq (buffer-local-value 'major-mode buffer) 'agent-shell-mode)
                        (let ((other (agent-shell-session-root
                                      (buffer-local-value 'agent-shell--session buffer))))
-                         (and (stringp other)
-                              (equal (file-truename (file-name-as-directory other))
-                                     root)))))
+                         (and (stringp other) (funcall same other)))))
                 (buffer-list))))
 
 (defun agent-shell-undo--prompt-from-logs (root turn-id)
   "Return the task title of TURN-ID in ROOT's action logs, or nil.
 The task heading of a turn carries its id in the :TURN: property."
-  (let ((dir (expand-file-name ".agent-shell/logs/" root))
+  (let ((dir (expand-file-name ".agent-shell/logs/" (agent-shell-undo--records root)))
         (case-fold-search nil))
     (when (file-directory-p dir)
       (cl-loop
@@ -222,9 +295,8 @@ relative to ROOT."
 
 (defun agent-shell-undo--run (root turn-id confirm)
   "Undo TURN-ID in ROOT, asking first when CONFIRM; see `agent-shell-undo-turn'."
-  (when (agent-shell-tools-remote-p root)
-    (agent-shell-tools-error "Remote project roots are not supported: %s" root))
-  (let* ((root (file-name-as-directory (agent-shell-tools-expand root)))
+  (let* ((root (file-name-as-directory
+                (if (agent-shell-tools-remote-p root) root (agent-shell-tools-expand root))))
          (_ (agent-shell-undo--check-index root))
          (turn-id (or turn-id (agent-shell-undo-last-turn root)
                       (agent-shell-tools-error "No agent turn to undo in %s" root)))
@@ -247,7 +319,7 @@ relative to ROOT."
                                      (string-join rels ", "))))
         (dolist (step (reverse plan))
           (agent-shell-undo--restore root (nth 0 step) (nth 1 step)))
-        (agent-shell-actions-append-index
+        (agent-shell-undo--append-index
          root `((undo_of . ,turn-id) (paths . ,(vconcat rels))
                 (time . ,(agent-shell-actions-now))))
         (when confirm
@@ -273,7 +345,7 @@ relative to ROOT."
   (cl-remove-if-not (lambda (entry)
                       (and (alist-get 'op_id entry)
                            (equal (alist-get 'session_id entry) session-id)))
-                    (agent-shell-actions-read-index root)))
+                    (agent-shell-undo--read-index root)))
 
 (defun agent-shell-undo--files-from (entries turn-ids)
   "Return the paths ENTRIES changed in TURN-IDS, in order, each once."
@@ -353,7 +425,8 @@ restore it anyway (the diff shows what would change)? " rel)))
             (push rel skipped)
           (let* ((name (format "%s/%d" key (length backups)))
                  (backup (expand-file-name
-                          name (expand-file-name agent-shell-actions--snapshot-dir root))))
+                          name (expand-file-name agent-shell-actions--snapshot-dir
+                                                 (agent-shell-undo--records root)))))
             (when (file-exists-p file)
               (make-directory (file-name-directory backup) t)
               (copy-file file backup t t t))
@@ -473,7 +546,7 @@ ENTRIES, the session's index entries).  Return the bridge's answer."
                     (restored . ,(vconcat (nth 0 done)))
                     (skipped . ,(vconcat (nth 1 done)))))))
     (when (nth 2 done)
-      (agent-shell-actions-append-index
+      (agent-shell-undo--append-index
        root `((rewind_id . ,(alist-get 'rewindId result)) (session_id . ,sid)
               (rewind_to . ,turn-id) (backups . ,(vconcat (nth 2 done)))
               (time . ,(agent-shell-actions-now)))))
@@ -505,7 +578,7 @@ and a cut conversation comes back."
                                                   `((sessionId . ,sid))))
                (id (alist-get 'rewindId result))
                (record (cl-find-if (lambda (e) (equal (alist-get 'rewind_id e) id))
-                                   (agent-shell-actions-read-index root)))
+                                   (agent-shell-undo--read-index root)))
                (restored nil))
     (dolist (backup (append (alist-get 'backups record) nil))
       (let* ((context (agent-shell-undo--undo-context root))
@@ -513,7 +586,7 @@ and a cut conversation comes back."
         (agent-shell-undo--restore root file backup)
         (push (alist-get 'path backup) restored)))
     (when record
-      (agent-shell-actions-append-index
+      (agent-shell-undo--append-index
        root `((rewind_undone . ,id) (time . ,(agent-shell-actions-now)))))
     (when (eq (alist-get 'conversationRestored result) t)
       (agent-shell-undo--redraw (alist-get 'history result)))

@@ -48,5 +48,33 @@
                          (mirror . "/tmp/m")))))))
   (should-not (agent-shell-remote-describe '((sessionId . "s")))))
 
+;;; The records of a remote project
+
+(ert-deftest test-remote/canonical-names-are-the-bridges ()
+  (should (equal (agent-shell-remote-canonical-name "/scp:dev@h.invalid#2222:/srv/应用/")
+                 "/ssh:dev@h.invalid#2222:/srv/应用"))
+  (should (equal (agent-shell-remote-canonical-name "/ssh:h.invalid:") "/ssh:h.invalid:/"))
+  (should (equal (agent-shell-remote-canonical-name "/docker:web:/app//")
+                 "/docker:web:/app"))
+  (should-not (agent-shell-remote-canonical-name "/srv/app/")))
+
+(ert-deftest test-remote/the-mirror-is-found-by-its-project-note ()
+  (let* ((data (make-temp-file "as-remote-data" t))
+         (process-environment (cons (concat "XDG_DATA_HOME=" data) process-environment))
+         (mine (expand-file-name "agent-shell/remote/dev@h.invalid#22/app-0123/" data))
+         (other (expand-file-name "agent-shell/remote/dev@h.invalid#22/app-4567/" data)))
+    (unwind-protect
+        (progn
+          (should-not (agent-shell-remote-mirror "/ssh:dev@h.invalid#22:/srv/应用/"))
+          (dolist (dir (list mine other)) (make-directory dir t))
+          (with-temp-file (expand-file-name "project.txt" other)
+            (insert "/ssh:dev@h.invalid#22:/srv/other\n"))
+          (let ((coding-system-for-write 'utf-8-unix))
+            (with-temp-file (expand-file-name "project.txt" mine)
+              (insert "/ssh:dev@h.invalid#22:/srv/应用\n")))
+          (should (equal (agent-shell-remote-mirror "/scp:dev@h.invalid#22:/srv/应用/") mine))
+          (should-not (agent-shell-remote-mirror "/ssh:eve@h.invalid#22:/srv/应用/")))
+      (delete-directory data t))))
+
 (provide 'test-remote)
 ;;; test-remote.el ends here

@@ -1,0 +1,94 @@
+;;; drive_remote_undo.el --- Emacs side of test_remote_undo.py  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; Run by the test in `emacs -Q --batch' against its sshd: a turn edits a
+;; remote file (approved here) while a buffer visits it through TRAMP; then
+;; `agent-shell-undo-turn' puts it back, and index entries planted in the
+;; mirror (a name climbing out, a host symlink out of the project) are
+;; refused.  What Emacs saw is printed between markers.
+
+;;; Code:
+
+(require 'agent-shell)
+(require 'agent-shell-undo)
+(require 'tramp)
+(require 'dired)
+
+(setq tramp-persistency-file-name nil
+      tramp-verbose 1
+      tramp-use-ssh-controlmaster-options t
+      tramp-ssh-controlmaster-options (getenv "AS_TRAMP_SSH")
+      agent-shell-api-base (getenv "AS_API_BASE")
+      agent-shell-api-key "sk-remote-test-key"
+      agent-shell-remote-ssh-options (split-string (getenv "AS_SSH_OPTIONS") "\n" t)
+      agent-shell-log-notify-on-wait nil)
+
+(defun drive-wait (what pred seconds)
+  "Wait for PRED (WHAT, for the error) at most SECONDS."
+  (let ((deadline (+ (float-time) seconds)))
+    (while (not (funcall pred))
+      (when (> (float-time) deadline)
+        (error "Timed out waiting for %s" what))
+      (accept-process-output nil 0.05))))
+
+(defun drive-print (tag text)
+  "Print TEXT between markers named TAG."
+  (princ (format "%s-BEGIN\n%s\n%s-END\n" tag text tag)))
+
+(defun drive-plant (mirror turn path)
+  "Append to MIRROR's index an edit of PATH by TURN, as a tampered index would."
+  (let ((snapshots (expand-file-name ".agent-shell/snapshots/" mirror)))
+    (make-directory (expand-file-name "planted/" snapshots) t)
+    (with-temp-file (expand-file-name "planted/x" snapshots) (insert "planted\n"))
+    (agent-shell-actions-append-index
+     mirror `((op_id . "planted") (turn_id . ,turn) (path . ,path) (existed . t)
+              (snapshot . "planted/x") (sha256_after . ,(make-string 64 ?0))))))
+
+(defun drive-error (thunk)
+  "Return the message of the error THUNK signals, or \"NO ERROR\"."
+  (condition-case err (progn (funcall thunk) "NO ERROR")
+    (error (error-message-string err))))
+
+(condition-case err
+    (let* ((dir (getenv "AS_TRAMP_DIR"))
+           (visiting (find-file-noselect (concat dir "app.py")))
+           (dired-buffer (dired-noselect dir)))
+      (with-current-buffer dired-buffer
+        (let ((shell (agent-shell-start)))
+          (with-current-buffer shell
+            (drive-wait "the session" (lambda () (agent-shell-session-id agent-shell--session)) 60)
+            (goto-char (point-max))
+            (insert "fix it 远程")
+            (agent-shell-send-input)
+            (drive-wait "the edit's permission request"
+                        (lambda () (ignore-errors (agent-shell-permissions-choose "Approve")))
+                        60)
+            (agent-shell-approve)
+            (drive-wait "the end of the turn"
+                        (lambda () (and (eq (agent-shell-session-state agent-shell--session) 'idle)
+                                        (string-search "edited 已改" (buffer-string))))
+                        60)
+            (with-current-buffer visiting
+              (unless (verify-visited-file-modtime visiting) (revert-buffer t t t))
+              (drive-print "AFTER-TURN" (buffer-string)))
+            (drive-print "RESTORED"
+                         (format "%S" (agent-shell-undo-turn
+                                       (agent-shell-session-root agent-shell--session))))
+            (with-current-buffer visiting
+              (drive-print "BUFFER" (buffer-string))
+              (drive-print "MODIFIED" (format "%S" (buffer-modified-p))))
+            (let ((mirror (agent-shell-remote-mirror dir)))
+              (drive-print "MIRROR" mirror)
+              (drive-plant mirror "t-climb" "../outside.txt")
+              (drive-plant mirror "t-link" "out/secret.txt")
+              (drive-plant mirror "t-git" ".git/config")
+              (dolist (turn '("t-climb" "t-link" "t-git"))
+                (drive-print (upcase turn)
+                             (drive-error (lambda () (agent-shell-undo-turn dir turn))))))
+            (drive-print "TRANSCRIPT" (buffer-substring-no-properties (point-min) (point-max)))
+            (kill-emacs 0)))))
+  (error (princ (format "DRIVER-ERROR %S\n" err))
+         (kill-emacs 3)))
+
+;;; drive_remote_undo.el ends here
