@@ -22,7 +22,9 @@
       agent-shell-api-base (getenv "AS_API_BASE")
       agent-shell-api-key "sk-remote-test-key"
       agent-shell-remote-ssh-options (split-string (getenv "AS_SSH_OPTIONS") "\n" t)
-      agent-shell-log-notify-on-wait nil)
+      agent-shell-log-notify-on-wait nil
+      ;; The review after an edit is tested elsewhere; here each turn is one script.
+      agent-shell-review-changes nil)
 
 (defun drive-wait (what pred seconds)
   "Wait for PRED (WHAT, for the error) at most SECONDS."
@@ -78,6 +80,31 @@
             (with-current-buffer visiting
               (drive-print "BUFFER" (buffer-string))
               (drive-print "MODIFIED" (format "%S" (buffer-modified-p))))
+            ;; A second turn edits again; rewinding the code to before it
+            ;; puts the host's file back (the conversation is kept).
+            (goto-char (point-max))
+            (insert "again 再来")
+            (agent-shell-send-input)
+            (drive-wait "the second permission request"
+                        (lambda () (ignore-errors (agent-shell-permissions-choose "Approve")))
+                        60)
+            (agent-shell-approve)
+            (drive-wait "the end of the second turn"
+                        (lambda () (and (eq (agent-shell-session-state agent-shell--session) 'idle)
+                                        (string-search "again 又改" (buffer-string))))
+                        60)
+            (pcase-let* ((`(,conn ,root ,sid) (agent-shell-undo--shell-session))
+                         (turns (append (alist-get 'turns (agent-shell-undo--request
+                                                           conn "session/turns"
+                                                           `((sessionId . ,sid))))
+                                        nil))
+                         (last (alist-get 'turnId (car (last turns)))))
+              (with-current-buffer visiting
+                (revert-buffer t t t)
+                (drive-print "AFTER-SECOND" (buffer-string)))
+              (agent-shell-undo-rewind-to root sid last (list last) nil t)
+              (with-current-buffer visiting
+                (drive-print "REWOUND" (buffer-string))))
             (let ((mirror (agent-shell-remote-mirror dir)))
               (drive-print "MIRROR" mirror)
               (drive-plant mirror "t-climb" "../outside.txt")
@@ -89,6 +116,11 @@
             (drive-print "TRANSCRIPT" (buffer-substring-no-properties (point-min) (point-max)))
             (kill-emacs 0)))))
   (error (princ (format "DRIVER-ERROR %S\n" err))
+         (dolist (buffer (buffer-list))
+           (when (eq (buffer-local-value 'major-mode buffer) 'agent-shell-mode)
+             (drive-print "FAILED-SHELL" (with-current-buffer buffer
+                                           (buffer-substring-no-properties
+                                            (point-min) (point-max))))))
          (kill-emacs 3)))
 
 ;;; drive_remote_undo.el ends here

@@ -3,9 +3,9 @@
 A real Emacs in batch visits a remote file through TRAMP and starts a session in
 the project's Dired buffer; the scripted model edits the file (approved in Emacs),
 then the undo puts the host's file back from the snapshot in the local mirror and
-the visiting buffer shows it. Index entries planted in the mirror that climb out of
-the project, follow a host symlink out of it or name ``.git`` are refused, and the
-files they name are untouched.
+the visiting buffer shows it; a second edit is rewound the same way. Index entries
+planted in the mirror that climb out of the project, follow a host symlink out of
+it or name ``.git`` are refused, and the files they name are untouched.
 """
 
 from __future__ import annotations
@@ -66,6 +66,9 @@ async def test_undo_turn_restores_the_host_file_and_refuses_planted_entries(
         call("read_file", path="app.py"),
         call("replace_pattern", path="app.py", pattern="a - b", replacement="a + b", literal=True),
         {"text": "edited 已改"},
+        call("read_file", path="app.py"),
+        call("replace_pattern", path="app.py", pattern="a - b", replacement="b + a", literal=True),
+        {"text": "again 又改"},
     ]
     mock = MockServer(MockScript.model_validate({"steps": steps}))
     await mock.start()
@@ -112,6 +115,10 @@ async def test_undo_turn_restores_the_host_file_and_refuses_planted_entries(
     assert _between(out, "BUFFER") == APP
     assert _between(out, "MODIFIED") == "nil"
     assert "Undid turn" in _between(out, "TRANSCRIPT")
+    # The rewind of the second turn's code, through the same records.
+    assert "b + a" in _between(out, "AFTER-SECOND")
+    assert _between(out, "REWOUND") == APP
+    assert "Rewind: 1 file(s) restored: app.py" in _between(out, "TRANSCRIPT")
     # The undo is recorded in the mirror's index, never on the host.
     mirror = Path(_between(out, "MIRROR"))
     assert mirror.is_relative_to(tmp_path / "data" / "agent-shell" / "remote")
