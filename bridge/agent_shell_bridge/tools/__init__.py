@@ -5,6 +5,7 @@
 - :mod:`.results`: what a tool call returns;
 - :mod:`.outputs`: full outputs on disk and the bounded views the model sees;
 - :mod:`.client_files`: the protocol of an editor that serves file reads and writes;
+- :mod:`.org_outline`: an org file's headings, read as text;
 - :mod:`.args`: argument helpers.
 
 The names below load with their module on first use.

@@ -62,8 +62,8 @@ def test_run_offers_no_emacs_tool_and_refuses_a_call_to_one(
     results = [m["content"] for m in bodies[-1]["messages"] if m["role"] == "tool"]
     assert len(results) == 4
     for name, framed in zip(("describe_symbol", "buffer_overview"), results, strict=False):
-        assert f"{name} needs Emacs, and no Emacs is connected to this session" in framed
+        assert f"{name} is unavailable here: no Emacs is connected to this session" in framed
     assert "Unknown tool 'org_agenda_today' (no Emacs is connected" in results[2]
     assert "中文内容 survives" in results[3]
     log = next((root / ".agent-shell" / "logs").glob("*.org")).read_text(encoding="utf-8")
-    assert "describe_symbol needs Emacs" in log
+    assert "describe_symbol is unavailable here" in log

@@ -5,7 +5,8 @@ Emacs-side tools. Those with a bridge-side fallback (git, ripgrep, the file tool
 run anyway; the others (``buffer_overview``), the Emacs Lisp tools that come with
 agent-shell (``describe_symbol``, ``eval_elisp``) and the tools a user defines with
 ``agent-shell-define-tool`` are left out of the request, and the system prompt says
-they are unavailable here. A call to one anyway gets a failed result saying why.
+they are unavailable here. A call to one anyway gets a failed result saying why. A
+remote session is told the same, with its own reason.
 """
 
 from __future__ import annotations
@@ -44,15 +45,27 @@ def unavailable_tools(live: LiveSession, handlers: Collection[str]) -> list[str]
     ]
 
 
+def _why(live: LiveSession) -> str:
+    """Why the Emacs-side tools do not run: no Emacs, or a remote project (whose
+    files Emacs's own tools would look for here, where only its records are)."""
+    if live.remote is not None:
+        return (
+            f"this is a remote project (its files are on {live.remote.target.label}) and "
+            "Emacs's own tools do not work on remote files yet"
+        )
+    return "no Emacs is connected to this session (a headless run or another editor)"
+
+
 def unavailable_note(live: LiveSession, handlers: Collection[str]) -> str:
     """The system prompt's line about what needs Emacs; empty with Emacs connected."""
     if has_emacs(live):
         return ""
     names = ", ".join([*unavailable_tools(live, handlers), *EMACS_LISP_TOOLS])
+    why = _why(live)
     return (
-        "No Emacs is connected to this session (a headless run or another editor), so "
-        f"these tools are unavailable and not offered: {names}, and any tool defined in "
-        "Emacs Lisp. Use the file, search and command tools instead."
+        f"{why[0].upper()}{why[1:]}, so these tools are unavailable and not offered: "
+        f"{names}, and any tool defined in Emacs Lisp. Use the file, search and command "
+        "tools instead."
     )
 
 
@@ -61,8 +74,5 @@ def unavailable_refusal(live: LiveSession, name: str, handlers: Collection[str])
     if has_emacs(live):
         return None
     if name in EMACS_LISP_TOOLS or name in unavailable_tools(live, handlers):
-        return (
-            f"{name} needs Emacs, and no Emacs is connected to this session (a headless "
-            "run or another editor): it is unavailable here"
-        )
+        return f"{name} is unavailable here: {_why(live)}"
     return None

@@ -24,8 +24,10 @@ from ....tools.catalogue import (
     ProjectStatusArgs,
     SymbolSearchArgs,
 )
+from ....tools.org_outline import org_headings
 from ....tools.results import ToolResult
 from ....types import JSONObject
+from . import remote_perception
 from .base import Run
 
 if TYPE_CHECKING:
@@ -49,6 +51,11 @@ async def project_status(run: Run, args: ProjectStatusArgs) -> ToolResult:
 
 async def project_diagnostics(run: Run, args: ProjectDiagnosticsArgs) -> ToolResult:
     """Checkers live in the user's Emacs; without one connected there are none."""
+    if (remote := run.live.remote) is not None:
+        why = remote_perception.UNAVAILABLE.format(
+            tool="project_diagnostics", where=remote.target.label
+        )
+        return ToolResult({"checked_buffers": 0, "note": why})
     return ToolResult(
         {
             "checked_buffers": 0,
@@ -61,6 +68,14 @@ async def project_diagnostics(run: Run, args: ProjectDiagnosticsArgs) -> ToolRes
 async def symbol_search(run: Run, args: SymbolSearchArgs) -> ToolResult:
     root = run.live.root
     pattern = r"\b" + re.escape(args.symbol) + r"\b"
+    if (remote := run.live.remote) is not None:  # the project is there, not in the mirror
+        hits, more = await remote_perception.symbol_matches(
+            remote, pattern, SYMBOL_HITS, run.prepared.spec.timeout_s
+        )
+        found: JSONObject = {"symbol": args.symbol, "backend": "grep on the host", "matches": hits}
+        if more:
+            found["truncated"] = True
+        return ToolResult(found)
     # One more than are shown says whether there were more; ripgrep stops there.
     found = await files.grep(
         pattern, root, ".", None, root, 30, secrets=run.live.policy.secrets, limit=SYMBOL_HITS + 1
@@ -79,12 +94,20 @@ async def symbol_search(run: Run, args: SymbolSearchArgs) -> ToolResult:
 
 async def open_file(run: Run, args: OpenFileArgs) -> ToolResult:
     resolved, display = run.paths[0]
+    if (remote := run.live.remote) is not None:
+        name = await remote_perception.visible_name(remote, display)
+        return ToolResult(
+            {"path": display, "opened": False, "note": f"a remote project's file: {name}"}
+        )
     if not resolved.is_file():
         raise ToolFailed(f"No such file: {display}")
     return ToolResult({"path": display, "opened": False, "note": "no Emacs client connected"})
 
 
 async def org_search(run: Run, args: OrgSearchArgs) -> ToolResult:
+    if (remote := run.live.remote) is not None:
+        rel = run.paths[0][1] if run.paths else None
+        return ToolResult(await remote_perception.org_outline(remote, rel, args.query))
     return ToolResult(await asyncio.to_thread(_org_outline, run.live, run.paths, args.query))
 
 
@@ -147,9 +170,4 @@ def _org_outline(live: LiveSession, paths: list[tuple[Path, str]], query: str | 
         display = live.display_path(target)
     if not target.is_file():
         raise ToolFailed(f"No org file {display}")
-    headings: list[JSONObject] = []
-    for number, line in enumerate(target.read_text(encoding="utf-8").splitlines(), 1):
-        m = re.match(r"^(\*+)\s+(.*)$", line)
-        if m and (not query or query.lower() in m.group(2).lower()):
-            headings.append({"level": len(m.group(1)), "title": m.group(2), "line": number})
-    return {"file": display, "headings": headings[:300]}
+    return {"file": display, "headings": org_headings(target.read_text(encoding="utf-8"), query)}
