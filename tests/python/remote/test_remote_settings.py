@@ -26,8 +26,19 @@ pytestmark = pytest.mark.sshd
 ALLOWLIST = ';; 允许\n(setq agent-shell-allowlist \'((command . "rm -rf build")))\n'
 ROLES = (
     "(setq agent-shell-roles\n"
-    "      '((:name \"docs\" :prompt \"改进文档。\" :tools (\"read_file\" \"task_complete\"))))\n"
+    '      \'((:name "docs" :prompt "改进文档。" :tools ("read_file" "task_complete"))))\n'
 )
+
+
+CONFIG = """\
+;; 项目设置
+(setq agent-shell-sandbox nil)
+(setq agent-shell-default-mode 'ask
+      agent-shell-max-steps 7
+      agent-shell-model "mock-远程")
+(setq agent-shell-context-window 'big) ; not a number: ignored, as Emacs does
+(shell-command "touch /tmp/never") ; not a setq: ignored, never evaluated
+"""
 
 
 @pytest.fixture(scope="module")
@@ -128,12 +139,13 @@ async def test_remote_settings_links_and_roles_keep_the_local_rules(
     serve_app: Any, ssh_rig: SshRig, local_dirs: Path, tmp_path: Path
 ) -> None:
     """A symlinked allowlist is never trusted, a config.el turning the sandbox off
-    waits for trust, and a roles.el applies only once trusted, as locally."""
+    waits for trust (its session settings do not), and a roles.el applies only once
+    trusted, as locally."""
     root = ssh_rig.make_project(
         f"links-{os.getpid()}",
         {
             "shared.el": ALLOWLIST,
-            ".agent-shell/config.el": "(setq agent-shell-sandbox nil)\n",
+            ".agent-shell/config.el": CONFIG,
             ".agent-shell/roles.el": ROLES,
         },
     )
@@ -149,6 +161,12 @@ async def test_remote_settings_links_and_roles_keep_the_local_rules(
         assert opened["allowlist"] == "untrusted"
         assert opened["sandbox"]["label"] == "bubblewrap (remote)"
         assert opened["sandbox"]["projectSetting"] == "untrusted"
+        # Its session settings apply as Emacs applies a local project's.
+        assert opened["mode"] == "ask" and opened["model"] == "mock-远程"
+        assert rig.runtime.sessions[opened["sessionId"]].max_steps == 7
+        assert rig.runtime.sessions[opened["sessionId"]].config.context_window == (
+            rig.runtime.config.context_window
+        )
         linked = await rig.client.rpc(
             "policy/trust_allowlist", {"cwd": tramp, "sha256": sha256(root / "shared.el")}
         )
@@ -207,9 +225,9 @@ async def test_nested_agents_md_on_the_host_reaches_the_model(
             assert "子目录说明" not in second  # leak/ read first: its link out is not followed
             assert "子目录说明：测试用 pytest，注释用中文。" in last
             assert "外面的秘密" not in first + second + last
-            assert any(
-                "pkg/sub/AGENTS.md now applies" in e["title"] for e in turn.log_entries()
-            ), turn.log_entries()
+            assert any("pkg/sub/AGENTS.md now applies" in e["title"] for e in turn.log_entries()), (
+                turn.log_entries()
+            )
             # A resumed session reads it there again.
             await rig.runtime.sessions.pop(sid).aclose()
             await rig.client.result(
