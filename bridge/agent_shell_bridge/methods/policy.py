@@ -92,10 +92,11 @@ def register(d: Dispatcher[Runtime]) -> None:
         await asyncio.to_thread(trust.trust, root, content)
         applied = project_sandbox(root, rt.sandbox, trust)
         for live in rt.sessions.values():
-            if live.root == root:
-                if live.remote is not None:  # the host's sandbox, not this machine's
-                    applied = project_sandbox(root, live.remote.probe.status(), trust)
-                live.sandbox, live.sandbox_setting = applied.status, applied.setting
+            if live.root != root:
+                continue
+            if live.remote is not None:  # the host's sandbox, not this machine's
+                applied = project_sandbox(root, live.remote.probe.status(), trust)
+            live.sandbox, live.sandbox_setting = applied.status, applied.setting
         return {
             "sha256": digest,
             "sandbox": {**applied.status.to_json(), "projectSetting": applied.setting},

@@ -20,9 +20,8 @@ from ..wire import ModelConfig, Params
 
 if TYPE_CHECKING:
     from ..remote.project import RemoteProject
-    from .session import NewParams
 
-__all__ = ["RemoteParams", "connect_remote", "with_project_settings"]
+__all__ = ["RemoteParams", "connect_remote", "project_settings"]
 
 # NewParams' bounds, which Emacs's own values would have had to meet.
 _MAX_STEPS = 500
@@ -86,23 +85,23 @@ async def connect_remote(p: RemoteParams, config: BridgeConfig) -> RemoteProject
     )
 
 
-def with_project_settings(p: NewParams, mirror: Path) -> NewParams:
-    """P with the remote project's ``config.el`` settings (copied into MIRROR) over
-    the user's, as Emacs puts a local project's over them
-    (:mod:`..project.settings`); a value out of the protocol's bounds is left out."""
+def project_settings(mirror: Path, model: ModelConfig | None) -> dict[str, Any]:
+    """What the remote project's ``config.el`` (copied into MIRROR) sets of a new
+    session's params, over the user's (MODEL), as Emacs puts a local project's over
+    them (:mod:`..project.settings`); a value out of the protocol's bounds is left out."""
     found = read_session_settings(mirror)
     update: dict[str, Any] = {}
     if found.mode is not None:
         update["mode"] = found.mode
     if found.max_steps is not None and found.max_steps <= _MAX_STEPS:
         update["max_steps"] = found.max_steps
-    model: dict[str, Any] = {}
+    chosen: dict[str, Any] = {}
     if found.model is not None:
-        model["model"] = found.model
+        chosen["model"] = found.model
     if found.context_window == 0:
-        model["context_window"] = None
+        chosen["context_window"] = None
     elif found.context_window is not None and found.context_window >= _MIN_WINDOW:
-        model["context_window"] = found.context_window
-    if model:
-        update["model"] = (p.model or ModelConfig()).model_copy(update=model)
-    return p.model_copy(update=update) if update else p
+        chosen["context_window"] = found.context_window
+    if chosen:
+        update["model"] = (model or ModelConfig()).model_copy(update=chosen)
+    return update

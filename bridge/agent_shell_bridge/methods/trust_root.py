@@ -18,9 +18,16 @@ from ..errors import InvalidParams
 from ..runtime import Runtime
 from .session import project_root
 
-__all__ = ["trust_root"]
+__all__ = ["local_trust_root", "trust_root"]
 
 _TRAMP_RE = re.compile(r"\A/[A-Za-z0-9-]+:")
+
+
+def local_trust_root(cwd: str, name: str) -> Path:
+    """CWD's project, for a file NAME that a remote project's session does not use."""
+    if _TRAMP_RE.match(cwd):
+        raise InvalidParams(f"a remote project's {name} is not used, so it is not trusted")
+    return project_root(cwd)
 
 
 async def trust_root(rt: Runtime, cwd: str, name: str) -> Path:

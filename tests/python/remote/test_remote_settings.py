@@ -186,6 +186,9 @@ async def test_remote_settings_links_and_roles_keep_the_local_rules(
             "session/new", {"cwd": str(here), **remote_params(ssh_rig, root)}
         )
         assert rig.runtime.sessions[later["sessionId"]].roles["docs"].prompt == "改进文档。"
+        for method in ("mcp/trust", "hooks/trust"):  # files a remote session does not use
+            refused = await rig.client.rpc(method, {"cwd": tramp, "sha256": "0" * 64})
+            assert "is not used" in refused["error"]["message"], refused
         assert later["sandbox"]["label"] == "no sandbox (remote)"
 
 
