@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from agent_rig import payload_of, reject, running_rig, tool_messages
+from agent_shell_bridge.project.instructions import FILE_CAP
 from sshd_rig import SshRig, sshd
 
 pytestmark = pytest.mark.sshd
@@ -204,12 +205,19 @@ async def test_nested_agents_md_on_the_host_reaches_the_model(
             "pkg/sub/AGENTS.md": "子目录说明：测试用 pytest，注释用中文。\n",
             "pkg/sub/mod.py": "x = 1\n",
             "leak/mod.py": "y = 2\n",
+            "pipe/mod.py": "z = 3\n",
+            "big/AGENTS.md": "长" * (FILE_CAP + 10),
+            "big/mod.py": "w = 4\n",
         },
     )
     (root / "leak" / "AGENTS.md").symlink_to(secret)
     os.lchown(root / "leak" / "AGENTS.md", ssh_rig.uid, ssh_rig.uid)
+    os.mkfifo(root / "pipe" / "AGENTS.md")  # never opened so that it blocks
+    os.chown(root / "pipe" / "AGENTS.md", ssh_rig.uid, ssh_rig.uid)
     steps = [
         call("read_file", path="leak/mod.py"),
+        call("read_file", path="pipe/mod.py"),
+        call("read_file", path="big/mod.py"),
         call("read_file", path=f"{root}/pkg/sub/mod.py"),  # the host's name of it
         {"text": "读完了"},
     ]
@@ -223,11 +231,13 @@ async def test_nested_agents_md_on_the_host_reaches_the_model(
             sid = opened["sessionId"]
             turn = await rig.turn(sid, "read them")
             assert turn.end["stopReason"] == "end_turn", turn.end
-            first, second, last = (json.dumps(r, ensure_ascii=False) for r in rig.requests)
+            sent = [json.dumps(r, ensure_ascii=False) for r in rig.requests]
+            first, last = sent[0], sent[-1]
             assert "根目录说明" in first and "子目录说明" not in first
-            assert "子目录说明" not in second  # leak/ read first: its link out is not followed
+            assert "子目录说明" not in sent[-2]  # leak/ read first: its link out is not followed
             assert "子目录说明：测试用 pytest，注释用中文。" in last
-            assert "外面的秘密" not in first + second + last
+            assert not any("外面的秘密" in body for body in sent)
+            assert "长" * FILE_CAP in last and "长" * (FILE_CAP + 1) not in last  # capped
             assert any("pkg/sub/AGENTS.md now applies" in e["title"] for e in turn.log_entries()), (
                 turn.log_entries()
             )
@@ -239,9 +249,11 @@ async def test_nested_agents_md_on_the_host_reaches_the_model(
             )
             live = rig.runtime.sessions[sid]
             assert live.instructions is not None
-            assert [(f.label, f.text) for f in live.instructions.nested] == [
-                ("pkg/sub/AGENTS.md", "子目录说明：测试用 pytest，注释用中文。\n")
+            assert [(f.label, f.truncated) for f in live.instructions.nested] == [
+                ("big/AGENTS.md", True),
+                ("pkg/sub/AGENTS.md", False),
             ]
+            assert live.instructions.nested[1].text == "子目录说明：测试用 pytest，注释用中文。\n"
             assert not (Path(opened["root"]) / "pkg").exists()  # nothing copied for it
     finally:
         secret.unlink()
