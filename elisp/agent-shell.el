@@ -238,7 +238,7 @@ SETTINGS are ROOT's project settings, read when not given.
 WIDE-CONFIRMED non-nil means the user explicitly confirmed ROOT
 although it is $HOME or /; only then is `allow_wide_root' sent."
   (let ((settings (or settings
-                      ;; A remote project's own files are not read from here.
+                      ;; A remote one's is read on its host, by the bridge.
                       (and (not (agent-shell-remote-p root))
                            (agent-shell-project-read-config root)))))
     `((cwd . ,(directory-file-name root))

@@ -17,7 +17,7 @@ from ..errors import InvalidParams
 from ..project.trust import TRUSTED_KINDS
 from ..sandbox import SandboxStatus
 from .calls.project_hooks import announce_project_hooks
-from .conversation.instructions import announce_instructions
+from .conversation.instructions import announce_instructions, restore_remote_instructions
 from .conversation.memory import recent_memories
 from .conversation.messages import Conversation
 from .session.client import ClientLink
@@ -138,6 +138,7 @@ async def resume_saved(
         conversation.show(f"Turn {interrupted} was interrupted (bridge stopped).")
     rt.sessions[state.id] = live
     live.warm_sandbox()
+    await restore_remote_instructions(live)
     await live.checkpoint()
     return live
 

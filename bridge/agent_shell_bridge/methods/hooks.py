@@ -10,7 +10,7 @@ from ..project.files import reviewed_bytes
 from ..runtime import Runtime
 from ..transport.rpc import Dispatcher
 from ..wire import TrustParams
-from .session import project_root
+from .trust_root import local_trust_root
 
 __all__ = ["register"]
 
@@ -23,7 +23,7 @@ def register(d: Dispatcher[Runtime]) -> None:
         from ..project.hooks import EVENTS, hooks_path, parse_hooks
         from ..project.trust import project_trust
 
-        root = project_root(p.cwd)
+        root = local_trust_root(p.cwd, ".agent-shell/hooks.json")
         content, digest = await reviewed_bytes(hooks_path(root), p.sha256)
         try:
             hooks = parse_hooks(content)  # malformed: -32602, nothing trusted

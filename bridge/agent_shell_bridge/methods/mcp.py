@@ -10,7 +10,7 @@ from ..project.files import reviewed_bytes
 from ..runtime import Runtime
 from ..transport.rpc import Dispatcher
 from ..wire import TrustParams
-from .session import project_root
+from .trust_root import local_trust_root
 
 
 def register(d: Dispatcher[Runtime]) -> None:
@@ -21,7 +21,7 @@ def register(d: Dispatcher[Runtime]) -> None:
         from ..agent.session.mcp_servers import project_config_path
         from ..project.trust import project_trust
 
-        root = project_root(p.cwd)
+        root = local_trust_root(p.cwd, ".mcp.json")
         path = project_config_path(root)
         content, digest = await reviewed_bytes(path, p.sha256)  # hash and parse agree
         servers = from_claude_json(content, str(path))  # malformed: -32602, nothing trusted

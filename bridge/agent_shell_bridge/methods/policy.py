@@ -10,13 +10,14 @@ from pydantic import Field
 
 from ..errors import InvalidParams
 from ..project.files import reviewed_bytes
-from ..project.trust import allowlist_path, project_trust
+from ..project.trust import TRUSTED_KINDS, allowlist_path, project_trust
 from ..project.worktree import main_worktree
 from ..runtime import Runtime
 from ..sandbox.project_switch import config_path, project_sandbox
 from ..transport.rpc import Dispatcher
 from ..wire import Params, TrustParams
 from .session import project_root
+from .trust_root import trust_root
 
 __all__ = ["register"]
 
@@ -62,7 +63,7 @@ def register(d: Dispatcher[Runtime]) -> None:
         from ..policy.engine import PolicyEngine
         from ..project.trust import project_trust
 
-        root = project_root(p.cwd)
+        root = await trust_root(rt, p.cwd, TRUSTED_KINDS["allowlist"].path)
         path = allowlist_path(root)
         content, digest = await reviewed_bytes(path, p.sha256)  # hash and parse agree
         try:
@@ -85,14 +86,17 @@ def register(d: Dispatcher[Runtime]) -> None:
     @d.method("policy/trust_config", TrustParams)
     async def trust_config(rt: Runtime, p: TrustParams) -> dict[str, Any]:
         """Trust ``config.el`` as the user reviewed it; live sessions of the root follow."""
-        root = project_root(p.cwd)
+        root = await trust_root(rt, p.cwd, TRUSTED_KINDS["config"].path)
         content, digest = await reviewed_bytes(config_path(root), p.sha256)
         trust = project_trust("config", rt.config.memory_dir)
         await asyncio.to_thread(trust.trust, root, content)
         applied = project_sandbox(root, rt.sandbox, trust)
         for live in rt.sessions.values():
-            if live.root == root:
-                live.sandbox, live.sandbox_setting = applied.status, applied.setting
+            if live.root != root:
+                continue
+            if live.remote is not None:  # the host's sandbox, not this machine's
+                applied = project_sandbox(root, live.remote.probe.status(), trust)
+            live.sandbox, live.sandbox_setting = applied.status, applied.setting
         return {
             "sha256": digest,
             "sandbox": {**applied.status.to_json(), "projectSetting": applied.setting},

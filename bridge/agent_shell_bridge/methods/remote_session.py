@@ -9,17 +9,23 @@ mirror, where its records live.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator
 
 from ..config import BridgeConfig
-from ..wire import Params
+from ..project.settings import read_session_settings
+from ..wire import ModelConfig, Params
 
 if TYPE_CHECKING:
     from ..remote.project import RemoteProject
 
-__all__ = ["RemoteParams", "connect_remote"]
+__all__ = ["RemoteParams", "connect_remote", "project_settings"]
+
+# NewParams' bounds, which Emacs's own values would have had to meet.
+_MAX_STEPS = 500
+_MIN_WINDOW = 1024
 
 _OPTION_RE = re.compile(r"\A[A-Za-z]+=[^\n\r\0]*\Z")
 # Options that run a program of their own, take over the bridge's connection, or
@@ -77,3 +83,25 @@ async def connect_remote(p: RemoteParams, config: BridgeConfig) -> RemoteProject
         ssh_options=p.sshOptions,
         secrets=[config.api_key] if config.api_key else [],
     )
+
+
+def project_settings(mirror: Path, model: ModelConfig | None) -> dict[str, Any]:
+    """What the remote project's ``config.el`` (copied into MIRROR) sets of a new
+    session's params, over the user's (MODEL), as Emacs puts a local project's over
+    them (:mod:`..project.settings`); a value out of the protocol's bounds is left out."""
+    found = read_session_settings(mirror)
+    update: dict[str, Any] = {}
+    if found.mode is not None:
+        update["mode"] = found.mode
+    if found.max_steps is not None and found.max_steps <= _MAX_STEPS:
+        update["max_steps"] = found.max_steps
+    chosen: dict[str, Any] = {}
+    if found.model is not None:
+        chosen["model"] = found.model
+    if found.context_window == 0:
+        chosen["context_window"] = None
+    elif found.context_window is not None and found.context_window >= _MIN_WINDOW:
+        chosen["context_window"] = found.context_window
+    if chosen:
+        update["model"] = (model or ModelConfig()).model_copy(update=chosen)
+    return update

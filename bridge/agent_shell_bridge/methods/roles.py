@@ -10,7 +10,7 @@ from ..project.files import reviewed_bytes
 from ..runtime import Runtime
 from ..transport.rpc import Dispatcher
 from ..wire import TrustParams
-from .session import project_root
+from .trust_root import trust_root
 
 __all__ = ["register"]
 
@@ -22,7 +22,7 @@ def register(d: Dispatcher[Runtime]) -> None:
         from ..project.roles import parse_roles, roles_path
         from ..project.trust import project_trust
 
-        root = project_root(p.cwd)
+        root = await trust_root(rt, p.cwd, ".agent-shell/roles.el")
         content, digest = await reviewed_bytes(roles_path(root), p.sha256)
         try:
             roles = parse_roles(content.decode("utf-8"))  # malformed: -32602, nothing trusted

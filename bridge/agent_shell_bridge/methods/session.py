@@ -26,7 +26,7 @@ from ..runtime import Runtime
 from ..tools.catalogue import CATALOGUE
 from ..transport.rpc import Dispatcher
 from ..wire import ModelConfig, Params
-from .remote_session import RemoteParams, connect_remote
+from .remote_session import RemoteParams, connect_remote, project_settings
 
 if TYPE_CHECKING:
     from ..agent.conversation.attachments import Batch
@@ -317,6 +317,9 @@ def register(d: Dispatcher[Runtime]) -> None:
         remote = await connect_remote(p.remote, config) if p.remote is not None else None
         if remote is not None:
             root = remote.mirror  # its records; the root there was checked on connecting
+            # Its config.el's settings, as Emacs reads a local project's.
+            p = p.model_copy(update=project_settings(root, p.model))
+            config = _config_for(rt, p)
         else:
             root = project_root(p.cwd)
             if not p.allow_wide_root:

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from ..errors import InvalidParams
 
-__all__ = ["read_project_file", "reviewed_bytes"]
+__all__ = ["TRUST_LIMIT", "read_project_file", "reviewed_bytes"]
 
 # A settings file to review and trust is small; a bigger one is refused, not cut.
-_TRUST_LIMIT = 4_000_000
+TRUST_LIMIT = 4_000_000
 
 
 def read_project_file(path: Path, limit: int = 1_000_000) -> bytes | None:
@@ -42,11 +42,11 @@ async def reviewed_bytes(path: Path, sha256: str | None) -> tuple[bytes, str]:
     Refused (invalid params) when the file is missing, a symlink, too big, or not
     the bytes the user reviewed (``sha256``): what is trusted is what was shown.
     """
-    content = await asyncio.to_thread(read_project_file, path, _TRUST_LIMIT + 1)
+    content = await asyncio.to_thread(read_project_file, path, TRUST_LIMIT + 1)
     if content is None:
         raise InvalidParams(f"{path} does not exist or is a symlink")
-    if len(content) > _TRUST_LIMIT:
-        raise InvalidParams(f"{path} is larger than {_TRUST_LIMIT} bytes")
+    if len(content) > TRUST_LIMIT:
+        raise InvalidParams(f"{path} is larger than {TRUST_LIMIT} bytes")
     digest = hashlib.sha256(content).hexdigest()
     if sha256 is not None and sha256 != digest:
         raise InvalidParams(

@@ -17,9 +17,13 @@ from typing import Literal
 
 __all__ = [
     "FILE_CAP",
+    "NESTED_NAME",
+    "PROJECT_NAMES",
+    "READ_CAP",
     "InstructionFile",
     "Instructions",
     "load_instructions",
+    "restored_dirs",
     "user_config_dir",
 ]
 
@@ -59,15 +63,22 @@ class InstructionFile:
         }
 
 
+# Never more than the cap can use (at most 4 bytes a character, and each stray
+# byte decodes to one character): a cloned file of any size costs no more.
+READ_CAP = 4 * FILE_CAP + 4
+
+
 def _read_capped(path: Path) -> tuple[str, bool] | None:
-    # Never more than the cap can use (at most 4 bytes a character, and each stray
-    # byte decodes to one character): a cloned file of any size costs no more.
     try:
         with path.open("rb") as fh:
-            raw = fh.read(4 * FILE_CAP + 4)
+            raw = fh.read(READ_CAP)
     except OSError:
         return None
-    text = raw.decode("utf-8", errors="replace")
+    return _decode_capped(raw)
+
+
+def _decode_capped(raw: bytes) -> tuple[str, bool]:
+    text = raw[:READ_CAP].decode("utf-8", errors="replace")
     if len(text) > FILE_CAP:
         return text[:FILE_CAP], True
     return text, False
@@ -129,10 +140,37 @@ class Instructions:
 
     def restore(self, active: Iterable[str]) -> None:
         """Re-activate nested files a resumed session had (labels like ``src/AGENTS.md``)."""
-        for label in active:
-            parent = Path(label).parent
-            if not parent.is_absolute() and ".." not in parent.parts and parent.parts:
-                self._activate_dir(parent)
+        for parent in restored_dirs(active):
+            self._activate_dir(parent)
+
+    def pending_dirs(self, paths: Iterable[str]) -> list[Path]:
+        """For a project whose files are elsewhere (a remote one: ROOT is its mirror),
+        the directories not looked at yet that would govern ``paths``, each once.
+        Whether a path names a directory is not known here, so its own name counts
+        too: a file's ``x.py/AGENTS.md`` is simply never there."""
+        out: list[Path] = []
+        for raw in paths:
+            for directory in self._dirs_between(raw, whole=True):
+                if directory.as_posix() not in self.seen_dirs and directory not in out:
+                    out.append(directory)
+        return out
+
+    def accept(self, directory: Path, raw: bytes | None) -> InstructionFile | None:
+        """``directory/AGENTS.md`` read elsewhere (RAW, None when there is none),
+        taken as :meth:`activate_for` takes a local one; None when already seen."""
+        key = directory.as_posix()
+        if key in self.seen_dirs:
+            return None
+        self.seen_dirs.add(key)
+        if raw is None:
+            return None
+        text, truncated = _decode_capped(raw)
+        relative = directory / NESTED_NAME
+        nested = InstructionFile(
+            self.root / relative, relative.as_posix(), "directory", text, truncated
+        )
+        self.nested.append(nested)
+        return nested
 
     def _activate_dir(self, directory: Path) -> InstructionFile | None:
         key = directory.as_posix()
@@ -144,7 +182,7 @@ class Instructions:
             self.nested.append(nested)
         return nested
 
-    def _dirs_between(self, raw: str) -> list[Path]:
+    def _dirs_between(self, raw: str, *, whole: bool = False) -> list[Path]:
         """Subdirectories from the root (exclusive) down to the one holding ``raw``."""
         if not raw or "\x00" in raw:
             return []
@@ -156,8 +194,19 @@ class Instructions:
         except ValueError:  # outside the project, ".." included (normpath folded it)
             return []
         # A path naming a directory governs that directory too.
-        parts = relative.parts if (self.root / relative).is_dir() else relative.parts[:-1]
+        whole = whole or (self.root / relative).is_dir()
+        parts = relative.parts if whole else relative.parts[:-1]
         return [Path(*parts[: i + 1]) for i in range(len(parts))]
+
+
+def restored_dirs(active: Iterable[str]) -> list[Path]:
+    """The directories of a resumed session's active nested files (their labels)."""
+    out: list[Path] = []
+    for label in active:
+        parent = Path(label).parent
+        if not parent.is_absolute() and ".." not in parent.parts and parent.parts:
+            out.append(parent)
+    return out
 
 
 def _user_file(config_dir: Path) -> InstructionFile | None:

@@ -9,6 +9,8 @@
 - :mod:`.runner`: commands run there, under a watchdog tied to the channel;
 - :mod:`.files`: files read and written there, confined after links resolve there;
 - :mod:`.mirror`: where the records stay (here, keyed by host and path);
+- :mod:`.shipped`: the project's settings and ``AGENTS.md``, copied from there into
+  the mirror, where they are read as a local project's;
 - :mod:`.project`: the three together, connected once.
 
 The names below load with their module on first use.

@@ -9,13 +9,43 @@ through TRAMP buffers instead; these serve the bridge's own file tools.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import posixpath
 from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ValidationError
 
 from .connection import RemoteConnection
 from .errors import RemoteEscape, RemoteFailed
 
-__all__ = ["RemoteFiles"]
+__all__ = ["RemoteFiles", "ShippedFile"]
+
+
+class ShippedFile(BaseModel):
+    """A file the project ships, as the helper found it there (``project_files``):
+    ``absent``, a regular ``file``, a ``link`` (its bytes only when it stays inside
+    the project), ``escape`` (a link or a folder leading out of it) or ``other``
+    (a directory, a FIFO, unreadable)."""
+
+    path: str
+    state: Literal["absent", "file", "link", "escape", "other"]
+    data: str | None = None  # base64, at most the request's max bytes
+    truncated: bool = False
+
+    def content(self) -> bytes | None:
+        """The bytes read there, or None when none were."""
+        if self.data is None:
+            return None
+        try:
+            return base64.b64decode(self.data, validate=True)
+        except (binascii.Error, ValueError):
+            return None
+
+
+class _ShippedAnswer(BaseModel):
+    files: list[ShippedFile]
 
 
 class RemoteFiles:
@@ -96,6 +126,20 @@ class RemoteFiles:
             return await self.connection.call_json(request, timeout_s=timeout_s)
         except RemoteFailed as exc:
             raise _escape_or(exc) from None
+
+    async def shipped(self, paths: Sequence[str], *, max_bytes: int) -> dict[str, ShippedFile]:
+        """The project's files at PATHS (relative to the root), in one request: what
+        each is there and at most MAX_BYTES of it (see :class:`ShippedFile`)."""
+        if not paths:
+            return {}
+        answer = await self.connection.call_json(
+            {"op": "project_files", "root": self.root, "paths": list(paths), "max": max_bytes}
+        )
+        try:
+            files = _ShippedAnswer.model_validate(answer).files
+        except ValidationError as exc:
+            raise RemoteFailed(f"the remote helper answered an unexpected shape: {exc}") from exc
+        return {f.path: f for f in files}
 
     async def exists(self, path: str) -> bool:
         """Whether PATH exists there (links resolved; out of the project: refused)."""

@@ -18,7 +18,11 @@ argument), never installed there. Its operations:
   project, renamed out of git's way by the bridge's own walk
   (``sandbox/git_metadata.py``, whose source comes with the request);
 - ``realpath``, ``read``, ``write``, ``list``: files, each confined to the project
-  root after every link is resolved on that host.
+  root after every link is resolved on that host;
+- ``project_files``: several small files the project ships (its settings, its
+  ``AGENTS.md`` files) in one answer, each said to be absent, a regular file, a link
+  (read only when it stays inside the project), or something else; at most ``max``
+  bytes of each, opened without blocking (a FIFO there never hangs the helper).
 
 Exit status 120 with one JSON line ``{"error": …}`` on stderr is the helper's own
 refusal; anything else is the command's.
@@ -26,6 +30,7 @@ refusal; anything else is the command's.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import fnmatch
 import glob
@@ -33,6 +38,7 @@ import json
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -254,6 +260,47 @@ def _read(request: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+def _project_file(rel: str, root: str, limit: int) -> dict[str, Any]:
+    """One file the project ships: what it is and (when readable) its first bytes."""
+    answer: dict[str, Any] = {"path": rel, "state": "absent"}
+    if not rel or rel.startswith("/") or "\0" in rel or ".." in rel.split("/"):
+        answer["state"] = "other"
+        return answer
+    path = os.path.join(root, rel)
+    try:
+        link = stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:
+        return answer  # absent, or under something that is not a directory
+    real = os.path.realpath(path)
+    if not _inside(real, root):
+        answer["state"] = "escape"
+        return answer
+    answer["state"] = "link" if link else "other"
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW
+    try:
+        fd = os.open(real, flags)  # a link swapped in since: ELOOP, not followed
+    except OSError:
+        return answer
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return answer
+        try:
+            data = fh.read(limit + 1)
+        except OSError:
+            return answer
+    answer["state"] = "link" if link else "file"
+    answer["data"] = base64.b64encode(data[:limit]).decode("ascii")
+    answer["truncated"] = len(data) > limit
+    return answer
+
+
+def _project_files(request: dict[str, Any]) -> None:
+    root = os.path.realpath(str(request["root"]))
+    limit = max(0, int(request.get("max", 1_000_000)))
+    paths = [str(p) for p in request.get("paths", [])][:200]
+    print(json.dumps({"files": [_project_file(p, root, limit) for p in paths]}))
+
+
 def _write(request: dict[str, Any]) -> None:
     path, root = str(request["path"]), str(request["root"])
     parent = _confined(os.path.dirname(path) or ".", root)
@@ -360,6 +407,7 @@ _OPS = {
     "write": _write,
     "list": _list,
     "grep": _grep,
+    "project_files": _project_files,
 }
 
 

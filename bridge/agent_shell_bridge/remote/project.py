@@ -3,8 +3,8 @@
 :meth:`RemoteProject.connect` opens the connection, probes the host once, and
 resolves the project root there (a root that is not a directory, or ``/`` or the
 remote ``$HOME`` itself, is refused as a local one would be), and copies the
-project's ``AGENTS.md`` (or ``CLAUDE.md``) into the mirror, where the session
-reads its instructions;
+project's ``AGENTS.md`` (or ``CLAUDE.md``) and its ``.agent-shell/`` settings into
+the mirror (:mod:`.shipped`), where the session reads them as a local one does;
 :meth:`RemoteProject.reconnect` does the same after a drop, for a resumed session.
 """
 
@@ -19,20 +19,18 @@ from typing import Any
 from ..errors import RootNotAllowed
 from ..process.runner import ProcessRunner
 from ..process.test_summary import detect_test_command
-from ..project.instructions import PROJECT_NAMES
 from .connection import RemoteConnection
-from .errors import RemoteEscape, RemoteFailed
+from .errors import RemoteFailed
 from .files import RemoteFiles
 from .mirror import open_mirror
 from .probe import RemoteProbe, probe_host
 from .runner import RemoteRunner
+from .shipped import sync_shipped
 from .target import RemoteTarget
 
 __all__ = ["RemoteProject"]
 
 _SKIP = (".git", "node_modules", "__pycache__", ".venv", ".mypy_cache")
-# Larger instruction files are left out rather than copied.
-_MAX_INSTRUCTIONS_BYTES = 512 * 1024
 
 
 @dataclass
@@ -73,7 +71,7 @@ class RemoteProject:
         mirror = mirror or open_mirror(target)
         files = RemoteFiles(connection, root)
         try:
-            await _copy_instructions(files, mirror)
+            await sync_shipped(files, mirror)
         except BaseException:
             await connection.close()
             raise
@@ -132,21 +130,6 @@ class RemoteProject:
 
     async def aclose(self) -> None:
         await self.connection.close()
-
-
-async def _copy_instructions(files: RemoteFiles, mirror: Path) -> None:
-    """The project's AGENTS.md (or CLAUDE.md) from the host into the mirror's root,
-    where the session reads its instructions; one gone there goes here too."""
-    for name in PROJECT_NAMES:
-        copy = mirror / name
-        try:
-            data = await files.read(name)
-        except (RemoteFailed, RemoteEscape):  # none there, or a link out of the project
-            data = None
-        if data is None or len(data) > _MAX_INSTRUCTIONS_BYTES:
-            copy.unlink(missing_ok=True)
-        else:
-            copy.write_bytes(data)
 
 
 def _as_list(value: object) -> list[Any]:

@@ -81,8 +81,5 @@ def project_sandbox(root: Path, detected: SandboxStatus, trust: TrustRecord) -> 
     digest = hashlib.sha256(content).hexdigest()
     if not trust.is_trusted_content(root, content):
         return ProjectSandbox(detected, "untrusted", digest)
-    return ProjectSandbox(
-        SandboxStatus.off("turned off for this project by its trusted .agent-shell/config.el"),
-        "off",
-        digest,
-    )
+    why = "turned off for this project by its trusted .agent-shell/config.el"
+    return ProjectSandbox(SandboxStatus(False, why, remote=detected.remote), "off", digest)

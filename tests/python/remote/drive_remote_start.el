@@ -4,7 +4,8 @@
 
 ;; Run by the test in `emacs -Q --batch' against its sshd: Dired on the
 ;; remote project through TRAMP, `agent-shell-start' there, one prompt, the
-;; edit approved; what Emacs saw is printed between markers.
+;; edit approved, the project's allowlist trusted; what Emacs saw is printed
+;; between markers.
 
 ;;; Code:
 
@@ -53,6 +54,18 @@
                         60)
             (drive-print "HEADER" (agent-shell-header-line))
             (drive-print "TRANSCRIPT" (buffer-substring-no-properties (point-min) (point-max)))
+            ;; The project's allowlist, trusted from this buffer: Emacs reads the
+            ;; file through TRAMP, the bridge reads it again through its connection.
+            (let ((said nil))
+              (advice-add 'message :after
+                          (lambda (format-string &rest args)
+                            (when (and (stringp format-string)
+                                       (string-prefix-p "Trust" format-string))
+                              (setq said (apply #'format format-string args))))
+                          '((name . drive-trust)))
+              (agent-shell-trust-allowlist nil nil)
+              (drive-wait "the trust" (lambda () said) 60)
+              (drive-print "TRUSTED" said))
             (kill-emacs 0)))))
   (error (princ (format "DRIVER-ERROR %S\n" err))
          (kill-emacs 3)))

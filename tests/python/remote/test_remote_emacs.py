@@ -2,12 +2,15 @@
 
 A real Emacs in batch opens the remote project in Dired over TRAMP (ssh to the
 test's sshd), starts the session there and sends one prompt; the scripted model
-lists, runs the failing test there, edits (approved in Emacs), runs it again.
+lists, runs the failing test there, edits (approved in Emacs), runs it again;
+then the project's allowlist (on the host) is trusted from the shell buffer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import os
 import shutil
 import tempfile
@@ -27,6 +30,7 @@ HERE = Path(__file__).resolve().parent
 ELISP = HERE.parents[2] / "elisp"
 APP = "def add(a, b):\n    return a - b\n"
 TEST = "from app import add\nassert add(2, 2) == 4, f'add(2, 2) gave {add(2, 2)}'\n"
+ALLOWLIST = ';; 清理\n(setq agent-shell-allowlist \'((command . "rm -rf build")))\n'
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +56,12 @@ async def test_agent_shell_start_in_a_tramp_dired_buffer(ssh_rig: SshRig, tmp_pa
         pytest.skip("needs emacs and the bridge (make venv)")
     root = ssh_rig.make_project(
         f"emacs-{os.getpid()}",
-        {"app.py": APP, "test_app.py": TEST, "Makefile": "test:\n\tpython3 test_app.py\n"},
+        {
+            "app.py": APP,
+            "test_app.py": TEST,
+            "Makefile": "test:\n\tpython3 test_app.py\n",
+            ".agent-shell/allowlist.el": ALLOWLIST,
+        },
         git=True,
     )
     steps = [
@@ -115,4 +124,10 @@ async def test_agent_shell_start_in_a_tramp_dired_buffer(ssh_rig: SshRig, tmp_pa
     assert len(logs) == 1
     log = logs[0].read_text(encoding="utf-8")
     assert "make test" in log and "replace_pattern" in log
-    assert not (root / ".agent-shell").exists()
+    assert sorted(p.name for p in (root / ".agent-shell").iterdir()) == ["allowlist.el"]
+    # The host's allowlist was read there: not applied until trusted from Emacs.
+    assert "allowlist is not applied until you trust it" in transcript
+    assert "1 command runs unasked" in _between(out, "TRUSTED")
+    trusted = home / ".emacs.d" / "agent-shell-memory" / "trusted-allowlists.json"  # Emacs's
+    digest = hashlib.sha256(ALLOWLIST.encode()).hexdigest()
+    assert json.loads(trusted.read_text(encoding="utf-8")) == {str(logs[0].parents[2]): digest}

@@ -532,13 +532,14 @@ def open_session(
     memory_dir = config.memory_dir
     roles, project_roles = _session_roles(root, state, memory_dir)
     instructions = load_instructions(root, config.user_config_dir)
-    instructions.restore(state.active_instructions)
-    sandbox = project_sandbox(root, detected, project_trust("config", memory_dir))
+    if remote is None:  # a remote project's are read there once it is open
+        instructions.restore(state.active_instructions)
     if remote is not None:
         from ...remote.client_files import RemoteClientFiles
 
         client = ClientLink(client.hub, files=RemoteClientFiles(remote.files, root))
-        sandbox = replace(sandbox, status=remote.probe.status())
+        detected = remote.probe.status()  # the host's, which its config.el may turn off
+    sandbox = project_sandbox(root, detected, project_trust("config", memory_dir))
     live = LiveSession(
         state=state,
         root=root,
