@@ -130,14 +130,17 @@ The line is UTF-8, written as bytes."
   "Return TEXT with CRLF and CR line ends turned into newlines."
   (replace-regexp-in-string "\r\n?" "\n" text t t))
 
+(defun agent-shell-actions-unsaved-message (buffer)
+  "Return why an edit of BUFFER, holding the user's unsaved changes, is refused."
+  (format "The user has unsaved changes in buffer `%s'; ask them to save or revert it first"
+          (buffer-name buffer)))
+
 (defun agent-shell-actions--buffer (file)
   "Return an unmodified buffer visiting FILE whose text matches the disk.
 Refuse when the user has unsaved changes in it."
   (let ((buffer (find-buffer-visiting file)))
     (when (and buffer (buffer-modified-p buffer))
-      (agent-shell-tools-error
-       "The user has unsaved changes in buffer `%s'; ask them to save or revert it first"
-       (buffer-name buffer)))
+      (agent-shell-tools-error "%s" (agent-shell-actions-unsaved-message buffer)))
     (if (not buffer)
         (let ((inhibit-message t)
               (enable-local-variables :safe)
@@ -152,9 +155,10 @@ Refuse when the user has unsaved changes in it."
 
 (defun agent-shell-actions--save (file)
   "Save the current buffer to FILE without prompting.
-The user's `before-save-hook' is not run: what lands on disk must be
-exactly the text the user approved.  No backup file is made (the
-snapshot is the backup)."
+FILE is the buffer's file name or its true name.  The user's
+`before-save-hook' is not run: what lands on disk must be exactly the
+text the user approved.  No backup file is made (the snapshot is the
+backup)."
   (let ((coding (or buffer-file-coding-system 'utf-8-unix)))
     ;; A pure-ASCII file is visited as `undecided'; saving non-ASCII text
     ;; in it would ask the user for a coding system, so settle on UTF-8.
@@ -173,7 +177,10 @@ snapshot is the backup)."
           (save-silently t)
           (inhibit-message t)
           (coding-system-for-write nil))
-      (unless (equal (file-truename (buffer-file-name)) file)
+      ;; The same name is checked first: a remote buffer's (TRAMP) name is
+      ;; never resolved on its host here.
+      (unless (or (equal (buffer-file-name) file)
+                  (equal (file-truename (buffer-file-name)) file))
         (error "Buffer does not visit %s" file))
       (basic-save-buffer))))
 
