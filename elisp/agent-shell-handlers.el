@@ -129,7 +129,7 @@ reading the new file."
     (and (agent-shell-remote-p root) root)))
 
 (defun agent-shell-handlers--answer (conn id what thunk)
-  "Answer request ID on CONN with what THUNK returns, or its error.
+  "Answer request ID on CONN with the value of THUNK, or with its error.
 WHAT names the request in an unexpected error's message."
   (let ((outcome (condition-case err
                      (cons 'ok (funcall thunk))

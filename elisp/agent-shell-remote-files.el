@@ -117,10 +117,10 @@ prompt, keeping its coding system and line ends."
                      (buffer-local-value 'buffer-file-coding-system buffer))
                     '(0 nil))
         ;; The buffer holds newlines; saving writes the file's own line ends.
-        (setq text (agent-shell-actions--normalize-newlines text)))
+        (setq text (agent-shell-actions-normalize-newlines text)))
       (if-let ((why (agent-shell-remote-files--refusal buffer text)))
           `((visited . t) (written . :json-false) (refused . ,why))
-        (agent-shell-actions--edit-buffer
+        (agent-shell-actions-edit-buffer
          buffer name (lambda () (agent-shell-remote-files--replace text)))
         `((visited . t)
           (written . t)
