@@ -3,8 +3,8 @@
 ;;; Commentary:
 
 ;; Run by the test in `emacs -Q --batch' against its sshd: buffers visit
-;; two of the remote project's files over TRAMP (one with the user's
-;; unsaved text), `agent-shell-start' runs in Dired there, one prompt,
+;; three of the remote project's files over TRAMP (one with the user's
+;; unsaved text, one a link out of the project), `agent-shell-start' runs in Dired there, one prompt,
 ;; every edit approved; what the buffers hold afterwards is printed
 ;; between markers.
 
@@ -49,7 +49,9 @@
     (let* ((dir (getenv "AS_TRAMP_DIR"))
            (dired-buffer (dired-noselect dir))
            (app (find-file-noselect (concat dir "app.py")))
-           (notes (find-file-noselect (concat dir "notes.txt"))))
+           (notes (find-file-noselect (concat dir "notes.txt")))
+           ;; A link out of the project: visited here, never read through.
+           (link (find-file-noselect (concat dir "link.txt"))))
       (with-current-buffer notes
         (goto-char (point-max))
         (insert "用户未保存的修改\n"))
@@ -82,6 +84,7 @@
             (drive-print "APP-UNDONE" (drive-undo-once app))
             (with-current-buffer app (set-buffer-modified-p nil))
             (with-current-buffer notes (set-buffer-modified-p nil))
+            (kill-buffer link)
             (kill-emacs 0)))))
   (error (princ (format "DRIVER-ERROR %S\n" err))
          (kill-emacs 3)))

@@ -2,7 +2,8 @@
 
 A real Emacs in batch visits two files of the remote project over TRAMP (the test's
 sshd), one of them holding the user's unsaved text, then starts the session in Dired
-there; the scripted model reads that buffer, edits the visited file (approved: the
+there; the scripted model reads that buffer, is refused a link out of the project
+that a buffer visits too, edits the visited file (approved: the
 buffer changes as one undo unit and is saved there), tries to edit the one with
 unsaved text (refused, the host's file unchanged), and edits a file no buffer
 visits (written on the host by the bridge, no buffer opened for it).
@@ -67,8 +68,14 @@ async def test_edits_go_through_the_buffers_that_visit_the_files(
     root = ssh_rig.make_project(
         f"buffers-{os.getpid()}", {"app.py": APP, "notes.txt": NOTES, "other.py": OTHER}
     )
+    outside = ssh_rig.home / f"outside-{os.getpid()}.txt"
+    outside.write_text("not the project's 项目外\n", encoding="utf-8")
+    (root / "link.txt").symlink_to(outside)
+    os.lchown(root / "link.txt", ssh_rig.uid, ssh_rig.uid)
+    os.chown(outside, ssh_rig.uid, ssh_rig.uid)
     steps = [
         call("read_file", path="notes.txt"),
+        call("read_file", path="link.txt"),
         call("read_file", path="app.py"),
         call(
             "replace_pattern",
@@ -121,9 +128,12 @@ async def test_edits_go_through_the_buffers_that_visit_the_files(
     assert proc.returncode == 0, out[-4000:]
     assert "edits done 完成" in _between(out, "TRANSCRIPT")
     results = _tool_results(bodies)
-    assert len(results) == 6, results
+    assert len(results) == 7, results
     # The read saw the buffer's text, the user's unsaved line included.
     assert "用户未保存的修改" in results[0] and "read_file" in results[0]
+    # A link out of the project is refused before Emacs is asked, buffer or not.
+    assert "outside the project" in results[1] and "项目外" not in results[1]
+    results = [results[0], *results[2:]]
     # The visited file: edited in its buffer, saved there, undoable as one unit.
     edited = APP.replace("a - b", "a + b  # 加法")
     assert _between(out, "APP").rstrip("\n") == edited.rstrip("\n")
