@@ -126,18 +126,21 @@ The line is UTF-8, written as bytes."
   "Return the number of lines of the current buffer."
   (count-lines (point-min) (point-max)))
 
-(defun agent-shell-actions--normalize-newlines (text)
+(defun agent-shell-actions-normalize-newlines (text)
   "Return TEXT with CRLF and CR line ends turned into newlines."
   (replace-regexp-in-string "\r\n?" "\n" text t t))
+
+(defun agent-shell-actions-unsaved-message (buffer)
+  "Return the reason an edit of BUFFER is refused, BUFFER being modified."
+  (format "The user has unsaved changes in buffer `%s'; ask them to save or revert it first"
+          (buffer-name buffer)))
 
 (defun agent-shell-actions--buffer (file)
   "Return an unmodified buffer visiting FILE whose text matches the disk.
 Refuse when the user has unsaved changes in it."
   (let ((buffer (find-buffer-visiting file)))
     (when (and buffer (buffer-modified-p buffer))
-      (agent-shell-tools-error
-       "The user has unsaved changes in buffer `%s'; ask them to save or revert it first"
-       (buffer-name buffer)))
+      (agent-shell-tools-error "%s" (agent-shell-actions-unsaved-message buffer)))
     (if (not buffer)
         (let ((inhibit-message t)
               (enable-local-variables :safe)
@@ -152,9 +155,10 @@ Refuse when the user has unsaved changes in it."
 
 (defun agent-shell-actions--save (file)
   "Save the current buffer to FILE without prompting.
-The user's `before-save-hook' is not run: what lands on disk must be
-exactly the text the user approved.  No backup file is made (the
-snapshot is the backup)."
+FILE is the buffer's file name or its true name.  The user's
+`before-save-hook' is not run: what lands on disk must be exactly the
+text the user approved.  No backup file is made (the snapshot is the
+backup)."
   (let ((coding (or buffer-file-coding-system 'utf-8-unix)))
     ;; A pure-ASCII file is visited as `undecided'; saving non-ASCII text
     ;; in it would ask the user for a coding system, so settle on UTF-8.
@@ -173,11 +177,14 @@ snapshot is the backup)."
           (save-silently t)
           (inhibit-message t)
           (coding-system-for-write nil))
-      (unless (equal (file-truename (buffer-file-name)) file)
+      ;; The same name is checked first: a remote buffer's (TRAMP) name is
+      ;; never resolved on its host here.
+      (unless (or (equal (buffer-file-name) file)
+                  (equal (file-truename (buffer-file-name)) file))
         (error "Buffer does not visit %s" file))
       (basic-save-buffer))))
 
-(defun agent-shell-actions--edit-buffer (buffer file edit)
+(defun agent-shell-actions-edit-buffer (buffer file edit)
   "Call EDIT in BUFFER as one undo unit, then save the buffer to FILE.
 If EDIT or saving fails, the buffer's text is restored."
   (with-current-buffer buffer
@@ -260,7 +267,7 @@ directories are created.  Return the tool result."
              (done nil))
         (unwind-protect
             (progn
-              (agent-shell-actions--edit-buffer
+              (agent-shell-actions-edit-buffer
                buffer file (lambda () (setq extra (funcall edit))))
               (setq done t))
           (unless done
@@ -321,10 +328,10 @@ NEW_TEXT deletes the lines."
   (let ((path (agent-shell-tools-arg args 'path 'string t))
         (start (agent-shell-tools-arg args 'start_line 'integer t))
         (end (agent-shell-tools-arg args 'end_line 'integer t))
-        (new-text (agent-shell-actions--normalize-newlines
+        (new-text (agent-shell-actions-normalize-newlines
                    (agent-shell-tools-arg args 'new_text 'string t)))
         (expected (let ((text (agent-shell-tools-arg args 'expected_text 'string)))
-                    (and text (agent-shell-actions--normalize-newlines text)))))
+                    (and text (agent-shell-actions-normalize-newlines text)))))
     (agent-shell-actions--write
      path context
      (lambda ()
@@ -356,7 +363,7 @@ TEXT is inserted as whole lines before LINE; LINE one past the last
 line appends."
   (let ((path (agent-shell-tools-arg args 'path 'string t))
         (line (agent-shell-tools-arg args 'line 'integer t))
-        (text (agent-shell-actions--normalize-newlines
+        (text (agent-shell-actions-normalize-newlines
                (agent-shell-tools-arg args 'text 'string t))))
     (when (string-empty-p text)
       (agent-shell-tools-error "Argument `text' is empty; nothing to insert"))
@@ -382,7 +389,7 @@ PATTERN is an Emacs regexp unless LITERAL is true; in the regexp case
 REPLACEMENT may use \\& and \\N.  Zero matches is an error."
   (let ((path (agent-shell-tools-arg args 'path 'string t))
         (pattern (agent-shell-tools-arg args 'pattern 'string t))
-        (replacement (agent-shell-actions--normalize-newlines
+        (replacement (agent-shell-actions-normalize-newlines
                       (agent-shell-tools-arg args 'replacement 'string t)))
         (literal (agent-shell-tools-arg args 'literal 'boolean)))
     (when (string-empty-p pattern)
@@ -425,7 +432,7 @@ file's text (refused when `expected_sha256' is given and stale)."
          (setq buffer-file-coding-system
                (if (string-match-p "\r\n" content) 'utf-8-dos 'utf-8-unix)))
        (erase-buffer)
-       (insert (agent-shell-actions--normalize-newlines content))
+       (insert (agent-shell-actions-normalize-newlines content))
        nil)
      t)))
 

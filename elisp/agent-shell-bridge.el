@@ -84,7 +84,10 @@ Oldest first."))
   `((protocolVersion . 1)
     (clientInfo . ((name . "agent-shell.el") (version . "0.1.0")
                    (emacs . ,emacs-version)))
-    (clientCapabilities . ((tools . ,(vconcat (agent-shell-tools-names)))))
+    (clientCapabilities . ((tools . ,(vconcat (agent-shell-tools-names)))
+                           ;; A remote session's files through the buffers
+                           ;; visiting them (agent-shell-remote-files.el).
+                           (remoteBuffers . t)))
     ,@(and agent-shell-notify-webhook
            `((notify . ((webhook . ,agent-shell-notify-webhook)
                         (kind . ,(symbol-name agent-shell-notify-webhook-kind))))))

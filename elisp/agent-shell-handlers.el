@@ -19,7 +19,10 @@
 ;; - `session/request_plan' to the plan buffer (agent-shell-plan.el),
 ;;   answered once the user approves or rejects the plan;
 ;; - `session/ask_user' to the shell buffer (agent-shell-ask.el),
-;;   answered with an option or the user's words.
+;;   answered with an option or the user's words;
+;; - `remote/buffer_read' and `remote/buffer_write' (a remote session's
+;;   file, through the buffer visiting it) to agent-shell-remote-files.el,
+;;   checked against the session's remote root.
 ;;
 ;; A message without a method here gets the generic function's default:
 ;; a warning, and for a request an error answer.
@@ -37,6 +40,8 @@
 (require 'agent-shell-permissions)
 (require 'agent-shell-diagnostics)
 (require 'agent-shell-ask)
+(require 'agent-shell-remote)
+(require 'agent-shell-remote-files)
 
 ;;; Notifications
 
@@ -114,6 +119,43 @@ reading the new file."
 (cl-defmethod agent-shell-rpc-handle (conn (_m (eql session/request_plan)) params id)
   "Show the plan of request ID (PARAMS from CONN) for review."
   (agent-shell-plan-review conn params id)
+  nil)
+
+(defun agent-shell-handlers--remote-root (params)
+  "Return the remote root of the session PARAMS name, or nil."
+  (when-let ((buffer (agent-shell-bridge-session-buffer (alist-get 'sessionId params)))
+             (session (buffer-local-value 'agent-shell--session buffer))
+             (root (agent-shell-session-root session)))
+    (and (agent-shell-remote-p root) root)))
+
+(defun agent-shell-handlers--answer (conn id what thunk)
+  "Answer request ID on CONN with the value of THUNK, or with its error.
+WHAT names the request in an unexpected error's message."
+  (let ((outcome (condition-case err
+                     (cons 'ok (funcall thunk))
+                   (agent-shell-tool-error (cons 'error (format "%s" (cadr err))))
+                   (error (cons 'error (format "%s failed: %s" what
+                                               (error-message-string err)))))))
+    (if (eq (car outcome) 'ok)
+        (agent-shell-rpc-respond conn id (cdr outcome))
+      (agent-shell-rpc-respond-error conn id agent-shell-rpc-code-tool-failed
+                                    (cdr outcome)))))
+
+(cl-defmethod agent-shell-rpc-handle (conn (_m (eql remote/buffer_read)) params id)
+  "Answer `remote/buffer_read' ID (PARAMS from CONN): the visiting buffer's text."
+  (agent-shell-handlers--answer
+   conn id "Reading the buffer"
+   (lambda () (agent-shell-remote-files-read (agent-shell-handlers--remote-root params)
+                                             (alist-get 'path params))))
+  nil)
+
+(cl-defmethod agent-shell-rpc-handle (conn (_m (eql remote/buffer_write)) params id)
+  "Answer `remote/buffer_write' ID (PARAMS from CONN): written through the buffer."
+  (agent-shell-handlers--answer
+   conn id "Writing through the buffer"
+   (lambda () (agent-shell-remote-files-write (agent-shell-handlers--remote-root params)
+                                              (alist-get 'path params)
+                                              (alist-get 'text params))))
   nil)
 
 (provide 'agent-shell-handlers)

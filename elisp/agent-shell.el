@@ -30,6 +30,7 @@
 ;; agent-shell-tools.el         the Emacs-side tools' dispatcher and checks
 ;; agent-shell-perception.el    read-only tools: buffers, project, symbols
 ;; agent-shell-actions.el       write tools: edits with snapshots, staging
+;; agent-shell-remote-files.el  a remote project's files through their buffers
 ;; agent-shell-tool-text.el     how a tool call reads in the transcript
 ;; agent-shell-citations.el     clickable path:START-END citations
 ;; agent-shell-plan.el          plans the user edits in org, then approves

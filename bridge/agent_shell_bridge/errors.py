@@ -13,6 +13,7 @@ translated with ``raise Mapped(...) from exc`` so no stack trace reaches the wir
     ├── PolicyDenied                 -32003  the safety policy refused an action
     ├── PathNotAllowed               -32004  a path escapes the allowed roots
     ├── ToolFailed                   -32005  a tool ran and failed
+    │   └── NotWritten               -32005  the editor refused a write, nothing changed
     ├── RootNotAllowed               -32006  $HOME or / (or above $HOME) as a project root
     ├── ModelError                   -32010  the model API failed
     │   ├── ModelHTTPError           -32011  non-retryable HTTP status
@@ -47,6 +48,7 @@ __all__ = [
     "ModelHTTPError",
     "ModelStreamError",
     "ModelUnavailable",
+    "NotWritten",
     "PathNotAllowed",
     "PayloadTooLarge",
     "PolicyDenied",
@@ -110,6 +112,11 @@ class PathNotAllowed(BridgeError):
 
 class ToolFailed(BridgeError):
     code = -32005
+
+
+class NotWritten(ToolFailed):
+    """The editor refused a write before changing anything (a buffer holding the
+    user's unsaved edits): the edit's undo snapshot is taken back."""
 
 
 class RootNotAllowed(BridgeError):

@@ -66,6 +66,7 @@ def register(d: Dispatcher[Runtime]) -> None:
         tools = p.clientCapabilities.get("tools", [])
         if isinstance(tools, list):
             rt.client_tools = frozenset(t for t in tools if isinstance(t, str) and t in CATALOGUE)
+        rt.link.buffers = p.clientCapabilities.get("remoteBuffers") is True
         if p.model is not None:
             rt.config = rt.config.with_model(p.model)
         if p.sandbox_approved_commands is not None:

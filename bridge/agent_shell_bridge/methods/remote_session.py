@@ -82,6 +82,7 @@ async def connect_remote(p: RemoteParams, config: BridgeConfig) -> RemoteProject
         runtime_dir=default_runtime_dir(),
         ssh_options=p.sshOptions,
         secrets=[config.api_key] if config.api_key else [],
+        tramp=p.tramp,
     )
 
 

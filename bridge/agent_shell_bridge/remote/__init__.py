@@ -8,6 +8,8 @@
 - :mod:`.walls`: the remote sandbox's bubblewrap argv;
 - :mod:`.runner`: commands run there, under a watchdog tied to the channel;
 - :mod:`.files`: files read and written there, confined after links resolve there;
+- :mod:`.buffers`: the editor's buffers visiting them (Emacs over TRAMP), asked first;
+- :mod:`.client_files`: the two as the session's "client files";
 - :mod:`.mirror`: where the records stay (here, keyed by host and path);
 - :mod:`.shipped`: the project's settings and ``AGENTS.md``, copied from there into
   the mirror, where they are read as a local project's;

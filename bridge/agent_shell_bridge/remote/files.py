@@ -3,8 +3,8 @@
 Every path is confined on the host, after the host resolved every link in it
 (:mod:`.helper`'s ``realpath``): a remote symlink out of the project is refused
 like a local one (:class:`.RemoteEscape`). Writes are atomic there (a temporary
-file renamed over the old one, its mode kept). The Emacs side reads and writes
-through TRAMP buffers instead; these serve the bridge's own file tools.
+file renamed over the old one, its mode kept). These serve the bridge's own file
+tools, for the files no Emacs buffer visits (:mod:`.client_files`).
 """
 
 from __future__ import annotations

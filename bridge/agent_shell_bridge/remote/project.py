@@ -42,6 +42,9 @@ class RemoteProject:
     mirror: Path
     runner: RemoteRunner
     files: RemoteFiles
+    # The project's TRAMP name as the client gave it (Emacs's buffers visit its files
+    # under it), without a trailing slash.
+    tramp: str = ""
 
     @classmethod
     async def connect(
@@ -52,6 +55,7 @@ class RemoteProject:
         ssh_options: Sequence[str] = (),
         secrets: Sequence[str] = (),
         mirror: Path | None = None,
+        tramp: str | None = None,
     ) -> RemoteProject:
         connection = RemoteConnection(target, runtime_dir, ssh_options=ssh_options)
         await connection.open()
@@ -77,7 +81,8 @@ class RemoteProject:
             raise
         local = ProcessRunner(mirror / ".agent-shell" / "outputs" / "remote-raw", secrets=secrets)
         runner = RemoteRunner(connection, probe, root, local, local_cwd=mirror)
-        return cls(target, connection, probe, root, mirror, runner, files)
+        name = (tramp or target.tramp_name(target.path)).rstrip("/")
+        return cls(target, connection, probe, root, mirror, runner, files, name)
 
     async def test_command(self) -> str | None:
         """The project's test command, guessed there as locally

@@ -19,5 +19,8 @@ class ClientFiles(Protocol):
         ...
 
     async def write(self, session_id: str, path: Path, text: str) -> None:
-        """Replace the file's text in the client (which saves or shows it)."""
+        """Replace the file's text in the client (which saves or shows it).
+
+        :class:`..errors.NotWritten` says nothing was changed; any other error may come after
+        the file changed."""
         ...

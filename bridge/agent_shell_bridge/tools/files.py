@@ -33,6 +33,7 @@ __all__ = [
     "EditContext",
     "PlannedEdit",
     "apply_edit",
+    "drop_snapshot",
     "grep",
     "list_directory",
     "plan_edit",
@@ -483,6 +484,38 @@ def apply_edit(args: EditArgs, path: Path, display: str, ctx: EditContext) -> JS
 def snapshot_edit(ctx: EditContext, path: Path, plan: PlannedEdit) -> None:
     """Keep what ``plan`` replaces, so undo-turn can restore it."""
     _snapshot(ctx, path, plan.display, plan.old_bytes, sha256_bytes(plan.new.encode("utf-8")))
+
+
+def drop_snapshot(ctx: EditContext, plan: PlannedEdit) -> None:
+    """Take back :func:`snapshot_edit`'s record of an edit refused before anything
+    was written, so undo-turn does not see an edit that never happened."""
+    snap_root = ctx.root / ".agent-shell" / "snapshots"
+    index = snap_root / "index.jsonl"
+    if index.exists():
+        kept = [
+            line
+            for line in index.read_text(encoding="utf-8").splitlines(keepends=True)
+            if not _entry_of(line, ctx.op_id, plan.display)
+        ]
+        _atomic_write(index, "".join(kept).encode("utf-8"))
+    kept_bytes = snap_root / f"{ctx.op_id}/{plan.display}"  # as _snapshot names it
+    kept_bytes.unlink(missing_ok=True)
+    op_dir = snap_root / ctx.op_id
+    for parent in kept_bytes.parents:
+        if parent == snap_root or not parent.is_relative_to(op_dir):
+            break
+        with contextlib.suppress(OSError):  # not empty: another edit of the operation
+            parent.rmdir()
+
+
+def _entry_of(line: str, op_id: str, display: str) -> bool:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return False
+    return (
+        isinstance(record, dict) and record.get("op_id") == op_id and record.get("path") == display
+    )
 
 
 def edit_result(plan: PlannedEdit) -> JSONObject:

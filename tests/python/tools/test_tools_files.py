@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -118,3 +119,31 @@ async def test_grep_stops_at_its_limit_and_checks_only_what_it_keeps(tmp_path: P
         assert hit in everything["matches"], hit
         assert "find_me(" in hit["text"]
     assert secrets.asked <= 5  # once per file kept, not per file matched
+
+
+def test_a_refused_edit_takes_back_only_its_own_snapshot(tmp_path: Path) -> None:
+    """drop_snapshot removes one edit's bytes and index line; the others stay."""
+    (tmp_path / "src").mkdir()
+    for name in ("src/a.py", "b.py"):
+        (tmp_path / name).write_text("旧 old\n", encoding="utf-8")
+
+    def snap(op_id: str, rel: str) -> files.PlannedEdit:
+        ctx = files.EditContext(tmp_path, op_id, "t1", "s1", None)
+        args = WriteFileArgs(path=rel, content="新 new\n")
+        plan = files.plan_edit(args, tmp_path / rel, rel, None)
+        files.snapshot_edit(ctx, tmp_path / rel, plan)
+        return plan
+
+    snap("op-1", "b.py")
+    snap("op-2", "b.py")
+    refused = snap("op-2", "src/a.py")
+    files.drop_snapshot(files.EditContext(tmp_path, "op-2", "t1", "s1", None), refused)
+    snapshots = tmp_path / ".agent-shell" / "snapshots"
+    index = (snapshots / "index.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [(e["op_id"], e["path"]) for e in map(json.loads, index)] == [
+        ("op-1", "b.py"),
+        ("op-2", "b.py"),
+    ]
+    assert not (snapshots / "op-2" / "src").exists()
+    assert (snapshots / "op-2" / "b.py").read_text(encoding="utf-8") == "旧 old\n"
+    assert (tmp_path / "src/a.py").read_text(encoding="utf-8") == "旧 old\n"

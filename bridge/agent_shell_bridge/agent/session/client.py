@@ -23,3 +23,6 @@ class ClientLink:
     tools: frozenset[str] = frozenset()
     # Set by a front end whose client serves file reads and writes (ACP's fs/*).
     files: ClientFiles | None = None
+    # The client reads and writes its buffers visiting a remote project's files
+    # (``clientCapabilities.remoteBuffers``: Emacs, over TRAMP).
+    buffers: bool = False

@@ -504,7 +504,8 @@ def open_session(
     A resumed session passes the JOURNAL made when its state was loaded, and keeps
     appending to its current log file; a new one starts a log file. A REMOTE
     project's session has its mirror as root, the host's sandbox, and its files
-    through the connection (no Emacs-side tool: Emacs would look here).
+    through the connection, or through the Emacs buffers visiting them (no
+    Emacs-side tool: Emacs would look here).
     """
     from ...memory.index import MemoryIndex
     from ...policy.engine import PolicyEngine
@@ -535,9 +536,15 @@ def open_session(
     if remote is None:  # a remote project's are read there once it is open
         instructions.restore(state.active_instructions)
     if remote is not None:
+        from ...remote.buffers import EditorBuffers
         from ...remote.client_files import RemoteClientFiles
 
-        client = ClientLink(client.hub, files=RemoteClientFiles(remote.files, root))
+        shared = client  # Emacs initializing again changes what it serves
+        buffers = EditorBuffers(
+            client.hub, lambda: shared.buffers, timeout_s=config.client_tool_timeout_s
+        )
+        files = RemoteClientFiles(remote.files, root, tramp_root=remote.tramp, buffers=buffers)
+        client = ClientLink(client.hub, files=files)
         detected = remote.probe.status()  # the host's, which its config.el may turn off
     sandbox = project_sandbox(root, detected, project_trust("config", memory_dir))
     live = LiveSession(

@@ -10,7 +10,7 @@ import asyncio
 import time
 from typing import TYPE_CHECKING
 
-from ....errors import ToolFailed
+from ....errors import NotWritten, ToolFailed
 from ....tools import files
 from ....tools.catalogue import EditArgs, GrepArgs, ListDirectoryArgs, ReadFileArgs
 from ....tools.results import ToolResult
@@ -109,6 +109,10 @@ async def edit(run: Run, args: EditArgs) -> ToolResult:
         # Planned on the client's text, written back to it.
         plan = await plan_edit(live, args, resolved, display, ctx.expected_sha256)
         await asyncio.to_thread(files.snapshot_edit, ctx, resolved, plan)
-        await client.write(live.state.id, resolved, plan.new)
+        try:
+            await client.write(live.state.id, resolved, plan.new)
+        except NotWritten:  # refused before anything changed: no edit to undo
+            await asyncio.to_thread(files.drop_snapshot, ctx, plan)
+            raise
         return ToolResult(files.edit_result(plan))
     return ToolResult(await asyncio.to_thread(files.apply_edit, args, resolved, display, ctx))
