@@ -23,7 +23,7 @@ from .ranking import score_candidates
 __all__ = ["CANDIDATES", "DB_NAME", "find", "normalise", "open_current"]
 
 DB_NAME = "index.sqlite3"
-CANDIDATES = 10
+CANDIDATES = 12
 COMMON = 1000  # a term found in this many rows is too common to choose candidates
 # title, tags, symbols, summary, body, search_terms: the lesson's own words count
 # more than the words written for finding it.
@@ -194,17 +194,20 @@ def _choose(
 ) -> None:
     """Candidates from ``table``: the best for the words and their stand-ins
     together while they match fewer than COMMON rows (in a big memory, common
-    synonyms would cost more than they find), and the best for the words alone, so
-    that rare synonyms cannot push the rows holding the task's own words out."""
-    widened = _few(conn, table, rank, (*own, *wider), project, CANDIDATES) if wider else None
+    synonyms would cost more than they find), else the best for the words alone.
+
+    In the one query the task's own words are written twice: FTS5's BM25 sums over
+    the phrases of the query, so they weigh double, and rare synonyms cannot push
+    the rows holding them out of the candidates (a second query for the words
+    alone would cost as much again for the same guarantee)."""
+    widened = _few(conn, table, rank, (*own, *own, *wider), project, CANDIDATES) if wider else None
     if widened is not None:
         ids.update(rid for rid, _ in widened)
         _relevance(widened, relevance)
-    if own:
+    elif own:
         alone = _ranked(conn, table, rank, own, project, CANDIDATES)
         ids.update(rid for rid, _ in alone)
-        if widened is None:
-            _relevance(alone, relevance)
+        _relevance(alone, relevance)
 
 
 def find(
@@ -232,7 +235,11 @@ def find(
     own_words, own_cjk = _split(plan.fts_terms)
     more_words, more_cjk = _split([t for t in exp_fts if t not in plan.fts_terms])
     _choose(conn, WORDS, _BM25_WORDS, own_words, more_words, project, ids, relevance)
-    _choose(conn, "experiences_fts", _BM25, own_cjk, more_cjk, project, ids, relevance)
+    # A task mixing Chinese and other words ("长连接 parser java"): the trigram index
+    # holds both, so its BM25 over all of them prefers the rows holding several,
+    # which neither index alone would rank first.
+    mixed = [*own_cjk, *own_words] if own_cjk and own_words else own_cjk
+    _choose(conn, "experiences_fts", _BM25, mixed, more_cjk, project, ids, relevance)
     if exp_short:
         rows = _ranked(conn, "experiences_short", "rank", exp_short, project, EXPANSION_CANDIDATES)
         ids.update(rid for rid, _ in rows)

@@ -9,6 +9,7 @@ from pathlib import Path
 from agent_shell_bridge.memory.experience import Experience, write_experience
 from agent_shell_bridge.memory.index import MemoryIndex
 from agent_shell_bridge.memory.query import plan_query
+from agent_shell_bridge.memory.search import COMMON
 from agent_shell_bridge.memory.synonyms import stem
 
 
@@ -107,6 +108,24 @@ def test_a_paraphrase_across_several_words_finds_its_lesson(tmp_path: Path) -> N
         query = "our linter for the web client stopped reporting anything after upgrading"
         hits = index.search(query, project="shop", limit=3)
         assert Path(hits[0].path).name == lesson.name
+
+
+def test_a_mixed_chinese_and_english_task_prefers_the_rows_holding_both(tmp_path: Path) -> None:
+    index, root = _index(tmp_path)
+    # Each index alone is crowded: many rows hold the Chinese word, many "parser",
+    # and "java" is too common to choose candidates (more than COMMON rows).
+    for n in range(30):
+        _write(root, f"长连接问题 {n}", summary="长连接 长连接 断开后重连。", tags=["shell"])
+        _write(root, f"Parser fix {n}", summary="The parser parser failed on input.")
+    for n in range(COMMON + 20):
+        _write(root, f"Java build {n}", tags=["java"])
+    both = _write(
+        root, "重写长连接与解析问题", summary="长连接在解析时出错。", tags=["java", "parser"]
+    )
+    with index:
+        index.sync_root(root)
+        hits = index.search("长连接 parser java", project="shop")
+        assert Path(hits[0].path).name == both.name
 
 
 def test_the_project_vocabulary_links_words_its_lessons_use_together(tmp_path: Path) -> None:
