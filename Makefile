@@ -37,6 +37,8 @@ system-deps:
 	{ command -v dbus-daemon && command -v dbus-send; } >/dev/null || missing="$$missing dbus"; \
 	{ command -v ssh-agent && command -v ssh-keygen; } >/dev/null || missing="$$missing openssh-client"; \
 	[ -x /usr/sbin/sshd ] || missing="$$missing openssh-server"; \
+	command -v podman >/dev/null || missing="$$missing podman"; \
+	command -v runc >/dev/null || missing="$$missing runc"; \
 	[ -d /usr/share/emacs/site-lisp/elpa/magit-3.3.0 ] || ls -d /usr/share/emacs/site-lisp/elpa/magit-* >/dev/null 2>&1 || missing="$$missing elpa-magit"; \
 	ls -d $(ELPA)/package-lint-[0-9]* >/dev/null 2>&1 || missing="$$missing elpa-package-lint"; \
 	ls -d $(ELPA)/flycheck-[0-9]* >/dev/null 2>&1 || missing="$$missing elpa-flycheck"; \
