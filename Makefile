@@ -39,6 +39,7 @@ system-deps:
 	[ -x /usr/sbin/sshd ] || missing="$$missing openssh-server"; \
 	command -v podman >/dev/null || missing="$$missing podman"; \
 	command -v runc >/dev/null || missing="$$missing runc"; \
+	command -v dockerd >/dev/null || missing="$$missing docker.io"; \
 	[ -d /usr/share/emacs/site-lisp/elpa/magit-3.3.0 ] || ls -d /usr/share/emacs/site-lisp/elpa/magit-* >/dev/null 2>&1 || missing="$$missing elpa-magit"; \
 	ls -d $(ELPA)/package-lint-[0-9]* >/dev/null 2>&1 || missing="$$missing elpa-package-lint"; \
 	ls -d $(ELPA)/flycheck-[0-9]* >/dev/null 2>&1 || missing="$$missing elpa-flycheck"; \

@@ -1,8 +1,8 @@
-"""A remote project in a real podman container (``/podman:NAME:/path``).
+"""A remote project in a real container (``/podman:NAME:/path``, ``/docker:…``).
 
-The container (``container_rig``) runs on an overlay of this machine's own root
-file system, its project mounted at a path this machine does not have; what ran
-there shows by the container's hostname and its ``/etc/hostname``. Bubblewrap does
+Each test runs against a podman container and a docker one (``container_rig``:
+no image is pulled), the project mounted at a path this machine does not have;
+what ran there shows by the container's hostname and its ``/etc/hostname``. Bubblewrap does
 not work inside it, so the session says "no sandbox (remote)" and only strict
 readers run unasked. A stopped or missing container is named as such, in one line,
 and never taken for a command that failed.
@@ -35,10 +35,20 @@ TEST = "from app import add\nassert add(2, 2) == 4, f'add(2, 2) gave {add(2, 2)}
 MAKEFILE = "test:\n\tpython3 test_app.py\n"
 
 
-@pytest.fixture(scope="module")
-def rig() -> Iterator[ContainerRig]:
-    with container() as made:
+@pytest.fixture(scope="module", params=["podman", "docker"])
+def rig(request: pytest.FixtureRequest) -> Iterator[ContainerRig]:
+    with container(request.param) as made:
         yield made
+
+
+@pytest.fixture(autouse=True)
+def _clients_find_the_daemon(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bridge's docker runs find the rig's dockerd (``DOCKER_HOST``), as a user's would."""
+    if "rig" in request.fixturenames:
+        for key, value in request.getfixturevalue("rig").env.items():
+            monkeypatch.setenv(key, value)
 
 
 @pytest.fixture
@@ -62,7 +72,7 @@ def write_project(rig: ContainerRig, files: dict[str, str]) -> None:
         (rig.project / name).write_text(text, encoding="utf-8")
 
 
-async def test_a_task_in_a_podman_container(
+async def test_a_task_in_a_container(
     serve_app: Any, rig: ContainerRig, local_dirs: Path, tmp_path: Path
 ) -> None:
     write_project(
@@ -195,30 +205,32 @@ async def test_a_timeout_leaves_nothing_running_in_the_container(
     await asyncio.to_thread(wait_for, lambda: not left(), 15, "nothing of the run left there")
 
 
-async def test_a_missing_container_is_refused_in_one_line(tmp_path: Path) -> None:
-    if shutil.which("podman") is None:
-        pytest.skip("podman is not installed (Debian: apt-get install podman runc)")
-    target = parse_tramp(f"/podman:agent-shell-none-{tmp_path.name[-8:]}:/srv/app")
+async def test_a_missing_container_is_refused_in_one_line(
+    rig: ContainerRig, tmp_path: Path
+) -> None:
+    target = parse_tramp(f"/{rig.kind}:agent-shell-none-{tmp_path.name[-8:]}:/srv/app")
     with pytest.raises(RemoteDisconnected) as caught:
         await RemoteProject.connect(target, runtime_dir=tmp_path, mirror=tmp_path / "mirror")
     assert caught.value.message == (
         f"cannot reach {target.host}: container {target.host} does not exist "
-        "(podman knows no such container)"
+        f"({rig.kind} knows no such container)"
     )
     assert not (tmp_path / "mirror").exists()
 
 
-async def test_docker_takes_the_same_path_and_names_its_failure(tmp_path: Path) -> None:
-    """/docker: is the same code as /podman: with the other program; its own CLI's
-    answer for a container it cannot reach (no daemon here, or no such container)."""
+async def test_docker_without_its_daemon_says_so_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The docker client's own answer when no daemon listens where it looks."""
     if shutil.which("docker") is None:
-        pytest.skip("the docker client is not installed")
-    target = parse_tramp(f"/docker:agent-shell-none-{tmp_path.name[-8:]}:/srv/app")
+        pytest.skip("the docker client is not installed (Debian: docker.io)")
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/none.sock")
+    target = parse_tramp("/docker:web:/srv/app")
     with pytest.raises(RemoteDisconnected) as caught:
         await RemoteProject.connect(target, runtime_dir=tmp_path, mirror=tmp_path / "mirror")
     message = caught.value.message
-    assert message.startswith(f"cannot reach {target.host}: "), message
+    assert message.startswith(
+        f"cannot reach web: docker cannot reach container web: Cannot connect to the Docker "
+        f"daemon at unix://{tmp_path}/none.sock"
+    ), message
     assert "\n" not in message
-    no_daemon = f"docker cannot reach container {target.host}: Cannot connect to the Docker daemon"
-    missing = f"container {target.host} does not exist (docker knows no such container)"
-    assert no_daemon in message or missing in message, message
