@@ -95,11 +95,13 @@ emacs30:
 	@tests/emacs/install-emacs30.sh $(EMACS30_DIR) >/dev/null
 
 # What make test runs on Emacs 30 besides the Python suite's run on the system
-# Emacs: the ERT suite, the byte-compilation and the end-to-end tests.
+# Emacs: the ERT suite, the byte-compilation, the end-to-end tests and the start
+# in a container's Dired buffer (TRAMP's /podman: and /docker: came with Emacs 29).
 test-emacs30: deps emacs30
 	$(call ert-suite,$(EMACS30))
 	$(call byte-compile-all,$(EMACS30))
 	EMACS=$(EMACS30) $(PY) -m pytest -q -p no:cacheprovider -m e2e tests/e2e
+	EMACS=$(EMACS30) $(PY) -m pytest -q -p no:cacheprovider tests/python/remote/test_remote_container_emacs.py
 
 lint: deps
 	$(VENV)/bin/ruff check bridge tests/python tests/e2e tests/recordings bench
