@@ -205,6 +205,40 @@ async def test_a_timeout_leaves_nothing_running_in_the_container(
     await asyncio.to_thread(wait_for, lambda: not left(), 15, "nothing of the run left there")
 
 
+async def test_a_container_stopped_mid_command_ends_the_run_naming_it(
+    rig: ContainerRig, tmp_path: Path
+) -> None:
+    write_project(rig, {"app.py": APP})
+    project = await RemoteProject.connect(
+        parse_tramp(rig.tramp()), runtime_dir=tmp_path, mirror=tmp_path / "mirror"
+    )
+
+    def stop_once_running() -> None:
+        wait_for(lambda: "sleep 4646" in rig.exec("ps", "-eo", "args="), 15, "the run there")
+        rig.stop()
+
+    try:
+        stopping = asyncio.ensure_future(asyncio.to_thread(stop_once_running))
+        with pytest.raises(RemoteDisconnected) as caught:
+            await project.runner.run_shell("sleep 4646", cwd=".", timeout_s=60, sandboxed=False)
+        await stopping
+        message = caught.value.message
+        assert message.startswith(f"container {rig.name} is not running ("), message
+        assert "the turn ended" in message and "\n" not in message
+        assert project.connection.dropped is caught.value
+        with pytest.raises(RemoteDisconnected, match="is not running"):
+            await project.ready()  # still stopped: the next turn is refused at once
+        await asyncio.to_thread(rig.start)
+        await project.ready()  # running again: reached again
+        assert project.connection.dropped is None
+        again = await project.runner.run_shell("cat app.py", cwd=".", timeout_s=30, sandboxed=False)
+        assert again.exit_code == 0 and again.stdout == APP.rstrip("\n")
+    finally:
+        if "running" not in rig.cli("inspect", "--format", "{{.State.Status}}", rig.name).stdout:
+            await asyncio.to_thread(rig.start)
+        await project.aclose()
+
+
 async def test_a_missing_container_is_refused_in_one_line(
     rig: ContainerRig, tmp_path: Path
 ) -> None:
