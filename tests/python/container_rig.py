@@ -142,13 +142,19 @@ def podman_container() -> Iterator[ContainerRig]:
 
 
 def _image_tar() -> bytes:
-    """An image of directories and the links a merged-/usr system has at its root."""
+    """An image of directories, the links a merged-/usr system has at its root, and
+    this machine's users (``exec -u`` looks them up in the image, not the mounts)."""
     data = io.BytesIO()
     with tarfile.open(fileobj=data, mode="w") as tar:
         for name in ("usr", "etc", "proc", "sys", "dev", "tmp", "root", "srv", "run", "var/tmp"):
             info = tarfile.TarInfo(name)
             info.type, info.mode = tarfile.DIRTYPE, 0o1777 if "tmp" in name else 0o755
             tar.addfile(info)
+        for name in ("etc/passwd", "etc/group"):  # docker exec -u reads the image's
+            text = Path("/", name).read_bytes()
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(text), 0o644
+            tar.addfile(info, io.BytesIO(text))
         for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
             if Path("/", name).is_symlink():
                 info = tarfile.TarInfo(name)

@@ -239,6 +239,26 @@ async def test_a_container_stopped_mid_command_ends_the_run_naming_it(
         await project.aclose()
 
 
+async def test_a_user_in_the_name_runs_the_requests_as_that_user(
+    rig: ContainerRig, tmp_path: Path
+) -> None:
+    """``/podman:nobody@NAME:…`` is ``exec -u nobody``: the probe, commands and
+    files are that user's there (whose name ``exec`` sets in no variable)."""
+    write_project(rig, {"app.py": APP})
+    rig.project.chmod(0o777)
+    target = parse_tramp(f"/{rig.kind}:nobody@{rig.name}:{MOUNT}")
+    project = await RemoteProject.connect(target, runtime_dir=tmp_path, mirror=tmp_path / "m")
+    try:
+        assert (project.probe.uid, project.probe.user) == (65534, "nobody")
+        ran = await project.runner.run_shell("id -un", cwd=".", timeout_s=30, sandboxed=False)
+        assert ran.stdout == "nobody"
+        await project.files.write("新.txt", "写在容器里\n".encode())
+    finally:
+        await project.aclose()
+    made = rig.project / "新.txt"
+    assert made.read_text(encoding="utf-8") == "写在容器里\n" and made.stat().st_uid == 65534
+
+
 async def test_a_missing_container_is_refused_in_one_line(
     rig: ContainerRig, tmp_path: Path
 ) -> None:
