@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from .container import container_argv, container_down
+from .container import KILLED, SETTLE_S, container_argv, container_down
 from .errors import RemoteDisconnected, RemoteFailed
 from .target import RemoteTarget
 
@@ -243,7 +243,8 @@ class RemoteConnection:
         container (it does not run now) is gone; None when the request itself failed.
 
         A container's program gives no status of its own for it (see
-        :mod:`.container`), so every failed request there asks whether it runs.
+        :mod:`.container`), so every failed request there asks whether it runs
+        (after 137, for a few seconds: a container stopped under it ends it so).
         """
         if code in (0, HELPER_FAILED):
             return None
@@ -251,7 +252,7 @@ class RemoteConnection:
             if code == SSH_LOST and not await self.check():
                 return self.lost(detail)
             return None
-        why = await container_down(self.target)
+        why = await container_down(self.target, settle_s=SETTLE_S if code == KILLED else 0.0)
         return None if why is None else self.container_lost(why)
 
     # -- requests ---------------------------------------------------------------

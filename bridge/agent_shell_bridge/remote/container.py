@@ -6,19 +6,27 @@ for a stopped one; docker: 1), so a failed request is never read from its status
 alone: :func:`container_down` asks ``KIND container inspect`` whether the
 container runs, and a request that failed while it does not is the container's
 fault, told in one line ("container web is not running (exited)").
+
+A container stopped under a running ``exec`` ends it with 137 (SIGKILL) before its
+program may say it stopped; after that status the question is asked again for a
+few seconds (:data:`SETTLE_S`) before the status is taken for the command's own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Sequence
 
 from .target import RemoteTarget
 
-__all__ = ["container_argv", "container_down"]
+__all__ = ["KILLED", "SETTLE_S", "container_argv", "container_down"]
 
 _INSPECT_TIMEOUT_S = 20.0
+KILLED = 128 + 9
+SETTLE_S = 3.0
+_SETTLE_POLL_S = 0.1
 
 
 def container_argv(target: RemoteTarget, remote: Sequence[str]) -> list[str]:
@@ -27,8 +35,18 @@ def container_argv(target: RemoteTarget, remote: Sequence[str]) -> list[str]:
     return [target.kind, "exec", "-i", *user, target.host, *remote]
 
 
-async def container_down(target: RemoteTarget) -> str | None:
-    """Why TARGET's container cannot take requests now (one line), or None when it runs."""
+async def container_down(target: RemoteTarget, *, settle_s: float = 0.0) -> str | None:
+    """Why TARGET's container cannot take requests now (one line), or None when it
+    runs — still, after asking again for SETTLE_S seconds."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        why = await _ask(target)
+        if why is not None or time.monotonic() >= deadline:
+            return why
+        await asyncio.sleep(_SETTLE_POLL_S)  # its program has not seen it stop yet
+
+
+async def _ask(target: RemoteTarget) -> str | None:
     argv = [target.kind, "container", "inspect", "--format", "{{.State.Running}} {{.State.Status}}"]
     try:
         proc = await asyncio.create_subprocess_exec(

@@ -239,6 +239,24 @@ async def test_a_container_stopped_mid_command_ends_the_run_naming_it(
         await project.aclose()
 
 
+async def test_a_command_killed_in_a_running_container_is_its_own_result(
+    rig: ContainerRig, tmp_path: Path
+) -> None:
+    """137 is also what a stopped container gives: asked again, the container runs."""
+    write_project(rig, {"app.py": APP})
+    project = await RemoteProject.connect(
+        parse_tramp(rig.tramp()), runtime_dir=tmp_path, mirror=tmp_path / "mirror"
+    )
+    try:
+        killed = await project.runner.run_shell(
+            "echo 自杀 && kill -9 $$", cwd=".", timeout_s=30, sandboxed=False
+        )
+        assert killed.exit_code == 137 and killed.stdout == "自杀"
+        assert project.connection.dropped is None
+    finally:
+        await project.aclose()
+
+
 async def test_a_user_in_the_name_runs_the_requests_as_that_user(
     rig: ContainerRig, tmp_path: Path
 ) -> None:
