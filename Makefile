@@ -37,6 +37,9 @@ system-deps:
 	{ command -v dbus-daemon && command -v dbus-send; } >/dev/null || missing="$$missing dbus"; \
 	{ command -v ssh-agent && command -v ssh-keygen; } >/dev/null || missing="$$missing openssh-client"; \
 	[ -x /usr/sbin/sshd ] || missing="$$missing openssh-server"; \
+	command -v podman >/dev/null || missing="$$missing podman"; \
+	command -v runc >/dev/null || missing="$$missing runc"; \
+	command -v dockerd >/dev/null || missing="$$missing docker.io"; \
 	[ -d /usr/share/emacs/site-lisp/elpa/magit-3.3.0 ] || ls -d /usr/share/emacs/site-lisp/elpa/magit-* >/dev/null 2>&1 || missing="$$missing elpa-magit"; \
 	ls -d $(ELPA)/package-lint-[0-9]* >/dev/null 2>&1 || missing="$$missing elpa-package-lint"; \
 	ls -d $(ELPA)/flycheck-[0-9]* >/dev/null 2>&1 || missing="$$missing elpa-flycheck"; \
@@ -92,11 +95,13 @@ emacs30:
 	@tests/emacs/install-emacs30.sh $(EMACS30_DIR) >/dev/null
 
 # What make test runs on Emacs 30 besides the Python suite's run on the system
-# Emacs: the ERT suite, the byte-compilation and the end-to-end tests.
+# Emacs: the ERT suite, the byte-compilation, the end-to-end tests and the start
+# in a container's Dired buffer (TRAMP's /podman: and /docker: came with Emacs 29).
 test-emacs30: deps emacs30
 	$(call ert-suite,$(EMACS30))
 	$(call byte-compile-all,$(EMACS30))
 	EMACS=$(EMACS30) $(PY) -m pytest -q -p no:cacheprovider -m e2e tests/e2e
+	EMACS=$(EMACS30) $(PY) -m pytest -q -p no:cacheprovider tests/python/remote/test_remote_container_emacs.py
 
 lint: deps
 	$(VENV)/bin/ruff check bridge tests/python tests/e2e tests/recordings bench

@@ -52,7 +52,11 @@ Only the name is parsed; no connection is made."
      ((ignore-errors (file-remote-p root 'hop))
       (format "%s goes through several hops; remote projects take one" root))
      ((and (member method '("docker" "podman")) (not (executable-find method)))
-      (format "/%s: needs the %s program on this machine" method method)))))
+      (format "/%s: needs the %s program on this machine" method method))
+     ((not (assoc method (bound-and-true-p tramp-methods)))
+      ;; Emacs 28's TRAMP has no /docker: or /podman: (Emacs 29 brought them).
+      (format "/%s: is not a method of this Emacs's TRAMP (Emacs 29 or later has it)"
+              method)))))
 
 (defun agent-shell-remote-session-params (root)
   "Return the `remote' parameter of a session for ROOT, or nil when it is local.

@@ -13,6 +13,7 @@
 (require 'ert)
 (require 'agent-shell)
 (require 'agent-shell-remote)
+(require 'tramp)
 
 (ert-deftest test-remote/ssh-root-becomes-the-remote-param ()
   (let* ((agent-shell-remote-ssh-options '("IdentityFile=/tmp/k"))
@@ -39,6 +40,26 @@
                              :type 'user-error)))
       (should (string-search (cdr case) (cadr err)))
       (should-not (string-search "\n" (cadr err))))))
+
+(ert-deftest test-remote/container-roots-need-their-program-here ()
+  (dolist (method '("podman" "docker"))
+    (let* ((root (format "/%s:web:/srv/应用/" method))
+           (known (progn (file-remote-p root) (assoc method tramp-methods))))
+      (should (equal (agent-shell-remote-refusal root)
+                     (cond ((not (executable-find method))
+                            (format "/%s: needs the %s program on this machine" method method))
+                           ((not known)
+                            (format "/%s: is not a method of this Emacs's TRAMP %s"
+                                    method "(Emacs 29 or later has it)")))))
+      (when (and known (executable-find method))
+        (should (equal (alist-get 'tramp (alist-get 'remote
+                                                    (agent-shell-remote-session-params root)))
+                       (format "/%s:web:/srv/应用" method))))
+      (let* ((exec-path nil)
+             (err (should-error (agent-shell-remote-session-params root) :type 'user-error)))
+        (should (equal (cadr err)
+                       (format "agent-shell: /%s: needs the %s program on this machine"
+                               method method)))))))
 
 (ert-deftest test-remote/the-session-notice-says-where ()
   (should (string-search

@@ -3,6 +3,7 @@
 - :mod:`.target`: a TRAMP file name read into a target (ssh, docker, podman; the
   rest refused);
 - :mod:`.connection`: the one connection per host (an OpenSSH ControlMaster);
+- :mod:`.container`: a ``/docker:``/``/podman:`` container's ``exec`` and whether it runs;
 - :mod:`.helper`: the small program run on the host for each request;
 - :mod:`.probe`: what the host offers, asked once per connection;
 - :mod:`.walls`: the remote sandbox's bubblewrap argv;

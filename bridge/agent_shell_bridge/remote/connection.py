@@ -5,7 +5,9 @@ For ssh it is an OpenSSH ControlMaster started by the bridge (``-M -N``,
 0700 directory of the bridge's own; every request is a client of that master
 (``ControlMaster=no``) whose fallback to a connection of its own is closed off
 (``ProxyCommand=false``), so a lost master fails the request instead of quietly
-dialling again. For a container it is the ``docker``/``podman`` program itself.
+dialling again. For a container it is the ``docker``/``podman`` program itself,
+and whether the container runs is asked of that program (:mod:`.container`): a
+stopped or missing container is told apart from a failed command.
 
 Every remote command line is one :func:`shlex.join`: ssh hands the remote login
 shell a string, and nothing here builds that string by hand.
@@ -28,15 +30,18 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from .container import KILLED, SETTLE_S, container_argv, container_down
 from .errors import RemoteDisconnected, RemoteFailed
 from .target import RemoteTarget
 
-__all__ = ["HELPER_FAILED", "RemoteConnection", "control_dir", "default_runtime_dir"]
+__all__ = ["HELPER_FAILED", "SSH_LOST", "RemoteConnection", "control_dir", "default_runtime_dir"]
 
 HELPER_FAILED = 120
 _HELPER = Path(__file__).with_name("helper.py")
 _READY_POLL_S = 0.02
 _PR_SET_PDEATHSIG = 1
+# ssh's own exit status: the connection, not the remote command, failed.
+SSH_LOST = 255
 
 
 def default_runtime_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -120,16 +125,18 @@ class RemoteConnection:
     # -- the connection ---------------------------------------------------------
 
     def alive(self) -> bool:
-        """Whether requests can go through now (the master runs and listens)."""
+        """Whether requests can go through now (the master runs and listens; for a
+        container, nothing is held here: :meth:`check` asks whether it runs)."""
         if self.target.kind != "ssh":
             return True
         master = self._master
         return master is not None and master.returncode is None and self.socket.exists()
 
     async def check(self) -> bool:
-        """Ask the master itself whether it still holds the connection."""
+        """Ask the master itself whether it still holds the connection (for a
+        container, its program whether it runs)."""
         if self.target.kind != "ssh":
-            return True
+            return await container_down(self.target) is None
         if not self.alive():
             return False
         proc = await asyncio.create_subprocess_exec(
@@ -144,8 +151,15 @@ class RemoteConnection:
         return await proc.wait() == 0
 
     async def open(self) -> None:
-        """Connect (again): start the master and wait until its socket listens."""
-        if self.target.kind != "ssh" or self.alive():
+        """Connect (again): start the master and wait until its socket listens; for a
+        container, see that it runs (:class:`RemoteDisconnected` saying why not)."""
+        if self.target.kind != "ssh":
+            why = await container_down(self.target)
+            if why is not None:
+                raise RemoteDisconnected(f"cannot reach {self.target.label}: {why}")
+            self.dropped = None
+            return
+        if self.alive():
             return
         await self.close()
         await asyncio.to_thread(control_dir, self._runtime_dir)
@@ -215,6 +229,32 @@ class RemoteConnection:
         )
         return self.dropped
 
+    def container_lost(self, why: str) -> RemoteDisconnected:
+        """The error of a request that failed because its container stopped (WHY)."""
+        self.dropped = RemoteDisconnected(
+            f"{why}; the turn ended. Once it runs again, the next prompt (or resuming "
+            "the session) reaches it again."
+        )
+        return self.dropped
+
+    async def lost_by(self, code: int | None, detail: str) -> RemoteDisconnected | None:
+        """The error when a request that ended with CODE failed because the
+        connection (ssh: its status 255 and a master that no longer answers) or the
+        container (it does not run now) is gone; None when the request itself failed.
+
+        A container's program gives no status of its own for it (see
+        :mod:`.container`), so every failed request there asks whether it runs
+        (after 137, for a few seconds: a container stopped under it ends it so).
+        """
+        if code in (0, HELPER_FAILED):
+            return None
+        if self.target.kind == "ssh":
+            if code == SSH_LOST and not await self.check():
+                return self.lost(detail)
+            return None
+        why = await container_down(self.target, settle_s=SETTLE_S if code == KILLED else 0.0)
+        return None if why is None else self.container_lost(why)
+
     # -- requests ---------------------------------------------------------------
 
     def argv(self, remote: Sequence[str]) -> list[str]:
@@ -223,8 +263,7 @@ class RemoteConnection:
         if t.kind == "ssh":
             argv = [*self._ssh_common(), "-o", "ControlMaster=no", "-o", "ProxyCommand=false"]
             return [*argv, "-T", t.host, "--", shlex.join(remote)]
-        user = ["-u", t.user] if t.user else []
-        return [t.kind, "exec", "-i", *user, t.host, *remote]
+        return container_argv(t, remote)
 
     def helper_argv(self, request: Mapping[str, object]) -> list[str]:
         """The local argv of one helper request (:mod:`.helper`)."""
@@ -261,8 +300,11 @@ class RemoteConnection:
             raise RemoteFailed(helper_error(err))
         if proc.returncode != 0:
             text = err.decode(errors="replace")
-            if proc.returncode == 255 or not self.alive():
+            if self.target.kind == "ssh" and (proc.returncode == SSH_LOST or not self.alive()):
                 raise self.lost(text)
+            gone = await self.lost_by(proc.returncode, text)
+            if gone is not None:
+                raise gone
             if "python3" in text and ("not found" in text or "No such file" in text):
                 raise RemoteFailed(
                     f"{self.target.label} has no python3, which remote projects need"

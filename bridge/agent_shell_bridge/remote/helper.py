@@ -36,6 +36,7 @@ import fnmatch
 import glob
 import json
 import os
+import pwd
 import re
 import signal
 import stat
@@ -83,6 +84,14 @@ def _toolchains(home: str, request: dict[str, Any]) -> tuple[list[str], list[str
     return shown, masked
 
 
+def _user_name() -> str:
+    """The user's name from the password file (a container's exec sets no $USER)."""
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return ""
+
+
 def _probe(request: dict[str, Any]) -> None:
     bwrap = None
     for d in [*os.environ.get("PATH", "/usr/bin:/bin").split(":"), "/usr/bin", "/bin"]:
@@ -114,7 +123,7 @@ def _probe(request: dict[str, Any]) -> None:
                 "toolchains": shown,
                 "masked": [[p, "dir" if os.path.isdir(p) else "file"] for p in masked],
                 "uid": os.getuid(),
-                "user": os.environ.get("USER") or os.environ.get("LOGNAME") or "",
+                "user": os.environ.get("USER") or os.environ.get("LOGNAME") or _user_name(),
                 "home": home,
                 "python": sys.version.split()[0],
                 "bwrap": bwrap,

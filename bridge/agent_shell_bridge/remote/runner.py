@@ -47,7 +47,6 @@ __all__ = ["Judged", "RemoteRun", "RemoteRunner"]
 log = logging.getLogger(__name__)
 
 _QUIET = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
-_SSH_LOST = 255
 # How long a killed job's local end may take to see its channel close.
 _KILL_GRACE_S = 10.0
 
@@ -325,8 +324,8 @@ class RemoteRunner:
             with contextlib.suppress(OSError):
                 os.close(channel_write)
         notes: list[str] = []
-        if code == _SSH_LOST and not await self.connection.check():
-            lost = self.connection.lost("the job's channel closed")
+        lost = await self.connection.lost_by(code, "the job's channel closed")
+        if lost is not None:
             notes.append(f"{lost.message} The job ended there with it.")
             code = None
         elif code == HELPER_FAILED:
@@ -377,8 +376,9 @@ class RemoteRunner:
             for fd in (channel_read, channel_write):
                 with contextlib.suppress(OSError):
                     os.close(fd)
-        if result.exit_code == _SSH_LOST and not await self.connection.check():
-            raise self.connection.lost(result.stderr)
+        lost = await self.connection.lost_by(result.exit_code, result.stderr)
+        if lost is not None:
+            raise lost
         if result.exit_code == HELPER_FAILED:
             raise RemoteFailed(helper_error(result.stderr.encode()))
         return result

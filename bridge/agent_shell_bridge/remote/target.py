@@ -27,7 +27,7 @@ _TRAMP_RE = re.compile(
     r"(?:#(?P<port>[0-9]+))?:(?P<path>/.*)?\Z",
     re.DOTALL,
 )
-_HOST_RE = re.compile(r"\A[A-Za-z0-9._-]+\Z")
+_HOST_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]*\Z")  # no leading "-": never an option
 _USER_RE = re.compile(r"\A[A-Za-z0-9._][A-Za-z0-9._-]*\Z")
 
 

@@ -1,8 +1,9 @@
-;;; drive_remote_start.el --- Emacs side of test_remote_emacs.py  -*- lexical-binding: t; -*-
+;;; drive_remote_start.el --- Emacs side of the remote start tests  -*- lexical-binding: t; -*-
 
 ;;; Commentary:
 
-;; Run by the test in `emacs -Q --batch' against its sshd: Dired on the
+;; Run in `emacs -Q --batch' by test_remote_emacs.py against its sshd and by
+;; test_remote_container_emacs.py against a container: Dired on the
 ;; remote project through TRAMP, `agent-shell-start' there, one prompt, the
 ;; edit approved, the project's allowlist trusted; what Emacs saw is printed
 ;; between markers.

@@ -40,6 +40,8 @@ def test_containers_need_their_program_here() -> None:
         ("/ftp:me@host:/pub", "/ftp: is not supported"),
         ("/ssh:a|ssh:b:/x", "plain host name|single-hop"),
         ("/ssh:-oProxyCommand=x:/x", "plain host name"),
+        ("/ssh:-F.evil:/x", "plain host name"),  # never an option of ssh
+        ("/podman:-t1:/x", "plain host name"),  # nor of podman exec
         ("/ssh:-x@host:/x", "plain user name|single-hop"),
         ("/srv/app", "not a single-hop"),
         ("/ssh:host:/a\nb", "neither NUL nor newline"),
@@ -47,7 +49,7 @@ def test_containers_need_their_program_here() -> None:
 )
 def test_refused_with_a_one_line_reason(name: str, why: str) -> None:
     with pytest.raises(RemoteRefused, match=why) as info:
-        parse_tramp(name, which=_which(set()))
+        parse_tramp(name, which=_which({"podman"}))
     assert "\n" not in info.value.message
 
 
