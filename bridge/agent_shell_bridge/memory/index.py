@@ -21,7 +21,6 @@ import contextlib
 import json
 import logging
 import os
-import re
 import sqlite3
 import threading
 import time
@@ -31,12 +30,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import MemoryError_
-from .experience import MEMORY_SUBDIR, clamp_text, parse_experience
+from .experience import MEMORY_SUBDIR
 from .files import atomic_write_bytes
-from .frontmatter import body_after_front_matter
 from .hit import MemoryHit
 from .migrations import apply_migrations
-from .query import QueryPlan, short_grams
+from .query import QueryPlan
+from .rows import fill_aux, ids_of, record_of, write_aux
 from .scan import FileStat, Listing, dir_stamp, list_files, list_names, stat_file
 from .search import DB_NAME, find, normalise
 from .vocabulary import Vocabulary, build_vocabulary
@@ -49,10 +48,6 @@ ROOTS_NAME = "roots.json"
 MAX_FILE_BYTES = 1 << 20  # an experience is a page of notes; skip anything huge
 RACY_WINDOW_NS = 2_000_000_000  # re-hash files modified this close to their indexing
 FULL_SCAN_EVERY_S = 300.0  # how often a turn starts a full scan in the background
-_SEARCHED = ("title", "tags", "symbols", "summary", "body", "search_terms")
-#: Review states whose files are kept out of search (their rows hold no text).
-HIDDEN = frozenset({"rejected", "forgotten"})
-_DATE_PREFIX = re.compile(r"^(\d{4}-\d{2}-\d{2})--(.*)$")
 
 T = TypeVar("T")
 
@@ -140,7 +135,7 @@ class MemoryIndex:
             conn.execute("PRAGMA synchronous = NORMAL")
             before = apply_migrations(conn)
             if 0 < before < 2:
-                _fill_aux(conn)  # rows indexed before the short-term index existed
+                fill_aux(conn)  # rows indexed before the short-term index existed
         except BaseException:
             conn.close()
             raise
@@ -539,7 +534,7 @@ class MemoryIndex:
                 )
                 stats.unchanged += 1
                 continue
-            record = _record(Path(path), data, str(root), project)
+            record = record_of(Path(path), data, str(root), project)
             record.update(file_hash=digest, mtime_ns=st.mtime_ns, size=st.size, inode=st.inode)
             record["indexed_ns"] = now
             if old is None:
@@ -551,9 +546,9 @@ class MemoryIndex:
                 stats.updated += 1
         if new_records:
             self._database()["experiences"].insert_all(new_records, batch_size=200)
-            ids = _ids_of(conn, [r["path"] for r in new_records])
+            ids = ids_of(conn, [r["path"] for r in new_records])
             changed += [(ids[r["path"]], r) for r in new_records]
-        _write_aux(conn, changed)
+        write_aux(conn, changed)
 
     # ----------------------------------------------------------------- search
 
@@ -592,113 +587,3 @@ class MemoryIndex:
         return self._guard(
             lambda: int(self._open().execute("SELECT count(*) FROM experiences").fetchone()[0])
         )
-
-
-def _ids_of(conn: sqlite3.Connection, paths: list[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for start in range(0, len(paths), 500):
-        chunk = paths[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        sql = f"SELECT path, id FROM experiences WHERE path IN ({marks})"  # noqa: S608
-        out.update((p, i) for p, i in conn.execute(sql, chunk))
-    return out
-
-
-def _write_aux(conn: sqlite3.Connection, rows: list[tuple[int, dict[str, Any]]]) -> None:
-    """(Re)write the short-term tokens and the symbols of these experiences."""
-    if not rows:
-        return
-    ids = [(rid,) for rid, _ in rows]
-    conn.executemany("DELETE FROM experiences_short WHERE rowid = ?", ids)
-    conn.executemany("DELETE FROM experience_symbols WHERE experience_id = ?", ids)
-    conn.executemany(
-        "INSERT INTO experiences_short (rowid, grams) VALUES (?, ?)",
-        [(rid, short_grams("\n".join(str(r[c]) for c in _SEARCHED))) for rid, r in rows],
-    )
-    conn.executemany(
-        "INSERT OR IGNORE INTO experience_symbols (symbol, experience_id) VALUES (?, ?)",
-        [
-            (sym, rid)
-            for rid, r in rows
-            for sym in {s.strip().casefold() for s in str(r["symbols"]).split("\n")}
-            if sym
-        ],
-    )
-
-
-def _fill_aux(conn: sqlite3.Connection) -> None:
-    """Fill the short-term and symbol tables for every row (after migrating to them)."""
-    cols = ", ".join(("id", *_SEARCHED))
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        rows = [
-            (row[0], dict(zip(_SEARCHED, row[1:], strict=True)))
-            for row in conn.execute(f"SELECT {cols} FROM experiences")  # noqa: S608
-        ]
-        _write_aux(conn, rows)
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
-def _record(path: Path, data: bytes, root: str, project: str) -> dict[str, Any]:
-    """The index row for one file; a file that does not parse is still indexed as text."""
-    text = data.decode("utf-8", errors="replace")
-    stem = path.name.removesuffix(".md")
-    m = _DATE_PREFIX.match(stem)
-    file_date, file_title = (m.group(1), m.group(2)) if m else ("", stem)
-    try:
-        exp = parse_experience(text)
-    except MemoryError_ as exc:
-        body = body_after_front_matter(text.replace("\r\n", "\n"))
-        return {
-            "path": str(path),
-            "root": root,
-            "project": project,
-            "title": file_title,
-            "date": file_date,
-            "task_type": "",
-            "tags": "",
-            "symbols": "",
-            "trigger_reason": "",
-            "summary": clamp_text(body, 300),
-            "body": body,
-            "search_terms": "",
-            "status": "",
-            "parse_error": exc.message,
-        }
-    body = body_after_front_matter(text.removeprefix("\ufeff").replace("\r\n", "\n"))
-    if exp.status in HIDDEN:
-        return {
-            "path": str(path),
-            "root": root,
-            "project": project,
-            "title": exp.title,
-            "date": exp.date or file_date,
-            "task_type": exp.task_type,
-            "tags": "",
-            "symbols": "",
-            "trigger_reason": "",
-            "summary": "",
-            "body": "",
-            "search_terms": "",
-            "status": exp.status,
-            "parse_error": None,
-        }
-    return {
-        "path": str(path),
-        "root": root,
-        "project": project,
-        "title": exp.title,
-        "date": exp.date or file_date,
-        "task_type": exp.task_type,
-        "tags": "\n".join(exp.tags),
-        "symbols": "\n".join(exp.symbols),
-        "trigger_reason": exp.trigger,
-        "summary": exp.summary,
-        "body": body,
-        "search_terms": "\n".join(exp.search_terms),
-        "status": exp.status,
-        "parse_error": None,
-    }
