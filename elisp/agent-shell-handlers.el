@@ -91,13 +91,15 @@ In a remote session the tool runs on the buffers visiting files under
 the session's own remote root, whatever root the context names."
   (let ((outcome
          (condition-case err
-             (cons 'ok (if-let ((remote (agent-shell-handlers--remote-root params)))
-                           (agent-shell-remote-files-tool remote
-                                                          (alist-get 'name params)
-                                                          (alist-get 'arguments params))
-                         (agent-shell-tools-call (alist-get 'name params)
-                                                 (alist-get 'arguments params)
-                                                 (alist-get 'context params))))
+             (cons 'ok (let ((remote (agent-shell-handlers--remote-root params)))
+                         (if (or remote (eq (alist-get 'remote (alist-get 'context params)) t))
+                             ;; A remote session's whose shell buffer is gone: refused.
+                             (agent-shell-remote-files-tool remote
+                                                            (alist-get 'name params)
+                                                            (alist-get 'arguments params))
+                           (agent-shell-tools-call (alist-get 'name params)
+                                                   (alist-get 'arguments params)
+                                                   (alist-get 'context params)))))
            (agent-shell-tool-error (cons 'error (format "%s" (cadr err))))
            (error (cons 'error (format "%s failed: %s" (alist-get 'name params)
                                        (error-message-string err)))))))

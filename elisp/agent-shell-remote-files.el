@@ -201,7 +201,9 @@ ROOT is the session's own remote root, never one the bridge or the
 model chose.  Only `agent-shell-remote-files-tools' run; any other is
 refused."
   (let ((handler (cdr (assoc name agent-shell-remote-files-tools))))
-    (unless (and (stringp root) handler)
+    (unless (stringp root)
+      (agent-shell-tools-error "No shell buffer of this remote session is open in Emacs"))
+    (unless handler
       (agent-shell-tools-error
        "%s does not run in Emacs for a remote project; only %s do" name
        (mapconcat #'car agent-shell-remote-files-tools " and ")))

@@ -75,6 +75,8 @@ async def _client_call(
             "session_id": live.state.id,
             "expected_sha256": live.state.read_hashes.get(display) if display else None,
             "extra_roots": [str(x) for x in live.config.extra_allowed_paths],
+            # Emacs then uses its own session's remote root; ROOT is only the mirror.
+            "remote": live.remote is not None,
         },
     }
     result = await live.client.hub.request(
