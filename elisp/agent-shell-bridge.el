@@ -18,6 +18,7 @@
 (require 'agent-shell-log)
 (require 'agent-shell-plan)
 (require 'agent-shell-tools)
+(require 'agent-shell-remote-files)
 (require 'agent-shell-project)
 (require 'agent-shell-transcript)
 (require 'agent-shell-lifecycle)
@@ -86,8 +87,10 @@ Oldest first."))
                    (emacs . ,emacs-version)))
     (clientCapabilities . ((tools . ,(vconcat (agent-shell-tools-names)))
                            ;; A remote session's files through the buffers
-                           ;; visiting them (agent-shell-remote-files.el).
-                           (remoteBuffers . t)))
+                           ;; visiting them (agent-shell-remote-files.el),
+                           ;; and the tools run on these buffers.
+                           (remoteBuffers . t)
+                           (remoteTools . ,(vconcat (mapcar #'car agent-shell-remote-files-tools)))))
     ,@(and agent-shell-notify-webhook
            `((notify . ((webhook . ,agent-shell-notify-webhook)
                         (kind . ,(symbol-name agent-shell-notify-webhook-kind))))))

@@ -141,19 +141,26 @@ what the checker had."
               (agent-shell-diagnostics-checker b))))
      (buffer-list))))
 
-(defun agent-shell-diagnostics-project (root)
-  "Return (CHECKED . ITEMS) for ROOT: ITEMS are (FILE . DIAG), errors first.
-CHECKED is the number of buffers with a checker; zero means none."
-  (let ((buffers (agent-shell-diagnostics--project-buffers root))
-        (items nil))
+(defun agent-shell-diagnostics-of-buffers (buffers name)
+  "Return (CHECKED . ITEMS) for BUFFERS: ITEMS are (FILE . DIAG), errors first.
+FILE is what NAME, called with a buffer, returns.  CHECKED is the
+number of BUFFERS; zero means none has a checker."
+  (let ((items nil))
     (dolist (b buffers)
-      (let ((file (file-relative-name (buffer-file-name b) root)))
+      (let ((file (funcall name b)))
         (dolist (d (agent-shell-diagnostics-of-buffer b))
           (push (cons file d) items))))
     (cons (length buffers)
           (sort (nreverse items)
                 (lambda (a b) (and (equal (plist-get (cdr a) :type) "error")
                                    (not (equal (plist-get (cdr b) :type) "error"))))))))
+
+(defun agent-shell-diagnostics-project (root)
+  "Return (CHECKED . ITEMS) for ROOT: ITEMS are (FILE . DIAG), errors first.
+CHECKED is the number of buffers with a checker; zero means none."
+  (agent-shell-diagnostics-of-buffers
+   (agent-shell-diagnostics--project-buffers root)
+   (lambda (b) (file-relative-name (buffer-file-name b) root))))
 
 (defun agent-shell-diagnostics-project-text (root)
   "Return the diagnostics of ROOT's visited buffers as lines of text, capped."
@@ -178,9 +185,13 @@ CHECKED is the number of buffers with a checker; zero means none."
   "Handle `project_diagnostics' with ARGS in CONTEXT.
 The diagnostics of the project's visited buffers that have Flymake or
 Flycheck on, errors first, at most ARGS' `limit'."
-  (let* ((root (file-name-as-directory (expand-file-name (alist-get 'root context))))
-         (limit (min (or (alist-get 'limit args) agent-shell-diagnostics-max) 500))
-         (found (agent-shell-diagnostics-project root))
+  (let ((root (file-name-as-directory (expand-file-name (alist-get 'root context)))))
+    (agent-shell-diagnostics-tool-result (agent-shell-diagnostics-project root) args)))
+
+(defun agent-shell-diagnostics-tool-result (found args)
+  "Return `project_diagnostics'' answer for FOUND, at most ARGS' `limit' of them.
+FOUND is (CHECKED . ITEMS) as `agent-shell-diagnostics-of-buffers' returns."
+  (let* ((limit (min (or (alist-get 'limit args) agent-shell-diagnostics-max) 500))
          (items (cdr found))
          (shown (cl-subseq items 0 (min limit (length items)))))
     (if (zerop (car found))

@@ -13,7 +13,9 @@
 ;; - `log/file' (a long session's log went on in a new file) to the
 ;;   session's record;
 ;; - `tool/call' to the Emacs-side tools (agent-shell-tools.el), answered
-;;   with the tool's result or error;
+;;   with the tool's result or error; a remote session's to the few that
+;;   look at its buffers (agent-shell-remote-files.el), under the
+;;   session's own remote root;
 ;; - `session/request_permission' to the steps waiting for the user
 ;;   (agent-shell-permissions.el), answered once the user decides;
 ;; - `session/request_plan' to the plan buffer (agent-shell-plan.el),
@@ -84,12 +86,20 @@ reading the new file."
 ;;; Requests
 
 (defun agent-shell-handlers--run-tool (conn id params)
-  "Run the tool of `tool/call' PARAMS and answer request ID on CONN."
+  "Run the tool of `tool/call' PARAMS and answer request ID on CONN.
+In a remote session the tool runs on the buffers visiting files under
+the session's own remote root, whatever root the context names."
   (let ((outcome
          (condition-case err
-             (cons 'ok (agent-shell-tools-call (alist-get 'name params)
-                                               (alist-get 'arguments params)
-                                               (alist-get 'context params)))
+             (cons 'ok (let ((remote (agent-shell-handlers--remote-root params)))
+                         (if (or remote (eq (alist-get 'remote (alist-get 'context params)) t))
+                             ;; A remote session's whose shell buffer is gone: refused.
+                             (agent-shell-remote-files-tool remote
+                                                            (alist-get 'name params)
+                                                            (alist-get 'arguments params))
+                           (agent-shell-tools-call (alist-get 'name params)
+                                                   (alist-get 'arguments params)
+                                                   (alist-get 'context params)))))
            (agent-shell-tool-error (cons 'error (format "%s" (cadr err))))
            (error (cons 'error (format "%s failed: %s" (alist-get 'name params)
                                        (error-message-string err)))))))

@@ -123,29 +123,38 @@ neither its file name nor its text reaches the model."
                    (or (agent-shell-perception-user-buffer)
                        (agent-shell-tools-error "The user has no file buffer open")))))
     (if (agent-shell-perception--inside-p buffer context)
-        (agent-shell-perception--describe buffer context)
-      `((outside_project . t)
-        (message . ,(concat (if name "That buffer" "The user's current buffer")
-                            " does not visit a file inside the project;"
-                            " its details are not shared"))))))
+        (agent-shell-perception-describe
+         buffer (agent-shell-tools-relative (buffer-file-name buffer) context))
+      (agent-shell-perception-outside name))))
 
-(defun agent-shell-perception--describe (buffer context)
-  "Return the overview of BUFFER, a file buffer under the roots of CONTEXT."
+(defun agent-shell-perception-outside (name)
+  "Return the overview of a buffer outside the project.
+NAME is the buffer name the model asked for, or nil for the user's
+current buffer."
+  `((outside_project . t)
+    (message . ,(concat (if name "That buffer" "The user's current buffer")
+                        " does not visit a file inside the project;"
+                        " its details are not shared"))))
+
+(defun agent-shell-perception-describe (buffer file)
+  "Return the overview of BUFFER, a file buffer of the project.
+FILE is its file's name as the model sees it (relative to the root).
+Nothing here touches the file, so a TRAMP buffer is described from
+what Emacs has, without a connection."
   (let ((pos (agent-shell-perception--buffer-point buffer)))
     (with-current-buffer buffer
       (save-excursion
         (save-restriction
           (widen)
           (goto-char pos)
-          (let* ((file (buffer-file-name))
-                 (region (and mark-active (mark t)
+          (let* ((region (and mark-active (mark t)
                               (cons (region-beginning) (region-end))))
                  (region-text (and region
                                    (buffer-substring-no-properties
                                     (car region)
                                     (min (cdr region) (+ (car region) 200))))))
             `((buffer . ,(buffer-name))
-              (file . ,(if file (agent-shell-tools-relative file context) :null))
+              (file . ,file)
               (major_mode . ,(symbol-name major-mode))
               (line_count . ,(agent-shell-perception--line-count))
               (size . ,(buffer-size))

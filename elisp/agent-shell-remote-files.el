@@ -21,7 +21,15 @@
 ;; under the session's remote root, then looked up among the buffers
 ;; with no file name handler: a name no buffer visits is answered
 ;; `visited: false' and never expanded, visited or connected to.
-;; agent-shell-handlers.el receives the requests.
+;;
+;; The same buffers are what the remote session's `buffer_overview' and
+;; `project_diagnostics' see (`agent-shell-remote-files-tool'): only a
+;; live buffer already visiting a file under the session's own remote
+;; root counts, its name compared as a string and given relative to
+;; that root, and its diagnostics are whatever Flymake or Flycheck
+;; already has there (no checker is started over TRAMP).
+;; agent-shell-handlers.el receives the requests and the tool calls of
+;; a remote session.
 
 ;;; Code:
 
@@ -29,22 +37,34 @@
 (require 'subr-x)
 (require 'agent-shell-tools)
 (require 'agent-shell-actions)
+(require 'agent-shell-perception)
+(require 'agent-shell-diagnostics)
+
+(defun agent-shell-remote-files-relative (root name)
+  "Return NAME relative to the remote directory ROOT, or nil.
+Nil when NAME does not start with ROOT, or its rest is empty or has
+an empty, \".\" or \"..\" part.  Only the strings are compared; no
+file name handler runs and nothing is expanded."
+  (let ((root (and (stringp root)
+                   (let ((file-name-handler-alist nil))
+                     (file-name-as-directory root)))))
+    (and root (stringp name) (string-prefix-p root name)
+         (let ((rest (substring name (length root))))
+           (and (not (string-empty-p rest))
+                (not (string-match-p "[\0\n]" rest))
+                (not (cl-some (lambda (part) (member part '("" "." "..")))
+                              (split-string rest "/")))
+                rest)))))
 
 (defun agent-shell-remote-files-name (root name)
   "Return NAME when it names a file under the remote directory ROOT.
 Signal `agent-shell-tool-error' otherwise: a name not starting with
 ROOT, or whose rest is empty or has an empty, \".\" or \"..\" part.
 Only the strings are compared; nothing is expanded."
-  (let ((root (and (stringp root) (file-name-as-directory root))))
-    (unless (and root (stringp name) (string-prefix-p root name)
-                 (let ((rest (substring name (length root))))
-                   (and (not (string-empty-p rest))
-                        (not (string-match-p "[\0\n]" rest))
-                        (not (cl-some (lambda (part) (member part '("" "." "..")))
-                                      (split-string rest "/"))))))
-      (agent-shell-tools-error "`%s' is not a file of this session's remote project %s"
-                               name (or root "(none)")))
-    name))
+  (unless (agent-shell-remote-files-relative root name)
+    (agent-shell-tools-error "`%s' is not a file of this session's remote project %s"
+                             name (if (stringp root) (file-name-as-directory root) "(none)")))
+  name)
 
 (defun agent-shell-remote-files-buffer (name)
   "Return the live buffer visiting exactly the file NAME, or nil.
@@ -126,6 +146,70 @@ prompt, keeping its coding system and line ends."
           (written . t)
           (coding_system . ,(symbol-name
                              (buffer-local-value 'buffer-file-coding-system buffer))))))))
+
+;;; What the agent sees of the project's buffers
+
+(defconst agent-shell-remote-files-tools
+  '(("buffer_overview" . agent-shell-remote-files-buffer-overview)
+    ("project_diagnostics" . agent-shell-remote-files-diagnostics))
+  "The Emacs-side tools a remote session runs here: (NAME . HANDLER).
+HANDLER is called with the session's remote root and the tool's ARGS.
+The other Emacs-side tools look at local files only; the bridge
+answers them from the host.")
+
+(defun agent-shell-remote-files--file (root buffer)
+  "Return BUFFER's file relative to the remote ROOT, or nil.
+Nil unless BUFFER is live and visits a file under ROOT, as named."
+  (and (buffer-live-p buffer)
+       (agent-shell-remote-files-relative root (buffer-file-name buffer))))
+
+(defun agent-shell-remote-files--project-buffers (root)
+  "Return the live buffers visiting files under the remote ROOT."
+  (cl-remove-if-not (lambda (b) (agent-shell-remote-files--file root b))
+                    (buffer-list)))
+
+(defun agent-shell-remote-files-buffer-overview (root args)
+  "Handle a remote session's `buffer_overview' with ARGS, ROOT its remote root.
+As locally (`agent-shell-perception-buffer-overview'): the named
+buffer, else the user's current file buffer, described only when it
+visits a file under ROOT, its name relative to ROOT."
+  (let* ((name (agent-shell-tools-arg args 'buffer 'string))
+         (buffer (if name
+                     (or (get-buffer name)
+                         (agent-shell-tools-error "No buffer named `%s'" name))
+                   (or (agent-shell-perception-user-buffer)
+                       (agent-shell-tools-error "The user has no file buffer open"))))
+         (file (agent-shell-remote-files--file root buffer)))
+    (if file
+        (agent-shell-perception-describe buffer file)
+      (agent-shell-perception-outside name))))
+
+(defun agent-shell-remote-files-diagnostics (root args)
+  "Handle a remote session's `project_diagnostics' with ARGS, ROOT its remote root.
+The diagnostics Flymake or Flycheck already has in the buffers visiting
+files under ROOT, errors first, at most ARGS' `limit'."
+  (agent-shell-diagnostics-tool-result
+   (agent-shell-diagnostics-of-buffers
+    (cl-remove-if-not #'agent-shell-diagnostics-checker
+                      (agent-shell-remote-files--project-buffers root))
+    (lambda (b) (agent-shell-remote-files--file root b)))
+   args))
+
+(defun agent-shell-remote-files-tool (root name args)
+  "Run the Emacs-side tool NAME with ARGS for the remote session of ROOT.
+ROOT is the session's own remote root, never one the bridge or the
+model chose.  Only `agent-shell-remote-files-tools' run; any other is
+refused."
+  (let ((handler (cdr (assoc name agent-shell-remote-files-tools))))
+    (unless (stringp root)
+      (agent-shell-tools-error "No shell buffer of this remote session is open in Emacs"))
+    (unless handler
+      (agent-shell-tools-error
+       "%s does not run in Emacs for a remote project; only %s do" name
+       (mapconcat #'car agent-shell-remote-files-tools " and ")))
+    (unless (listp args)
+      (agent-shell-tools-error "Tool arguments must be a JSON object"))
+    (agent-shell-tools-drop-nulls (funcall handler root args))))
 
 (provide 'agent-shell-remote-files)
 ;;; agent-shell-remote-files.el ends here

@@ -122,23 +122,23 @@ Failures signal `agent-shell-tool-error'."
       (unless (file-directory-p root)
         (agent-shell-tools-error "Project root does not exist: %s" root)))
     (require (nth 2 entry))
-    (agent-shell-tools--drop-nulls (funcall (nth 1 entry) args context))))
+    (agent-shell-tools-drop-nulls (funcall (nth 1 entry) args context))))
 
 (defun agent-shell-tools--alist-p (value)
   "Return non-nil when VALUE is a non-empty alist with symbol keys."
   (and (consp value)
        (cl-every (lambda (pair) (and (consp pair) (symbolp (car pair)))) value)))
 
-(defun agent-shell-tools--drop-nulls (value)
+(defun agent-shell-tools-drop-nulls (value)
   "Return VALUE with every (KEY . :null) pair removed, recursively.
 Handlers mark absent values with `:null'; leaving the key out keeps
 the result independent of the serializer's null convention."
-  (cond ((vectorp value) (vconcat (mapcar #'agent-shell-tools--drop-nulls value)))
+  (cond ((vectorp value) (vconcat (mapcar #'agent-shell-tools-drop-nulls value)))
         ((agent-shell-tools--alist-p value)
          (delq nil (mapcar (lambda (pair)
                              (unless (eq (cdr pair) :null)
                                (cons (car pair)
-                                     (agent-shell-tools--drop-nulls (cdr pair)))))
+                                     (agent-shell-tools-drop-nulls (cdr pair)))))
                            value)))
         (t value)))
 

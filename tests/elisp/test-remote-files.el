@@ -16,6 +16,7 @@
 (require 'tramp)
 (require 'agent-shell-remote-files)
 (require 'agent-shell-handlers)
+(require 'flymake)
 
 (defconst test-remote-files--chinese "中文内容：远程缓冲区"
   "Chinese text that must survive every step.")
@@ -188,5 +189,109 @@ a file there and the mock connection are gone afterwards."
                                 (alist-get 'refused (agent-shell-remote-files-write
                                                      root name "agent\n"))))
         (should (equal (test-remote-files--bytes local) "third\n"))))))
+
+;;; What the agent sees of the project's buffers
+
+(defconst test-remote-files--flymake-text "未定义的名字 `加法'"
+  "The diagnostic the test's Flymake backend reports.")
+
+(defun test-remote-files--flymake-backend (report &rest _)
+  "Report one error on line 2 through REPORT, at once: no process runs."
+  (save-excursion
+    (goto-char (point-min))
+    (forward-line 1)
+    (funcall report (list (flymake-make-diagnostic
+                           (current-buffer) (point) (line-end-position) :error
+                           test-remote-files--flymake-text)))))
+
+(defun test-remote-files--flymake-on (buffer)
+  "Turn Flymake on in BUFFER with the test's backend; it has reported then."
+  (with-current-buffer buffer
+    (setq-local flymake-diagnostic-functions '(test-remote-files--flymake-backend))
+    (flymake-mode 1)
+    (flymake-start nil t)
+    (should (flymake-diagnostics))))
+
+(ert-deftest test-remote-files/overview-and-diagnostics-of-the-visiting-buffers ()
+  (test-remote-files--with-project (dir root)
+    (let* ((project (concat root "项目/"))
+           (name (concat project "src/加法.py"))
+           (outside (concat root "elsewhere.py")))
+      (make-directory (expand-file-name "项目/src" dir) t)
+      (test-remote-files--write-local (expand-file-name "项目/src/加法.py" dir)
+                                      "def 加法(a, b):\n    return a - b\n")
+      (test-remote-files--write-local (expand-file-name "elsewhere.py" dir) "secret = 1\nmore = 2\n")
+      (let ((buffer (find-file-noselect name))
+            (other (find-file-noselect outside)))
+        (test-remote-files--flymake-on buffer)
+        (test-remote-files--flymake-on other)
+        (with-current-buffer buffer (goto-char (point-max)) (insert "# 未保存\n"))
+        ;; Once visited, nothing here needs the connection again.
+        (tramp-cleanup-all-connections)
+        (switch-to-buffer buffer)
+        (let ((seen (agent-shell-remote-files-tool project "buffer_overview" nil)))
+          (should (equal (alist-get 'file seen) "src/加法.py"))
+          (should (equal (alist-get 'buffer seen) (buffer-name buffer)))
+          (should (eq (alist-get 'modified seen) t))
+          (should (equal (alist-get 'point_line seen) 4))
+          (should (equal (alist-get 'flymake_diagnostics seen) 1)))
+        ;; A buffer of the same host outside the project: not described.
+        (switch-to-buffer other)
+        (let ((seen (agent-shell-remote-files-tool project "buffer_overview" nil)))
+          (should (eq (alist-get 'outside_project seen) t))
+          (should-not (alist-get 'file seen)))
+        (let ((seen (agent-shell-remote-files-tool
+                     project "buffer_overview" `((buffer . ,(buffer-name other))))))
+          (should (eq (alist-get 'outside_project seen) t)))
+        ;; The diagnostics Flymake has in the project's buffer, and only its.
+        (let* ((found (agent-shell-remote-files-tool project "project_diagnostics" nil))
+               (items (append (alist-get 'diagnostics found) nil)))
+          (should (equal (alist-get 'checked_buffers found) 1))
+          (should (equal (length items) 1))
+          (should (equal (alist-get 'file (car items)) "src/加法.py"))
+          (should (equal (alist-get 'line (car items)) 2))
+          (should (equal (alist-get 'type (car items)) "error"))
+          (should (equal (alist-get 'text (car items)) test-remote-files--flymake-text))
+          ;; Serializable as the bridge gets it, Chinese intact.
+          (should (string-search "未定义的名字"
+                                 (decode-coding-string (json-serialize found) 'utf-8))))
+        (should-not (tramp-list-connections))
+        (dolist (b (list buffer other))
+          (with-current-buffer b (flymake-mode -1)))))))
+
+(ert-deftest test-remote-files/perception-opens-no-connection-for-other-names ()
+  (test-remote-files--with-project (dir root)
+    (let* ((project (concat root "p/"))
+           (local (expand-file-name "p/a.py" dir)))
+      (make-directory (file-name-directory local) t)
+      (test-remote-files--write-local local "a = 1\n")
+      (tramp-cleanup-all-connections)
+      (let ((buffers (buffer-list)))
+        ;; No buffer visits the project: nothing to see, nothing connected.
+        (should (equal (alist-get 'checked_buffers
+                                  (agent-shell-remote-files-tool
+                                   project "project_diagnostics" nil))
+                       0))
+        ;; A buffer name that is a TRAMP name of the project is just a name.
+        (should-error (agent-shell-remote-files-tool
+                       project "buffer_overview" `((buffer . ,(concat project "a.py"))))
+                      :type 'agent-shell-tool-error)
+        ;; A local buffer of the same path is not one of the project's.
+        (with-temp-buffer
+          (setq buffer-file-name local)
+          (should (eq (alist-get 'outside_project
+                                 (agent-shell-remote-files-tool
+                                  project "buffer_overview" `((buffer . ,(buffer-name)))))
+                      t))
+          (setq buffer-file-name nil))
+        ;; The other Emacs-side tools do not run for a remote project.
+        (dolist (tool '("symbol_search" "open_file" "org_search" "magit_stage"
+                        "write_file" "describe_symbol"))
+          (should-error (agent-shell-remote-files-tool project tool '((path . "a.py")))
+                        :type 'agent-shell-tool-error))
+        (should-error (agent-shell-remote-files-tool nil "buffer_overview" nil)
+                      :type 'agent-shell-tool-error)
+        (should-not (tramp-list-connections))
+        (should (equal (buffer-list) buffers))))))
 
 ;;; test-remote-files.el ends here

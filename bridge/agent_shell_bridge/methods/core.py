@@ -10,6 +10,7 @@ import httpx
 from pydantic import Field, field_validator
 
 from .. import __version__
+from ..agent.session.client import REMOTE_TOOLS
 from ..policy.secrets import BUILTIN, check_entry
 from ..project.trust import TRUSTED_KINDS
 from ..runtime import Runtime
@@ -67,6 +68,10 @@ def register(d: Dispatcher[Runtime]) -> None:
         if isinstance(tools, list):
             rt.client_tools = frozenset(t for t in tools if isinstance(t, str) and t in CATALOGUE)
         rt.link.buffers = p.clientCapabilities.get("remoteBuffers") is True
+        remote_tools = p.clientCapabilities.get("remoteTools", [])
+        rt.link.remote_tools = frozenset(
+            t for t in (remote_tools if isinstance(remote_tools, list) else []) if t in REMOTE_TOOLS
+        )
         if p.model is not None:
             rt.config = rt.config.with_model(p.model)
         if p.sandbox_approved_commands is not None:

@@ -3,7 +3,8 @@
 The session's root here is its local mirror (records only), so a tool that looked
 there would report an empty project. Against a real sshd, with the scripted model:
 ``symbol_search``, ``org_search`` and ``open_file`` see the host's files (Chinese
-included); the tools that need Emacs's buffers say why they are unavailable there.
+included); without an Emacs connected, the tools that look at its buffers visiting
+the project's files say why they are unavailable (with Emacs: test_remote_buffers.py).
 """
 
 from __future__ import annotations
@@ -96,11 +97,12 @@ async def test_perception_tools_look_on_the_host(
     assert shown["opened"] is False
     assert shown["note"].endswith(ssh_rig.tramp(str(root / "app.py")))
     assert "No such file: missing.py" in texts[4]
-    assert "remote session" in texts[5] and "project_diagnostics" in texts[5]
+    assert "no Emacs is connected to this remote session" in texts[5]
+    assert "project_diagnostics looks at the buffers Emacs visits" in texts[5]
     assert "buffer_overview is unavailable here: this is a remote project" in texts[6]
-    assert "no Emacs is connected" not in texts[6]
+    assert "no Emacs is connected to show the buffers visiting them" in texts[6]
     system = rig.requests[0]["messages"][0]["content"]
     assert "This is a remote project (its files are on" in system
-    assert "No Emacs is connected" not in system
+    assert "buffer_overview, describe_symbol" in system
     # A host symlink out of the project is refused there, as for read_file.
     assert "outside the project" in texts[7]

@@ -1,6 +1,7 @@
 """Running one allowed (or approved) tool call: in Emacs, or by its bridge-side handler.
 
-An Emacs-side tool goes to Emacs when the connected Emacs handles it; otherwise, and
+An Emacs-side tool goes to Emacs when the connected Emacs handles it (in a remote
+session only the few that look at the buffers visiting its files); otherwise, and
 for the bridge's own tools, the handler bound to the tool's catalogue entry
 (:mod:`.handlers`) runs it. Each returns a :class:`ToolResult`; what the executor
 records of it (log entry, client update) happens in :mod:`.record`.
@@ -35,7 +36,7 @@ async def execute(
     spec = p.spec
     if spec.external is not None:
         return await spec.external.call(p.args.model_dump())
-    if spec.side is Side.EMACS and spec.name in live.client_tools:
+    if spec.side is Side.EMACS and spec.name in live.emacs_tools:
         result = ToolResult(await _client_call(live, call, turn, p))
     else:
         binding = handlers.get(spec.name)
@@ -74,6 +75,8 @@ async def _client_call(
             "session_id": live.state.id,
             "expected_sha256": live.state.read_hashes.get(display) if display else None,
             "extra_roots": [str(x) for x in live.config.extra_allowed_paths],
+            # Emacs then uses its own session's remote root; ROOT is only the mirror.
+            "remote": live.remote is not None,
         },
     }
     result = await live.client.hub.request(

@@ -5,8 +5,12 @@ Emacs-side tools. Those with a bridge-side fallback (git, ripgrep, the file tool
 run anyway; the others (``buffer_overview``), the Emacs Lisp tools that come with
 agent-shell (``describe_symbol``, ``eval_elisp``) and the tools a user defines with
 ``agent-shell-define-tool`` are left out of the request, and the system prompt says
-they are unavailable here. A call to one anyway gets a failed result saying why. A
-remote session is told the same, with its own reason.
+they are unavailable here. A call to one anyway gets a failed result saying why.
+
+A remote session is told the same, with its own reason: Emacs runs only the tools
+that look at its buffers visiting the project's files (``REMOTE_TOOLS``:
+``buffer_overview``, ``project_diagnostics``), the others answer from the host,
+and the Emacs Lisp tools are not offered.
 """
 
 from __future__ import annotations
@@ -37,22 +41,30 @@ def has_emacs(live: LiveSession) -> bool:
 
 
 def unavailable_tools(live: LiveSession, handlers: Collection[str]) -> list[str]:
-    """The catalogue's tools this session cannot run: Emacs-side with no fallback."""
+    """The catalogue's tools this session cannot run: Emacs-side, not run by Emacs
+    for it, with no fallback."""
     if has_emacs(live):
         return []
+    routed = live.emacs_tools
     return [
-        name for name, spec in CATALOGUE.items() if spec.side is Side.EMACS and name not in handlers
+        name
+        for name, spec in CATALOGUE.items()
+        if spec.side is Side.EMACS and name not in handlers and name not in routed
     ]
 
 
 def _why(live: LiveSession) -> str:
     """Why the Emacs-side tools do not run: no Emacs, or a remote project (whose
-    files Emacs's own tools would look for here, where only its records are)."""
+    files Emacs's other tools would look for here, where only its records are)."""
     if live.remote is not None:
-        return (
-            f"this is a remote project (its files are on {live.remote.target.label}) and "
-            "Emacs's own tools do not work on remote files yet"
-        )
+        where = f"this is a remote project (its files are on {live.remote.target.label})"
+        served = sorted(live.emacs_tools)
+        if served:
+            return (
+                f"{where}: Emacs runs only {' and '.join(served)} for it, "
+                "on its buffers visiting the project's files"
+            )
+        return f"{where} and no Emacs is connected to show the buffers visiting them"
     return "no Emacs is connected to this session (a headless run or another editor)"
 
 

@@ -167,6 +167,11 @@ class LiveSession:
         return self.client.tools
 
     @property
+    def emacs_tools(self) -> frozenset[str]:
+        """The Emacs-side tools Emacs runs for this session (:attr:`ClientLink.routed`)."""
+        return self.client.routed
+
+    @property
     def writable_roots(self) -> tuple[Path, ...]:
         """The project root and the user's extra allowed paths (writable in the sandbox)."""
         extra = tuple(p.resolve() for p in self.config.extra_allowed_paths if p.is_dir())
@@ -504,8 +509,9 @@ def open_session(
     A resumed session passes the JOURNAL made when its state was loaded, and keeps
     appending to its current log file; a new one starts a log file. A REMOTE
     project's session has its mirror as root, the host's sandbox, and its files
-    through the connection, or through the Emacs buffers visiting them (no
-    Emacs-side tool: Emacs would look here).
+    through the connection, or through the Emacs buffers visiting them; of the
+    Emacs-side tools only those that look at these buffers go to Emacs
+    (``REMOTE_TOOLS``), the others would look here.
     """
     from ...memory.index import MemoryIndex
     from ...policy.engine import PolicyEngine
@@ -544,7 +550,7 @@ def open_session(
             client.hub, lambda: shared.buffers, timeout_s=config.client_tool_timeout_s
         )
         files = RemoteClientFiles(remote.files, root, tramp_root=remote.tramp, buffers=buffers)
-        client = ClientLink(client.hub, files=files)
+        client = ClientLink(client.hub, files=files, served_by=shared)
         detected = remote.probe.status()  # the host's, which its config.el may turn off
     sandbox = project_sandbox(root, detected, project_trust("config", memory_dir))
     live = LiveSession(

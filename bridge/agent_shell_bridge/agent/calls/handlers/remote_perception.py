@@ -3,8 +3,9 @@
 A remote session's root here is its local mirror, which holds records, not the
 project: searching or reading it would answer "nothing" with confidence. So
 ``symbol_search``, ``open_file`` and ``org_search`` look on the host through the
-session's connection (confined there like every remote file), and the tools that
-need a buffer say why they are unavailable rather than that Emacs is missing.
+session's connection (confined there like every remote file). ``buffer_overview``
+and ``project_diagnostics`` are Emacs's, on its buffers visiting the project's files;
+with no such Emacs connected they say why they are unavailable.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ if TYPE_CHECKING:
 __all__ = ["UNAVAILABLE", "org_outline", "symbol_matches", "visible_name"]
 
 UNAVAILABLE = (
-    "{tool} needs Emacs's own view of the files, which a remote session does not use "
-    "yet (the project's files are on {where}); use read_file, grep and run_command, "
-    "which work there."
+    "{tool} looks at the buffers Emacs visits of a remote project's files (on {where}), "
+    "and no Emacs is connected to this remote session; use read_file, grep and "
+    "run_command, which work there."
 )
 ORG_DEFAULTS = ("README.org", "TODO.org")
 
