@@ -88,6 +88,7 @@ async def test_agent_shell_start_in_a_tramp_dired_buffer(ssh_rig: SshRig, tmp_pa
         "AS_TRAMP_SSH": tramp_ssh,
         "AS_SSH_OPTIONS": "\n".join(ssh_rig.options),
         "AS_TRAMP_DIR": ssh_rig.tramp(str(root)) + "/",
+        "AS_TRUST_ALLOWLIST": "1",
     }
     try:
         proc = await asyncio.create_subprocess_exec(
