@@ -28,6 +28,7 @@
 (require 'agent-shell-session)
 (require 'subr-x)
 (require 'agent-shell-tools)
+(require 'agent-shell-tools-process)
 (require 'agent-shell-json)
 
 (defvar magit-git-global-arguments)

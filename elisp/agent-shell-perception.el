@@ -22,6 +22,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'agent-shell-tools)
+(require 'agent-shell-tools-process)
 (require 'agent-shell-custom)
 (require 'agent-shell-session)
 

@@ -22,6 +22,7 @@
 (require 'subr-x)
 (require 'agent-shell-session)
 (require 'agent-shell-tools)
+(require 'agent-shell-tools-process)
 (require 'agent-shell-actions)
 (require 'agent-shell-remote)
 

@@ -28,13 +28,14 @@
 ;; agent-shell-remote.el        a project on another host, through TRAMP
 ;; agent-shell-trust.el         trusting the files a project ships
 ;; agent-shell-tools.el         the Emacs-side tools' dispatcher and checks
+;; agent-shell-tools-process.el  the programs those tools run (diff, rg, git)
 ;; agent-shell-perception.el    read-only tools: buffers, project, symbols
 ;; agent-shell-actions.el       write tools: edits with snapshots, staging
-;; agent-shell-remote-files.el  a remote project's files through their buffers
 ;; agent-shell-tool-text.el     how a tool call reads in the transcript
 ;; agent-shell-citations.el     clickable path:START-END citations
 ;; agent-shell-plan.el          plans the user edits in org, then approves
 ;; agent-shell-log-fold.el      the log's drawers folded without overlays
+;; agent-shell-log-files.el     past logs: listed, chosen, opened read-only
 ;; agent-shell-log.el           the live org action log of a session
 ;; agent-shell-log-keys.el      decisions on waiting steps from the log
 ;; agent-shell-mcp.el           the user's MCP servers for sessions
@@ -44,6 +45,7 @@
 ;; agent-shell-transcript.el    the transcript: streaming, foldable entries
 ;; agent-shell-lifecycle.el     starting, losing and restarting a session
 ;; agent-shell-diagnostics.el   Flymake and Flycheck diagnostics, settled
+;; agent-shell-remote-files.el  a remote project's files through their buffers
 ;; agent-shell-mention.el       what an @ in the input names, completed
 ;; agent-shell-context.el       send a region, buffer, file or error
 ;; agent-shell-ambient.el       what every prompt tells of where you are
