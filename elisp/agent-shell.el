@@ -30,6 +30,7 @@
 ;; agent-shell-tools.el         the Emacs-side tools' dispatcher and checks
 ;; agent-shell-perception.el    read-only tools: buffers, project, symbols
 ;; agent-shell-actions.el       write tools: edits with snapshots, staging
+;; agent-shell-diagnostics.el   Flymake and Flycheck diagnostics, settled
 ;; agent-shell-remote-files.el  a remote project's files through their buffers
 ;; agent-shell-tool-text.el     how a tool call reads in the transcript
 ;; agent-shell-citations.el     clickable path:START-END citations
@@ -43,7 +44,6 @@
 ;; agent-shell-commands.el      /commands and the project's instructions
 ;; agent-shell-transcript.el    the transcript: streaming, foldable entries
 ;; agent-shell-lifecycle.el     starting, losing and restarting a session
-;; agent-shell-diagnostics.el   Flymake and Flycheck diagnostics, settled
 ;; agent-shell-mention.el       what an @ in the input names, completed
 ;; agent-shell-context.el       send a region, buffer, file or error
 ;; agent-shell-ambient.el       what every prompt tells of where you are
