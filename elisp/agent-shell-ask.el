@@ -25,8 +25,8 @@
 (require 'agent-shell-header)
 (require 'agent-shell-bridge)
 
-(declare-function agent-shell-input "agent-shell" ())
-(declare-function agent-shell-set-input "agent-shell" (text))
+(declare-function agent-shell-input "agent-shell-input" ())
+(declare-function agent-shell-set-input "agent-shell-input" (text))
 
 ;;; Waiting
 

@@ -5,7 +5,7 @@
 ;;; Commentary:
 
 ;; Ask-mode answers cite code as `path:START-END'.  The shell buffer
-;; (agent-shell.el) marks where a turn's output begins with
+;; (agent-shell-turn.el) marks where a turn's output begins with
 ;; `agent-shell-citations-mark' and, at the turn's end, turns the
 ;; citations in the new assistant text into buttons with
 ;; `agent-shell-citations-link' -- only that text is scanned, never the

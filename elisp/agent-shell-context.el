@@ -38,7 +38,7 @@
 
 (declare-function agent-shell-start "agent-shell" (&optional ask))
 (declare-function project-current "project" (&optional maybe-prompt directory))
-(declare-function agent-shell-send-input "agent-shell" ())
+(declare-function agent-shell-send-input "agent-shell-turn" ())
 (declare-function dired-get-marked-files "dired"
                   (&optional localp arg filter distinguish-one-marked error))
 (declare-function compilation--message->loc "compile" (cl-x) t)

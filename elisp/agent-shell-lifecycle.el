@@ -22,7 +22,8 @@
 ;;
 ;; agent-shell.el requires this file and calls it from its commands and
 ;; from the bridge's exit callback; the state and the transcript
-;; functions used here live in agent-shell.el and
+;; functions used here live in agent-shell.el, agent-shell-input.el,
+;; agent-shell-turn.el, agent-shell-session-params.el and
 ;; agent-shell-transcript.el.
 
 ;;; Code:
@@ -36,13 +37,14 @@
 (declare-function agent-shell-bridge-with-connection "agent-shell-bridge" (fn))
 (declare-function agent-shell-bridge-live-connection "agent-shell-bridge" ())
 (declare-function agent-shell-on-session "agent-shell" (buffer result))
-(declare-function agent-shell-failure-reporter "agent-shell" (buffer what))
-(declare-function agent-shell-new-session-params "agent-shell"
+(declare-function agent-shell-failure-reporter "agent-shell-session-params"
+                  (buffer what))
+(declare-function agent-shell-new-session-params "agent-shell-session-params"
                   (root &optional settings wide-confirmed))
-(declare-function agent-shell-dispatch-prompt "agent-shell" (text))
-(declare-function agent-shell-show-prompt "agent-shell" (text))
-(declare-function agent-shell-input "agent-shell" ())
-(declare-function agent-shell-set-input "agent-shell" (text))
+(declare-function agent-shell-dispatch-prompt "agent-shell-turn" (text))
+(declare-function agent-shell-show-prompt "agent-shell-turn" (text))
+(declare-function agent-shell-input "agent-shell-input" ())
+(declare-function agent-shell-set-input "agent-shell-input" (text))
 (declare-function agent-shell-bridge-session-buffer "agent-shell-bridge" (session-id))
 
 ;;; The queued prompt

@@ -9,9 +9,9 @@
 ;; The request waits, one `agent-shell-bridge-permission' record in the
 ;; bridge's list, until the user answers: with y, n or a in the action log
 ;; (agent-shell-log-keys.el calls `agent-shell-permissions-log-decide'),
-;; or with C-c C-y and C-c C-n in the shell buffer (agent-shell.el, which
-;; asks which step with `agent-shell-permissions-choose' when several
-;; wait).  The request stays until the bridge has accepted the answer, so
+;; or with C-c C-y and C-c C-n in the shell buffer (agent-shell-turn.el,
+;; which asks which step with `agent-shell-permissions-choose' when
+;; several wait).  The request stays until the bridge has accepted the answer, so
 ;; a decision that did not reach it can be given again; the shell then
 ;; shows the decision, and an "allow for this session" as a grant.
 

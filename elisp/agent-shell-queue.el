@@ -24,7 +24,7 @@
 ;; transcript draws it with the prompt's display-only line
 ;; (agent-shell-transcript.el) and calls this file when a turn ends,
 ;; through `agent-shell-transcript-turn-end-functions'.  agent-shell.el
-;; binds the keys and sends the prompts.
+;; binds the keys and agent-shell-turn.el sends the prompts.
 
 ;;; Code:
 
@@ -35,12 +35,12 @@
 (require 'agent-shell-transcript)
 (require 'agent-shell-bridge)
 
-(declare-function agent-shell-send "agent-shell" (text))
+(declare-function agent-shell-send "agent-shell-turn" (text))
 (declare-function agent-shell-context-capture "agent-shell-context" ())
 (defvar agent-shell-context-pending)
-(declare-function agent-shell-input "agent-shell" ())
-(declare-function agent-shell-set-input "agent-shell" (text))
-(declare-function agent-shell-send-input "agent-shell" ())
+(declare-function agent-shell-input "agent-shell-input" ())
+(declare-function agent-shell-set-input "agent-shell-input" (text))
+(declare-function agent-shell-send-input "agent-shell-turn" ())
 
 ;;; The queue
 

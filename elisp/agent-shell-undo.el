@@ -34,7 +34,7 @@
 (declare-function agent-shell-rpc-request-sync "agent-shell-rpc-protocol"
                   (conn method params &optional timeout))
 (declare-function agent-shell-transcript-insert-history "agent-shell-transcript" (history))
-(declare-function agent-shell-set-input "agent-shell" (text))
+(declare-function agent-shell-set-input "agent-shell-input" (text))
 (declare-function agent-shell-open-fork "agent-shell" (root result))
 (declare-function agent-shell-mcp-session-params "agent-shell-mcp" ())
 (declare-function diff-no-select "diff" (old new &optional switches no-async buf))

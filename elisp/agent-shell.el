@@ -31,6 +31,8 @@
 ;; agent-shell-tools-process.el  the programs those tools run (diff, rg, git)
 ;; agent-shell-perception.el    read-only tools: buffers, project, symbols
 ;; agent-shell-actions.el       write tools: edits with snapshots, staging
+;; agent-shell-diagnostics.el   Flymake and Flycheck diagnostics, settled
+;; agent-shell-remote-files.el  a remote project's files through their buffers
 ;; agent-shell-tool-text.el     how a tool call reads in the transcript
 ;; agent-shell-citations.el     clickable path:START-END citations
 ;; agent-shell-plan.el          plans the user edits in org, then approves
@@ -44,8 +46,6 @@
 ;; agent-shell-commands.el      /commands and the project's instructions
 ;; agent-shell-transcript.el    the transcript: streaming, foldable entries
 ;; agent-shell-lifecycle.el     starting, losing and restarting a session
-;; agent-shell-diagnostics.el   Flymake and Flycheck diagnostics, settled
-;; agent-shell-remote-files.el  a remote project's files through their buffers
 ;; agent-shell-mention.el       what an @ in the input names, completed
 ;; agent-shell-context.el       send a region, buffer, file or error
 ;; agent-shell-ambient.el       what every prompt tells of where you are
@@ -58,6 +58,9 @@
 ;; agent-shell-handlers.el      what Emacs does with each bridge message
 ;; agent-shell-jobs.el          a shell buffer's background jobs, listed
 ;; agent-shell-queue.el         prompts queued and steers while a turn runs
+;; agent-shell-session-params.el  what a new session is opened with
+;; agent-shell-input.el         the input after the prompt and its history
+;; agent-shell-turn.el          send, cancel, model, mode, approve, reject
 ;; agent-shell.el               this file
 ;; agent-shell-undo.el          undo a turn (loaded when first used)
 ;; agent-shell-memory.el        save and browse experiences (the same)
@@ -103,6 +106,9 @@
 (require 'agent-shell-context)
 (require 'agent-shell-ambient)
 (require 'agent-shell-queue)
+(require 'agent-shell-session-params)
+(require 'agent-shell-input)
+(require 'agent-shell-turn)
 
 ;;; Buffer setup
 
@@ -235,40 +241,24 @@ buffers take the same name."
                               memories "; ")))))
       (agent-shell-lifecycle-send-queued))))
 
-(defun agent-shell-new-session-params (root &optional settings wide-confirmed)
-  "Return the params of `session/new' for ROOT.
-SETTINGS are ROOT's project settings, read when not given.
-WIDE-CONFIRMED non-nil means the user explicitly confirmed ROOT
-although it is $HOME or /; only then is `allow_wide_root' sent."
-  (let ((settings (or settings
-                      ;; A remote one's is read on its host, by the bridge.
-                      (and (not (agent-shell-remote-p root))
-                           (agent-shell-project-read-config root)))))
-    `((cwd . ,(directory-file-name root))
-      ,@(agent-shell-remote-session-params root)
-      ,@(and wide-confirmed '((allow_wide_root . t)))
-      (mode . ,(symbol-name
-                (agent-shell-project-setting settings 'agent-shell-default-mode)))
-      (model . ((model . ,(agent-shell-project-setting settings 'agent-shell-model))
-                ,@(when-let ((window (agent-shell-project-setting
-                                      settings 'agent-shell-context-window)))
-                    `((context_window . ,window)))))
-      (max_steps . ,(agent-shell-project-setting settings 'agent-shell-max-steps))
-      ;; Only the user's own setting: never one from the project's files.
-      (extra_allowed_paths
-       . ,(vconcat (mapcar #'expand-file-name agent-shell-extra-allowed-paths)))
-      ,@(agent-shell-roles-params)
-      ,@(agent-shell-mcp-session-params))))
-
-(defun agent-shell-failure-reporter (buffer what)
-  "Return an error callback reporting WHAT failed in BUFFER."
-  (lambda (err)
-    (when (buffer-live-p buffer)
-      (with-current-buffer buffer
-        (agent-shell-lifecycle-unqueue)
-        (agent-shell-transcript-notice
-         (format "%s failed: %s" what (alist-get 'message err)))
-        (agent-shell-header-set-state 'dead)))))
+(defun agent-shell--choose-model-again (chosen)
+  "Switch a resumed session back to CHOSEN, the model it had switched to.
+CHOSEN is the bridge's record of it (name, model, api_base; no key).
+Only an entry of `agent-shell-models' with the same name, model and
+API base is chosen again: the keys are found here, never kept by the
+bridge.  Otherwise a notice says the session goes on with the default."
+  (let* ((name (alist-get 'name chosen))
+         (entry (cl-find name agent-shell-models
+                         :key (lambda (m) (plist-get m :name)) :test #'equal)))
+    (if (and entry
+             (equal (plist-get entry :model) (alist-get 'model chosen))
+             (equal (plist-get entry :api-base) (alist-get 'api_base chosen)))
+        (agent-shell-switch-model name)
+      (agent-shell-transcript-notice
+       (format "This session had switched to %s (%s at %s), which is not in \
+`agent-shell-models' as it was; it goes on with %s"
+               name (alist-get 'model chosen) (alist-get 'api_base chosen)
+               (or (agent-shell-session-model agent-shell--session) agent-shell-model))))))
 
 ;;; Commands
 
@@ -328,356 +318,12 @@ unsent input."
        (or (> (agent-shell-session-output-marker agent-shell--session) (point-min))
            (not (string-empty-p (agent-shell-input))))))
 
-(defun agent-shell--ensure-shell ()
-  "Signal a `user-error' unless in a shell buffer with a session."
-  (unless (derived-mode-p 'agent-shell-mode)
-    (user-error "Not in an agent-shell buffer"))
-  (unless (agent-shell-session-id agent-shell--session)
-    (user-error "This buffer has no session yet")))
-
-(defun agent-shell-input ()
-  "Return the current input text."
-  (buffer-substring-no-properties (agent-shell-session-input-marker agent-shell--session)
-                                  (point-max)))
-
-(defun agent-shell-set-input (text)
-  "Replace the current input with TEXT."
-  (delete-region (agent-shell-session-input-marker agent-shell--session) (point-max))
-  (goto-char (point-max))
-  (insert text))
-
-(defun agent-shell-send-input ()
-  "Send the input after the prompt to the agent as a new turn.
-On an entry header in the transcript, toggle the entry instead."
-  (interactive)
-  (cond
-   ((< (point) (agent-shell-session-input-marker agent-shell--session))
-    (if (agent-shell-transcript-entry-at (point))
-        (agent-shell-toggle-entry)
-      (goto-char (point-max))))
-   (t
-    (unless (derived-mode-p 'agent-shell-mode)
-      (user-error "Not in an agent-shell buffer"))
-    (let ((text (string-trim (agent-shell-input))))
-      (when (string-empty-p text)
-        (user-error "Nothing to send"))
-      (if (eq (agent-shell-session-state agent-shell--session) 'starting)
-          (progn (agent-shell-context-capture)
-                 (agent-shell-lifecycle-queue-prompt text))
-        (agent-shell--ensure-shell)
-        (cond
-         ((agent-shell-ask-pending-p) (agent-shell-ask-answer-input))
-         ((agent-shell-session-turn-id agent-shell--session)
-          ;; What the mentions name is read now; the queued prompt
-          ;; carries it (see `agent-shell-queue-send-next').
-          (let* ((attachments (prog1 (agent-shell-context-capture)
-                                (setq agent-shell-context-pending nil)))
-                 (queued (if attachments
-                             (propertize text 'agent-shell-queue-attachments attachments)
-                           text)))
-            (message "agent-shell: queued (%d), sent when the turn ends; \
-%s steers instead, %s edits the queue"
-                     (agent-shell-queue-add queued)
-                     (substitute-command-keys "\\[agent-shell-steer]")
-                     (substitute-command-keys "\\[agent-shell-queue-edit]"))))
-         (t (agent-shell--send-captured text))))))))
-
-(defun agent-shell--send-captured (text)
-  "Send TEXT with the attachments its input mentions, read now.
-A prompt that does not go leaves no attachments behind for the next."
-  (agent-shell-context-capture)
-  (condition-case err
-      (agent-shell-send text)
-    (error (setq agent-shell-context-pending nil)
-           (signal (car err) (cdr err)))))
-
-(defun agent-shell-send (text)
-  "Send TEXT as a prompt in the current shell buffer's session.
-When the prompt cannot be sent at all, nothing changes: no turn
-starts and TEXT stays (or is put back) in the input."
-  (unless (agent-shell-bridge-live-connection)
-    (user-error (substitute-command-keys
-                 "The bridge is not running; \\<agent-shell-mode-map>\\[agent-shell-restart] \
-restarts it and resumes this session (the transcript and input stay)")))
-  (agent-shell-show-prompt text)
-  (agent-shell-dispatch-prompt text))
-
-(defun agent-shell-show-prompt (text)
-  "Move TEXT from the input to the transcript as the user's prompt."
-  (unless (equal text (car (agent-shell-session-history agent-shell--session)))
-    (push text (agent-shell-session-history agent-shell--session)))
-  (setf (agent-shell-session-history-index agent-shell--session) -1
-        (agent-shell-session-history-draft agent-shell--session) nil)
-  (let ((inhibit-read-only t))
-    (delete-region (agent-shell-session-input-marker agent-shell--session) (point-max)))
-  (setq buffer-undo-list nil)
-  (agent-shell-transcript-editing
-    (agent-shell-transcript-close-block)
-    (unless (bobp) (agent-shell-transcript-insert "\n"))
-    (agent-shell-transcript-insert (concat "> " text "\n") 'face 'agent-shell-user-face
-                                    'agent-shell-role 'user)
-    (agent-shell-context-show-pending)
-    (agent-shell-transcript-insert "\n"))
-  (agent-shell-citations-mark (agent-shell-session-output-marker agent-shell--session)))
-
-(defvar-local agent-shell--cancel-on-start nil
-  "Non-nil: cancel the turn as soon as the bridge answers its prompt.
-Set when the user cancels a turn whose prompt the bridge has not
-answered yet, so that no turn exists there to cancel.")
-
-(defun agent-shell-dispatch-prompt (text)
-  "Start a turn with TEXT, already shown in the transcript.
-When it cannot be sent, no turn runs and TEXT goes back to the input."
-  (let ((buffer (current-buffer)))
-    (agent-shell-transcript-start-turn-entries)
-    (setf (agent-shell-session-turn-id agent-shell--session) 'pending
-          (agent-shell-session-turn-start agent-shell--session) (current-time))
-    (agent-shell-header-set-state 'thinking)
-    (condition-case err
-        (agent-shell--send-prompt buffer text)
-      (error
-       (setf (agent-shell-session-turn-id agent-shell--session) nil
-             (agent-shell-session-turn-start agent-shell--session) nil)
-       (agent-shell-header-set-state 'idle)
-       (agent-shell-set-input text)
-       (agent-shell-transcript-notice (format "The prompt was not sent: %s"
-                                              (error-message-string err)))
-       (signal (car err) (cdr err))))))
-
-(defun agent-shell--send-prompt (buffer text)
-  "Send TEXT as `session/prompt' for the shell BUFFER (the current buffer)."
-  (agent-shell-bridge-request
-   "session/prompt"
-   `((sessionId . ,(agent-shell-session-id agent-shell--session))
-     (prompt . [((type . "text") (text . ,text))])
-     (context . ,(append (agent-shell-perception-context-snapshot)
-                         (agent-shell-ambient-context
-                          (agent-shell-session-root agent-shell--session))))
-     (mode . ,(symbol-name (agent-shell-session-mode agent-shell--session)))
-     (attachments . ,(agent-shell-context-take-pending))
-     (attachmentMaxChars . ,agent-shell-attachment-max-chars)
-     ,@(agent-shell-extend-prompt-params))
-   :on-success (lambda (result)
-                 (when (buffer-live-p buffer)
-                   (with-current-buffer buffer
-                     (agent-shell-context-on-result result)
-                     (when-let ((turn (alist-get 'turnId result)))
-                       (push (cons turn text)
-                             (agent-shell-session-turn-prompts agent-shell--session)))
-                     (when (eq (agent-shell-session-turn-id agent-shell--session) 'pending)
-                       (setf (agent-shell-session-turn-id agent-shell--session)
-                             (or (alist-get 'turnId result) t)))
-                     ;; Cancelled before the bridge had the turn: cancel it now.
-                     (when agent-shell--cancel-on-start
-                       (setq agent-shell--cancel-on-start nil)
-                       (agent-shell-cancel)))))
-   :on-error (lambda (err)
-               (when (buffer-live-p buffer)
-                 (with-current-buffer buffer
-                   (setf (agent-shell-session-turn-id agent-shell--session) nil)
-                   (setq agent-shell--cancel-on-start nil)
-                   (agent-shell-transcript-notice (format "The prompt failed: %s"
-                                                          (alist-get 'message err)))
-                   ;; Refused prompts (an unknown /command, say) come back to
-                   ;; be fixed, unless the user already typed something new.
-                   (when (string-empty-p (agent-shell-input))
-                     (agent-shell-set-input text))
-                   (agent-shell-header-set-state 'idle))))))
-
-(defun agent-shell-newline ()
-  "Insert a newline in the input without sending it."
-  (interactive)
-  (when (< (point) (agent-shell-session-input-marker agent-shell--session))
-    (goto-char (point-max)))
-  (insert "\n"))
-
-(defun agent-shell-previous-input (n)
-  "Replace the input with the Nth previous one from the history."
-  (interactive "p")
-  (unless (and agent-shell--session (agent-shell-session-history agent-shell--session))
-    (user-error "No input history"))
-  (when (= (agent-shell-session-history-index agent-shell--session) -1)
-    (setf (agent-shell-session-history-draft agent-shell--session) (agent-shell-input)))
-  (let ((index (+ (agent-shell-session-history-index agent-shell--session) n)))
-    (cond ((>= index (length (agent-shell-session-history agent-shell--session)))
-           (user-error "Beginning of history"))
-          ((< index -1) (user-error "End of history"))
-          (t (setf (agent-shell-session-history-index agent-shell--session) index)
-             (agent-shell-set-input
-              (if (= index -1)
-                  (or (agent-shell-session-history-draft agent-shell--session) "")
-                (nth index (agent-shell-session-history agent-shell--session))))))))
-
-(defun agent-shell-next-input (n)
-  "Replace the input with the Nth next one from the history."
-  (interactive "p")
-  (agent-shell-previous-input (- n)))
-
-(defun agent-shell-cancel ()
-  "Cancel the running turn of this session.
-Every queued prompt goes back into the input."
-  (interactive)
-  (agent-shell--ensure-shell)
-  (agent-shell-queue-restore-input)
-  (when (eq (agent-shell-session-turn-id agent-shell--session) 'pending)
-    (setq agent-shell--cancel-on-start t))
-  (let ((buffer (current-buffer)))
-    (agent-shell-bridge-request
-     "session/cancel" `((sessionId . ,(agent-shell-session-id agent-shell--session)))
-     :on-success (lambda (result)
-                   (message "agent-shell: %s"
-                            (if (eq (alist-get 'cancelled result) t)
-                                "turn cancelled" "no turn was running"))
-                   (when (buffer-live-p buffer)
-                     (with-current-buffer buffer
-                       (when (eq (alist-get 'cancelled result) t)
-                         (setq agent-shell--cancel-on-start nil))
-                       (unless (eq (agent-shell-session-turn-id agent-shell--session)
-                                   'pending)
-                         (when (stringp (agent-shell-session-turn-id agent-shell--session))
-                           (push (agent-shell-session-turn-id agent-shell--session)
-                                 (agent-shell-session-stale-turns agent-shell--session)))
-                         (setf (agent-shell-session-turn-id agent-shell--session)
-                               nil))))))))
-
-(defun agent-shell--model-key (entry)
-  "Return (KEY . SOURCE) for the model ENTRY of `agent-shell-models'."
-  (let ((env (plist-get entry :key-env)))
-    (if (and env (agent-shell-project-nonempty (getenv env)))
-        (cons (getenv env) (concat "env:" env))
-      (let ((agent-shell-api-base (plist-get entry :api-base)))
-        (agent-shell-project-api-key-and-source)))))
-
-(defun agent-shell--model-params (entry)
-  "Return the `model' object of `session/set_model' for ENTRY."
-  (let ((key (agent-shell--model-key entry))
-        (price (plist-get entry :price)))
-    `((api_base . ,(plist-get entry :api-base))
-      (model . ,(plist-get entry :model))
-      ,@(and (car key) `((api_key . ,(car key)) (api_key_source . ,(cdr key))))
-      ,@(and (plist-get entry :context-window)
-             `((context_window . ,(plist-get entry :context-window))))
-      ,@(and (plist-get entry :reasoning-effort)
-             `((reasoning_effort . ,(plist-get entry :reasoning-effort))))
-      ,@(and (>= (length price) 2)
-             `((price_input_per_mtok . ,(nth 0 price))
-               (price_output_per_mtok . ,(nth 1 price))
-               ,@(and (nth 2 price) `((price_cached_input_per_mtok . ,(nth 2 price)))))))))
-
-(defun agent-shell-switch-model (name)
-  "Use the model NAME of `agent-shell-models' from this session's next request.
-During a turn it takes over at the turn's next model call.  The header
-shows it, the action log notes the switch, and tokens and cost are
-counted per model from then on."
-  (interactive
-   (progn (agent-shell--ensure-shell)
-          (unless agent-shell-models
-            (user-error "No models to switch to: customize `agent-shell-models'"))
-          (list (completing-read
-                 (format "Model (now %s): " (or (agent-shell-session-model agent-shell--session)
-                                                agent-shell-model))
-                 (mapcar (lambda (m) (plist-get m :name)) agent-shell-models) nil t))))
-  (agent-shell--ensure-shell)
-  (let ((entry (or (cl-find name agent-shell-models
-                            :key (lambda (m) (plist-get m :name)) :test #'equal)
-                   (user-error "No model %s in `agent-shell-models'" name)))
-        (buffer (current-buffer)))
-    (unless (and (plist-get entry :api-base) (plist-get entry :model))
-      (user-error "Model %s needs :api-base and :model" name))
-    (agent-shell-bridge-request
-     "session/set_model"
-     `((sessionId . ,(agent-shell-session-id agent-shell--session))
-       (name . ,name)
-       (model . ,(agent-shell--model-params entry)))
-     :on-success
-     (lambda (result)
-       (when (buffer-live-p buffer)
-         (with-current-buffer buffer
-           (setf (agent-shell-session-model agent-shell--session) name)
-           (force-mode-line-update)
-           (agent-shell-session-changed)
-           (agent-shell-transcript-notice
-            (format "Model: %s (%s)%s" name (alist-get 'model result)
-                    (if (eq (alist-get 'applied result) t) ""
-                      " from the turn's next model call")))))))))
-
-(defun agent-shell--choose-model-again (chosen)
-  "Switch a resumed session back to CHOSEN, the model it had switched to.
-CHOSEN is the bridge's record of it (name, model, api_base; no key).
-Only an entry of `agent-shell-models' with the same name, model and
-API base is chosen again: the keys are found here, never kept by the
-bridge.  Otherwise a notice says the session goes on with the default."
-  (let* ((name (alist-get 'name chosen))
-         (entry (cl-find name agent-shell-models
-                         :key (lambda (m) (plist-get m :name)) :test #'equal)))
-    (if (and entry
-             (equal (plist-get entry :model) (alist-get 'model chosen))
-             (equal (plist-get entry :api-base) (alist-get 'api_base chosen)))
-        (agent-shell-switch-model name)
-      (agent-shell-transcript-notice
-       (format "This session had switched to %s (%s at %s), which is not in \
-`agent-shell-models' as it was; it goes on with %s"
-               name (alist-get 'model chosen) (alist-get 'api_base chosen)
-               (or (agent-shell-session-model agent-shell--session) agent-shell-model))))))
-
 (defun agent-shell-show-log ()
   "Show the action log of this session."
   (interactive)
   (unless (derived-mode-p 'agent-shell-mode)
     (user-error "Not in an agent-shell buffer"))
   (display-buffer (agent-shell-log-buffer (agent-shell-session-name agent-shell--session))))
-
-(defun agent-shell-toggle-mode ()
-  "Switch this session between `act' and `ask' mode."
-  (interactive)
-  (agent-shell--ensure-shell)
-  (let ((buffer (current-buffer))
-        (mode (if (eq (agent-shell-session-mode agent-shell--session) 'ask) 'act 'ask)))
-    (agent-shell-bridge-request
-     "session/set_mode" `((sessionId . ,(agent-shell-session-id agent-shell--session))
-                          (mode . ,(symbol-name mode)))
-     :on-success (lambda (result)
-                   (when (buffer-live-p buffer)
-                     (with-current-buffer buffer
-                       (setf (agent-shell-session-mode agent-shell--session)
-                             (intern (or (alist-get 'mode result)
-                                         (symbol-name mode))))
-                       (force-mode-line-update)
-                       (message "agent-shell: %s mode"
-                                (agent-shell-session-mode agent-shell--session))))))))
-
-(defun agent-shell-approve (&optional permission)
-  "Approve this session's waiting step; with several, ask which.
-PERMISSION, when given, is the request to approve."
-  (interactive)
-  (agent-shell--ensure-shell)
-  (agent-shell-permissions-answer
-   (or permission (agent-shell-permissions-choose "Approve")) 'approve nil))
-
-(defun agent-shell-reject (reason &optional permission)
-  "Reject this session's waiting step, telling the model REASON.
-With several steps waiting, ask which; PERMISSION, when given, is it."
-  (interactive
-   (progn (agent-shell--ensure-shell)
-          (let ((permission (agent-shell-permissions-choose "Reject")))
-            (list (read-string "Reason (optional): ") permission))))
-  (agent-shell--ensure-shell)
-  (agent-shell-permissions-answer (or permission (agent-shell-permissions-choose "Reject"))
-                                   'reject (agent-shell-project-nonempty reason)))
-
-(defun agent-shell-toggle-entry ()
-  "Show or hide the body of the thought, tool or plan entry at point.
-Anywhere on an entry's line counts, its end too.  On a /command
-name at the prompt, complete it; elsewhere, indent as TAB would."
-  (interactive)
-  (let ((id (agent-shell-transcript-entry-at (point))))
-    (if (not id)
-        (if (or (agent-shell-commands-completion-at-point)
-                (agent-shell-mention-completion-at-point))
-            (completion-at-point)
-          (indent-for-tab-command))
-      (let ((plist (agent-shell-transcript-entry id)))
-        (agent-shell-transcript-set-folded id (not (plist-get plist :folded)))))))
 
 (defun agent-shell--kill-buffer ()
   "End this buffer's session when the buffer is killed."
