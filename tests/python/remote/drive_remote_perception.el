@@ -11,27 +11,8 @@
 
 ;;; Code:
 
-(require 'agent-shell)
-(require 'tramp)
-(require 'dired)
+(load (expand-file-name "drive_common.el" (file-name-directory load-file-name)) nil t)
 (require 'flymake)
-
-(setq tramp-persistency-file-name nil
-      tramp-verbose 1
-      tramp-use-ssh-controlmaster-options t
-      tramp-ssh-controlmaster-options (getenv "AS_TRAMP_SSH")
-      agent-shell-api-base (getenv "AS_API_BASE")
-      agent-shell-api-key "sk-remote-test-key"
-      agent-shell-remote-ssh-options (split-string (getenv "AS_SSH_OPTIONS") "\n" t)
-      agent-shell-log-notify-on-wait nil)
-
-(defun drive-wait (what pred seconds)
-  "Wait for PRED (WHAT, for the error) at most SECONDS."
-  (let ((deadline (+ (float-time) seconds)))
-    (while (not (funcall pred))
-      (when (> (float-time) deadline)
-        (error "Timed out waiting for %s" what))
-      (accept-process-output nil 0.05))))
 
 (defun drive-backend (report &rest _)
   "Report one error on line 2 through REPORT, at once."

@@ -11,25 +11,19 @@ visits (written on the host by the bridge, no buffer opened for it).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agent_shell_bridge.model.mock_script import MockScript
-from agent_shell_bridge.model.mock_server import MockServer
+from emacs_drive import between, call, drive, ssh_env
 from sshd_rig import SshRig, sshd
 
 pytestmark = pytest.mark.sshd
 
-HERE = Path(__file__).resolve().parent
-ELISP = HERE.parents[2] / "elisp"
 APP = "def add(a, b):\n    return a - b\n# 中文注释\n"
 NOTES = "saved line 已保存\n"
 OTHER = "x = 1\n"
@@ -42,14 +36,6 @@ def ssh_rig() -> Iterator[SshRig]:
         yield rig
 
 
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"tool_calls": [{"name": name, "arguments": arguments}]}
-
-
-def _between(out: str, tag: str) -> str:
-    return out.split(f"{tag}-BEGIN\n", 1)[1].split(f"\n{tag}-END", 1)[0]
-
-
 def _tool_results(bodies: list[Any]) -> list[str]:
     """The tool results the model was sent, in order (the longest request has them all)."""
     messages = max((b.get("messages", []) for b in bodies), key=len)
@@ -59,12 +45,6 @@ def _tool_results(bodies: list[Any]) -> list[str]:
 async def test_edits_go_through_the_buffers_that_visit_the_files(
     ssh_rig: SshRig, tmp_path: Path
 ) -> None:
-    bridge = os.environ.get("AGENT_SHELL_TEST_BRIDGE") or str(
-        HERE.parents[2] / ".venv" / "bin" / "agent-shell-bridge"
-    )
-    emacs = os.environ.get("EMACS", "emacs")  # make test-emacs30 sets its Emacs 30
-    if shutil.which(emacs) is None or not Path(bridge).exists():
-        pytest.skip("needs emacs and the bridge (make venv)")
     root = ssh_rig.make_project(
         f"buffers-{os.getpid()}", {"app.py": APP, "notes.txt": NOTES, "other.py": OTHER}
     )
@@ -89,44 +69,18 @@ async def test_edits_go_through_the_buffers_that_visit_the_files(
         call("replace_pattern", path="other.py", pattern="x = 1", replacement="x = 2  # 二"),
         {"text": "edits done 完成"},
     ]
-    mock = MockServer(MockScript.model_validate({"steps": steps}))
-    await mock.start()
-    runtime = Path(tempfile.mkdtemp(prefix="asr-"))
-    home = tmp_path / "home"
-    home.mkdir()
-    env = {
-        **os.environ,
-        "HOME": str(home),
-        "XDG_DATA_HOME": str(tmp_path / "data"),
-        "XDG_RUNTIME_DIR": str(runtime),
-        "AGENT_SHELL_TEST_BRIDGE": bridge,
-        "AS_API_BASE": mock.api_base,
-        "AS_TRAMP_SSH": " ".join(f"-o {o}" for o in ssh_rig.options),
-        "AS_SSH_OPTIONS": "\n".join(ssh_rig.options),
-        "AS_TRAMP_DIR": ssh_rig.tramp(str(root)) + "/",
-    }
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            emacs,
-            "-Q",
-            "--batch",
-            "-L",
-            str(ELISP),
-            "-l",
-            str(HERE / "drive_remote_buffers.el"),
-            env=env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-        )
-        raw, _ = await asyncio.wait_for(proc.communicate(), 150)
-        bodies = [r.body for r in mock.recorder.records]
-    finally:
-        await mock.stop()
-        shutil.rmtree(runtime, ignore_errors=True)
-    out = raw.decode(errors="replace")
-    assert proc.returncode == 0, out[-4000:]
-    assert "edits done 完成" in _between(out, "TRANSCRIPT")
+    driven = await drive(
+        "drive_remote_buffers.el",
+        steps,
+        tmp_path,
+        ssh_rig.tramp(str(root)) + "/",
+        {**ssh_env(ssh_rig.options)},
+        timeout_s=150,
+    )
+    bodies = driven.bodies
+    out = driven.out
+    assert driven.returncode == 0, out[-4000:]
+    assert "edits done 完成" in between(out, "TRANSCRIPT")
     results = _tool_results(bodies)
     assert len(results) == 7, results
     # The read saw the buffer's text, the user's unsaved line included.
@@ -136,20 +90,20 @@ async def test_edits_go_through_the_buffers_that_visit_the_files(
     results = [results[0], *results[2:]]
     # The visited file: edited in its buffer, saved there, undoable as one unit.
     edited = APP.replace("a - b", "a + b  # 加法")
-    assert _between(out, "APP").rstrip("\n") == edited.rstrip("\n")
-    assert _between(out, "APP-MODIFIED") == "no"
+    assert between(out, "APP").rstrip("\n") == edited.rstrip("\n")
+    assert between(out, "APP-MODIFIED") == "no"
     assert (root / "app.py").read_text(encoding="utf-8") == edited
-    assert _between(out, "APP-UNDONE").rstrip("\n") == APP.rstrip("\n")
+    assert between(out, "APP-UNDONE").rstrip("\n") == APP.rstrip("\n")
     # The buffer with unsaved changes: refused, nothing written anywhere.
     assert "status=completed" in results[2]
     assert "The user has unsaved changes in buffer `notes.txt'" in results[3]
     assert "status=completed" in results[5]
-    assert _between(out, "NOTES").rstrip("\n") == (NOTES + UNSAVED).rstrip("\n")
-    assert _between(out, "NOTES-MODIFIED") == "yes"
+    assert between(out, "NOTES").rstrip("\n") == (NOTES + UNSAVED).rstrip("\n")
+    assert between(out, "NOTES-MODIFIED") == "yes"
     assert (root / "notes.txt").read_text(encoding="utf-8") == NOTES
     # No buffer: written on the host by the bridge, and Emacs opened none for it.
     assert (root / "other.py").read_text(encoding="utf-8") == "x = 2  # 二\n"
-    assert _between(out, "OTHER-BUFFER") == "no"
+    assert between(out, "OTHER-BUFFER") == "no"
     assert (root / "other.py").stat().st_uid == ssh_rig.uid
     # The undo snapshots stayed in the mirror: the two written edits, not the refused one.
     indexes = list((tmp_path / "data" / "agent-shell" / "remote").rglob("snapshots/index.jsonl"))

@@ -11,25 +11,18 @@ Emacs-side tools run and which are not offered.
 
 from __future__ import annotations
 
-import asyncio
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from agent_rig import payload_of
-from agent_shell_bridge.model.mock_script import MockScript
-from agent_shell_bridge.model.mock_server import MockServer
+from emacs_drive import call, drive, ssh_env
 from sshd_rig import SshRig, sshd
 
 pytestmark = pytest.mark.sshd
 
-HERE = Path(__file__).resolve().parent
-ELISP = HERE.parents[2] / "elisp"
 SOURCE = "def 加法(a, b):\n    return a - b\n"
 
 
@@ -39,19 +32,9 @@ def ssh_rig() -> Iterator[SshRig]:
         yield rig
 
 
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"tool_calls": [{"name": name, "arguments": arguments}]}
-
-
 async def test_emacs_shows_the_buffers_visiting_the_remote_files(
     ssh_rig: SshRig, tmp_path: Path
 ) -> None:
-    bridge = os.environ.get("AGENT_SHELL_TEST_BRIDGE") or str(
-        HERE.parents[2] / ".venv" / "bin" / "agent-shell-bridge"
-    )
-    emacs = os.environ.get("EMACS", "emacs")  # make test-emacs30 sets its Emacs 30
-    if shutil.which(emacs) is None or not Path(bridge).exists():
-        pytest.skip("needs emacs and the bridge (make venv)")
     root = ssh_rig.make_project(f"perceive-{os.getpid()}", {"src/说明.py": SOURCE})
     outside_name = f"outside-{os.getpid()}.txt"
     outside = ssh_rig.home / outside_name
@@ -65,44 +48,17 @@ async def test_emacs_shows_the_buffers_visiting_the_remote_files(
         call("describe_symbol", symbol="car"),
         {"text": "seen 看过了"},
     ]
-    mock = MockServer(MockScript.model_validate({"steps": steps}))
-    await mock.start()
-    runtime = Path(tempfile.mkdtemp(prefix="asp-"))
-    home = tmp_path / "home"
-    home.mkdir()
-    env = {
-        **os.environ,
-        "HOME": str(home),
-        "XDG_DATA_HOME": str(tmp_path / "data"),
-        "XDG_RUNTIME_DIR": str(runtime),
-        "AGENT_SHELL_TEST_BRIDGE": bridge,
-        "AS_API_BASE": mock.api_base,
-        "AS_TRAMP_SSH": " ".join(f"-o {o}" for o in ssh_rig.options),
-        "AS_SSH_OPTIONS": "\n".join(ssh_rig.options),
-        "AS_TRAMP_DIR": ssh_rig.tramp(str(root)) + "/",
-        "AS_TRAMP_OUTSIDE": ssh_rig.tramp(str(outside)),
-    }
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            emacs,
-            "-Q",
-            "--batch",
-            "-L",
-            str(ELISP),
-            "-l",
-            str(HERE / "drive_remote_perception.el"),
-            env=env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-        )
-        raw, _ = await asyncio.wait_for(proc.communicate(), 150)
-        bodies = [r.body for r in mock.recorder.records]
-    finally:
-        await mock.stop()
-        shutil.rmtree(runtime, ignore_errors=True)
-    out = raw.decode(errors="replace")
-    assert proc.returncode == 0, out[-4000:]
+    driven = await drive(
+        "drive_remote_perception.el",
+        steps,
+        tmp_path,
+        ssh_rig.tramp(str(root)) + "/",
+        {**ssh_env(ssh_rig.options), "AS_TRAMP_OUTSIDE": ssh_rig.tramp(str(outside))},
+        timeout_s=150,
+    )
+    bodies = driven.bodies
+    out = driven.out
+    assert driven.returncode == 0, out[-4000:]
     assert f"OUTSIDE-NAME {outside_name}\n" in out
     assert "seen 看过了" in out.split("TRANSCRIPT-BEGIN\n", 1)[1]
     messages = max((b.get("messages", []) for b in bodies), key=len)
